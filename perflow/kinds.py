@@ -1,0 +1,260 @@
+"""Enumerations shared by every layer: vertex kinds, event kinds, MPI operations.
+
+The numeric values of :class:`CollectiveOp` are those of OTF2's
+``OTF2_CollectiveOp`` so that OTF2 readers and writers can pass them through
+unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+__all__ = [
+    "VertexKind",
+    "CollectiveOp",
+    "P2P",
+    "CollEv",
+    "MPIClass",
+    "classify_region",
+    "mpi_class",
+    "COLLECTIVE_NAMES",
+]
+
+
+class VertexKind(str, enum.Enum):
+    """What a top-down vertex (a code region in a calling context) is."""
+
+    ROOT = "root"
+    FUNCTION = "function"
+    LOOP = "loop"
+    CALL_SITE = "callsite"
+    STATEMENT = "statement"
+    MPI = "mpi"
+    OPENMP = "openmp"
+    THREAD = "thread"
+    IO = "io"
+    MEMORY = "memory"
+    GPU = "gpu"
+    PYTHON = "python"
+    MEASUREMENT = "measurement"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CollectiveOp(enum.IntEnum):
+    """Collective operations, numbered as in OTF2."""
+
+    BARRIER = 0
+    BCAST = 1
+    GATHER = 2
+    GATHERV = 3
+    SCATTER = 4
+    SCATTERV = 5
+    ALLGATHER = 6
+    ALLGATHERV = 7
+    ALLTOALL = 8
+    ALLTOALLV = 9
+    ALLTOALLW = 10
+    ALLREDUCE = 11
+    REDUCE = 12
+    REDUCE_SCATTER = 13
+    SCAN = 14
+    EXSCAN = 15
+    REDUCE_SCATTER_BLOCK = 16
+    CREATE_HANDLE = 17
+    DESTROY_HANDLE = 18
+    ALLOCATE = 19
+    DEALLOCATE = 20
+    CREATE_HANDLE_AND_ALLOCATE = 21
+    DESTROY_HANDLE_AND_DEALLOCATE = 22
+    # Not OTF2 operations: perflow marks MPI_Init/MPI_Finalize as world barriers.
+    INIT = 100
+    FINALIZE = 101
+
+    @property
+    def pattern(self) -> str:
+        """The synchronisation pattern: ``"n2n"``, ``"one2n"``, ``"n2one"``, ``"scan"``, ``"barrier"``."""
+        return _PATTERN.get(self, "n2n")
+
+
+_PATTERN = {
+    CollectiveOp.BARRIER: "barrier",
+    CollectiveOp.INIT: "barrier",
+    CollectiveOp.FINALIZE: "barrier",
+    CollectiveOp.BCAST: "one2n",
+    CollectiveOp.SCATTER: "one2n",
+    CollectiveOp.SCATTERV: "one2n",
+    CollectiveOp.GATHER: "n2one",
+    CollectiveOp.GATHERV: "n2one",
+    CollectiveOp.REDUCE: "n2one",
+    CollectiveOp.SCAN: "scan",
+    CollectiveOp.EXSCAN: "scan",
+}
+
+
+class P2P(enum.IntEnum):
+    """Kinds of point-to-point events in a raw trace (see :mod:`perflow.trace.raw`)."""
+
+    SEND = 0  # blocking send issued (inside MPI_Send/Ssend/Bsend/Rsend)
+    ISEND = 1  # non-blocking send posted; completed by ISEND_COMPLETE with the same request
+    ISEND_COMPLETE = 2
+    RECV = 3  # blocking receive completed (peer = actual source)
+    IRECV_REQUEST = 4  # non-blocking receive posted (peer/tag may be wildcards)
+    IRECV = 5  # non-blocking receive completed (peer = actual source)
+    REQUEST_TEST = 6  # a request tested without completion
+    REQUEST_CANCELLED = 7
+    SSEND = 8  # synchronous blocking send (MPI_Ssend): completes only once matched
+
+
+class CollEv(enum.IntEnum):
+    """Collective event kinds in a raw trace."""
+
+    BEGIN = 0
+    END = 1
+
+
+class MPIClass(str, enum.Enum):
+    """Coarse class of an MPI call, used by breakdowns and wait-state analyses."""
+
+    P2P = "p2p"
+    COLLECTIVE = "collective"
+    SYNC = "sync"
+    WAIT = "wait"
+    IO = "io"
+    SETUP = "setup"
+    RMA = "rma"
+    OTHER = "other"
+
+
+COLLECTIVE_NAMES: dict[str, CollectiveOp] = {
+    "MPI_Barrier": CollectiveOp.BARRIER,
+    "MPI_Ibarrier": CollectiveOp.BARRIER,
+    "MPI_Bcast": CollectiveOp.BCAST,
+    "MPI_Gather": CollectiveOp.GATHER,
+    "MPI_Gatherv": CollectiveOp.GATHERV,
+    "MPI_Scatter": CollectiveOp.SCATTER,
+    "MPI_Scatterv": CollectiveOp.SCATTERV,
+    "MPI_Allgather": CollectiveOp.ALLGATHER,
+    "MPI_Allgatherv": CollectiveOp.ALLGATHERV,
+    "MPI_Alltoall": CollectiveOp.ALLTOALL,
+    "MPI_Alltoallv": CollectiveOp.ALLTOALLV,
+    "MPI_Alltoallw": CollectiveOp.ALLTOALLW,
+    "MPI_Allreduce": CollectiveOp.ALLREDUCE,
+    "MPI_Reduce": CollectiveOp.REDUCE,
+    "MPI_Reduce_scatter": CollectiveOp.REDUCE_SCATTER,
+    "MPI_Reduce_scatter_block": CollectiveOp.REDUCE_SCATTER_BLOCK,
+    "MPI_Scan": CollectiveOp.SCAN,
+    "MPI_Exscan": CollectiveOp.EXSCAN,
+    "MPI_Init": CollectiveOp.INIT,
+    "MPI_Init_thread": CollectiveOp.INIT,
+    "MPI_Finalize": CollectiveOp.FINALIZE,
+}
+
+_P2P_RE = re.compile(
+    r"^MPI_(I?[bsr]?send|I?recv|Sendrecv(_replace)?|I?[bsr]?send_init|Recv_init|Start(all)?|"
+    r"I?m?probe|I?mrecv)$",
+    re.IGNORECASE,
+)
+_WAIT_RE = re.compile(r"^MPI_(Wait|Test)(all|any|some)?$", re.IGNORECASE)
+_IO_RE = re.compile(r"^MPI_File_", re.IGNORECASE)
+_RMA_RE = re.compile(
+    r"^MPI_(Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|Win_\w+|R(put|get))$",
+    re.IGNORECASE,
+)
+_SETUP_RE = re.compile(
+    r"^MPI_(Init(_thread)?|Finalize|Comm_\w+|Group_\w+|Cart_\w+|Type_\w+|Op_\w+|Dims_create|"
+    r"Get_\w+|Initialized|Finalized|Wtime|Wtick|Abort|Info_\w+|Error_\w+|Errhandler_\w+)$",
+    re.IGNORECASE,
+)
+
+
+def mpi_class(name: str) -> MPIClass | None:
+    """Classify an MPI function name, or return ``None`` for a non-MPI name.
+
+    Parameters
+    ----------
+    name : str
+        A region name such as ``"MPI_Allreduce"`` (Fortran spellings such as
+        ``"mpi_allreduce_"`` and the ``PMPI_`` prefix are accepted).
+
+    Returns
+    -------
+    MPIClass or None
+        ``SYNC`` for barriers, ``COLLECTIVE`` for data collectives, ``P2P`` for
+        point-to-point calls, ``WAIT`` for request completion, and so on.
+    """
+    n = name.strip()
+    if n[:5].upper() == "PMPI_":
+        n = n[1:]
+    if n[:4].upper() != "MPI_" or len(n) < 5:
+        return None
+    rest = n[4:].rstrip("_").lower()
+    n = "MPI_" + rest[:1].upper() + rest[1:]
+    if n in ("MPI_Barrier", "MPI_Ibarrier"):
+        return MPIClass.SYNC
+    blocking = "MPI_" + rest[1:2].upper() + rest[2:] if rest.startswith("i") else n
+    for cand in (n, blocking):
+        if cand in COLLECTIVE_NAMES and COLLECTIVE_NAMES[cand] not in (CollectiveOp.INIT, CollectiveOp.FINALIZE):
+            return MPIClass.COLLECTIVE
+    if _WAIT_RE.match(n):
+        return MPIClass.WAIT
+    if _P2P_RE.match(n):
+        return MPIClass.P2P
+    if _IO_RE.match(n):
+        return MPIClass.IO
+    if _RMA_RE.match(n):
+        return MPIClass.RMA
+    if _SETUP_RE.match(n):
+        return MPIClass.SETUP
+    return MPIClass.OTHER
+
+
+_IO_NAMES = re.compile(
+    r"^(f?open(64)?|f?close|f?read|f?write|pread(64)?|pwrite(64)?|fsync|lseek(64)?|fflush|"
+    r"H5\w+|nc_\w+|ncmpi_\w+|POSIX_\w+)$"
+)
+_OMP_RE = re.compile(r"^(!\$omp|#pragma omp|omp_|GOMP_|__kmpc_)", re.IGNORECASE)
+_PTHREAD_RE = re.compile(r"^pthread_")
+
+
+def classify_region(name: str, hint: str | None = None) -> VertexKind:
+    """Guess the :class:`VertexKind` of a region from its name.
+
+    Parameters
+    ----------
+    name : str
+        Region or function name.
+    hint : str, optional
+        A kind reported by the data source (``"loop"``, ``"function"``, ...),
+        used when the name itself says nothing more specific.
+
+    Returns
+    -------
+    VertexKind
+    """
+    if mpi_class(name) is not None:
+        return VertexKind.MPI
+    if _OMP_RE.match(name):
+        return VertexKind.OPENMP
+    if _PTHREAD_RE.match(name):
+        return VertexKind.THREAD
+    if _IO_NAMES.match(name):
+        return VertexKind.IO
+    if hint:
+        try:
+            return VertexKind(hint.lower())
+        except ValueError:
+            pass
+        h = hint.lower()
+        if "loop" in h:
+            return VertexKind.LOOP
+        if "call" in h:
+            return VertexKind.CALL_SITE
+        if h in ("stmt", "line", "statement"):
+            return VertexKind.STATEMENT
+    if name.startswith("Loop@") or name.lower().startswith("loop at "):
+        return VertexKind.LOOP
+    return VertexKind.FUNCTION

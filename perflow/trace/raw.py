@@ -1,0 +1,216 @@
+"""The raw trace: decoded events as columnar tables, before any analysis.
+
+Every trace source (the OTF2 decoders, the recorder, Chrome traces, HPCToolkit
+``trace.db``, :mod:`perflow.synthetic`) produces a :class:`RawTrace`;
+:func:`perflow.trace.build.build_pag` turns one into a PAG. A raw trace holds
+no Python object per event: each event class is a dict of equal-length numpy
+arrays.
+
+Ordering contract
+-----------------
+* ``locations`` rows are numbered ``0..L-1``; every event table's ``location``
+  column refers to that number.
+* ``region_events`` is sorted by ``location`` and, within a location, in
+  stream order (the order in which the events were recorded; times are
+  non-decreasing within a location).
+* Every other event table carries ``pos``: the index into ``region_events``
+  of the first region event that follows the event in its location's stream
+  (equivalently, the number of region events, over all locations, that sort
+  before it). Within a location, ``pos`` is non-decreasing in stream order,
+  and each table is sorted by ``(location, pos)`` with ties in stream order.
+  ``pos`` is what places a message or collective event inside its enclosing
+  region instance; times alone cannot, as they tie.
+* Times are float64 seconds since the trace's start (the OTF2 global offset).
+* Ranks in ``p2p_events['peer']`` and ``coll_events['root']`` are
+  communicator-local; ``comms`` maps them to world ranks (processes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+
+__all__ = ["RawTrace", "REGION_COLUMNS", "P2P_COLUMNS", "COLL_COLUMNS", "METRIC_COLUMNS", "empty_table"]
+
+ENTER = 0
+LEAVE = 1
+
+#: region_events: location, time, kind (ENTER=0 / LEAVE=1), region (id into ``regions``).
+REGION_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "region": np.dtype(np.int32),
+}
+#: p2p_events: kind is :class:`perflow.kinds.P2P`; request is -1 when none.
+P2P_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "peer": np.dtype(np.int32),
+    "comm": np.dtype(np.int32),
+    "tag": np.dtype(np.int32),
+    "bytes": np.dtype(np.int64),
+    "request": np.dtype(np.int64),
+    "pos": np.dtype(np.int64),
+}
+#: coll_events: kind is :class:`perflow.kinds.CollEv`; op is :class:`perflow.kinds.CollectiveOp`
+#: (meaningful on END events); root is -1 when the operation has none.
+COLL_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "op": np.dtype(np.int16),
+    "comm": np.dtype(np.int32),
+    "root": np.dtype(np.int32),
+    "sent": np.dtype(np.int64),
+    "received": np.dtype(np.int64),
+    "pos": np.dtype(np.int64),
+}
+#: metric_events: one row per (event, metric member).
+METRIC_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "metric": np.dtype(np.int32),
+    "value": np.dtype(np.float64),
+    "pos": np.dtype(np.int64),
+}
+
+_TABLES = {
+    "region_events": REGION_COLUMNS,
+    "p2p_events": P2P_COLUMNS,
+    "coll_events": COLL_COLUMNS,
+    "metric_events": METRIC_COLUMNS,
+}
+
+
+def empty_table(columns: dict[str, np.dtype], n: int = 0) -> dict[str, np.ndarray]:
+    """Return a dict of zero-filled arrays with the given columns and length."""
+    return {k: np.zeros(n, dtype=dt) for k, dt in columns.items()}
+
+
+def _frame(rows: list[dict[str, Any]] | pd.DataFrame | None, cols: dict[str, Any]) -> pd.DataFrame:
+    df = pd.DataFrame(rows if rows is not None else [], columns=list(cols))
+    for c, default in cols.items():
+        if c not in df:
+            df[c] = default
+    return df
+
+
+@dataclass
+class RawTrace:
+    """Decoded trace events and definitions, as columnar tables.
+
+    Attributes
+    ----------
+    locations : pandas.DataFrame
+        One row per location (stream of events), indexed ``0..L-1``, with
+        columns ``process`` (world rank, int), ``thread`` (int), ``name`` (str)
+        and ``type`` (``"cpu"``, ``"gpu"``, ``"metric"``).
+    regions : pandas.DataFrame
+        One row per region id, indexed by region id, with columns ``name``,
+        ``role`` (OTF2 region role name in lower case, e.g. ``"function"``,
+        ``"loop"``, ``"point2point"``), ``paradigm`` (``"mpi"``, ``"openmp"``,
+        ``"user"``, ``"compiler"``, ...), ``file``, ``line``, ``module``.
+    comms : dict of int to numpy.ndarray
+        Communicator id to the world ranks of its members, in communicator
+        rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).
+    comm_names : dict of int to str
+        Communicator id to name (``"MPI_COMM_WORLD"``, ...).
+    region_events, p2p_events, coll_events, metric_events : dict of str to numpy.ndarray
+        Event tables with the columns of :data:`REGION_COLUMNS`,
+        :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS` and :data:`METRIC_COLUMNS`.
+    metrics : pandas.DataFrame
+        Metric definitions indexed by metric id: ``name``, ``unit``, ``mode``
+        (``"accumulated"``, ``"absolute"``, ...).
+    attrs : dict
+        Free-form metadata: ``source`` (file), ``creator``, ``timer_resolution``,
+        ``ticks`` (total trace length in seconds), ...
+    """
+
+    locations: pd.DataFrame
+    regions: pd.DataFrame
+    region_events: dict[str, np.ndarray]
+    p2p_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(P2P_COLUMNS))
+    coll_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(COLL_COLUMNS))
+    metric_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(METRIC_COLUMNS))
+    comms: dict[int, np.ndarray] = field(default_factory=dict)
+    comm_names: dict[int, str] = field(default_factory=dict)
+    metrics: pd.DataFrame = field(default_factory=lambda: _frame(None, {"name": "", "unit": "", "mode": ""}))
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.locations = _frame(self.locations, {"process": 0, "thread": 0, "name": "", "type": "cpu"})
+        self.regions = _frame(
+            self.regions, {"name": "", "role": "function", "paradigm": "user", "file": "", "line": 0, "module": ""}
+        )
+        for name, cols in _TABLES.items():
+            table = getattr(self, name)
+            fixed = {}
+            n = None
+            for c, dt in cols.items():
+                if c not in table:
+                    raise TraceError(f"raw trace table {name!r} lacks column {c!r}")
+                a = np.ascontiguousarray(table[c], dtype=dt)
+                if n is not None and len(a) != n:
+                    raise TraceError(f"raw trace table {name!r}: column {c!r} has {len(a)} rows, expected {n}")
+                n = len(a)
+                fixed[c] = a
+            setattr(self, name, fixed)
+
+    @property
+    def n_events(self) -> int:
+        """Total number of events over all tables (metric rows count once per member)."""
+        return sum(len(getattr(self, t)["location"]) for t in _TABLES)
+
+    @property
+    def world_comm(self) -> int | None:
+        """Id of the communicator named MPI_COMM_WORLD, or of the largest one."""
+        for c, n in self.comm_names.items():
+            if n.upper() in ("MPI_COMM_WORLD", "COMM_WORLD", "WORLD"):
+                return c
+        if not self.comms:
+            return None
+        return max(self.comms, key=lambda c: len(self.comms[c]))
+
+    def table(self, name: str) -> pd.DataFrame:
+        """Return one event table as a DataFrame (copies nothing it need not)."""
+        if name not in _TABLES:
+            raise KeyError(f"no event table {name!r}; tables are {sorted(_TABLES)}")
+        return pd.DataFrame(getattr(self, name), copy=False)
+
+    def validate(self) -> None:
+        """Check the ordering contract; raise :class:`TraceError` on a violation."""
+        src = self.attrs.get("source", "raw trace")
+        ev = self.region_events
+        loc = ev["location"]
+        nloc = len(self.locations)
+        if len(loc) and (loc.min() < 0 or loc.max() >= nloc):
+            raise TraceError(f"{src}: region event refers to a location outside 0..{nloc - 1}")
+        if len(loc) > 1 and np.any(np.diff(loc) < 0):
+            raise TraceError(f"{src}: region events are not grouped by location")
+        if len(loc) > 1:
+            same = loc[1:] == loc[:-1]
+            back = same & (np.diff(ev["time"]) < 0)
+            if back.any():
+                i = int(np.argmax(back)) + 1
+                raise TraceError(
+                    f"{src}: time goes backwards on location {int(loc[i])} at region event {i} "
+                    f"({ev['time'][i - 1]!r} then {ev['time'][i]!r})"
+                )
+        reg = ev["region"]
+        if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):
+            raise TraceError(f"{src}: region event refers to an undefined region id {int(reg.max())}")
+        for name in ("p2p_events", "coll_events", "metric_events"):
+            t = getattr(self, name)
+            if len(t["pos"]) > 1:
+                key_ok = (np.diff(t["location"]) > 0) | ((np.diff(t["location"]) == 0) & (np.diff(t["pos"]) >= 0))
+                if not key_ok.all():
+                    raise TraceError(f"{src}: {name} is not sorted by (location, pos)")
+            if len(t["pos"]) and (t["pos"].min() < 0 or t["pos"].max() > len(loc)):
+                raise TraceError(f"{src}: {name} has a pos outside 0..{len(loc)}")
