@@ -35,7 +35,17 @@ import pandas as pd
 
 from ..errors import TraceError
 
-__all__ = ["RawTrace", "REGION_COLUMNS", "P2P_COLUMNS", "COLL_COLUMNS", "METRIC_COLUMNS", "empty_table"]
+__all__ = [
+    "RawTrace",
+    "REGION_COLUMNS",
+    "P2P_COLUMNS",
+    "COLL_COLUMNS",
+    "METRIC_COLUMNS",
+    "SAMPLE_COLUMNS",
+    "ENTER",
+    "LEAVE",
+    "empty_table",
+]
 
 ENTER = 0
 LEAVE = 1
@@ -81,11 +91,22 @@ METRIC_COLUMNS: dict[str, np.dtype] = {
     "pos": np.dtype(np.int64),
 }
 
+#: sample_events: a timer sample of a call stack (``stack`` is an id in ``stacks``),
+#: worth ``weight`` seconds, taken inside whatever region instance is open at ``pos``.
+SAMPLE_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "stack": np.dtype(np.int32),
+    "weight": np.dtype(np.float64),
+    "pos": np.dtype(np.int64),
+}
+
 _TABLES = {
     "region_events": REGION_COLUMNS,
     "p2p_events": P2P_COLUMNS,
     "coll_events": COLL_COLUMNS,
     "metric_events": METRIC_COLUMNS,
+    "sample_events": SAMPLE_COLUMNS,
 }
 
 
@@ -95,10 +116,14 @@ def empty_table(columns: dict[str, np.dtype], n: int = 0) -> dict[str, np.ndarra
 
 
 def _frame(rows: list[dict[str, Any]] | pd.DataFrame | None, cols: dict[str, Any]) -> pd.DataFrame:
-    df = pd.DataFrame(rows if rows is not None else [], columns=list(cols))
+    df = pd.DataFrame(rows if rows is not None else [])
+    if df.empty and not len(df.columns):
+        df = pd.DataFrame({c: pd.Series([], dtype=type(d)) for c, d in cols.items()})
     for c, default in cols.items():
         if c not in df:
             df[c] = default
+        elif df[c].isna().any():
+            df[c] = df[c].fillna(default)
     return df
 
 
@@ -122,9 +147,14 @@ class RawTrace:
         rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).
     comm_names : dict of int to str
         Communicator id to name (``"MPI_COMM_WORLD"``, ...).
-    region_events, p2p_events, coll_events, metric_events : dict of str to numpy.ndarray
+    region_events, p2p_events, coll_events, metric_events, sample_events : dict of str to numpy.ndarray
         Event tables with the columns of :data:`REGION_COLUMNS`,
-        :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS` and :data:`METRIC_COLUMNS`.
+        :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS`, :data:`METRIC_COLUMNS` and
+        :data:`SAMPLE_COLUMNS`.
+    stacks : pandas.DataFrame
+        Call stacks of the samples: columns ``stack``, ``depth`` (0 is the
+        outermost frame below the enclosing region) and ``region`` (id into
+        ``regions``); one row per frame.
     metrics : pandas.DataFrame
         Metric definitions indexed by metric id: ``name``, ``unit``, ``mode``
         (``"accumulated"``, ``"absolute"``, ...).
@@ -139,6 +169,8 @@ class RawTrace:
     p2p_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(P2P_COLUMNS))
     coll_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(COLL_COLUMNS))
     metric_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(METRIC_COLUMNS))
+    sample_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(SAMPLE_COLUMNS))
+    stacks: pd.DataFrame = field(default_factory=lambda: _frame(None, {"stack": 0, "depth": 0, "region": 0}))
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)
     metrics: pd.DataFrame = field(default_factory=lambda: _frame(None, {"name": "", "unit": "", "mode": ""}))
@@ -206,7 +238,7 @@ class RawTrace:
         reg = ev["region"]
         if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):
             raise TraceError(f"{src}: region event refers to an undefined region id {int(reg.max())}")
-        for name in ("p2p_events", "coll_events", "metric_events"):
+        for name in ("p2p_events", "coll_events", "metric_events", "sample_events"):
             t = getattr(self, name)
             if len(t["pos"]) > 1:
                 key_ok = (np.diff(t["location"]) > 0) | ((np.diff(t["location"]) == 0) & (np.diff(t["pos"]) >= 0))

@@ -1,0 +1,104 @@
+"""The ``perflow`` command line.
+
+Each subcommand lives in its own module under :mod:`perflow.cli` and exposes
+``register(subparsers)``, which adds an :mod:`argparse` parser whose
+``func`` default takes the parsed namespace and returns an exit status.
+
+Exit status: 0 on success, 1 when an analysis fails, 2 on usage, input or
+validation errors. Errors are printed as one line on stderr; ``--debug``
+prints the traceback too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+
+from ..errors import FlowError, FormatError, PAGError, PassError, PerflowError, TraceError, ValidationError
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+#: Modules (under perflow.cli) that contribute subcommands, in help order.
+COMMAND_MODULES = [
+    "info",
+    "run",
+    "validate",
+    "passes",
+    "flows",
+    "record",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit status 2
+        self.print_usage(sys.stderr)
+        print(f"perflow: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser with every available subcommand."""
+    from .. import __version__
+
+    parser = _Parser(prog="perflow", description="Programmable performance analysis of parallel programs.")
+    parser.add_argument("--version", action="version", version=f"perflow {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only print errors and results")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as exc:  # a subcommand not built yet
+            if exc.name and exc.name.startswith(f"{__package__}.{name}"):
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def _usage_error(exc: BaseException) -> bool:
+    return isinstance(exc, ValidationError | FormatError | PassError | PAGError | TraceError | FileNotFoundError) or (
+        isinstance(exc, PerflowError) and not isinstance(exc, FlowError)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (also used as the console script)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else (logging.WARNING if args.quiet else logging.INFO),
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        status = args.func(args)
+    except KeyboardInterrupt:
+        print("perflow: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        msg = str(exc).strip() or type(exc).__name__
+        if not isinstance(exc, PerflowError | FileNotFoundError):
+            msg = f"{type(exc).__name__}: {msg}"
+        print(f"perflow: error: {msg}", file=sys.stderr)
+        return EXIT_USAGE if _usage_error(exc) else EXIT_FAILED
+    return EXIT_OK if status is None else int(status)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
