@@ -15,6 +15,7 @@ __all__ = [
     "CollectiveOp",
     "P2P",
     "CollEv",
+    "ThreadEv",
     "MPIClass",
     "classify_region",
     "mpi_class",
@@ -114,6 +115,19 @@ class CollEv(enum.IntEnum):
 
     BEGIN = 0
     END = 1
+
+
+class ThreadEv(enum.IntEnum):
+    """Threading event kinds in a raw trace (OTF2's thread fork/join, team and create/wait events)."""
+
+    FORK = 0
+    JOIN = 1
+    TEAM_BEGIN = 2
+    TEAM_END = 3
+    CREATE = 4
+    BEGIN = 5
+    WAIT = 6
+    END = 7
 
 
 class MPIClass(str, enum.Enum):

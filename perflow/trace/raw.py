@@ -42,6 +42,7 @@ __all__ = [
     "COLL_COLUMNS",
     "METRIC_COLUMNS",
     "SAMPLE_COLUMNS",
+    "THREAD_COLUMNS",
     "ENTER",
     "LEAVE",
     "empty_table",
@@ -101,12 +102,25 @@ SAMPLE_COLUMNS: dict[str, np.dtype] = {
     "pos": np.dtype(np.int64),
 }
 
+#: thread_events: OpenMP/pthread-style threading events. ``kind`` is
+#: :class:`perflow.kinds.ThreadEv`; ``team`` is the thread team (communicator)
+#: id or -1; ``count`` is the requested number of threads (fork) or -1.
+THREAD_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "team": np.dtype(np.int32),
+    "count": np.dtype(np.int32),
+    "pos": np.dtype(np.int64),
+}
+
 _TABLES = {
     "region_events": REGION_COLUMNS,
     "p2p_events": P2P_COLUMNS,
     "coll_events": COLL_COLUMNS,
     "metric_events": METRIC_COLUMNS,
     "sample_events": SAMPLE_COLUMNS,
+    "thread_events": THREAD_COLUMNS,
 }
 
 
@@ -147,10 +161,10 @@ class RawTrace:
         rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).
     comm_names : dict of int to str
         Communicator id to name (``"MPI_COMM_WORLD"``, ...).
-    region_events, p2p_events, coll_events, metric_events, sample_events : dict of str to numpy.ndarray
+    region_events, p2p_events, coll_events, metric_events, sample_events, thread_events : dict of str to numpy.ndarray
         Event tables with the columns of :data:`REGION_COLUMNS`,
-        :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS`, :data:`METRIC_COLUMNS` and
-        :data:`SAMPLE_COLUMNS`.
+        :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS`, :data:`METRIC_COLUMNS`,
+        :data:`SAMPLE_COLUMNS` and :data:`THREAD_COLUMNS`.
     stacks : pandas.DataFrame
         Call stacks of the samples: columns ``stack``, ``depth`` (0 is the
         outermost frame below the enclosing region) and ``region`` (id into
@@ -170,6 +184,7 @@ class RawTrace:
     coll_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(COLL_COLUMNS))
     metric_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(METRIC_COLUMNS))
     sample_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(SAMPLE_COLUMNS))
+    thread_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(THREAD_COLUMNS))
     stacks: pd.DataFrame = field(default_factory=lambda: _frame(None, {"stack": 0, "depth": 0, "region": 0}))
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)
@@ -238,7 +253,7 @@ class RawTrace:
         reg = ev["region"]
         if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):
             raise TraceError(f"{src}: region event refers to an undefined region id {int(reg.max())}")
-        for name in ("p2p_events", "coll_events", "metric_events", "sample_events"):
+        for name in ("p2p_events", "coll_events", "metric_events", "sample_events", "thread_events"):
             t = getattr(self, name)
             if len(t["pos"]) > 1:
                 key_ok = (np.diff(t["location"]) > 0) | ((np.diff(t["location"]) == 0) & (np.diff(t["pos"]) >= 0))
