@@ -163,12 +163,18 @@ def per_process(
         df = as_frame(data, who)
         if process in df.columns:
             require_columns(df, [metric], who, setting="metric")
-            lab = label if label in df.columns else next((c for c in ("name", "call_path", "vertex") if c in df.columns), None)
+            lab = (
+                label
+                if label in df.columns
+                else next((c for c in ("name", "call_path", "vertex") if c in df.columns), None)
+            )
             if lab is None:
                 raise PassError(f"{who}: the input has no column {label!r} (setting label) to name the series by")
             vals = numeric(df, metric, who)
             long = pd.DataFrame({"label": df[lab].astype(str).to_numpy(), "process": df[process].to_numpy(), "v": vals})
-            wide = long.pivot_table(index="label", columns="process", values="v", aggfunc="sum", fill_value=0.0, sort=False)
+            wide = long.pivot_table(
+                index="label", columns="process", values="v", aggfunc="sum", fill_value=0.0, sort=False
+            )
             order = list(dict.fromkeys(long["label"]))[: max(k, 1)]
             wide = wide.loc[order]
             return order, wide.columns.to_numpy(), wide.to_numpy(dtype=np.float64), guess_unit(metric)

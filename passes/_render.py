@@ -264,13 +264,19 @@ def render_frame(
     esc = html.escape
     th = "".join(f'<th style="text-align:{"right" if r else "left"}">{esc(c)}</th>' for c, r in zip(cols, right))
     trs = [
-        "<tr>" + "".join(f'<td style="text-align:{"right" if rr else "left"}">{esc(v)}</td>' for v, rr in zip(r, right)) + "</tr>"
+        "<tr>"
+        + "".join(f'<td style="text-align:{"right" if rr else "left"}">{esc(v)}</td>' for v, rr in zip(r, right))
+        + "</tr>"
         for r in rows
     ]
     cap = f"<caption>{esc(title)}</caption>" if title else ""
     foot = f'<p class="perflow-more">{esc(note)}</p>' if note else ""
     return (
-        f'<table class="perflow-table">{cap}<thead><tr>{th}</tr></thead><tbody>' + "".join(trs) + "</tbody></table>" + foot + "\n"
+        f'<table class="perflow-table">{cap}<thead><tr>{th}</tr></thead><tbody>'
+        + "".join(trs)
+        + "</tbody></table>"
+        + foot
+        + "\n"
     )
 
 

@@ -196,7 +196,9 @@ def _breakdown_table(
     require_columns(df, [by], who, setting="by")
     if category in df.columns:  # long format
         require_columns(df, [value], who, setting="value")
-        long = pd.DataFrame({"by": df[by].to_numpy(), "cat": df[category].astype(str).to_numpy(), "v": numeric(df, value, who)})
+        long = pd.DataFrame(
+            {"by": df[by].to_numpy(), "cat": df[category].astype(str).to_numpy(), "v": numeric(df, value, who)}
+        )
         wide = long.pivot_table(index="by", columns="cat", values="v", aggfunc="sum", fill_value=0.0, sort=False)
         wide.index.name = by
     else:
@@ -303,4 +305,3 @@ def plot_breakdown(
     fig.tight_layout()
     save_figure(fig, path)
     return fig
-

@@ -33,7 +33,9 @@ __all__ = ["render_table", "styled_table", "report"]
 TableInput = pd.DataFrame | pd.Series | VertexSet | EdgeSet | ParallelVertexSet | ParallelEdgeSet
 
 
-def _select(df: pd.DataFrame, columns: Sequence[str] | None, sort_by: str | None, ascending: bool, who: str) -> pd.DataFrame:
+def _select(
+    df: pd.DataFrame, columns: Sequence[str] | None, sort_by: str | None, ascending: bool, who: str
+) -> pd.DataFrame:
     if columns:
         require_columns(df, columns, who, setting="columns")
         df = df[list(columns)]
@@ -148,7 +150,11 @@ def styled_table(
     if gradient is None:
         gradient = [c for c in df.columns if u[c] == "s" and pd.api.types.is_numeric_dtype(df[c].dtype)][:1]
     require_columns(df, gradient, who, setting="gradient")
-    numeric_cols = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)]
+    numeric_cols = [
+        c
+        for c in df.columns
+        if pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
+    ]
     styler = df.style.hide(axis="index").format(
         {c: (lambda x, _u=u[c]: format_value(x, _u, digits=digits)) for c in numeric_cols}
     )
@@ -289,7 +295,7 @@ def report(
     if format == "html":
         body = "\n".join(parts)
         doc = (
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
             f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
         )
     else:
@@ -347,4 +353,3 @@ def _render_section(
             return f"<pre>{esc(text)}</pre>"
         return f"```\n{text.rstrip()}\n```" if fmt == "markdown" else text
     return f"<p>{esc(text)}</p>" if fmt == "html" else text
-
