@@ -124,6 +124,7 @@ def _sig(x: float, digits: int) -> str:
     """``x`` with ``digits`` significant digits but no exponent (``1234.5`` -> ``"1235"``)."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
+    x = float(f"{x:.{max(digits, math.floor(math.log10(abs(x))) + 1)}g}")  # never drop integer digits
     dec = max(0, digits - 1 - math.floor(math.log10(abs(x))))
     return f"{x:.{dec}f}"
 
@@ -156,6 +157,8 @@ def format_value(value: Any, unit: str = "", *, digits: int = 3) -> str:
     v = float(value)
     if not math.isfinite(v):
         return str(v)
+    if unit == "s" and v != 0:  # round first, so 0.99999 s is "1.00 s", not "1000 ms"
+        v = float(f"{v:.{max(digits, math.floor(math.log10(abs(v))) + 1)}g}")
     if unit == "s":
         if v == 0:
             return "0 s"
@@ -166,7 +169,7 @@ def format_value(value: Any, unit: str = "", *, digits: int = 3) -> str:
     if unit == "bytes":
         a = abs(v)
         for scale, sym in _BYTE_SCALES:
-            if a >= scale:
+            if float(f"{a / scale:.{digits}g}") >= 1:  # 1048575.9 B is "1.00 MiB"
                 return f"{_sig(v / scale, digits)} {sym}"
         return f"{v:.0f} B" if v == int(v) else f"{v:.1f} B"
     if unit == "%":
