@@ -56,6 +56,17 @@ def _is_element(x: Any) -> bool:
     )
 
 
+def _one_path(pag: PAG, path: Any, who: str) -> np.ndarray:
+    """One path as an array of (vertex, process, thread) rows."""
+    if isinstance(path, ParallelVertexSet):
+        return np.array(list(path), dtype=np.int64).reshape(-1, 3)
+    if isinstance(path, pd.DataFrame):
+        return normalise_paths(pag, path, who)[0][1] if len(path) else np.zeros((0, 3), np.int64)
+    if not isinstance(path, Sequence) or isinstance(path, str):
+        raise PassError(f"{who}: a path must be a list of (vertex, process) pairs, got a {type(path).__name__}")
+    return np.array([_triple(pag, x, who) for x in path], dtype=np.int64).reshape(-1, 3)
+
+
 def normalise_paths(pag: PAG, paths: PathsInput, who: str) -> list[tuple[str, np.ndarray]]:
     """Paths as ``(label, array of (vertex, process, thread) rows)``.
 
@@ -67,7 +78,7 @@ def normalise_paths(pag: PAG, paths: PathsInput, who: str) -> list[tuple[str, np
     if paths is None:
         return []
     if isinstance(paths, ParallelVertexSet):
-        return [("path", np.array(list(paths), dtype=np.int64).reshape(-1, 3))]
+        return [("path", _one_path(pag, paths, who))]
     if isinstance(paths, pd.DataFrame):
         require_columns(paths, ["vertex", "process"], who)
         df = paths.sort_values("step", kind="stable") if "step" in paths.columns else paths
@@ -79,14 +90,12 @@ def normalise_paths(pag: PAG, paths: PathsInput, who: str) -> list[tuple[str, np
             out.append((f"path {key}" if not isinstance(key, str) else key, arr))
         return out
     if isinstance(paths, Mapping):
-        return [(str(k), normalise_paths(pag, v, who)[0][1]) for k, v in paths.items()]
+        return [(str(k), _one_path(pag, v, who)) for k, v in paths.items()]
     if isinstance(paths, Sequence) and not isinstance(paths, str):
         items = list(paths)
-        if not items:
-            return []
-        if all(_is_element(x) for x in items):
-            return [("path", np.array([_triple(pag, x, who) for x in items], dtype=np.int64).reshape(-1, 3))]
-        return [(f"path {i}", normalise_paths(pag, p, who)[0][1]) for i, p in enumerate(items)]
+        if items and all(_is_element(x) for x in items):
+            return [("path", _one_path(pag, items, who))]
+        return [(f"path {i}", _one_path(pag, p, who)) for i, p in enumerate(items)]
     raise PassError(f"{who}: cannot read paths from a {type(paths).__name__}")
 
 

@@ -144,7 +144,8 @@ def plot_comm_matrix(
         pos = mat[mat > 0]
         if not len(pos):
             raise PassError(f"{who}: nothing was communicated; a log colour scale needs positive values")
-        norm = LogNorm(vmin=float(pos.min()), vmax=float(pos.max()))
+        lo, hi = float(pos.min()), float(pos.max())
+        norm = LogNorm(vmin=lo if lo < hi else hi / 10, vmax=hi)  # one distinct value: show it at the top
         shown = np.ma.masked_less_equal(mat, 0)
     else:
         norm = Normalize(vmin=0.0, vmax=float(mat.max()) if mat.size and mat.max() > 0 else 1.0)

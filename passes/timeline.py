@@ -262,7 +262,7 @@ def plot_timeline(
     mode = "exact"
     if len(idx) > max_intervals and reduce == "aggregate":
         mode = "aggregated"
-        nb = int(np.clip(max_intervals // max(n_rows, 1), 50, bins))
+        nb = int(np.clip(max_intervals // max(n_rows, 1), min(50, bins), bins))
         par = iv["parent"].to_numpy()[idx]
         pcat = np.where(par >= 0, vcat[vert[np.maximum(par, 0)]], -1)
         cov = aggregate_bins(
