@@ -164,10 +164,17 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
     else:
         v = np.asarray(m.index.codes[0])
         p = m.index.levels[1].to_numpy()[m.index.codes[1]]
-        pidx = np.searchsorted(procs, p)
-        dense = {k: np.zeros((len(vt), len(procs))) for k in names}
-        for k in names:
-            np.add.at(dense[k], (v, pidx), m[k].to_numpy(dtype=np.float64))
+        t = m.index.levels[2].to_numpy()[m.index.codes[2]]
+        dense_ok = (m.index.levels[2].to_numpy() == 0).all() and procs == list(range(len(procs)))
+        counts = np.bincount(v, minlength=len(vt))
+        starts = np.cumsum(counts) - counts
+        cols = {k: m[k].to_numpy(dtype=np.float64) for k in names}
+
+        def values(i: int, k: str) -> Any:
+            lo, hi = starts[i], starts[i] + counts[i]
+            if dense_ok and counts[i] == len(procs):
+                return cols[k][lo:hi].tolist()
+            return {(int(pp), int(tt)) if tt else int(pp): float(x) for pp, tt, x in zip(p[lo:hi], t[lo:hi], cols[k][lo:hi])}
     inv = {v: k for k, v in _HATCHET_NAMES.items()}
     for i in range(len(vt)):
         if hatchet:
@@ -179,7 +186,7 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
             node = {
                 "name": str(vt["name"].iat[i]),
                 "kind": str(vt["kind"].iat[i]),
-                "metrics": {k: dense[k][i].tolist() for k in names},
+                "metrics": {k: values(i, k) for k in names},
             }
             if str(vt["file"].iat[i]):
                 node["file"] = str(vt["file"].iat[i])

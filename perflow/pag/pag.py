@@ -99,8 +99,16 @@ def normalize_vertices(vertices: pd.DataFrame | Mapping[str, Any]) -> pd.DataFra
     n = len(df)
     parent = np.asarray(df["parent"].to_numpy(dtype=np.float64, na_value=-1), dtype=np.int64)
     tix = tree_index(parent)
-    kind = df["kind"] if "kind" in df.columns else pd.Series([VertexKind.FUNCTION.value] * n)
-    kind = pd.Series(kind, copy=False).map(lambda k: VertexKind(k).value if not isinstance(k, VertexKind) else k.value)
+    if "kind" in df.columns:
+        raw_kind = pd.Series(df["kind"].to_numpy(), dtype=object)
+        valid = {k.value for k in VertexKind}
+        names = {str(getattr(k, "value", k)) for k in raw_kind.unique()}
+        bad = sorted(names - valid)
+        if bad:
+            raise PAGError(f"unknown vertex kind {bad[0]!r}; kinds are {', '.join(sorted(valid))}")
+        kind = raw_kind.map(lambda k: str(getattr(k, "value", k)))
+    else:
+        kind = pd.Series([VertexKind.FUNCTION.value] * n)
     out = pd.DataFrame(
         {
             "name": _categorical(df["name"].to_numpy()),

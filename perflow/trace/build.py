@@ -311,14 +311,21 @@ def _metric_deltas(raw: RawTrace, res: Any, inst_loc: np.ndarray) -> tuple[dict[
         skey = loc * (len(raw.region_events["location"]) + 2) + pos
         span = len(raw.region_events["location"]) + 2
 
-        def value_at(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            qk = inst_loc * span + q
-            i = np.searchsorted(skey, qk, side="right") - 1
-            ok = (i >= 0) & (loc[np.maximum(i, 0)] == inst_loc)
-            return np.where(ok, val[np.maximum(i, 0)], np.nan), ok
+        def lookup(i: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            ok = (i >= 0) & (i < len(skey))
+            j = np.clip(i, 0, max(len(skey) - 1, 0))
+            ok &= loc[j] == inst_loc
+            return np.where(ok, val[j], np.nan), ok
 
-        start, ok1 = value_at(res.enter + 1)
-        end, ok2 = value_at(np.where(closed, res.leave, res.enter + 1))
+        # start: the first sample right after the Enter, else the last one before it
+        first_after = np.searchsorted(skey, inst_loc * span + res.enter + 1, side="left")
+        start, ok1 = lookup(first_after)
+        right_after = ok1 & (pos[np.clip(first_after, 0, max(len(pos) - 1, 0))] == res.enter + 1)
+        before, okb = lookup(np.searchsorted(skey, inst_loc * span + res.enter, side="right") - 1)
+        start = np.where(right_after, start, before)
+        ok1 = right_after | okb
+        # end: the last sample before the Leave
+        end, ok2 = lookup(np.searchsorted(skey, inst_loc * span + np.where(closed, res.leave, 0), side="right") - 1)
         delta = end - start
         ok = ok1 & ok2 & closed & np.isfinite(delta)
         row = raw.metrics.loc[mid] if mid in raw.metrics.index else None
