@@ -290,14 +290,14 @@ class PAG:
     def locations(self) -> pd.DataFrame:
         """The (process, thread) pairs that have data, sorted."""
         idx = self._metrics.index
-        p = idx.levels[1].to_numpy()[idx.codes[1]]
-        t = idx.levels[2].to_numpy()[idx.codes[2]]
-        if self._trace is not None and len(self._trace.intervals):
-            iv = self._trace.intervals
-            p = np.r_[p, iv["process"].to_numpy()]
-            t = np.r_[t, iv["thread"].to_numpy()]
-        key = pd.DataFrame({"process": p.astype(np.int64), "thread": t.astype(np.int64)})
-        return key.drop_duplicates().sort_values(["process", "thread"]).reset_index(drop=True)
+        plev = idx.levels[1].to_numpy().astype(np.int64)
+        tlev = idx.levels[2].to_numpy().astype(np.int64)
+        nt = max(len(tlev), 1)
+        key = np.asarray(idx.codes[1], dtype=np.int64) * nt + np.asarray(idx.codes[2], dtype=np.int64)
+        present = np.flatnonzero(np.bincount(key, minlength=len(plev) * nt)) if len(key) else np.zeros(0, np.int64)
+        p, t = plev[present // nt] if len(plev) else present, tlev[present % nt] if len(tlev) else present
+        # every region instance of a trace contributes a metric row, so these are all locations
+        return pd.DataFrame({"process": p.astype(np.int64), "thread": t.astype(np.int64)})
 
     @property
     def processes(self) -> np.ndarray:

@@ -159,7 +159,7 @@ def build_pag(
 
     n_cp = len(cp_parent)
     child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
-    exc = inc - child_inc
+    exc = np.maximum(inc - child_inc, 0.0)  # children nest inside their parent: only rounding goes below 0
 
     # --- aggregate per (call path, location)
     nloc = max(len(locs), 1)
@@ -181,7 +181,7 @@ def build_pag(
     if sample_rows is not None and len(s_parent_key):
         # sampled time leaves the exclusive time of the instance the sample fell in
         moved = np.bincount(np.searchsorted(uniq, s_parent_key), weights=s_w, minlength=len(uniq))
-        agg["time_exc"] = agg["time_exc"] - moved
+        agg["time_exc"] = np.maximum(agg["time_exc"] - moved, 0.0)
     vertex = uniq // nloc
     loc_of = uniq % nloc
 
