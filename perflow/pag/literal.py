@@ -36,7 +36,7 @@ def _values(v: Any, where: str) -> list[tuple[int, int, float]]:
     if isinstance(v, Mapping):
         out = []
         for k, x in v.items():
-            p, t = (k if isinstance(k, tuple) else (k, 0))
+            p, t = k if isinstance(k, tuple) else (k, 0)
             out.append((int(p), int(t), float(x)))
         return out
     if isinstance(v, Sequence | np.ndarray) and not isinstance(v, str):
@@ -109,7 +109,12 @@ def _pivot(cells: dict[str, list[tuple[int, int, int, float]]]) -> pd.DataFrame:
         a = np.asarray(vals, dtype=np.float64).reshape(-1, 4)
         frames.append(
             pd.DataFrame(
-                {"vertex": a[:, 0].astype(np.int64), "process": a[:, 1].astype(np.int64), "thread": a[:, 2].astype(np.int64), m: a[:, 3]}
+                {
+                    "vertex": a[:, 0].astype(np.int64),
+                    "process": a[:, 1].astype(np.int64),
+                    "thread": a[:, 2].astype(np.int64),
+                    m: a[:, 3],
+                }
             ).set_index(["vertex", "process", "thread"])
         )
     if not frames:
@@ -174,7 +179,10 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
             lo, hi = starts[i], starts[i] + counts[i]
             if dense_ok and counts[i] == len(procs):
                 return cols[k][lo:hi].tolist()
-            return {(int(pp), int(tt)) if tt else int(pp): float(x) for pp, tt, x in zip(p[lo:hi], t[lo:hi], cols[k][lo:hi])}
+            return {
+                (int(pp), int(tt)) if tt else int(pp): float(x) for pp, tt, x in zip(p[lo:hi], t[lo:hi], cols[k][lo:hi])
+            }
+
     inv = {v: k for k, v in _HATCHET_NAMES.items()}
     for i in range(len(vt)):
         if hatchet:

@@ -52,7 +52,11 @@ def test_usage_errors(capsys):
 
 
 def test_console_entry_point_runs_as_module():
-    r = subprocess.run([sys.executable, "-m", "perflow", "info", str(SAMPLE), "--top", "1"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "perflow", "info", str(SAMPLE), "--top", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "top 1 by time_exc" in r.stdout

@@ -136,8 +136,13 @@ def test_literal_errors():
 def test_hatchet_literal_and_round_trip(pag):
     from perflow.pag.literal import to_literal
 
-    h = [{"frame": {"name": "foo", "type": "function"}, "metrics": {"time (inc)": 130.0, "time": 0.0},
-          "children": [{"frame": {"name": "bar"}, "metrics": {"time (inc)": 20.0, "time": 5.0}}]}]
+    h = [
+        {
+            "frame": {"name": "foo", "type": "function"},
+            "metrics": {"time (inc)": 130.0, "time": 0.0},
+            "children": [{"frame": {"name": "bar"}, "metrics": {"time (inc)": 20.0, "time": 5.0}}],
+        }
+    ]
     p = PAG.from_literal(h)
     assert p.metrics["time_inc"].tolist() == [130.0, 20.0]
     back = PAG.from_literal(to_literal(pag))

@@ -74,8 +74,14 @@ def test_networkx_face(pag):
 
 
 def test_explicit_communication_edges_without_trace():
-    lit = {"name": "main", "metrics": {"time_exc": [1, 1]}, "children": [
-        {"name": "MPI_Send", "metrics": {"time_exc": [1, 0]}}, {"name": "MPI_Recv", "metrics": {"time_exc": [0, 2]}}]}
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": [1, 1]},
+        "children": [
+            {"name": "MPI_Send", "metrics": {"time_exc": [1, 0]}},
+            {"name": "MPI_Recv", "metrics": {"time_exc": [0, 2]}},
+        ],
+    }
     base = perflow.PAG.from_literal(lit)
     comm = pd.DataFrame({"src_vertex": [1], "src_process": [0], "dst_vertex": [2], "dst_process": [1], "bytes": [10]})
     pag = perflow.PAG(base._vertices, base._metrics, comm=comm)

@@ -31,7 +31,11 @@ def test_trace_pag_round_trip(tmp_path):
     pag = perflow.synthetic.trace(nprocs=4, iterations=6, late_sender=0.2, seed=5)
     out = pag.save(tmp_path / "run.pag")
     assert sorted(p.name for p in out.iterdir()) == [
-        "collectives.parquet", "intervals.parquet", "manifest.json", "messages.parquet", "metrics.parquet",
+        "collectives.parquet",
+        "intervals.parquet",
+        "manifest.json",
+        "messages.parquet",
+        "metrics.parquet",
         "vertices.parquet",
     ]
     back = perflow.load(out)
@@ -55,8 +59,14 @@ def literal_pags(draw):
             "line": [draw(st.integers(-1, 500)) for _ in range(n)],
         }
     )
-    rows = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, nproc - 1), st.integers(0, nthr - 1)),
-                         min_size=1, max_size=30, unique=True))
+    rows = draw(
+        st.lists(
+            st.tuples(st.integers(0, n - 1), st.integers(0, nproc - 1), st.integers(0, nthr - 1)),
+            min_size=1,
+            max_size=30,
+            unique=True,
+        )
+    )
     vals = st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e12, max_value=1e12)
     m = pd.DataFrame(rows, columns=["vertex", "process", "thread"])
     m["time_exc"] = [draw(vals) for _ in rows]

@@ -12,7 +12,11 @@ TREE = {
     "name": "main",
     "metrics": {"time_exc": [1, 1]},
     "children": [
-        {"name": "init", "metrics": {"time_exc": [2, 2]}, "children": [{"name": "MPI_Init", "metrics": {"time_exc": [3, 1]}}]},
+        {
+            "name": "init",
+            "metrics": {"time_exc": [2, 2]},
+            "children": [{"name": "MPI_Init", "metrics": {"time_exc": [3, 1]}}],
+        },
         {
             "name": "solve",
             "kind": "loop",
@@ -117,7 +121,7 @@ def test_sets_of_different_pags_do_not_mix(pag):
 def test_set_algebra_matches_python_sets(a, b, c):
     pag = _PAG
     A, B, C = (VertexSet(pag, np.array(x, dtype=np.int64)) for x in (a, b, c))
-    sa, sb, sc = set(a), set(b), set(c)
+    sa, sb = set(a), set(b)
     assert set((A | B).ids.tolist()) == sa | sb
     assert set((A & B).ids.tolist()) == sa & sb
     assert set((A - B).ids.tolist()) == sa - sb

@@ -90,8 +90,10 @@ def test_fifo_matching_with_tags_wildcards_and_request_reuse():
     assert msg["recv_time"].tolist() == [5.2, 2.5, 5.1]
     iv = pag.trace.intervals
     names = pag.vertex_table["name"].astype(str).to_numpy()
+
     def where(col):
         return [names[iv["vertex"].iat[i]] if i >= 0 else None for i in msg[col]]
+
     assert where("send_interval") == ["MPI_Send", "MPI_Send", "MPI_Isend"]
     assert where("send_complete_interval") == ["MPI_Send", "MPI_Send", "MPI_Wait"]
     assert where("recv_post_interval") == ["MPI_Irecv", "MPI_Recv", "MPI_Irecv"]
@@ -144,8 +146,8 @@ def test_unmatched_messages_are_counted():
 
 def test_barrier_worked_example_waits():
     tb = TraceBuilder()
-    for p, (e, l) in enumerate([(1, 6.5), (3, 6.6), (6, 7.0)]):
-        tb.call(p, "MPI_Barrier", e, l, coll={})
+    for p, (enter, leave) in enumerate([(1, 6.5), (3, 6.6), (6, 7.0)]):
+        tb.call(p, "MPI_Barrier", enter, leave, coll={})
     pag = tb.build()
     c = pag.trace.collectives
     assert c["instance"].nunique() == 1 and c["op"].tolist() == [CollectiveOp.BARRIER] * 3
@@ -239,7 +241,9 @@ def test_mismatched_leave_names_the_event():
         region_events={"location": [0, 0], "time": [0.0, 1.0], "kind": [0, 1], "region": [0, 1]},
         attrs={"source": "x.otf2"},
     )
-    with pytest.raises(TraceError, match=r"x.otf2: location 0, region event 1 at t=1.000000000: a Leave whose region differs.*'b'"):
+    with pytest.raises(
+        TraceError, match=r"x.otf2: location 0, region event 1 at t=1.000000000: a Leave whose region differs.*'b'"
+    ):
         perflow.build_pag(raw)
 
 
