@@ -212,6 +212,8 @@ def _classify(c: Any) -> tuple[str, Any]:
         return ("pre" if "\n" in c.strip("\n") else "text"), c
     if _is_figure(c):
         return "figure", c
+    if type(c).__name__ == "Styler" and hasattr(c, "to_html"):  # a styled_table result
+        return "table", c
     if isinstance(c, pd.DataFrame | pd.Series) or hasattr(c, "to_frame"):
         return "table", c
     raise PassError(
@@ -233,7 +235,8 @@ def report(
 ) -> str:
     """Assemble titled sections (tables, text, figures) into one text, Markdown or HTML document.
 
-    Each section is a table (DataFrame, VertexSet, EdgeSet, ...), a text
+    Each section is a table (DataFrame, VertexSet, EdgeSet, ..., or a Styler
+    from :func:`styled_table`, kept styled in HTML), a text
     (a one-line ``str`` is a paragraph, a multi-line ``str`` such as a tree
     from :func:`passes.tree.tree_text` is kept preformatted), a matplotlib
     Figure, or an explicit ``{"title": ..., "text"|"pre"|"html"|"table"|"figure": ...}``
@@ -327,8 +330,11 @@ def _render_section(
 ) -> str:
     esc = html.escape
     if kind == "table":
-        tfmt = {"text": "text", "markdown": "markdown", "html": "html"}[fmt]
-        return render_frame(as_frame(c, who), tfmt, units=units, digits=digits, max_rows=max_rows, who=who)
+        if type(c).__name__ == "Styler":
+            if fmt == "html":
+                return c.to_html()
+            c = c.data
+        return render_frame(as_frame(c, who), fmt, units=units, digits=digits, max_rows=max_rows, who=who)
     if kind == "figure":
         if not _is_figure(c):
             raise PassError(f"{who}: section {sec_title or i!r} is declared a figure but is a {type(c).__name__}")

@@ -222,6 +222,14 @@ def test_report_text_markdown_html(hot: pd.DataFrame, tmp_path) -> None:
     assert "<b>bold</b>" in html
 
 
+def test_report_keeps_styler_in_html(hot: pd.DataFrame) -> None:
+    st = styled_table(hot)
+    html = report({"Styled": st}, format="html")
+    assert "background-color" in html and "12.3 ms" in html
+    md = report({"Styled": st}, format="markdown")
+    assert "| solve | 12.3 ms |" in md
+
+
 def test_report_figures(hot: pd.DataFrame, tmp_path) -> None:
     df = pd.DataFrame({"process": [0, 1], "computation": [1.0, 2.0], "wait": [0.5, 0.0]})
     fig = plot_breakdown(df)
