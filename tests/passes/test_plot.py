@@ -350,3 +350,26 @@ def test_all_plot_passes_registered() -> None:
     spec = get_pass("plot_parallel_view")
     assert [p.name for p in spec.inputs] == ["pag", "paths", "vertices"]
     assert [p.required for p in spec.inputs] == [True, False, False]
+
+
+def test_figures_in_threads(pag: perflow.PAG, tmp_path) -> None:
+    """Passes build figures without pyplot state, so a thread pool can run several at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(i: int) -> list[float]:
+        fig = plot_process_bars(pag, vertices=["solve"], path=str(tmp_path / f"f{i}.png"))
+        return heights(fig)
+
+    with ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(work, range(8)))
+    assert results == [[1.0, 2.0, 3.0, 6.0]] * 8
+    assert all((tmp_path / f"f{i}.png").stat().st_size > 1000 for i in range(8))
+
+
+def test_settings_accept_ids(pag: perflow.PAG) -> None:
+    from perflow.flow.registry import check_value
+
+    spec = get_pass("plot_process_bars")
+    assert check_value([1, "io"], spec.setting("vertices").type)
+    fig = plot_process_bars(pag, vertices=[1, "io"])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["solve", "io"]
