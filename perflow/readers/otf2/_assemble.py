@@ -7,7 +7,6 @@ reference checks, attributes) is the same code for both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ from ...kinds import CollEv
 from ...trace import raw
 from ._defs import Defs
 
-__all__ = ["assemble", "TABLES"]
+__all__ = ["assemble", "concat_parts", "TABLES"]
 
 TABLES = {
     "region_events": raw.REGION_COLUMNS,
@@ -55,49 +54,70 @@ def _check_refs(defs: Defs, tables: dict[str, dict[str, np.ndarray]], source: st
             )
 
 
-def assemble(defs: Defs, per_location: Iterable[Any], skipped: dict[str, int], decoder: str) -> raw.RawTrace:
-    """Concatenate per-location tables (in location order) into a RawTrace.
+def concat_parts(parts: list[Any]) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Concatenate per-location tables column by column, releasing each source column once copied.
+
+    Returns the tables (without ``location``; ``pos`` still per location) and,
+    per table, the row count of each location.
+    """
+    out: dict[str, dict[str, np.ndarray]] = {}
+    counts: dict[str, np.ndarray] = {}
+    for table, columns in TABLES.items():
+        n = np.array([len(p.tables[table]["time"]) for p in parts], dtype=np.int64)
+        counts[table] = n
+        cols = {}
+        for c, dt in columns.items():
+            if c == "location":
+                continue
+            col = np.empty(int(n.sum()), dtype=dt)
+            start = 0
+            for p in parts:
+                src = p.tables[table].pop(c)
+                col[start : start + len(src)] = src
+                start += len(src)
+            cols[c] = col
+        out[table] = cols
+    return out, counts
+
+
+def assemble(
+    defs: Defs,
+    tables: dict[str, dict[str, np.ndarray]],
+    counts: dict[str, np.ndarray],
+    skipped: dict[str, int],
+    decoder: str,
+) -> raw.RawTrace:
+    """Build the RawTrace from concatenated per-location tables.
 
     Parameters
     ----------
     defs : Defs
         The mapped definitions.
-    per_location : iterable
-        One object per location, in location order, with a ``tables`` attribute
-        (``{table: {column: array}}``, columns without ``location``, ``pos``
-        local to the location). Consumed (and released) table by table.
+    tables : dict
+        Per table, columns in location order, without ``location``; ``pos``
+        counts region events of the same location only (made global here, in place).
+    counts : dict
+        Per table, the number of rows of each location.
     skipped : dict
         Skipped record counts by record name (zeros are dropped).
     decoder : str
         ``"fast"`` or ``"bindings"``, recorded in ``attrs["decoder"]``.
     """
-    parts = list(per_location)
     nloc = len(defs.locations)
-    if len(parts) != nloc:
-        raise FormatError(defs.source, f"decoded {len(parts)} locations, the definitions declare {nloc}")
-    reg_counts = np.array([len(p.tables["region_events"]["time"]) for p in parts], dtype=np.int64)
     reg_offset = np.zeros(nloc + 1, dtype=np.int64)
-    np.cumsum(reg_counts, out=reg_offset[1:])
+    np.cumsum(counts["region_events"], out=reg_offset[1:])
     out: dict[str, dict[str, np.ndarray]] = {}
     for table, columns in TABLES.items():
-        counts = np.array([len(p.tables[table]["time"]) for p in parts], dtype=np.int64)
-        total = int(counts.sum())
-        cols = {c: np.empty(total, dtype=dt) for c, dt in columns.items()}
-        start = 0
-        for li, p in enumerate(parts):
-            n = int(counts[li])
-            src = p.tables.pop(table)
-            if n:
-                sl = slice(start, start + n)
-                cols["location"][sl] = li
-                for c in columns:
-                    if c == "location":
-                        continue
-                    cols[c][sl] = src[c]
-                if "pos" in cols:
-                    cols["pos"][sl] += reg_offset[li]
-            start += n
-        out[table] = cols
+        n = counts[table]
+        cols = {"location": np.repeat(np.arange(nloc, dtype=np.int32), n)}
+        cols.update(tables[table])
+        if "pos" in cols:
+            start = 0
+            for li in range(nloc):
+                if n[li] and reg_offset[li]:
+                    cols["pos"][start : start + n[li]] += reg_offset[li]
+                start += int(n[li])
+        out[table] = {c: cols[c] for c in columns}
     _propagate_collectives(out["coll_events"])
     _check_refs(defs, out, defs.source)
     attrs = {
@@ -120,9 +140,3 @@ def assemble(defs: Defs, per_location: Iterable[Any], skipped: dict[str, int], d
         attrs=attrs,
         **out,
     )
-
-
-def iter_chunks(parts: list[Any]) -> Iterator[Any]:
-    """Yield and drop list items one by one (lets the caller free memory as it goes)."""
-    while parts:
-        yield parts.pop(0)

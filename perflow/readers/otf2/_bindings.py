@@ -17,7 +17,7 @@ import numpy as np
 
 from ...errors import FormatError
 from ...kinds import P2P, CollEv, ThreadEv
-from ._assemble import assemble
+from ._assemble import assemble, concat_parts
 from ._defs import Defs
 from ._layout import TABLE_COLUMNS
 
@@ -145,7 +145,10 @@ def decode_events(reader: Any, defs: Defs) -> Any:
             _row(lo, "thread_events", ev.time, kind=_THREAD_CONTINGENT[name], team=team, count=-1)
         else:
             skipped[name] += 1
-    return assemble(defs, (_finish(lo, defs) for lo in locs), dict(skipped), "bindings")
+    parts = [_finish(lo, defs) for lo in locs]
+    del locs
+    tables, counts = concat_parts(parts)
+    return assemble(defs, tables, counts, dict(skipped), "bindings")
 
 
 _THREAD_TEAM = {"ThreadTeamBegin": ThreadEv.TEAM_BEGIN, "ThreadTeamEnd": ThreadEv.TEAM_END}

@@ -7,7 +7,6 @@ import io
 import logging
 import multiprocessing as mp
 import os
-import sys
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +18,8 @@ import numpy as np
 from ...errors import FormatError
 from ...trace.raw import RawTrace
 from . import _capi
-from ._assemble import assemble
+from ._arena import Arena
+from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
@@ -122,19 +122,17 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     return _decode_fast(anchor, defs, jobs)
 
 
-def _worker(anchor: str, refs: list[int], hints: list[int], maps: dict[str, Any]) -> tuple[Any, ...]:
+#: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
+_ARENA: Arena | None = None
+
+
+def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> tuple[Any, ...]:
     from ._fast import decode_locations
 
     try:
-        return ("ok", decode_locations(anchor, refs, hints, maps))
+        return ("ok", decode_locations(anchor, _ARENA, locs, refs, maps))
     except FormatError as e:  # exceptions with custom __init__ do not pickle; send the parts
         return ("error", e.path, e.reason, e.where)
-
-
-def _mp_context() -> Any:
-    if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods():
-        return mp.get_context("fork")
-    return mp.get_context("spawn")
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -148,11 +146,54 @@ def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
     return [sorted(b) for b in bins if b]
 
 
-def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
+def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
+    """Rows to reserve per location (declared events + 1, bounded by the file size) and event file sizes."""
     from ._fast import event_file
 
+    sizes = [os.path.getsize(f) if os.path.isfile(f := event_file(anchor, int(r))) else 0 for r in defs.loc_refs]
+    declared = defs.loc_events.astype(np.int64)
+    bound = np.array(sizes, dtype=np.int64) // 2 + 1  # an event record takes at least two bytes
+    rows = np.where((declared > 0) & (declared < bound), declared, bound) + 1
+    return rows, sizes
+
+
+def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
+    results: list[Any] = [None] * len(refs)
+    if jobs == 0:
+        from ._fast import decode_locations
+
+        for idx in plan:
+            for i, r in zip(idx, decode_locations(anchor, _ARENA, idx, [refs[i] for i in idx], maps)):
+                results[i] = r
+        return results
+    from ._callbacks import callback_addresses
+    from ._fast import event_file
+
+    callback_addresses()  # compile/load once here; forked workers inherit the code
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as ex:
+            futures = [(idx, ex.submit(_worker, anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
+            for idx, fut in futures:
+                try:
+                    out = fut.result()
+                except BrokenProcessPool:
+                    files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+                    raise FormatError(
+                        anchor,
+                        f"the OTF2 library crashed while decoding event files ({files}"
+                        f"{', ...' if len(idx) > 5 else ''}): corrupt trace data",
+                    ) from None
+                if out[0] == "error":
+                    raise FormatError(out[1], out[2], where=out[3])
+                for i, r in zip(idx, out[1]):
+                    results[i] = r
+    return results
+
+
+def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
+    global _ARENA
     refs = [int(r) for r in defs.loc_refs]
-    hints = [int(h) for h in defs.loc_events]
     maps = {
         "rmap": defs.region_map,
         "moff": defs.metric_offsets,
@@ -164,41 +205,23 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
     n = len(refs)
     if jobs is None:
         jobs = os.cpu_count() or 1
+    if "fork" not in mp.get_all_start_methods():
+        jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
-    results: list[Any] = [None] * n
-    if jobs == 0:
-        from ._fast import decode_locations
-
-        for i, r in enumerate(decode_locations(anchor, refs, hints, maps)):
-            results[i] = r
-    else:
-        sizes = [os.path.getsize(f) if os.path.isfile(f := event_file(anchor, r)) else 0 for r in refs]
-        plan = _plan(sizes, min(n, 4 * jobs) if n > jobs else n)
-        from ._callbacks import callback_addresses
-
-        callback_addresses()  # compile/load once here; forked workers inherit the code
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=_mp_context()) as ex:
-                futures = [
-                    (idx, ex.submit(_worker, anchor, [refs[i] for i in idx], [hints[i] for i in idx], maps))
-                    for idx in plan
-                ]
-                for idx, fut in futures:
-                    try:
-                        out = fut.result()
-                    except BrokenProcessPool:
-                        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
-                        raise FormatError(
-                            anchor,
-                            f"the OTF2 library crashed while decoding event files ({files}"
-                            f"{', ...' if len(idx) > 5 else ''}): corrupt trace data",
-                        ) from None
-                    if out[0] == "error":
-                        raise FormatError(out[1], out[2], where=out[3])
-                    for i, r in zip(idx, out[1]):
-                        results[i] = r
+    rows, sizes = _segment_rows(anchor, defs)
+    plan = _plan(sizes, min(n, 4 * jobs) if jobs and n > jobs else max(jobs, 1))
+    arena = Arena(rows, defs.max_members)
+    _ARENA = arena
+    try:
+        results = _run_workers(anchor, plan, refs, maps, jobs)
+    finally:
+        _ARENA = None
+    counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
+    spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
     skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
     for r in results:
         skipped += r.skipped
-    return assemble(defs, results, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
+    del results
+    tables = arena.finalize(counts, spills)
+    del arena, spills
+    return assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
