@@ -94,7 +94,9 @@ def _check(rc: int, path: str, what: str) -> None:
         raise FormatError(path, f"{what}: {detail}")
 
 
-def _read_location(lib: Any, reader: int, cbs: int, ref: int, evt: str, cols: _Columns, maps: dict) -> LocationResult:
+def _read_location(
+    lib: Any, reader: int, cbs: int, ref: int, evt: str, cols: _Columns, maps: dict, max_events: int | None = None
+) -> LocationResult:
     st = cols.st
     st[L.S_OFF] = np.array(maps["offset"], dtype=np.uint64).view(np.int64)
     st.view(np.float64)[L.S_RES] = float(maps["resolution"])
@@ -110,6 +112,10 @@ def _read_location(lib: Any, reader: int, cbs: int, ref: int, evt: str, cols: _C
         total = 0
         while True:
             want = cols.next_batch()
+            if max_events is not None:
+                want = min(want, max_events - total)
+                if want <= 0:
+                    break
             rc = lib.OTF2_Reader_ReadLocalEvents(reader, er, want, ctypes.byref(read))
             total += read.value
             if st[L.S_ERR]:
@@ -125,7 +131,9 @@ def _read_location(lib: Any, reader: int, cbs: int, ref: int, evt: str, cols: _C
     return LocationResult(counts, spills, st[L.S_SKIP :].copy(), total)
 
 
-def decode_locations(anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict) -> list[LocationResult]:
+def decode_locations(
+    anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict, max_events: int | None = None
+) -> list[LocationResult]:
     """Decode the event files of some locations into their arena segments.
 
     Runs in a worker process forked after ``arena`` was created (or inline).
@@ -141,6 +149,9 @@ def decode_locations(anchor: str, arena: Arena, locs: list[int], refs: list[int]
     maps : dict
         ``rmap``, ``moff``, ``mmem`` lookup arrays and ``max_members``,
         ``offset``, ``resolution`` from :class:`._defs.Defs`.
+    max_events : int, optional
+        Read at most this many events of each location (a prefix; used by the
+        traffic pass of the Dask engine).
     """
     from ._callbacks import callback_addresses
 
@@ -172,7 +183,7 @@ def decode_locations(anchor: str, arena: Arena, locs: list[int], refs: list[int]
             if defs_open:
                 _read_local_defs(lib, reader, ref, anchor)
             cols = _Columns(arena, loc, maps["max_members"])
-            out.append(_read_location(lib, reader, cbs, ref, evt, cols, maps))
+            out.append(_read_location(lib, reader, cbs, ref, evt, cols, maps, max_events))
         if defs_open:
             lib.OTF2_Reader_CloseDefFiles(reader)
         lib.OTF2_Reader_CloseEvtFiles(reader)
