@@ -1,0 +1,416 @@
+"""A trace partitioned over Dask workers, and the analyses that run on it.
+
+What runs where (see ``docs/scale-out.md``):
+
+* **on every partition's worker**: the region scan, interval and metric
+  computation, send/receive records, local message matching, Late Sender,
+  collective rows and waits, partial statistics;
+* **shuffled between workers**: the boundary send records (keyed by
+  ``(comm, src, dst, tag)``, to the receiver's partition), the
+  acknowledgements of matched boundary sends (back to the sender, for
+  ``bytes_sent``), the merged numbering (to every worker);
+* **reduced in a tree on workers**: the summaries (into the global numbering),
+  collective per-instance partials, per-vertex statistics, communication
+  matrix partials;
+* **gathered to the client**: the calling-context tree, the final per-vertex
+  results and, only when asked (:meth:`DistTrace.to_pag`,
+  :meth:`DistTrace.messages`, :meth:`DistTrace.run_pass`), whole tables.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MetricError, PerflowError
+from ..pag.pag import PAG
+from ..pag.vertices import normalize_vertices
+from ..trace.raw import RawTrace
+from . import tasks as T
+from .aggregate import ACROSS, IMBALANCE_CRITERIA, aggregate_values, finish_stats, imbalance_measures
+from .match import gather_messages
+from .merge import gather_pag, vertex_table
+from .partition import Partitioning
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Engine
+
+__all__ = ["DistTrace", "GATHER_WARN_EVENTS"]
+
+log = logging.getLogger(__name__)
+
+#: gathering a trace with more events than this onto the client logs a warning
+GATHER_WARN_EVENTS = 20_000_000
+
+
+class DistTrace:
+    """A trace whose partitions live on Dask workers (made by :meth:`perflow.dask.Engine.load`).
+
+    Attributes
+    ----------
+    partitioning : Partitioning
+        Which processes each partition holds, and the cut it achieves.
+    timings : dict
+        Seconds spent in each phase (``ingest``, ``scan``, ``merge``,
+        ``finalize``, ``match``, ``metrics``, ``collectives``).
+    """
+
+    def __init__(
+        self, engine: Engine, defs: RawTrace, partitioning: Partitioning, parts: list[Any], *,
+        close_open: bool = False, validate: bool = True, infer: bool = False,
+    ) -> None:  # fmt: skip
+        self.engine = engine
+        self.defs = defs
+        self.partitioning = partitioning
+        self._raw = parts
+        self._n = len(parts)
+        self._opts = (close_open, validate, infer)
+        self.timings: dict[str, float] = {}
+        self._built = False
+        self._cache: dict[Any, Any] = {}
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def client(self) -> Any:
+        """The Dask client."""
+        return self.engine.client
+
+    @property
+    def n_parts(self) -> int:
+        """Number of partitions."""
+        return self._n
+
+    def _on(self, i: int) -> dict[str, Any]:
+        return {"workers": [self.engine.worker_of(i, self.n_parts)], "allow_other_workers": False, "pure": False}
+
+    def _submit(self, fn: Any, *args: Any, where: int | None = None, **kw: Any) -> Any:
+        opts = self._on(where) if where is not None else {"pure": False}
+        return self.client.submit(fn, *args, **kw, **opts)
+
+    def _gather(self, futs: Any) -> Any:
+        try:
+            return self.client.gather(futs)
+        except T.RemoteFormatError as e:
+            raise e.restore() from None
+
+    def _wait(self, futs: list[Any], phase: str, t0: float) -> float:
+        from distributed import wait
+
+        wait(futs)
+        bad = [f for f in futs if f.status == "error"]
+        if bad:
+            self._gather(bad[0])
+        t1 = time.perf_counter()
+        self.timings[phase] = self.timings.get(phase, 0.0) + t1 - t0
+        return t1
+
+    def _reduce(self, fn: Any, futs: list[Any], fan_in: int = 8) -> Any:
+        """Combine futures in a tree of ``fn`` calls on the workers."""
+        level = list(futs)
+        while len(level) > 1:
+            level = [self._submit(fn, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
+        return level[0]
+
+    def _exchange(self, boxes: list[Any]) -> list[list[Any]]:
+        """Route ``boxes[i][j]`` (a frame from partition i to j) to partition j; only non-empty frames move."""
+        n = len(boxes)
+        sizes = self._gather([self._submit(T.t_sizes, b, where=i) for i, b in enumerate(boxes)])
+        inbound: list[list[Any]] = [[] for _ in range(n)]
+        for i in range(n):
+            for j in range(n):
+                if sizes[i][j] or i == j:
+                    inbound[j].append(self._submit(T.t_pick, boxes[i], j, where=i))
+        self._cache["exchanged_rows"] = int(sum(sizes[i][j] for i in range(n) for j in range(n) if i != j))
+        return inbound
+
+    # ------------------------------------------------------------------ building
+    def build(self) -> DistTrace:
+        """Scan, number, finalise and match every partition (idempotent)."""
+        if self._built:
+            return self
+        close_open, validate, infer = self._opts
+        n = len(self._raw)
+        nloc = len(self.defs.locations)
+        t = time.perf_counter()
+        states = [self._submit(T.t_scan, i, r, close_open, validate, infer, where=i) for i, r in enumerate(self._raw)]
+        summ = [self._submit(T.t_summary, s, where=i) for i, s in enumerate(states)]
+        t = self._wait(summ, "scan", t)
+        self._n_events = int(sum(self._gather([self._submit(lambda s: s["n_events"], f) for f in summ])))
+        merged = self._submit(T.t_merge, nloc, *summ, where=0)
+        tree = self._gather(self._submit(T.t_tree, merged))
+        t = self._wait([merged], "merge", t)
+        self._tables = [self._submit(T.t_finalize, s, merged, where=i) for i, s in enumerate(states)]
+        t = self._wait(self._tables, "finalize", t)
+        del states, summ
+        self._raw = []  # the raw partitions and scan states are released here
+        p = self.partitioning
+        boxes = [self._submit(T.t_outbox, tb, p.processes, p.assign, n, where=i) for i, tb in enumerate(self._tables)]
+        inbound = self._exchange(boxes)
+        matched = [
+            self._submit(T.t_match, tb, p.processes, p.assign, n, *inbound[i], where=i) for i, tb in enumerate(self._tables)
+        ]
+        self._messages = [self._submit(T.t_first, m, where=i) for i, m in enumerate(matched)]
+        acks = self._exchange([self._submit(T.t_second, m, where=i) for i, m in enumerate(matched)])
+        t = self._wait(self._messages, "match", t)
+        lp = self.defs.locations["process"].to_numpy(dtype=np.int64)
+        lt = self.defs.locations["thread"].to_numpy(dtype=np.int64)
+        self._rows = [
+            self._submit(T.t_rows, tb, self._messages[i], lp, lt, *acks[i], where=i) for i, tb in enumerate(self._tables)
+        ]
+        t = self._wait(self._rows, "metrics", t)
+        partials = [self._submit(T.t_coll_partial, tb, where=i) for i, tb in enumerate(self._tables)]
+        self._coll_combined = self._reduce(T.t_coll_combine, partials)
+        self._coll = [self._submit(T.t_coll_wait, tb, self._coll_combined, where=i) for i, tb in enumerate(self._tables)]
+        self._wait(self._coll, "collectives", t)
+        self._tree = tree
+        self._built = True
+        info = self._gather([self._submit(lambda r: (list(r[0].columns), r[2]), f) for f in self._rows])
+        cols: list[str] = []
+        for c, _ in info:
+            cols += [x for x in c if x not in ("vertex", "process", "thread") and x not in cols]
+        if not any(h for _, h in info):
+            cols = [c for c in cols if c not in ("bytes_sent", "bytes_recv")]
+        self._metric_names = cols
+        self._has_sent = any(h for _, h in info)
+        return self
+
+    # ------------------------------------------------------------------ small results
+    @property
+    def n_events(self) -> int:
+        """Events in the trace."""
+        self.build()
+        return self._n_events
+
+    @property
+    def n_vertices(self) -> int:
+        """Vertices of the calling-context tree."""
+        self.build()
+        return len(self._tree["cp_parent"])
+
+    @property
+    def vertex_table(self) -> pd.DataFrame:
+        """The top-down vertex table (as the single-process PAG's)."""
+        if "vertices" not in self._cache:
+            self.build()
+            vt = vertex_table(self.defs.regions, self._tree["cp_parent"], self._tree["cp_region"])
+            self._cache["vertices"] = normalize_vertices(vt)
+        return self._cache["vertices"]
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Metric columns (as ``PAG.metric_names``)."""
+        self.build()
+        return list(self._metric_names)
+
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.metric_names:
+            raise MetricError(f"unknown metric {metric!r} (metrics: {', '.join(self.metric_names)})")
+
+    def _stats(self, metric: str, across: str) -> dict[str, np.ndarray]:
+        if across not in ACROSS:
+            raise PerflowError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
+        self._check_metric(metric)
+        key = ("stats", metric, across)
+        if key not in self._cache:
+            nv = self.n_vertices
+            parts = [self._submit(T.t_stats, r, metric, across, nv, where=i) for i, r in enumerate(self._rows)]
+            combined = self._gather(self._reduce(T.t_combine_stats, parts))
+            if across == "process":
+                n_groups = len(np.unique(self.defs.locations["process"].to_numpy()[self._locations_with_data()]))
+            else:
+                n_groups = len(self._locations_with_data())
+            self._cache[key] = finish_stats(combined, n_groups)
+        return self._cache[key]
+
+    def _locations_with_data(self) -> np.ndarray:
+        if "locs" not in self._cache:
+            loc = self.defs.locations
+            key = loc["process"].to_numpy(dtype=np.int64) * (1 << 32) + loc["thread"].to_numpy(dtype=np.int64)
+            present = self._gather(
+                [self._submit(lambda r: np.unique(r[0]["process"].to_numpy() * (1 << 32) + r[0]["thread"].to_numpy()), f)
+                 for f in self._rows]  # fmt: skip
+            )
+            pk = np.unique(np.concatenate(present)) if present else np.zeros(0, np.int64)
+            _, first = np.unique(key, return_index=True)
+            self._cache["locs"] = np.sort(first[np.isin(key[first], pk)])
+        return self._cache["locs"]
+
+    def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
+        """One metric aggregated across processes and threads per vertex (as :meth:`perflow.PAG.aggregate`).
+
+        ``median`` has no distributed form and runs on the gathered metric column.
+        """
+        if agg == "median":
+            log.warning("median has no distributed form: gathering the %r column", metric)
+            return self.to_pag(_quiet=True).aggregate(metric, "median")
+        vals = aggregate_values(self._stats(metric, "location"), agg)
+        return pd.Series(vals, index=self.vertex_table.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
+
+    def profile(self, metrics: list[str] | None = None, agg: str = "sum") -> pd.DataFrame:
+        """Per-vertex table of the vertex attributes and aggregated metrics (as ``PAG.metric_frame``)."""
+        names = list(metrics) if metrics is not None else self.metric_names
+        vt = self.vertex_table
+        df = vt[["name", "kind", "parent", "depth"]].copy()
+        for m in names:
+            df[m] = self.aggregate(m, agg).to_numpy()
+        return df
+
+    def imbalance(
+        self, metric: str = "time_exc", *, across: str = "process", criterion: str = "imbalance_time",
+        k: int | None = None,
+    ) -> pd.DataFrame:  # fmt: skip
+        """Load-imbalance measures of every vertex with data, from the combined per-vertex statistics.
+
+        Columns: ``vertex``, ``name``, ``n``, ``mean``, ``max``, ``min``,
+        ``std``, ``max_process`` (``max_thread`` with ``across="location"``)
+        and the measures of :func:`.aggregate.imbalance_measures`; sorted by
+        ``criterion`` (descending; ascending for ``load_balance``), at most
+        ``k`` rows.
+        """
+        if criterion not in IMBALANCE_CRITERIA:
+            raise PerflowError(f"unknown imbalance criterion {criterion!r}; choose one of {', '.join(IMBALANCE_CRITERIA)}")
+        st = self._stats(metric, across)
+        meas = imbalance_measures(st)
+        ids = np.flatnonzero(st["max"] > 0)
+        key = meas[criterion][ids]
+        ids = ids[np.lexsort((ids, key if criterion == "load_balance" else -key))]
+        if k is not None:
+            ids = ids[: max(int(k), 0)]
+        vt = self.vertex_table
+        df = pd.DataFrame({"vertex": ids, "name": vt["name"].astype(str).to_numpy()[ids], "n": st["n"][ids]})
+        for c in ("mean", "max", "min", "std"):
+            df[c] = st[c][ids]
+        df["max_process"] = st["argmax"][ids]
+        if across == "location":
+            df["max_thread"] = st["argthr"][ids]
+        for c in IMBALANCE_CRITERIA:
+            df[c] = meas[c][ids]
+        df.attrs.update({"metric": metric, "across": across, "criterion": criterion})
+        return df
+
+    def comm_matrix(self, metric: str = "bytes") -> pd.DataFrame:
+        """Process x process point-to-point matrix (row sender, column receiver) of bytes, count or time."""
+        self.build()
+        parts = [self._submit(T.t_comm, m, metric, where=i) for i, m in enumerate(self._messages)]
+        df = self._gather(self._reduce(T.t_comm_combine, parts))
+        axis = np.unique(
+            np.concatenate([self.partitioning.processes, df["src"].to_numpy(), df["dst"].to_numpy()]).astype(np.int64)
+        )
+        P = len(axis)
+        s = np.searchsorted(axis, df["src"].to_numpy())
+        d = np.searchsorted(axis, df["dst"].to_numpy())
+        mat = np.zeros(P * P)
+        mat[s * P + d] = df["w"].to_numpy()
+        out = pd.DataFrame(
+            mat.reshape(P, P), index=pd.Index(axis, name="sender"), columns=pd.Index(axis, name="receiver")
+        )
+        if metric == "count" or (metric == "bytes" and np.all(mat == np.round(mat))):
+            out = out.astype(np.int64)
+        out.attrs.update({"metric": metric, "collectives": False})
+        return out
+
+    def wait_by_vertex(self) -> pd.DataFrame:
+        """Per-vertex Late Sender (at the receiving call) and collective waiting time, summed over processes."""
+        self.build()
+        nv = self.n_vertices
+        parts = [
+            self._submit(T.t_wait_by_vertex, tb, self._messages[i], self._coll[i], nv, where=i)
+            for i, tb in enumerate(self._tables)
+        ]
+        w = self._gather(self._reduce(T.t_add, parts))
+        vt = self.vertex_table
+        return pd.DataFrame(
+            {"vertex": np.arange(nv), "name": vt["name"].astype(str).to_numpy(), **w}
+        ).set_index("vertex")
+
+    # ------------------------------------------------------------------ gathered results
+    def _warn_gather(self, what: str) -> None:
+        if self.n_events > GATHER_WARN_EVENTS:
+            log.warning("gathering %s of a %d-event trace onto the client", what, self.n_events)
+
+    def messages(self) -> pd.DataFrame:
+        """All matched messages in the single-process order, plus ``late_sender_wait`` (gathered)."""
+        self._warn_gather("the messages")
+        parts = self._gather(self._messages)
+        return gather_messages(parts, keep=("late_sender_wait",))
+
+    def late_sender_wait(self) -> np.ndarray:
+        """Late Sender wait of each message, aligned with :meth:`messages` (gathered)."""
+        return self.messages()["late_sender_wait"].to_numpy()
+
+    def collectives(self) -> pd.DataFrame:
+        """All collective rows in the single-process order, plus ``wait`` and ``last`` (gathered)."""
+        self._warn_gather("the collectives")
+        parts = [c for c in self._gather(self._coll) if len(c)]
+        if not parts:
+            from ..trace.tables import conform
+
+            df = conform("collectives", None)
+            df["wait"], df["last"] = np.zeros(0), np.zeros(0, dtype=bool)
+            return df
+        c = pd.concat(parts, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")
+        return c.reset_index(drop=True)
+
+    def collective_wait(self) -> np.ndarray:
+        """Waiting time of each collective row, aligned with ``trace.collectives`` (gathered)."""
+        return self.collectives()["wait"].to_numpy()
+
+    def to_pag(self, *, _quiet: bool = False) -> PAG:
+        """The whole PAG on the client, equal to :func:`perflow.build_pag` of the same trace."""
+        if "pag" in self._cache:
+            return self._cache["pag"]
+        if not _quiet:
+            self._warn_gather("the whole PAG")
+        self.build()
+        futs = [
+            self._submit(T.t_gather_part, tb, self._rows[i], self._messages[i], self._coll[i], where=i)
+            for i, tb in enumerate(self._tables)
+        ]
+        parts = self._gather(futs)
+        for p in parts:
+            for c in ("wait", "last"):
+                if c in p["coll"].columns:
+                    p["coll"] = p["coll"].drop(columns=[c])
+            if not self._has_sent:
+                p["metrics"] = p["metrics"].drop(columns=["bytes_sent", "bytes_recv"], errors="ignore")
+        attrs = {k: v for k, v in self.defs.attrs.items() if isinstance(v, str | int | float | bool)}
+        loc_proc = self.defs.locations["process"].to_numpy(dtype=np.int64)
+        n_msg = sum(len(p["messages"]) for p in parts)
+        n_send = sum(self._gather([self._submit(lambda tb: len(tb.sends), tb) for tb in self._tables]))
+        n_recv = sum(self._gather([self._submit(lambda tb: len(tb.recvs), tb) for tb in self._tables]))
+        attrs.update(
+            {
+                "nprocs": int(len(np.unique(loc_proc))) if len(loc_proc) else 0,
+                "unmatched_sends": int(n_send - n_msg),
+                "unmatched_recvs": int(n_recv - n_msg),
+                "clock_violations": 0,
+                "closed_open_instances": int(sum(p["n_closed"] for p in parts)),
+            }
+        )
+        pag = gather_pag(self.defs, {**self._tree}, parts, attrs)
+        self._cache["pag"] = pag
+        return pag
+
+    def run_pass(self, name: str, *inputs: Any, **settings: Any) -> Any:
+        """Run a registered pass without a distributed form on the gathered PAG (logs a warning when large)."""
+        from ..flow.registry import get_pass
+
+        spec = get_pass(name)
+        log.info("pass %r has no distributed form: running it on the gathered PAG", name)
+        pag = self.to_pag()
+        return spec.func(pag, *inputs, **settings)
+
+    def summary(self) -> dict[str, Any]:
+        """Events, partitions, cut and balance, timings."""
+        s = {"events": self.n_events, "partitions": self.n_parts, **self.partitioning.summary()}
+        s["exchanged_send_records"] = self._cache.get("exchanged_rows", 0)
+        s["timings"] = dict(self.timings)
+        return s
+
+    def __repr__(self) -> str:
+        p = self.partitioning.summary()
+        return f"<DistTrace parts={p['parts']} ranks={p['ranks']} cut={p['cut']:.0f} built={self._built}>"

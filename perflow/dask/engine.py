@@ -1,0 +1,209 @@
+"""The Dask engine: a cluster connection and the loading of traces into partitions.
+
+>>> from perflow.dask import Engine
+>>> with Engine(n_workers=2) as eng:                          # doctest: +SKIP
+...     dt = eng.load("scorep-run/traces.otf2")                # partitioned by communication affinity
+...     dt.imbalance("time_exc").head()
+...     dt.comm_matrix("bytes")
+
+``Engine()`` starts a :class:`distributed.LocalCluster`; ``Engine(scheduler=
+"tcp://host:8786")`` connects to a running scheduler (dask-jobqueue,
+dask-mpi, ``dask scheduler``); ``Engine(client=...)`` uses an existing
+client. Partition ``i`` of ``n`` is pinned to worker ``i * W // n`` (workers
+sorted by address), so consecutive partitions of the recursive bisection
+share a worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import PerflowError
+from ..trace.raw import RawTrace
+from .dtrace import DistTrace
+from .partition import Partitioning, partition_ranks
+from .split import definitions_only, location_parts, split_raw, traffic
+
+__all__ = ["Engine", "require_dask"]
+
+log = logging.getLogger(__name__)
+
+
+def require_dask() -> Any:
+    """Import :mod:`distributed`, or raise a PerflowError saying how to install it."""
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - exercised without the extra
+        raise PerflowError(
+            "the Dask engine needs dask and distributed: pip install 'perflow[dask]' (or pip install dask distributed)"
+        ) from None
+    return distributed
+
+
+class Engine:
+    """Run perflow's trace analyses on a Dask cluster.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running Dask scheduler (``"tcp://host:8786"``) or the path
+        of a scheduler file. ``None`` starts a local cluster.
+    n_workers : int, optional
+        Workers of the local cluster (default: the number of CPU cores).
+    threads_per_worker : int
+        Threads per local worker. The analyses are numpy/numba code that
+        holds the GIL part of the time; one thread per worker process is best.
+    processes : bool
+        Local workers as processes (default) or threads of this process.
+    memory_limit : str or int
+        Memory limit per local worker (``"auto"``: RAM shared equally).
+    client : distributed.Client, optional
+        Use this client instead (not closed by :meth:`close`).
+    **cluster_kwargs
+        More :class:`distributed.LocalCluster` arguments.
+    """
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        *,
+        n_workers: int | None = None,
+        threads_per_worker: int = 1,
+        processes: bool = True,
+        memory_limit: str | int = "auto",
+        client: Any = None,
+        **cluster_kwargs: Any,
+    ) -> None:
+        distributed = require_dask()
+        self._own = client is None
+        self.cluster = None
+        if client is not None:
+            self.client = client
+        elif scheduler:
+            if os.path.isfile(scheduler):
+                self.client = distributed.Client(scheduler_file=scheduler)
+            else:
+                self.client = distributed.Client(scheduler)
+        else:
+            self.cluster = distributed.LocalCluster(
+                n_workers=n_workers or os.cpu_count() or 1,
+                threads_per_worker=threads_per_worker,
+                processes=processes,
+                memory_limit=memory_limit,
+                dashboard_address=cluster_kwargs.pop("dashboard_address", None),
+                **cluster_kwargs,
+            )
+            self.client = distributed.Client(self.cluster)
+        log.info("Dask engine on %s with %d workers", self.client.scheduler.address, len(self.workers))
+
+    @property
+    def workers(self) -> list[str]:
+        """Addresses of the workers, sorted."""
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def worker_of(self, part: int, n_parts: int) -> str:
+        """The worker partition ``part`` of ``n_parts`` is pinned to."""
+        w = self.workers
+        if not w:
+            raise PerflowError("the Dask cluster has no workers")
+        return w[part * len(w) // max(n_parts, 1)]
+
+    def close(self) -> None:
+        """Close the client and the local cluster this engine started."""
+        if self._own:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<perflow.dask.Engine {self.client.scheduler.address} workers={len(self.workers)}>"
+
+    # ------------------------------------------------------------------ loading
+    def load(
+        self,
+        source: RawTrace | str | os.PathLike[str],
+        *,
+        n_partitions: int | None = None,
+        partition: str | np.ndarray = "affinity",
+        tol: float = 0.05,
+        weight: str = "count",
+        scout_events: int = 1 << 16,
+        close_open: bool = False,
+        validate: bool = True,
+        infer_collectives: bool = False,
+        build: bool = True,
+    ) -> DistTrace:
+        """Partition a trace over the workers and build it there.
+
+        Parameters
+        ----------
+        source : RawTrace or path
+            An in-memory raw trace (scattered from here), or an OTF2 archive
+            (anchor file or its directory) that every worker can read: each
+            worker decodes its own locations with the fast decoder.
+        n_partitions : int, optional
+            Partitions (default: one per worker; at most one per process).
+        partition : {"affinity", "block", "round_robin"} or array
+            How ranks are assigned (see :mod:`perflow.dask.partition`), or an
+            explicit partition per process (sorted world ranks).
+        tol : float
+            Balance tolerance of the affinity partitioner.
+        weight : {"count", "bytes"}
+            Edge weight of the communication graph: messages or bytes.
+        scout_events : int
+            For OTF2: events per location the traffic pass decodes (a
+            prefix of each location; 0 decodes nothing and partitions by
+            event counts alone, in rank order).
+        close_open, validate, infer_collectives : bool
+            As for :func:`perflow.build_pag`.
+        build : bool
+            Build right away (else on first use).
+        """
+        if weight not in ("count", "bytes"):
+            raise ValueError(f"weight must be 'count' or 'bytes', not {weight!r}")
+        k = n_partitions or len(self.workers)
+        timings: dict[str, float] = {}
+        if isinstance(source, RawTrace):
+            t0 = time.perf_counter()
+            procs, events, tr = traffic(source)
+            p = self._partition(procs, events, tr, k, partition, tol, weight)
+            loc_part = location_parts(source, p.assign, p.processes)
+            parts = split_raw(source, loc_part, p.n_parts)
+            futs = [
+                self.client.scatter(part, workers=[self.worker_of(i, p.n_parts)], hash=False)
+                for i, part in enumerate(parts)
+            ]
+            del parts
+            defs = definitions_only(source)
+            timings["scatter"] = time.perf_counter() - t0
+        else:
+            from .ingest import ingest_otf2, scout_otf2
+
+            src = scout_otf2(self, os.fspath(source), scout_events)
+            p = self._partition(src.processes, src.weights, src.traffic, k, partition, tol, weight)
+            futs = ingest_otf2(self, src, p)
+            defs, timings = src.raw, src.timings
+        dt = DistTrace(self, defs, p, futs, close_open=close_open, validate=validate, infer=infer_collectives)
+        dt.timings.update(timings)
+        if build:
+            dt.build()
+        return dt
+
+    def _partition(
+        self, procs: np.ndarray, events: np.ndarray, tr: Any, k: int, method: Any, tol: float, weight: str
+    ) -> Partitioning:
+        w = tr[weight].to_numpy(dtype=np.float64) if len(tr) else np.zeros(0)
+        src = tr["src"].to_numpy() if len(tr) else np.zeros(0, np.int64)
+        dst = tr["dst"].to_numpy() if len(tr) else np.zeros(0, np.int64)
+        return partition_ranks(procs, events, (src, dst, w), k, method=method, tol=tol)

@@ -1,0 +1,355 @@
+"""Per-partition work: region scan, then finalisation with the global numbering.
+
+A partition is a :class:`~perflow.trace.raw.RawTrace` that holds the events of
+some whole processes. It keeps the trace's full definition tables, so its
+``location`` column holds *global* location ids; only ``pos`` is local (an
+index into the partition's own region events). Everything here is plain
+numpy/pandas and runs inside one Dask task; nothing refers to Dask.
+
+Two steps, with a small exchange of metadata in between:
+
+1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
+   :mod:`perflow.trace.scan`), computes inclusive/exclusive times, finds the
+   instance enclosing every message and collective event, and returns a
+   :class:`PartState` whose :func:`summarize` is small: the partition's local
+   calling-context tree with the first appearance of each call path, row
+   counts per location and the keys of its collective instances.
+2. The client merges the summaries (:mod:`perflow.dask.merge`) into global
+   call-path ids, interval offsets and collective instance ids, and
+   :func:`finalize` turns the state into global tables: intervals, metric
+   rows, send/receive records and collective rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+from ..kinds import COLLECTIVE_NAMES, CollectiveOp, CollEv
+from ..trace.build import _last_time_per_location, _metric_deltas, enclosing_instance
+from ..trace.match import nth_pairs, rank_within, to_world
+from ..trace.raw import RawTrace
+from ..trace.scan import SCAN_ERRORS, ScanResult, scan_regions
+from .match import p2p_records
+
+__all__ = ["PartState", "PartTables", "scan_part", "summarize", "finalize", "within_location"]
+
+log = logging.getLogger(__name__)
+
+
+def within_location(loc: np.ndarray) -> np.ndarray:
+    """Index of each row among the rows of its location (rows grouped by location)."""
+    n = len(loc)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(n) - np.searchsorted(loc, loc, side="left")
+
+
+@dataclass
+class PartState:
+    """What a partition keeps between the scan and the finalisation (lives on a worker)."""
+
+    pid: int
+    raw: RawTrace
+    res: ScanResult
+    inst_loc: np.ndarray
+    t_enter: np.ndarray
+    t_leave: np.ndarray
+    inc: np.ndarray
+    exc: np.ndarray
+    closed: np.ndarray
+    p2p_open: np.ndarray
+    coll_open: np.ndarray
+    coll: pd.DataFrame
+    infer: bool = False
+
+
+@dataclass
+class PartTables:
+    """A partition's results in global numbering (lives on a worker).
+
+    ``ginst`` is the global interval row of each local instance (increasing);
+    ``metric_keys``/``metric_cols`` are the per-(vertex, location) sums
+    before byte metrics; ``sends``/``recvs`` are the message records;
+    ``coll`` the collective rows (single-process columns plus ``key``).
+    """
+
+    pid: int
+    processes: np.ndarray
+    ginst: np.ndarray
+    intervals: pd.DataFrame
+    metric_vertex: np.ndarray
+    metric_loc: np.ndarray
+    metric_cols: dict[str, np.ndarray]
+    deltas: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    delta_info: dict[str, Any]
+    sends: pd.DataFrame
+    recvs: pd.DataFrame
+    coll: pd.DataFrame
+    n_closed: int = 0
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
+    src = raw.attrs.get("source", "trace")
+    what = SCAN_ERRORS.get(code, f"error {code}")
+    if code == 3:
+        return TraceError(f"{src}: location {at}: {what}; pass close_open=True to close them at the last event")
+    ev = raw.region_events
+    loc = int(ev["location"][at])
+    idx = int(within_location(ev["location"])[at])
+    reg = int(ev["region"][at])
+    rname = raw.regions["name"].iloc[reg] if 0 <= reg < len(raw.regions) else reg
+    return TraceError(
+        f"{src}: location {loc}, region event {idx} of the location at t={ev['time'][at]:.9f}: {what} "
+        f"(region {rname!r})"
+    )
+
+
+def scan_part(pid: int, raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer: bool = False) -> PartState:
+    """Scan one partition's region events (step 1).
+
+    Raises
+    ------
+    TraceError
+        On unmatched Enter/Leave events or a broken ordering contract, naming
+        the global location.
+    """
+    if validate:
+        raw.validate()
+    ev = raw.region_events
+    rloc = ev["location"]
+    res = scan_regions(rloc, ev["kind"], ev["region"], close_open=close_open)
+    if res.error:
+        raise _scan_error(raw, res.error, res.error_at)
+    times = ev["time"]
+    inst_loc = rloc[res.enter].astype(np.int64)
+    t_enter = times[res.enter]
+    closed = res.leave >= 0
+    t_leave = np.where(closed, times[np.maximum(res.leave, 0)], 0.0)
+    if not closed.all():
+        last = _last_time_per_location(raw, len(raw.locations))
+        t_leave[~closed] = last[inst_loc[~closed]]
+    inc = t_leave - t_enter
+    child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
+    exc = np.maximum(inc - child_inc, 0.0)
+    p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
+    coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
+    st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
+    st.infer = infer
+    st.coll = _collective_rows(st, infer)
+    return st
+
+
+def summarize(st: PartState) -> dict[str, Any]:
+    """The small metadata of step 1 that the client merges (see :mod:`perflow.dask.merge`)."""
+    res = st.res
+    rloc = st.raw.region_events["location"]
+    ncp = len(res.cp_parent)
+    if ncp:
+        _, first_inst = np.unique(res.callpath, return_index=True)
+        first_ev = res.enter[first_inst]
+        cp_loc = rloc[first_ev].astype(np.int64)
+        cp_off = within_location(rloc)[first_ev]
+    else:
+        cp_loc = cp_off = np.zeros(0, dtype=np.int64)
+    nloc = len(st.raw.locations)
+    c = st.coll
+    if len(c):
+        uk, idx = np.unique(c["key"].to_numpy(), return_index=True)
+        ckey = (uk, c["first_cls"].to_numpy()[idx], c["first_loc"].to_numpy()[idx], c["first_off"].to_numpy()[idx])
+    else:
+        ckey = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+    return {
+        "pid": st.pid,
+        "cp_parent": res.cp_parent,
+        "cp_region": res.cp_region,
+        "cp_loc": cp_loc,
+        "cp_off": cp_off,
+        "n_inst": np.bincount(st.inst_loc, minlength=nloc),
+        "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
+        "coll_keys": ckey,
+        "n_events": st.raw.n_events,
+    }
+
+
+def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
+    """Collective participant rows as :func:`perflow.trace.match.collective_table` builds them, before numbering.
+
+    Extra columns: ``key`` (the single-process instance key ``key_comm * 2**32
+    + seq``), ``local_iv`` (local instance) and ``first_cls``/``first_loc``/
+    ``first_off`` (where the row sorts in the single-process row order).
+    """
+    raw = st.raw
+    ev = raw.coll_events
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    proc_of = raw.locations["process"].to_numpy(dtype=np.int64)
+    thr_of = raw.locations["thread"].to_numpy(dtype=np.int64)
+    ends = np.flatnonzero(kind == CollEv.END)
+    begins = np.flatnonzero(kind == CollEv.BEGIN)
+    parts = []
+    if len(ends):
+        j = nth_pairs(loc[ends], loc[begins])
+        iv = st.coll_open[ends]
+        begin_t = np.where(
+            j >= 0,
+            ev["time"][begins[np.maximum(j, 0)]],
+            np.where(iv >= 0, st.t_enter[np.maximum(iv, 0)] if len(st.t_enter) else 0.0, ev["time"][ends]),
+        )
+        comm = ev["comm"][ends].astype(np.int64)
+        root_local = ev["root"][ends].astype(np.int64)
+        root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
+        seq = rank_within(comm * (1 << 32) + loc[ends])
+        parts.append(
+            pd.DataFrame(
+                {
+                    "key": comm * (1 << 32) + seq,
+                    "first_cls": np.zeros(len(ends), dtype=np.int64),
+                    "first_loc": loc[ends],
+                    "first_off": within_location(loc)[ends],
+                    "process": proc_of[loc[ends]],
+                    "thread": thr_of[loc[ends]],
+                    "local_iv": iv,
+                    "op": ev["op"][ends],
+                    "comm": comm,
+                    "root": root,
+                    "sent": ev["sent"][ends],
+                    "received": ev["received"][ends],
+                    "begin": begin_t,
+                    "end": ev["time"][ends],
+                }
+            )
+        )
+    syn = _synthesised(st, infer)
+    if len(syn):
+        parts.append(syn)
+    if not parts:
+        return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("key", "first_cls", "first_loc", "first_off")})
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+def _synthesised(st: PartState, infer: bool) -> pd.DataFrame:
+    raw = st.raw
+    inst_region = st.res.cp_region[st.res.callpath] if len(st.res.callpath) else np.zeros(0, np.int64)
+    names = raw.regions["name"].astype(str).to_numpy()
+    ops = np.full(len(names), -1, dtype=np.int64)
+    for i, nm in enumerate(names):
+        op = COLLECTIVE_NAMES.get(nm)
+        if op is not None and (infer or op in (CollectiveOp.INIT, CollectiveOp.FINALIZE)):
+            ops[i] = int(op)
+    cand = np.flatnonzero(ops[inst_region] >= 0) if len(inst_region) else np.zeros(0, np.int64)
+    if len(cand):
+        has_event = np.zeros(len(inst_region), dtype=bool)
+        enc = st.coll_open
+        has_event[enc[enc >= 0]] = True
+        cand = cand[~has_event[cand]]
+    if not len(cand):
+        return pd.DataFrame()
+    world = raw.world_comm
+    wc = -1 if world is None else int(world)
+    op = ops[inst_region[cand]]
+    loc = st.inst_loc[cand]
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
+    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
+    key_comm = -(op + 2)
+    seq = rank_within(op * (1 << 32) + proc * 1024 + thr)
+    return pd.DataFrame(
+        {
+            "key": key_comm * (1 << 32) + seq,
+            "first_cls": np.ones(len(cand), dtype=np.int64),
+            "first_loc": loc,
+            "first_off": within_location(st.inst_loc)[cand],
+            "process": proc,
+            "thread": thr,
+            "local_iv": cand,
+            "op": op,
+            "comm": np.full(len(cand), wc),
+            "root": np.full(len(cand), -1),
+            "sent": np.zeros(len(cand), dtype=np.int64),
+            "received": np.zeros(len(cand), dtype=np.int64),
+            "begin": st.t_enter[cand],
+            "end": st.t_leave[cand],
+        }
+    )
+
+
+def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
+    """Step 2: global ids for call paths, intervals and collective instances.
+
+    ``maps`` holds ``cp_map`` (local call path -> global vertex, this
+    partition's), ``inst_off`` and ``p2p_off`` (global row offset of each
+    location's intervals and p2p events) and ``coll_keys``/``coll_ids``
+    (sorted instance keys and their global instance ids).
+    """
+    raw, res = st.raw, st.res
+    nloc = len(raw.locations)
+    cp_map = np.asarray(maps["cp_map"], dtype=np.int64)
+    vertex = cp_map[res.callpath] if len(res.callpath) else np.zeros(0, np.int64)
+    ginst = maps["inst_off"][st.inst_loc] + within_location(st.inst_loc)
+    gparent = np.where(res.parent >= 0, ginst[np.maximum(res.parent, 0)] if len(ginst) else -1, -1)
+    loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
+    loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
+    intervals = pd.DataFrame(
+        {
+            "process": loc_proc[st.inst_loc].astype(np.int32),
+            "thread": loc_thr[st.inst_loc].astype(np.int32),
+            "vertex": vertex.astype(np.int32),
+            "enter": st.t_enter,
+            "leave": st.t_leave,
+            "parent": gparent,
+        },
+        copy=False,
+    )
+    # per (vertex, location) sums, as build_pag computes them (one location's instances in order)
+    key = vertex * max(nloc, 1) + st.inst_loc
+    uniq, inv = np.unique(key, return_inverse=True)
+    cols = {
+        k: np.bincount(inv, weights=v, minlength=len(uniq))
+        for k, v in {"time_inc": st.inc, "time_exc": st.exc, "visits": np.ones(len(st.inc))}.items()
+    }
+    deltas_raw, delta_info = _metric_deltas(raw, res, st.inst_loc)
+    deltas = {}
+    for name, (k, vals) in deltas_raw.items():
+        lv = cp_map[k // max(nloc, 1)]
+        lo = k % max(nloc, 1)
+        deltas[name] = (lv, lo, vals)
+    inst_region = res.cp_region[res.callpath] if len(res.callpath) else np.zeros(0, np.int64)
+    p2p_loc = raw.p2p_events["location"].astype(np.int64)
+    p2p_row = maps["p2p_off"][p2p_loc] + within_location(p2p_loc)
+    sends, recvs = p2p_records(raw, st.p2p_open, inst_region, ginst, st.t_enter, st.t_leave, p2p_row)
+    coll = st.coll
+    if len(coll):
+        ck = coll["key"].to_numpy()
+        inst = maps["coll_ids"][np.searchsorted(maps["coll_keys"], ck)]
+        liv = coll["local_iv"].to_numpy()
+        coll = pd.DataFrame(
+            {
+                "instance": inst,
+                "process": coll["process"].to_numpy(),
+                "thread": coll["thread"].to_numpy(),
+                "interval": np.where(liv >= 0, ginst[np.maximum(liv, 0)] if len(ginst) else -1, -1),
+                **{c: coll[c].to_numpy() for c in ("op", "comm", "root", "sent", "received", "begin", "end")},
+            }
+        )
+    procs = np.unique(loc_proc[np.unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
+    return PartTables(
+        st.pid,
+        procs,
+        ginst,
+        intervals,
+        uniq // max(nloc, 1),
+        uniq % max(nloc, 1),
+        cols,
+        deltas,
+        delta_info,
+        sends,
+        recvs,
+        coll,
+        int((~st.closed).sum()),
+    )

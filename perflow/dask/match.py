@@ -1,0 +1,226 @@
+"""Distributed FIFO message matching: local matching plus an exchange of boundary send records.
+
+Single-process matching (:func:`perflow.trace.match.message_table`) pairs the
+k-th send of a key ``(comm, source, destination, tag)`` in posting order with
+the k-th receive of that key in posting order. Every send of a key is on the
+source process and every receive on the destination process, and partitions
+hold whole processes, so:
+
+1. each partition turns its point-to-point events into **send records** and
+   **receive records** (:func:`p2p_records`), numbering each record ``k``
+   within its key in posting order, exactly as the single-process engine
+   orders them (time, then stream order);
+2. send records whose destination process is in another partition are the
+   **boundary records**; each partition's records are split by destination
+   partition (:func:`outbox`) and sent there;
+3. each partition joins its receive records with the send records addressed
+   to it (its own and the inbound boundary ones) on ``(key, k)``
+   (:func:`match_records`). The ``k``-th send pairs with the ``k``-th receive
+   of the same key: FIFO order is preserved by construction.
+
+The message rows of a boundary message live in the receiver's partition;
+the receiver acknowledges the matched boundary sends to their senders (send
+interval and bytes), which need them for ``bytes_sent``. Concatenating every
+partition's rows and sorting them as the single-process engine does
+(:func:`gather_messages`) gives exactly ``trace.messages``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..kinds import P2P
+from ..trace.match import nth_pairs, rank_within, to_world
+from ..trace.raw import RawTrace
+from ..trace.tables import conform
+
+__all__ = ["KEY", "p2p_records", "outbox", "match_records", "gather_messages", "ssend_regions"]
+
+#: the matching key of a message, plus its FIFO number within the key
+KEY = ["comm", "src", "dst", "tag", "k"]
+
+
+def ssend_regions(raw: RawTrace) -> np.ndarray:
+    """Region ids of MPI_Ssend/MPI_Issend (a standard send event inside them is synchronous)."""
+    return np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
+
+
+def _fifo(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """FIFO number of each record within its key, ``order`` being the posting order."""
+    key = np.zeros(len(comm), dtype=np.int64)
+    for x in (comm, src, dst, tag):
+        codes, uniq = pd.factorize(x)
+        key = key * max(len(uniq), 1) + codes
+    k = np.empty(len(comm), dtype=np.int64)
+    k[order] = rank_within(key[order])
+    return k
+
+
+def p2p_records(
+    raw: RawTrace,
+    enclosing: np.ndarray,
+    inst_region: np.ndarray,
+    ginst: np.ndarray,
+    t_enter: np.ndarray,
+    t_leave: np.ndarray,
+    p2p_row: np.ndarray,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Send and receive records of one partition's point-to-point events.
+
+    Parameters
+    ----------
+    raw : RawTrace
+        The partition's events (global location ids).
+    enclosing : numpy.ndarray
+        Local region instance open at each p2p event (-1 when none).
+    inst_region : numpy.ndarray
+        Region of each local instance.
+    ginst : numpy.ndarray
+        Global interval row of each local instance.
+    t_enter, t_leave : numpy.ndarray
+        Enter and leave time of each local instance.
+    p2p_row : numpy.ndarray
+        Global p2p-event row of each local p2p event (ties in send time are
+        broken by it, as in the single-process engine).
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame)
+        Send records (columns :data:`KEY`, ``send_process``, ``send_thread``,
+        ``bytes``, ``send_interval``, ``send_complete_interval``,
+        ``send_time``, ``mode``, ``send_enter``, ``send_row``) and receive
+        records (:data:`KEY`, ``recv_process``, ``recv_thread``,
+        ``recv_post_interval``, ``recv_interval``, ``recv_time``,
+        ``recv_enter``, ``recv_leave``). Interval columns are global rows.
+    """
+    ev = raw.p2p_events
+    n = len(ev["location"])
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
+    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
+    peer = to_world(raw, ev["comm"], ev["peer"]) if n else np.zeros(0, np.int64)
+    rows = np.arange(n)
+    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
+
+    def glob(iv: np.ndarray) -> np.ndarray:
+        return np.where(iv >= 0, ginst[np.maximum(iv, 0)] if len(ginst) else -1, -1)
+
+    s = np.flatnonzero((kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND))
+    r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
+    isend = s[kind[s] == P2P.ISEND]
+    comp = np.flatnonzero(kind == P2P.ISEND_COMPLETE)
+    send_complete = enclosing[s].copy()
+    if len(isend):
+        j = nth_pairs(req_key[isend], req_key[comp])
+        send_complete[np.searchsorted(s, isend)] = np.where(j >= 0, enclosing[comp[np.maximum(j, 0)]], -1)
+    irecv = r[kind[r] == P2P.IRECV]
+    reqs = np.flatnonzero(kind == P2P.IRECV_REQUEST)
+    recv_post = enclosing[r].copy()
+    recv_seq = rows[r].copy()
+    if len(irecv):
+        j = nth_pairs(req_key[irecv], req_key[reqs])
+        pos_in_r = np.searchsorted(r, irecv)
+        recv_post[pos_in_r] = np.where(j >= 0, enclosing[reqs[np.maximum(j, 0)]], -1)
+        recv_seq[pos_in_r] = np.where(j >= 0, reqs[np.maximum(j, 0)], irecv)
+
+    comm = ev["comm"].astype(np.int64)
+    tag = ev["tag"].astype(np.int64)
+    t = ev["time"]
+    # posting order: time, then stream order (the partition keeps the global row order)
+    order_s = np.lexsort((s, t[s]))
+    order_r = np.lexsort((recv_seq, t[recv_seq]))
+    send_iv = enclosing[s]
+    mode = np.where(kind[s] == P2P.ISEND, 2, np.where(kind[s] == P2P.SSEND, 1, 0)).astype(np.int8)
+    ss = ssend_regions(raw)
+    if len(ss) and len(s):
+        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)] if len(inst_region) else -1, ss)
+        mode[sync & (mode == 0)] = 1
+    ok_s = send_iv >= 0
+    sends = pd.DataFrame(
+        {
+            "comm": comm[s],
+            "src": proc[s],
+            "dst": peer[s],
+            "tag": tag[s],
+            "k": _fifo(comm[s], proc[s], peer[s], tag[s], order_s),
+            "send_process": proc[s],
+            "send_thread": thr[s],
+            "bytes": ev["bytes"][s],
+            "send_interval": glob(send_iv),
+            "send_complete_interval": glob(send_complete),
+            "send_time": t[s],
+            "mode": mode,
+            "send_enter": np.where(ok_s, t_enter[np.maximum(send_iv, 0)] if len(t_enter) else 0.0, np.nan),
+            "send_row": p2p_row[s],
+        }
+    )
+    recv_iv = enclosing[r]
+    ok_r = recv_iv >= 0
+    recvs = pd.DataFrame(
+        {
+            "comm": comm[r],
+            "src": peer[r],
+            "dst": proc[r],
+            "tag": tag[r],
+            "k": _fifo(comm[r], peer[r], proc[r], tag[r], order_r),
+            "recv_process": proc[r],
+            "recv_thread": thr[r],
+            "recv_post_interval": glob(recv_post),
+            "recv_interval": glob(recv_iv),
+            "recv_time": t[r],
+            "recv_enter": np.where(ok_r, t_enter[np.maximum(recv_iv, 0)] if len(t_enter) else 0.0, np.nan),
+            "recv_leave": np.where(ok_r, t_leave[np.maximum(recv_iv, 0)] if len(t_leave) else 0.0, np.nan),
+        }
+    )
+    return sends, recvs
+
+
+def outbox(sends: pd.DataFrame, part_of_dst: np.ndarray, n_parts: int) -> list[pd.DataFrame]:
+    """Split send records by the partition of their destination process.
+
+    Records whose destination is in no partition (``part_of_dst`` -1) go
+    nowhere: they are unmatched sends.
+    """
+    order = np.argsort(part_of_dst, kind="stable")
+    bounds = np.searchsorted(part_of_dst[order], np.arange(n_parts + 1))
+    return [sends.iloc[order[bounds[i] : bounds[i + 1]]].reset_index(drop=True) for i in range(n_parts)]
+
+
+def match_records(recvs: pd.DataFrame, inbound: list[pd.DataFrame]) -> pd.DataFrame:
+    """Join receive records with the send records addressed to this partition on ``(key, k)``.
+
+    Returns one row per matched message with the single-process message
+    columns plus ``send_row`` (global row of the send event, for ordering),
+    ``send_enter``, ``recv_enter`` and ``recv_leave`` (for wait states).
+    """
+    sends = [x for x in inbound if len(x)]
+    if not sends or not len(recvs):
+        return _empty_messages()
+    s = pd.concat(sends, ignore_index=True) if len(sends) > 1 else sends[0]
+    m = s.merge(recvs, on=KEY, how="inner", sort=False, copy=False)
+    m["clock_violation"] = m["send_time"].to_numpy() > m["recv_time"].to_numpy()
+    return m.drop(columns=["src", "dst", "k"])
+
+
+def _empty_messages() -> pd.DataFrame:
+    df = conform("messages", None)
+    for c, dt in (("send_row", np.int64), ("send_enter", np.float64), ("recv_enter", np.float64)):
+        df[c] = np.zeros(0, dtype=dt)
+    df["recv_leave"] = np.zeros(0)
+    return df
+
+
+def gather_messages(parts: list[pd.DataFrame], *, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Concatenate per-partition message rows in the single-process order and schema.
+
+    The single-process table is sorted by ``(send_process, send_time)``,
+    stably from posting order, i.e. by ``(send_process, send_time, send_row)``.
+    ``keep`` names extra columns to keep (``send_row``, ``late_sender_wait``, ...).
+    """
+    parts = [p for p in parts if len(p)] or [_empty_messages()]
+    m = pd.concat(parts, ignore_index=True)
+    m = m.sort_values(["send_process", "send_time", "send_row"], kind="stable").reset_index(drop=True)
+    out = conform("messages", m)
+    return out[list(conform("messages", None).columns) + [c for c in keep if c in out.columns]]

@@ -1,0 +1,183 @@
+"""Client-side merging: global numbering from the partitions' summaries, and gathering.
+
+Global numbering, so that every distributed table equals the single-process one:
+
+* **call paths** (top-down vertices): the single-process scan numbers call
+  paths in order of first appearance in the region-event stream (locations in
+  order, each in stream order). Each partition reports its local tree and,
+  per local call path, the ``(location, offset)`` of the Enter that created
+  it. Sorting all of them by ``(location, offset)`` and walking the sorted
+  list with a map from ``(global parent, region)`` to id reproduces that
+  order exactly; a parent always sorts before its children.
+* **intervals** and **p2p rows**: both are grouped by location, so the global
+  row of the ``i``-th instance (event) of location ``l`` is the number of
+  instances (events) of locations before ``l`` plus ``i``.
+* **collective instances**: the single-process engine numbers instance keys
+  ``(communicator, sequence)`` by first appearance in its row order (recorded
+  collectives in location order, then synthesised MPI_Init/Finalize calls);
+  each partition reports its keys' first ``(class, location, offset)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..pag.frames import make_metrics
+from ..pag.pag import PAG, MetricInfo
+from ..trace.build import region_kinds
+from ..trace.raw import RawTrace
+from ..trace.tables import Trace, conform
+from .match import gather_messages
+
+__all__ = ["merge_summaries", "vertex_table", "gather_pag", "concat_metric_rows"]
+
+
+def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[str, Any]:
+    """Merge the partitions' summaries into global ids.
+
+    Returns
+    -------
+    dict
+        ``cp_parent``, ``cp_region`` (the global calling-context tree),
+        ``cp_maps`` (per partition id: local call path -> global vertex),
+        ``inst_off``, ``p2p_off`` (global row offsets per location),
+        ``coll_keys``, ``coll_ids`` (sorted instance keys and their ids),
+        ``n_intervals``, ``n_instances``.
+    """
+    rows = []
+    for s in summaries:
+        n = len(s["cp_parent"])
+        if n:
+            rows.append(
+                np.stack([np.full(n, s["pid"]), np.arange(n), s["cp_parent"], s["cp_region"], s["cp_loc"], s["cp_off"]])
+            )
+    allr = np.concatenate(rows, axis=1) if rows else np.zeros((6, 0), dtype=np.int64)
+    order = np.lexsort((allr[5], allr[4]))
+    gid: dict[tuple[int, int], int] = {}
+    path: dict[tuple[int, int], int] = {}
+    cp_parent: list[int] = []
+    cp_region: list[int] = []
+    for pid, j, par, reg in allr[:4, order].T.tolist():
+        pg = gid[(pid, par)] if par >= 0 else -1
+        key = (pg, reg)
+        g = path.get(key)
+        if g is None:
+            g = path[key] = len(cp_parent)
+            cp_parent.append(pg)
+            cp_region.append(reg)
+        gid[(pid, j)] = g
+    cp_maps = {}
+    for s in summaries:
+        n = len(s["cp_parent"])
+        cp_maps[s["pid"]] = np.array([gid[(s["pid"], j)] for j in range(n)], dtype=np.int64)
+
+    def offsets(name: str) -> np.ndarray:
+        tot = np.zeros(n_locations, dtype=np.int64)
+        for s in summaries:
+            tot += s[name]
+        off = np.zeros(n_locations + 1, dtype=np.int64)
+        np.cumsum(tot, out=off[1:])
+        return off
+
+    inst_off = offsets("n_inst")
+    p2p_off = offsets("n_p2p")
+    keys = [s["coll_keys"] for s in summaries if len(s["coll_keys"][0])]
+    if keys:
+        k, cls, loc, off = (np.concatenate([x[i] for x in keys]) for i in range(4))
+        order = np.lexsort((off, loc, cls))
+        coll_keys, first = np.unique(k[order], return_index=True)
+        coll_ids = np.empty(len(first), dtype=np.int64)
+        coll_ids[np.argsort(first, kind="stable")] = np.arange(len(first))
+    else:
+        coll_keys = coll_ids = np.zeros(0, dtype=np.int64)
+    return {
+        "cp_parent": np.asarray(cp_parent, dtype=np.int64),
+        "cp_region": np.asarray(cp_region, dtype=np.int64),
+        "cp_maps": cp_maps,
+        "inst_off": inst_off[:-1],
+        "p2p_off": p2p_off[:-1],
+        "n_intervals": int(inst_off[-1]),
+        "coll_keys": coll_keys,
+        "coll_ids": coll_ids,
+        "n_instances": len(coll_keys),
+    }
+
+
+def vertex_table(regions: pd.DataFrame, cp_parent: np.ndarray, cp_region: np.ndarray) -> pd.DataFrame:
+    """The top-down vertex table of the global calling-context tree (as :func:`perflow.build_pag` makes it)."""
+    kinds = region_kinds(regions)
+    return pd.DataFrame(
+        {
+            "name": regions["name"].astype(str).to_numpy()[cp_region],
+            "kind": kinds[cp_region],
+            "parent": cp_parent,
+            "module": regions["module"].astype(str).to_numpy()[cp_region],
+            "file": regions["file"].astype(str).to_numpy()[cp_region],
+            "line": regions["line"].to_numpy(dtype=np.int64)[cp_region],
+            "region": cp_region,
+        }
+    )
+
+
+def concat_metric_rows(parts: list[pd.DataFrame], n_vertices: int) -> pd.DataFrame:
+    """Concatenate per-partition metric rows (``vertex``, ``process``, ``thread`` + metrics) into one table.
+
+    A metric some partitions lack is 0 there (dense semantics).
+    """
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return make_metrics(np.zeros(0), np.zeros(0), None, {}, n_vertices=n_vertices)
+    cols: list[str] = []
+    for p in parts:
+        cols += [c for c in p.columns if c not in ("vertex", "process", "thread") and c not in cols]
+    key = {c: np.concatenate([p[c].to_numpy() for p in parts]) for c in ("vertex", "process", "thread")}
+    vals = {
+        c: np.concatenate([p[c].to_numpy(dtype=np.float64) if c in p.columns else np.zeros(len(p)) for p in parts])
+        for c in cols
+    }
+    return make_metrics(
+        key["vertex"], key["process"], key["thread"], vals, n_vertices=n_vertices, duplicates="error"
+    )
+
+
+def gather_pag(
+    defs: RawTrace,
+    merged: dict[str, Any],
+    parts: list[dict[str, Any]],
+    attrs: dict[str, Any],
+) -> PAG:
+    """Assemble the single-process PAG from gathered partition results.
+
+    ``parts`` are dicts with ``intervals`` (+ ``ginst``), ``metrics`` rows,
+    ``messages``, ``coll`` and ``metric_info``; ``defs`` carries the
+    definitions (regions, comms).
+    """
+    vertices = vertex_table(defs.regions, merged["cp_parent"], merged["cp_region"])
+    n = merged["n_intervals"]
+    iv = conform("intervals", None)
+    if n:
+        cat = pd.concat([p["intervals"] for p in parts if len(p["intervals"])], ignore_index=True)
+        rows = np.concatenate([p["ginst"] for p in parts if len(p["intervals"])])
+        iv = cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
+    messages = gather_messages([p["messages"] for p in parts])
+    coll = [p["coll"] for p in parts if len(p["coll"])]
+    if coll:
+        c = pd.concat(coll, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")
+        collectives = conform("collectives", c.reset_index(drop=True))
+    else:
+        collectives = conform("collectives", None)
+    m = concat_metric_rows([p["metrics"] for p in parts], len(vertices))
+    info: dict[str, MetricInfo] = {
+        "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
+        "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
+        "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
+    }
+    for p in parts:
+        info.update(p["metric_info"])
+    trace = Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))
+    a = dict(attrs)
+    a["clock_violations"] = int(messages["clock_violation"].sum())
+    return PAG(vertices, m, metric_info={k: v for k, v in info.items() if k in m.columns}, trace=trace, attrs=a)

@@ -1,0 +1,124 @@
+"""Distributed wait states: Late Sender per message, waiting time per collective participant.
+
+**Late Sender** (:func:`late_sender`) needs the enter time of the region that
+issued the send and the enter/leave of the region that completed the receive.
+The send record carries the former (``send_enter``), so a message's wait is
+computed where the message row lives (the receiver's partition):
+``max(0, min(Es, Lr) - Er)``, 0 for messages without a send or receive
+region or with a clock violation, as in
+:func:`perflow.trace.edges.late_sender_wait`.
+
+**Collective waits** need, per instance, the latest arrival over all
+participants. Each partition reduces its rows to per-instance partials
+(:func:`collective_partial`: latest begin, the lowest (process, thread)
+arriving then, bytes moved), the partials are combined in a reduction tree
+(:func:`combine_collective`), and each partition computes its rows' waits
+``max(0, min(latest, L_i) - E_i)`` from the combined arrays
+(:func:`collective_rows_wait`), exactly as
+:func:`perflow.trace.edges.collective_wait` (barriers, MPI_Init/Finalize and
+collectives that move data synchronise; the last arriver is the lowest
+(process, thread) among the latest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..kinds import CollectiveOp
+
+__all__ = ["late_sender", "collective_partial", "combine_collective", "collective_rows_wait", "wait_partial"]
+
+_SYNC_OPS = [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE]
+
+
+def late_sender(messages: pd.DataFrame) -> np.ndarray:
+    """Late Sender waiting time of each message row (see the module docstring)."""
+    if not len(messages):
+        return np.zeros(0)
+    si = messages["send_interval"].to_numpy()
+    ri = messages["recv_interval"].to_numpy()
+    ok = (si >= 0) & (ri >= 0) & ~messages["clock_violation"].to_numpy()
+    es = messages["send_enter"].to_numpy()[ok]
+    er = messages["recv_enter"].to_numpy()[ok]
+    lr = messages["recv_leave"].to_numpy()[ok]
+    w = np.zeros(len(messages))
+    w[ok] = np.maximum(0.0, np.minimum(es, lr) - er)
+    return w
+
+
+def collective_partial(coll: pd.DataFrame) -> pd.DataFrame:
+    """Per instance of this partition's rows: ``latest`` begin, ``proc``/``thr`` of the first latest, ``moved`` bytes."""
+    if not len(coll):
+        return pd.DataFrame(
+            {"instance": np.zeros(0, np.int64), "latest": np.zeros(0), "proc": np.zeros(0, np.int64),
+             "thr": np.zeros(0, np.int64), "moved": np.zeros(0), "members": np.zeros(0, np.int64)}
+        )  # fmt: skip
+    inst = coll["instance"].to_numpy().astype(np.int64)
+    begin = coll["begin"].to_numpy()
+    proc = coll["process"].to_numpy().astype(np.int64)
+    thr = coll["thread"].to_numpy().astype(np.int64)
+    moved = (coll["sent"].to_numpy() + coll["received"].to_numpy()).astype(np.float64)
+    # latest begin, ties to the lowest (process, thread): sort so the wanted row is first per instance
+    order = np.lexsort((thr, proc, -begin, inst))
+    i_s = inst[order]
+    first = np.r_[True, i_s[1:] != i_s[:-1]]
+    rows = order[first]
+    uniq = inst[rows]
+    return pd.DataFrame(
+        {
+            "instance": uniq,
+            "latest": begin[rows],
+            "proc": proc[rows],
+            "thr": thr[rows],
+            "moved": np.bincount(np.searchsorted(uniq, inst), weights=moved, minlength=len(uniq)),
+            "members": np.bincount(np.searchsorted(uniq, inst), minlength=len(uniq)),
+        }
+    )
+
+
+def combine_collective(*parts: pd.DataFrame) -> pd.DataFrame:
+    """Combine partials: maximum ``latest`` (ties to the lowest (process, thread)), summed ``moved``/``members``."""
+    df = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+    if not len(df):
+        return df
+    inst = df["instance"].to_numpy()
+    order = np.lexsort((df["thr"].to_numpy(), df["proc"].to_numpy(), -df["latest"].to_numpy(), inst))
+    i_s = inst[order]
+    first = order[np.r_[True, i_s[1:] != i_s[:-1]]]
+    uniq = inst[first]
+    pos = np.searchsorted(uniq, inst)
+    return pd.DataFrame(
+        {
+            "instance": uniq,
+            "latest": df["latest"].to_numpy()[first],
+            "proc": df["proc"].to_numpy()[first],
+            "thr": df["thr"].to_numpy()[first],
+            "moved": np.bincount(pos, weights=df["moved"].to_numpy(), minlength=len(uniq)),
+            "members": np.bincount(pos, weights=df["members"].to_numpy(), minlength=len(uniq)).astype(np.int64),
+        }
+    )
+
+
+def collective_rows_wait(coll: pd.DataFrame, combined: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Waiting time of each collective row and whether it is its instance's last arriver."""
+    if not len(coll):
+        return np.zeros(0), np.zeros(0, dtype=bool)
+    inst = coll["instance"].to_numpy().astype(np.int64)
+    j = np.searchsorted(combined["instance"].to_numpy(), inst)
+    latest = combined["latest"].to_numpy()[j]
+    begin = coll["begin"].to_numpy()
+    end = coll["end"].to_numpy()
+    w = np.maximum(0.0, np.minimum(latest, end) - begin)
+    op = coll["op"].to_numpy()
+    sync = np.isin(op, _SYNC_OPS) | (combined["moved"].to_numpy()[j] > 0)
+    is_last = (coll["process"].to_numpy() == combined["proc"].to_numpy()[j]) & (
+        coll["thread"].to_numpy() == combined["thr"].to_numpy()[j]
+    )
+    return np.where(sync, w, 0.0), is_last
+
+
+def wait_partial(vertex: np.ndarray, wait: np.ndarray, n_vertices: int) -> np.ndarray:
+    """Per-vertex sums of waiting time (vertex -1 rows are dropped)."""
+    ok = vertex >= 0
+    return np.bincount(vertex[ok], weights=wait[ok], minlength=n_vertices)
