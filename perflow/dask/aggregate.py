@@ -202,7 +202,8 @@ def finish_stats(c: dict[str, np.ndarray], n_groups: int) -> dict[str, np.ndarra
     argmax = np.where(raised | ~has, -1, c["argmax"])
     argthr = np.where(raised | ~has, -1, c["argthr"])
     return {"sum": c["sum"], "mean": mean, "max": mx, "min": mn, "std": std, "count": count.astype(np.int64),
-            "argmax": argmax, "argthr": argthr, "n": np.full(len(count), n_groups, dtype=np.int64)}  # fmt: skip
+            "argmax": argmax, "argthr": argthr, "n": np.full(len(count), n_groups, dtype=np.int64),
+            "row_max": c["max"], "row_min": c["min"]}  # fmt: skip
 
 
 def aggregate_values(stats: dict[str, np.ndarray], agg: str) -> np.ndarray:

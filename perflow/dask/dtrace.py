@@ -261,27 +261,42 @@ class DistTrace:
 
     def imbalance(
         self, metric: str = "time_exc", *, across: str = "process", criterion: str = "imbalance_time",
-        k: int | None = None,
+        threshold: float | None = None, min_value: float = 0.0, k: int | None = None,
     ) -> pd.DataFrame:  # fmt: skip
-        """Load-imbalance measures of every vertex with data, from the combined per-vertex statistics.
+        """Load-imbalance measures per vertex from the combined statistics (the ``imbalance`` pass's table).
 
-        Columns: ``vertex``, ``name``, ``n``, ``mean``, ``max``, ``min``,
+        Parameters and columns as the ``imbalance`` pass: ``vertex``,
+        ``name``, ``kind``, ``call_path``, ``n``, ``mean``, ``max``, ``min``,
         ``std``, ``max_process`` (``max_thread`` with ``across="location"``)
-        and the measures of :func:`.aggregate.imbalance_measures`; sorted by
-        ``criterion`` (descending; ascending for ``load_balance``), at most
-        ``k`` rows.
+        and the measures of :func:`.aggregate.imbalance_measures`; vertices
+        whose maximum is at most ``min_value`` (or 1e-9 of the largest value)
+        are skipped; worst first by ``criterion`` (ascending for
+        ``load_balance``); ``threshold`` keeps vertices beyond it; at most ``k`` rows.
         """
         if criterion not in IMBALANCE_CRITERIA:
             raise PerflowError(f"unknown imbalance criterion {criterion!r}; choose one of {', '.join(IMBALANCE_CRITERIA)}")
         st = self._stats(metric, across)
         meas = imbalance_measures(st)
-        ids = np.flatnonzero(st["max"] > 0)
+        has = st["count"] > 0
+        top = float(np.max(np.abs(np.r_[st["row_max"][has], st["row_min"][has]]), initial=0.0))
+        ids = np.flatnonzero(st["max"] > max(min_value, 1e-9 * top))
+        if threshold is not None:
+            crit = meas[criterion][ids]
+            ids = ids[(crit <= threshold) if criterion == "load_balance" else (crit > threshold)]
         key = meas[criterion][ids]
         ids = ids[np.lexsort((ids, key if criterion == "load_balance" else -key))]
         if k is not None:
             ids = ids[: max(int(k), 0)]
-        vt = self.vertex_table
-        df = pd.DataFrame({"vertex": ids, "name": vt["name"].astype(str).to_numpy()[ids], "n": st["n"][ids]})
+        sk = self.skeleton
+        df = pd.DataFrame(
+            {
+                "vertex": ids,
+                "name": sk.vertex_table["name"].astype(str).to_numpy()[ids],
+                "kind": sk.vertex_table["kind"].astype(str).to_numpy()[ids],
+                "call_path": sk.call_paths().to_numpy()[ids],
+                "n": st["n"][ids],
+            }
+        )
         for c in ("mean", "max", "min", "std"):
             df[c] = st[c][ids]
         df["max_process"] = st["argmax"][ids]
@@ -291,6 +306,16 @@ class DistTrace:
             df[c] = meas[c][ids]
         df.attrs.update({"metric": metric, "across": across, "criterion": criterion})
         return df
+
+    @property
+    def skeleton(self) -> PAG:
+        """A PAG with the vertex table and no metrics (for call paths and vertex look-ups on the client)."""
+        if "skeleton" not in self._cache:
+            from ..pag.frames import make_metrics
+
+            empty = make_metrics(np.zeros(0), np.zeros(0), None, {}, n_vertices=self.n_vertices)
+            self._cache["skeleton"] = PAG(self.vertex_table, empty, attrs={"source": self.defs.attrs.get("source", "")})
+        return self._cache["skeleton"]
 
     def comm_matrix(self, metric: str = "bytes") -> pd.DataFrame:
         """Process x process point-to-point matrix (row sender, column receiver) of bytes, count or time."""

@@ -95,7 +95,7 @@ class Engine:
                 threads_per_worker=threads_per_worker,
                 processes=processes,
                 memory_limit=memory_limit,
-                dashboard_address=cluster_kwargs.pop("dashboard_address", None),
+                dashboard_address=cluster_kwargs.pop("dashboard_address", ":0"),
                 **cluster_kwargs,
             )
             self.client = distributed.Client(self.cluster)

@@ -199,7 +199,7 @@ def match_records(recvs: pd.DataFrame, inbound: list[pd.DataFrame]) -> pd.DataFr
     if not sends or not len(recvs):
         return _empty_messages()
     s = pd.concat(sends, ignore_index=True) if len(sends) > 1 else sends[0]
-    m = s.merge(recvs, on=KEY, how="inner", sort=False, copy=False)
+    m = s.merge(recvs, on=KEY, how="inner", sort=False)
     m["clock_violation"] = m["send_time"].to_numpy() > m["recv_time"].to_numpy()
     return m.drop(columns=["src", "dst", "k"])
 

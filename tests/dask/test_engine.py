@@ -1,0 +1,247 @@
+"""Distributed results equal single-process results, on a LocalCluster of 2 in-process workers."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
+pytest.importorskip("distributed", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
+
+from perflow.errors import FormatError, MetricError, PerflowError, TraceError  # noqa: E402
+from perflow.synthetic import raw_trace  # noqa: E402
+from perflow.trace.build import build_pag  # noqa: E402
+from perflow.trace.builder import TraceBuilder  # noqa: E402
+from perflow.trace.edges import collective_wait, late_sender_wait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def engine():  # type: ignore[no-untyped-def]
+    from perflow.dask import Engine
+
+    eng = Engine(n_workers=2, processes=False)
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple:
+    raw = raw_trace(nprocs=12, iterations=15, slow_rank=5, late_sender=0.2, imbalance=0.5, seed=3)
+    return raw, build_pag(raw)
+
+
+def assert_same_pag(pag, ref) -> None:  # type: ignore[no-untyped-def]
+    pd.testing.assert_frame_equal(pag.vertex_table, ref.vertex_table)
+    pd.testing.assert_frame_equal(pag.metrics, ref.metrics, check_exact=True)
+    for t in ("intervals", "messages", "collectives"):
+        pd.testing.assert_frame_equal(getattr(pag.trace, t), getattr(ref.trace, t), check_exact=True)
+    assert pag.metric_info == ref.metric_info
+    assert pag.attrs == ref.attrs
+
+
+def dense_ref(ref, metric: str, across: str) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """(vertex x group) matrix of a metric from the single-process PAG, independently of the engine's code."""
+    m = ref.metrics.reset_index()
+    if across == "process":
+        m = m.groupby(["vertex", "process"], as_index=False)[metric].sum()
+        groups = np.unique(m["process"])
+        g = np.searchsorted(groups, m["process"])
+    else:
+        loc = ref.locations
+        key = loc["process"].to_numpy() * 1000 + loc["thread"].to_numpy()
+        g = np.searchsorted(key, m["process"].to_numpy() * 1000 + m["thread"].to_numpy())
+        groups = key
+    d = np.zeros((ref.n_vertices, len(groups)))
+    d[m["vertex"].to_numpy(), g] = m[metric].to_numpy()
+    return d
+
+
+def test_pag_equals_single_process(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
+    raw, ref = synthetic
+    dt = engine.load(raw)
+    assert dt.n_parts == 2
+    # a ring of 12 ranks cut into two arcs: 2 of 12 links cross, 2 x 15 messages each way on each
+    assert dt.partitioning.cut == 2 * 2 * 15
+    assert dt.summary()["exchanged_send_records"] == 2 * 2 * 15
+    assert_same_pag(dt.to_pag(), ref)
+
+
+def test_wait_states_equal_single_process(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
+    raw, ref = synthetic
+    dt = engine.load(raw, partition="round_robin")  # every message crosses partitions
+    assert dt.summary()["exchanged_send_records"] == len(ref.trace.messages)
+    ls = late_sender_wait(ref.trace)
+    assert (ls > 0).sum() > 10  # the injected late senders make receivers wait
+    np.testing.assert_array_equal(dt.late_sender_wait(), ls)
+    cw = collective_wait(ref.trace)
+    c = dt.collectives()
+    np.testing.assert_array_equal(c["wait"].to_numpy(), cw)
+    assert c.groupby("instance")["last"].sum().eq(1).all()
+    wv = dt.wait_by_vertex()
+    ivv = ref.trace.intervals["vertex"].to_numpy()
+    exp_ls = np.bincount(ivv[ref.trace.messages["recv_interval"].to_numpy()], weights=ls, minlength=ref.n_vertices)
+    exp_cw = np.bincount(ivv[ref.trace.collectives["interval"].to_numpy()], weights=cw, minlength=ref.n_vertices)
+    np.testing.assert_allclose(wv["late_sender"].to_numpy(), exp_ls, rtol=1e-12)
+    np.testing.assert_allclose(wv["collective_wait"].to_numpy(), exp_cw, rtol=1e-12)
+    assert wv.loc[wv["late_sender"].idxmax(), "name"] == "MPI_Waitall"
+    assert wv.loc[wv["collective_wait"].idxmax(), "name"] == "MPI_Allreduce"
+
+
+def test_aggregates_and_imbalance_from_partials(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
+    raw, ref = synthetic
+    dt = engine.load(raw, n_partitions=3)  # more partitions than workers
+    assert dt.metric_names == ref.metric_names
+    for metric in ("time_exc", "time_inc", "visits", "bytes_sent"):
+        scale = float(np.abs(ref.metrics[metric]).max())
+        for agg in ("sum", "mean", "max", "min", "std", "count"):
+            exp = ref.aggregate(metric, agg)
+            got = dt.aggregate(metric, agg)
+            assert got.name == exp.name
+            if agg in ("max", "min", "count"):
+                np.testing.assert_array_equal(got.to_numpy(), exp.to_numpy())
+            else:  # sums are re-associated across partitions; std = sqrt(E[x^2] - mean^2) loses ~half the digits
+                np.testing.assert_allclose(got.to_numpy(), exp.to_numpy(), rtol=1e-12, atol=1e-7 * scale)
+    d = dense_ref(ref, "time_exc", "process")
+    imb = dt.imbalance("time_exc").set_index("vertex")
+    v = imb.index.to_numpy()
+    np.testing.assert_allclose(imb["max"], d[v].max(axis=1), rtol=0)
+    np.testing.assert_allclose(imb["mean"], d[v].mean(axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(imb["max_process"], d[v].argmax(axis=1))
+    np.testing.assert_allclose(imb["imbalance_time"], d[v].max(axis=1) - d[v].mean(axis=1), rtol=1e-9)
+    assert imb["imbalance_time"].is_monotonic_decreasing
+    comp = imb[imb["name"] == "compute"].iloc[0]
+    assert comp["max_process"] == 5  # the slow rank
+    assert comp["call_path"] == "main/timestep/compute"
+    loc = dt.imbalance("visits", across="location", criterion="load_balance")
+    assert "max_thread" in loc.columns
+    with pytest.raises(MetricError, match="unknown metric 'tim'"):
+        dt.aggregate("tim")
+    with pytest.raises(PerflowError, match="unknown imbalance criterion"):
+        dt.imbalance(criterion="worst")
+
+
+def test_median_runs_on_gathered_data(engine, synthetic, caplog) -> None:  # type: ignore[no-untyped-def]
+    raw, ref = synthetic
+    dt = engine.load(raw)
+    with caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+        got = dt.aggregate("time_exc", "median")
+    assert "median has no distributed form" in caplog.text
+    pd.testing.assert_series_equal(got, ref.aggregate("time_exc", "median"))
+
+
+def test_comm_matrix(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
+    raw, ref = synthetic
+    dt = engine.load(raw)
+    m = ref.trace.messages
+    for metric in ("bytes", "count", "time"):
+        got = dt.comm_matrix(metric)
+        P = 12
+        w = {
+            "bytes": m["bytes"].to_numpy(dtype=float),
+            "count": np.ones(len(m)),
+            "time": np.maximum(0.0, m["recv_time"].to_numpy() - m["send_time"].to_numpy()),
+        }[metric]
+        exp = np.bincount(m["send_process"] * P + m["recv_process"], weights=w, minlength=P * P).reshape(P, P)
+        np.testing.assert_allclose(got.to_numpy(dtype=float), exp, rtol=1e-12)
+        assert got.index.name == "sender" and got.columns.name == "receiver"
+    # ring: rank 3 sends 15 messages of 4096 bytes to each neighbour
+    assert dt.comm_matrix("bytes").loc[3, 4] == 15 * 4096
+
+
+def _fifo_trace() -> TraceBuilder:
+    """Two senders, one receiver; same tags repeated (FIFO must decide), a wildcard-like receive order, a Ssend."""
+    tb = TraceBuilder()
+    for p in range(4):
+        tb.enter(p, 0.0, "main")
+    # rank 0 sends three messages with tag 7 to rank 2 at increasing times; rank 1 two with tag 7
+    for i, t in enumerate((1.0, 2.0, 3.0)):
+        tb.call(0, "MPI_Send", t, t + 0.1, send={"to": 2, "tag": 7, "bytes": 100 + i})
+    for i, t in enumerate((1.5, 2.5)):
+        tb.call(1, "MPI_Ssend", t, t + 0.1, send={"to": 2, "tag": 7, "bytes": 200 + i})
+    # rank 2 receives them interleaved by source, late, in blocking receives
+    for i, (frm, t) in enumerate(((1, 4.0), (0, 5.0), (0, 6.0), (1, 7.0), (0, 8.0))):
+        tb.call(2, "MPI_Recv", t, t + 0.5, recv={"frm": frm, "tag": 7, "bytes": 0})
+    # rank 3 posts a non-blocking receive from rank 0 that never gets a message (unmatched)
+    tb.enter(3, 1.0, "MPI_Irecv")
+    tb.irecv_request(3, 1.0, 5)
+    tb.leave(3, 1.1)
+    tb.enter(3, 2.0, "MPI_Wait")
+    tb.irecv(3, 9.0, 0, 5, tag=9, bytes=8)
+    tb.leave(3, 9.0)
+    with tb.region(0, "MPI_Barrier", 9.0, 10.0):
+        pass
+    for p in range(4):
+        tb.call(p, "MPI_Barrier", 9.0 + 0.1 * p, 10.0, coll={"op": "barrier"}) if p else None
+        tb.leave(p, 11.0)
+    return tb
+
+
+def test_fifo_matching_across_partitions(engine) -> None:  # type: ignore[no-untyped-def]
+    raw = _fifo_trace().raw()
+    ref = build_pag(raw)
+    # every sender in another partition than its receiver
+    dt = engine.load(raw, partition=np.array([0, 1, 2, 0]), n_partitions=3)
+    assert dt.n_parts == 3
+    pag = dt.to_pag()
+    assert_same_pag(pag, ref)
+    m = pag.trace.messages
+    # the k-th receive from a source gets that source's k-th send
+    got = m.sort_values("recv_time")[["send_process", "bytes"]].to_numpy().tolist()
+    assert got == [[1, 200], [0, 100], [0, 101], [1, 201], [0, 102]]
+    assert m.loc[m["send_process"] == 1, "mode"].tolist() == [1, 1]  # inside MPI_Ssend: synchronous
+    assert pag.attrs["unmatched_recvs"] == 1 and pag.attrs["unmatched_sends"] == 0
+    np.testing.assert_array_equal(dt.late_sender_wait(), late_sender_wait(ref.trace))
+    np.testing.assert_array_equal(dt.collective_wait(), collective_wait(ref.trace))
+
+
+def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from perflow.readers.otf2 import decode, fast_available, write_otf2
+
+    if not fast_available():
+        pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
+    raw = raw_trace(nprocs=6, iterations=8, late_sender=0.3, imbalance=0.4, seed=5)
+    anchor = write_otf2(raw, tmp_path / "run")
+    ref = build_pag(decode(anchor, jobs=0))
+    dt = engine.load(tmp_path / "run", scout_events=40)
+    # the scouted prefix (about one iteration) found the ring: two arcs, 2 of 6 links cut
+    assert dt.partitioning.assign.tolist() in ([0, 0, 0, 1, 1, 1], [1, 1, 1, 0, 0, 0])
+    assert dt.summary()["exchanged_send_records"] == 2 * 2 * 8
+    assert set(dt.timings) >= {"scout", "ingest", "scan", "match"}
+    assert_same_pag(dt.to_pag(), ref)
+    np.testing.assert_array_equal(dt.late_sender_wait(), late_sender_wait(ref.trace))
+
+
+def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    tb = TraceBuilder()
+    tb.enter(0, 0.0, "main")
+    tb.leave(0, 1.0)
+    tb.enter(1, 0.0, "main")
+    raw = tb.raw()
+    with pytest.raises(TraceError, match="location 1: Enter events without a Leave"):
+        engine.load(raw)
+    ok = engine.load(raw, close_open=True).to_pag()
+    assert ok.attrs["closed_open_instances"] == 1
+    with pytest.raises(FormatError, match="nothing"):
+        engine.load(tmp_path / "nothing")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "traces.otf2").write_bytes(b"\x03\x42OTF2\x00" + b"\x00" * 40)
+    with pytest.raises(FormatError, match="traces.def: global definitions file of the archive is missing"):
+        engine.load(bad)
+
+
+def test_corrupt_event_file_fails_on_the_worker_with_one_clear_error(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from perflow.readers.otf2 import fast_available, write_otf2
+
+    if not fast_available():
+        pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
+    write_otf2(raw_trace(nprocs=4, iterations=30, seed=1), tmp_path / "run")
+    evt = tmp_path / "run" / "traces" / "2.evt"
+    data = evt.read_bytes()
+    evt.write_bytes(data[: len(data) // 2] + b"\xff" * 64)
+    with pytest.raises(FormatError, match=r"2\.evt"):
+        engine.load(tmp_path / "run", scout_events=0)
