@@ -85,7 +85,7 @@ class DistTrace:
         return self._n
 
     def _on(self, i: int) -> dict[str, Any]:
-        return {"workers": [self.engine.worker_of(i, self.n_parts)], "allow_other_workers": False, "pure": False}
+        return {"workers": [self.engine.worker_of(i, self.n_parts)], "allow_other_workers": True, "pure": False}
 
     def _submit(self, fn: Any, *args: Any, where: int | None = None, **kw: Any) -> Any:
         opts = self._on(where) if where is not None else {"pure": False}
@@ -115,7 +115,7 @@ class DistTrace:
             level = [self._submit(fn, *level[i : i + fan_in]) for i in range(0, len(level), fan_in)]
         return level[0]
 
-    def _exchange(self, boxes: list[Any]) -> list[list[Any]]:
+    def _exchange(self, boxes: list[Any], what: str) -> list[list[Any]]:
         """Route ``boxes[i][j]`` (a frame from partition i to j) to partition j; only non-empty frames move."""
         n = len(boxes)
         sizes = self._gather([self._submit(T.t_sizes, b, where=i) for i, b in enumerate(boxes)])
@@ -124,7 +124,7 @@ class DistTrace:
             for j in range(n):
                 if sizes[i][j] or i == j:
                     inbound[j].append(self._submit(T.t_pick, boxes[i], j, where=i))
-        self._cache["exchanged_rows"] = int(sum(sizes[i][j] for i in range(n) for j in range(n) if i != j))
+        self._cache[what] = int(sum(sizes[i][j] for i in range(n) for j in range(n) if i != j))
         return inbound
 
     # ------------------------------------------------------------------ building
@@ -149,12 +149,12 @@ class DistTrace:
         self._raw = []  # the raw partitions and scan states are released here
         p = self.partitioning
         boxes = [self._submit(T.t_outbox, tb, p.processes, p.assign, n, where=i) for i, tb in enumerate(self._tables)]
-        inbound = self._exchange(boxes)
+        inbound = self._exchange(boxes, "exchanged_send_records")
         matched = [
             self._submit(T.t_match, tb, p.processes, p.assign, n, *inbound[i], where=i) for i, tb in enumerate(self._tables)
         ]
         self._messages = [self._submit(T.t_first, m, where=i) for i, m in enumerate(matched)]
-        acks = self._exchange([self._submit(T.t_second, m, where=i) for i, m in enumerate(matched)])
+        acks = self._exchange([self._submit(T.t_second, m, where=i) for i, m in enumerate(matched)], "exchanged_acks")
         t = self._wait(self._messages, "match", t)
         lp = self.defs.locations["process"].to_numpy(dtype=np.int64)
         lt = self.defs.locations["thread"].to_numpy(dtype=np.int64)
@@ -405,8 +405,8 @@ class DistTrace:
         attrs = {k: v for k, v in self.defs.attrs.items() if isinstance(v, str | int | float | bool)}
         loc_proc = self.defs.locations["process"].to_numpy(dtype=np.int64)
         n_msg = sum(len(p["messages"]) for p in parts)
-        n_send = sum(self._gather([self._submit(lambda tb: len(tb.sends), tb) for tb in self._tables]))
-        n_recv = sum(self._gather([self._submit(lambda tb: len(tb.recvs), tb) for tb in self._tables]))
+        n_send = sum(self._gather([self._submit(lambda tb: tb.n_sends, tb) for tb in self._tables]))
+        n_recv = sum(self._gather([self._submit(lambda tb: tb.n_recvs, tb) for tb in self._tables]))
         attrs.update(
             {
                 "nprocs": int(len(np.unique(loc_proc))) if len(loc_proc) else 0,
@@ -432,7 +432,8 @@ class DistTrace:
     def summary(self) -> dict[str, Any]:
         """Events, partitions, cut and balance, timings."""
         s = {"events": self.n_events, "partitions": self.n_parts, **self.partitioning.summary()}
-        s["exchanged_send_records"] = self._cache.get("exchanged_rows", 0)
+        s["exchanged_send_records"] = self._cache.get("exchanged_send_records", 0)
+        s["exchanged_acks"] = self._cache.get("exchanged_acks", 0)
         s["timings"] = dict(self.timings)
         return s
 

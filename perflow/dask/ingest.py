@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import PerflowError
+from ..errors import FormatError, PerflowError
 from ..trace.raw import RawTrace
 from .partition import Partitioning
 from .split import location_parts, send_traffic
@@ -183,9 +183,15 @@ class OTF2Source:
     timings: dict[str, float]
 
 
-def _gather(client: Any, futs: list[Any]) -> list[Any]:
+def _gather(client: Any, futs: list[Any], anchor: str = "") -> list[Any]:
+    from distributed import KilledWorker
+
     try:
         return client.gather(futs)
+    except KilledWorker:
+        raise FormatError(
+            anchor, "the OTF2 library crashed worker processes while decoding event files: corrupt trace data"
+        ) from None
     except Exception as e:  # a RemoteFormatError carries a FormatError's parts
         if hasattr(e, "restore"):
             raise e.restore() from None
@@ -205,7 +211,7 @@ def scout_otf2(engine: Engine, path: str, scout_events: int) -> OTF2Source:
         client.submit(_scout, anchor, dfut, b.tolist(), int(scout_events), workers=[workers[i % len(workers)]], pure=False)
         for i, b in enumerate(blocks)
     ]
-    tr = [p for p in _gather(client, futs) if len(p)]
+    tr = [p for p in _gather(client, futs, anchor) if len(p)]
     traffic = (
         pd.concat(tr, ignore_index=True).groupby(["src", "dst"], sort=True)[["count", "bytes"]].sum().reset_index()
         if tr
@@ -230,12 +236,12 @@ def ingest_otf2(engine: Engine, src: OTF2Source, p: Partitioning) -> list[Any]:
         futs.append(
             engine.client.submit(
                 _ingest, src.anchor, src.defs_future, locs, workers=[engine.worker_of(i, p.n_parts)],
-                allow_other_workers=False, pure=False,
+                allow_other_workers=True, pure=False,
             )  # fmt: skip
         )
     wait(futs)
     bad = [f for f in futs if f.status == "error"]
     if bad:
-        _gather(engine.client, bad[:1])
+        _gather(engine.client, bad[:1], src.anchor)
     src.timings["ingest"] = time.perf_counter() - t0
     return futs

@@ -47,7 +47,9 @@ def within_location(loc: np.ndarray) -> np.ndarray:
     n = len(loc)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.arange(n) - np.searchsorted(loc, loc, side="left")
+    starts = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    return np.arange(n) - np.repeat(starts, lengths)
 
 
 @dataclass
@@ -92,6 +94,8 @@ class PartTables:
     recvs: pd.DataFrame
     coll: pd.DataFrame
     n_closed: int = 0
+    n_sends: int = -1
+    n_recvs: int = -1
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
@@ -152,7 +156,9 @@ def summarize(st: PartState) -> dict[str, Any]:
     rloc = st.raw.region_events["location"]
     ncp = len(res.cp_parent)
     if ncp:
-        _, first_inst = np.unique(res.callpath, return_index=True)
+        # call paths are numbered in order of first appearance: a new one is the running maximum plus one
+        cm = np.maximum.accumulate(res.callpath)
+        first_inst = np.flatnonzero(np.r_[True, cm[1:] > cm[:-1]])
         first_ev = res.enter[first_inst]
         cp_loc = rloc[first_ev].astype(np.int64)
         cp_off = within_location(rloc)[first_ev]
@@ -223,7 +229,8 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
                     "received": ev["received"][ends],
                     "begin": begin_t,
                     "end": ev["time"][ends],
-                }
+                },
+                copy=False,
             )
         )
     syn = _synthesised(st, infer)
@@ -275,7 +282,8 @@ def _synthesised(st: PartState, infer: bool) -> pd.DataFrame:
             "received": np.zeros(len(cand), dtype=np.int64),
             "begin": st.t_enter[cand],
             "end": st.t_leave[cand],
-        }
+        },
+        copy=False,
     )
 
 
@@ -308,11 +316,15 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     )
     # per (vertex, location) sums, as build_pag computes them (one location's instances in order)
     key = vertex * max(nloc, 1) + st.inst_loc
-    uniq, inv = np.unique(key, return_inverse=True)
-    cols = {
-        k: np.bincount(inv, weights=v, minlength=len(uniq))
-        for k, v in {"time_inc": st.inc, "time_exc": st.exc, "visits": np.ones(len(st.inc))}.items()
-    }
+    vals = {"time_inc": st.inc, "time_exc": st.exc, "visits": np.ones(len(st.inc))}
+    span = int(key.max()) + 1 if len(key) else 0
+    if span <= max(4 * len(key), 1 << 20):  # dense keys: bincount adds in the same (instance) order as unique+bincount
+        cnt = np.bincount(key, minlength=span)
+        uniq = np.flatnonzero(cnt)
+        cols = {k: np.bincount(key, weights=v, minlength=span)[uniq] for k, v in vals.items()}
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
+        cols = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in vals.items()}
     deltas_raw, delta_info = _metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
@@ -335,7 +347,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
                 "thread": coll["thread"].to_numpy(),
                 "interval": np.where(liv >= 0, ginst[np.maximum(liv, 0)] if len(ginst) else -1, -1),
                 **{c: coll[c].to_numpy() for c in ("op", "comm", "root", "sent", "received", "begin", "end")},
-            }
+            },
+            copy=False,
         )
     procs = np.unique(loc_proc[np.unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
     return PartTables(

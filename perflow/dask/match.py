@@ -154,7 +154,8 @@ def p2p_records(
             "mode": mode,
             "send_enter": np.where(ok_s, t_enter[np.maximum(send_iv, 0)] if len(t_enter) else 0.0, np.nan),
             "send_row": p2p_row[s],
-        }
+        },
+        copy=False,
     )
     recv_iv = enclosing[r]
     ok_r = recv_iv >= 0
@@ -172,7 +173,8 @@ def p2p_records(
             "recv_time": t[r],
             "recv_enter": np.where(ok_r, t_enter[np.maximum(recv_iv, 0)] if len(t_enter) else 0.0, np.nan),
             "recv_leave": np.where(ok_r, t_leave[np.maximum(recv_iv, 0)] if len(t_leave) else 0.0, np.nan),
-        }
+        },
+        copy=False,
     )
     return sends, recvs
 

@@ -109,6 +109,9 @@ def t_match(
     """Match this partition's receives; return its message rows (with Late Sender wait) and acks per sender partition."""
     m = match_records(t.recvs, list(inbound))
     m["late_sender_wait"] = late_sender(m)
+    # the records are consumed here (their outbox frames were cut before): keep the counts, free the rows
+    t.n_sends, t.n_recvs = len(t.sends), len(t.recvs)
+    t.sends, t.recvs = t.sends.iloc[:0], t.recvs.iloc[:0]
     spart = _part_of(processes, assign, m["send_process"].to_numpy().astype(np.int64))
     acks = []
     for j in range(n_parts):
