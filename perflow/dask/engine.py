@@ -138,7 +138,7 @@ class Engine:
         partition: str | np.ndarray = "affinity",
         tol: float = 0.05,
         weight: str = "count",
-        scout_events: int = 1 << 16,
+        scout_events: int = 1 << 14,
         close_open: bool = False,
         validate: bool = True,
         infer_collectives: bool = False,

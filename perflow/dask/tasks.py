@@ -15,13 +15,48 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FormatError
+from ..trace.raw import RawTrace
 from . import aggregate as agg
 from .local import PartState, PartTables, finalize, scan_part, summarize
 from .match import match_records, outbox
 from .merge import merge_summaries
+from .split import EVENT_TABLES
 from .waitstates import collective_partial, collective_rows_wait, combine_collective, late_sender
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _nbytes(obj: Any) -> int:
+    """Bytes held by the numpy arrays and pandas frames among an object's attributes (one level deep)."""
+    total = 0
+    for v in vars(obj).values():
+        if isinstance(v, np.ndarray):
+            total += v.nbytes
+        elif isinstance(v, pd.DataFrame):
+            total += int(v.memory_usage(index=False, deep=False).sum())
+        elif isinstance(v, dict):
+            for a in v.values():
+                if isinstance(a, np.ndarray):
+                    total += a.nbytes
+                elif isinstance(a, tuple):
+                    total += sum(x.nbytes for x in a if isinstance(x, np.ndarray))
+        elif isinstance(v, RawTrace):
+            total += _nbytes_raw(v)
+    return total
+
+
+def _nbytes_raw(raw: RawTrace) -> int:
+    return sum(a.nbytes for t in EVENT_TABLES for a in getattr(raw, t).values())
+
+
+try:  # tell Dask's memory manager what the partition objects weigh (sys.getsizeof would say ~100 bytes)
+    from dask.sizeof import sizeof as _sizeof
+
+    _sizeof.register(PartState)(_nbytes)
+    _sizeof.register(PartTables)(_nbytes)
+    _sizeof.register(RawTrace)(_nbytes_raw)
+except ImportError:  # pragma: no cover - dask absent: nothing to register
+    pass
 
 
 class RemoteFormatError(Exception):
