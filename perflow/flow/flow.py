@@ -336,6 +336,7 @@ class Flow:
             st.target.set(rest, value)
         else:
             st.settings[rest] = value
+            self.locations.pop(f"steps.{step}.settings.{rest}", None)  # no longer from the file
         self.origin = None
         return self
 

@@ -101,6 +101,12 @@ class FlowResult:
             raise next(iter(self.errors.values()))
         return self
 
+    def save(self, directory: Any) -> dict[str, Any]:
+        """Write every computed output to ``directory`` (see :mod:`perflow.flow.outputs`); return the paths."""
+        from .outputs import write_value
+
+        return {name: write_value(v, directory, name) for name, v in self.outputs.items()}
+
     # ------------------------------------------------------------------ display
     def summary(self) -> str:
         """One line: how many steps ran, were cached, failed, were skipped; wall time."""
