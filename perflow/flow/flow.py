@@ -154,7 +154,7 @@ class Step:
     """
 
     name: str
-    target: str | Callable[..., Any] | Flow
+    target: str | Callable[..., Any] | Flow | None
     inputs: dict[str, str] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
@@ -168,6 +168,8 @@ class Step:
     def target_name(self) -> str:
         """The pass name (or ``flow:NAME``) for listings and YAML."""
         t = self.target
+        if t is None:
+            return "?"
         if isinstance(t, Flow):
             return f"flow:{t.origin or t.name}"
         if isinstance(t, str):
@@ -245,8 +247,8 @@ class Flow:
         else:
             from .registry import get_pass
 
-            try:
-                spec = get_pass(target)
+            try:  # code that builds a flow in Python may import; running it still needs allow_import
+                spec = get_pass(target, allow_import=True)
             except Exception:  # unknown pass: validate() reports it
                 spec = None
             ports = [p.name for p in spec.inputs] if spec else None
@@ -274,6 +276,10 @@ class Flow:
         """Declare a flow input; return the flow (for chaining)."""
         if name in self.inputs:
             raise FlowError(f"flow {self.name!r} already has an input {name!r}")
+        if isinstance(type, str):
+            from .types import resolve_type
+
+            type = resolve_type(type)  # noqa: A001
         self.inputs[name] = FlowInput(name, type, doc, default)
         self.origin = None
         return self

@@ -18,6 +18,7 @@ from .flow import MISSING, NAME_RE, Flow, Ref, Step
 from .problems import Problem, did_you_mean, locate
 from .registry import Port, Setting, check_value, get_pass, is_compatible
 from .types import coerce_value, shallow_check, type_label
+from .yaml_io import INVALID
 
 __all__ = ["Node", "Analysis", "analyse", "find_problems", "validate", "Problem"]
 
@@ -74,6 +75,8 @@ class _Checker:
     def node(self, step: Step) -> Node | None:
         path = f"steps.{step.name}"
         t = step.target
+        if t is None:  # unreadable in the file; already reported
+            return None
         if isinstance(t, str) and t.startswith("flow:"):
             from .loader import resolve_flow_ref
             from .yaml_io import source_dir
@@ -191,7 +194,7 @@ class _Checker:
             if k not in sets:
                 self.problem(spath, f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} "
                              f"(settings: {', '.join(sets) or 'none'})")
-            elif not check_value(coerce_value(v, sets[k].type), sets[k].type):
+            elif v is not INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
                 self.problem(spath, f"setting {k!r} of {node.what} expects {type_label(sets[k].type)}, "
                              f"got {type(v).__name__} {_quote(v)}")
         for s in node.settings:
@@ -202,7 +205,7 @@ class _Checker:
         used = set()
         for s in self.flow.steps.values():
             used.update(t[6:] for t in s.inputs.values() if isinstance(t, str) and t.startswith("input:"))
-        used.update(o.source[6:] for o in self.flow.outputs.values() if o.source.startswith("input:"))
+        used.update(o.source[6:] for o in self.flow.outputs.values() if isinstance(o.source, str) and o.source.startswith("input:"))
         for i in self.flow.inputs.values():
             if i.name not in used:
                 self.problem(f"inputs.{i.name}", f"flow input {i.name!r} is not used by any step or output")
@@ -284,6 +287,8 @@ class _Checker:
     def run(self) -> Analysis:
         f = self.flow
         self.a.problems.extend(f.load_problems)
+        if any(p.message.startswith("invalid YAML") for p in f.load_problems):
+            return self.a
         self.names()
         for s in f.steps.values():
             node = self.node(s)
@@ -299,8 +304,18 @@ class _Checker:
         self.outputs()
         self.cycles()
         seen: set[Problem] = set()
-        self.a.problems = [p for p in self.a.problems if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+        unique = [p for p in self.a.problems if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+        self.a.problems = sorted(unique, key=self.rank)
         return self.a
+
+    def rank(self, p: Problem) -> tuple[int, int]:
+        """Sort key: problems in the order of the flow's sections and steps."""
+        head, _, rest = p.path.partition(".")
+        head = head.split("[")[0]
+        if head == "steps":
+            step = rest.split(".")[0]
+            return (2, list(self.flow.steps).index(step) if step in self.flow.steps else -1)
+        return ({"inputs": 1, "outputs": 3}.get(head, 0), 0)
 
 
 def analyse(flow: Flow, *, allow_import: bool = False, _stack: tuple[int, ...] = ()) -> Analysis:

@@ -43,6 +43,19 @@ OUTPUT_KEYS = ("from", "doc")
 Locations = dict[str, tuple[int, int]]
 
 
+_PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+class _Invalid:
+    """Stands for a YAML value that could not be read (already reported)."""
+
+    def __repr__(self) -> str:
+        return "<unreadable>"
+
+
+INVALID = _Invalid()
+
+
 class FlowLoader(yaml.SafeLoader):
     """A safe YAML loader whose :meth:`load_with_locations` records the position of every node."""
 
@@ -60,7 +73,11 @@ class FlowLoader(yaml.SafeLoader):
         if id(node) in active:
             m = node.start_mark
             problems.append(Problem(path, "recursive YAML alias", m.line + 1, m.column + 1))
-            return None
+            return INVALID
+        if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_TAGS:
+            m = node.start_mark
+            problems.append(Problem(path, f"the YAML tag {node.tag!r} is not allowed in a flow", m.line + 1, m.column + 1))
+            return INVALID
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)
             active.add(id(node))
@@ -93,7 +110,7 @@ class FlowLoader(yaml.SafeLoader):
         except yaml.YAMLError as exc:
             m = node.start_mark
             problems.append(Problem(path, f"cannot read this value: {getattr(exc, 'problem', exc)}", m.line + 1, m.column + 1))
-            return None
+            return INVALID
 
 
 def parse(text: str) -> tuple[Any, Locations, list[Problem]]:
@@ -204,10 +221,10 @@ class _Reader:
         self.name(name, path, "step")
         st = self.mapping(st, path, f"step {name!r}")
         self.keys(st, STEP_KEYS, path, f"step {name!r}")
-        target: Any = ""
+        target: Any = None  # None: broken, already reported
         if "pass" in st and "flow" in st:
             self.problem(path, f"step {name!r} gives both 'pass' and 'flow'; a step runs one of them")
-        if "flow" in st:
+        elif "flow" in st:
             fv = st["flow"]
             if isinstance(fv, dict):
                 sub = _Reader({k[len(path) + 6 :]: v for k, v in self.locs.items() if k.startswith(f"{path}.flow.")})
@@ -222,16 +239,12 @@ class _Reader:
             target = st["pass"]
             if not isinstance(target, str) or not target:
                 self.problem(f"{path}.pass", f"'pass' must be a pass name, not {target!r}")
-                target = str(target)
+                target = None
         else:
             self.problem(path, f"step {name!r} needs 'pass: NAME' (or 'flow: NAME')")
         ins = {}
         for port, ref in self.mapping(st.get("inputs"), f"{path}.inputs", "'inputs'").items():
-            if not isinstance(ref, str):
-                self.problem(f"{path}.inputs.{port}",
-                             f"input {port!r} must be a reference such as 'input:pag' or 'step.output', not {ref!r}")
-                ref = str(ref)
-            ins[str(port)] = ref
+            ins[str(port)] = ref  # validation checks the references
         sets = {str(k): v for k, v in self.mapping(st.get("settings"), f"{path}.settings", "'settings'").items()}
         f.steps[str(name)] = Step(str(name), target, ins, sets, self.text(st.get("doc"), f"{path}.doc", "doc"))
 
@@ -251,10 +264,7 @@ class _Reader:
                 self.keys(spec, OUTPUT_KEYS, opath, f"output {name!r}")
                 doc = self.text(spec.get("doc"), f"{opath}.doc", "doc")
                 spec = spec.get("from", str(name))
-            if not isinstance(spec, str):
-                self.problem(opath, f"output {name!r} must be a reference such as 'hot' or 'hot.table', not {spec!r}")
-                spec = str(spec)
-            f.outputs[str(name)] = FlowOutput(str(name), spec, doc)
+            f.outputs[str(name)] = FlowOutput(str(name), spec, doc)  # validation checks the reference
 
 
 def flow_from_data(
@@ -274,7 +284,11 @@ def flow_from_data(
 def loads(text: str, *, source: str | None = None, allow_import: bool = False, validate: bool = True) -> Flow:
     """Read a flow from YAML text; with ``validate`` raise ValidationError listing every problem."""
     data, locs, problems = parse(text)
-    f = flow_from_data(data, locations=locs, source=source, problems=problems)
+    if data is None and problems:  # unreadable YAML: nothing else can be checked
+        f = Flow()
+        f.source, f.load_problems = source, problems
+    else:
+        f = flow_from_data(data, locations=locs, source=source, problems=problems)
     if validate:
         f.validate(allow_import=allow_import)
     return f
