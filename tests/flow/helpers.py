@@ -8,7 +8,7 @@ from collections import Counter
 
 import pandas as pd
 
-from perflow.flow.registry import pass_, register, make_spec
+from perflow.flow.registry import make_spec, pass_, register
 from perflow.pag.pag import PAG
 
 CALLS: Counter[str] = Counter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perflow import Flow, PAG
+from perflow import PAG, Flow
 from perflow.errors import FlowError
 from perflow.flow import Ref
 

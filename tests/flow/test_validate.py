@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perflow import Flow, PAG
+from perflow import PAG, Flow
 from perflow.errors import ValidationError
 
 from . import helpers  # noqa: F401  (registers the t_* passes)
