@@ -144,10 +144,9 @@ def run(
             status = "skipped"
         rows.append({"step": t.key, "pass": t.pass_name, "status": status, "start": start, "seconds": end - start,
                      "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None})
-    steps = pd.DataFrame(rows, columns=["step", "pass", "status", "start", "seconds", "error"]).set_index("step")
     out_steps = {name: (plan.tasks[src[1]].key if src[0] == "task" else "") for name, src in plan.outputs.items()}
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
-    result = FlowResult(f, r.outputs, steps, errors, out_steps, _elapsed(r), r.kept if keep else None)
+    result = FlowResult(f, r.outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)
     r.hook("on_finish", result)
     return result
 

@@ -36,6 +36,7 @@ import pandas as pd
 __all__ = ["fingerprint", "Unfingerprintable", "digest_of"]
 
 _PAG_ATTR = "_perflow_content_digest"
+_SCALARS = (bool, int, float, complex, str, bytes)
 
 
 class Unfingerprintable(TypeError):
@@ -112,7 +113,7 @@ def _pag(pag: Any) -> str:
 
 def fingerprint(value: Any) -> str:
     """A hex digest of ``value``'s content (see the module documentation for how each type is read)."""
-    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+    if value is None or isinstance(value, _SCALARS):
         return digest_of(type(value).__name__, value if isinstance(value, bytes) else repr(value))
     custom = getattr(type(value), "__perflow_fingerprint__", None)
     if custom is not None:

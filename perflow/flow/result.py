@@ -40,15 +40,24 @@ class FlowResult:
         Every step's outputs, when the run kept them (``keep=True``).
     """
 
-    def __init__(self, flow: Any, outputs: dict[str, Any], steps: pd.DataFrame, errors: dict[str, StepError],
-                 output_steps: dict[str, str], seconds: float, intermediates: dict[str, dict[str, Any]] | None = None):
+    def __init__(self, flow: Any, outputs: dict[str, Any], steps: pd.DataFrame | list[dict[str, Any]],
+                 errors: dict[str, StepError], output_steps: dict[str, str], seconds: float,
+                 intermediates: dict[str, dict[str, Any]] | None = None):
         self.flow = flow
         self.outputs = outputs
-        self.steps = steps
+        self._steps = steps
         self.errors = errors
         self.seconds = seconds
         self.intermediates = intermediates or {}
         self._output_steps = output_steps
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """One row per step: pass, status, start, seconds, error (built on first use)."""
+        if not isinstance(self._steps, pd.DataFrame):
+            cols = ["step", "pass", "status", "start", "seconds", "error"]
+            self._steps = pd.DataFrame(self._steps, columns=cols).set_index("step")
+        return self._steps
 
     # ------------------------------------------------------------------ outputs
     def __getitem__(self, name: str) -> Any:

@@ -3,8 +3,8 @@
 State is plain dicts and sets. A task becomes *ready* as soon as its last
 input is available (there is no level-by-level barrier) and is handed to the
 executor: a thread pool (most passes spend their time in numpy and pandas,
-which release the GIL) or, with ``jobs=1``, a synchronous executor that runs
-it at once in the calling thread. Either way the result comes back through
+which release the GIL) or, with ``jobs=1`` (or whenever a task is the only one that can
+run), a synchronous executor that runs it at once in the calling thread. Either way the result comes back through
 the same queue and the same loop handles it:
 
 * its outputs are stored and every waiting consumer's count drops; consumers
@@ -235,20 +235,26 @@ class _Run:
         ready = [i for i in run_set if not waits[i]]
         heapq.heapify(ready)
         running = 0
-        pool = _Synchronous() if self.jobs <= 1 else ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow")
+        inline = _Synchronous()
+        pool: Any = None
         try:
             while ready or running:
-                while ready and (running < self.jobs or self.jobs <= 1):
+                while ready and running < self.jobs:
                     i = heapq.heappop(ready)
                     t = tasks[i]
                     args = [] if i in self.load else [self.value(s) for _, s in t.args]
                     self.hook("before_step", self.event(i))
                     running += 1
                     dynamic = self.cache is not None and t.spec.cacheable and self.keys.get(i) is None
-                    pool.submit(self.work, i, args, self.keys.get(i), dynamic)
+                    if self.jobs == 1 or (running == 1 and not ready):
+                        # jobs=1, or the only task that can run now: nothing else could finish meanwhile, so
+                        # running it here costs no concurrency (and no thread hand-off)
+                        inline.submit(self.work, i, args, self.keys.get(i), dynamic)
+                    else:
+                        if pool is None:
+                            pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow")
+                        pool.submit(self.work, i, args, self.keys.get(i), dynamic)
                     del args
-                    if self.jobs <= 1:
-                        break  # handle the result before starting the next task
                 i, outs, err, status, key, start, end = self.q.get()
                 running -= 1
                 self.times[i] = (start, end)
@@ -277,7 +283,8 @@ class _Run:
                     for d in tasks[i].deps:
                         self.release(d, refs)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
         self.data.clear()
 
     def release(self, d: int, refs: dict[int, int]) -> None:
