@@ -146,7 +146,8 @@ def run(
                      "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None})
     out_steps = {name: (plan.tasks[src[1]].key if src[0] == "task" else "") for name, src in plan.outputs.items()}
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
-    result = FlowResult(f, r.outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)
+    outputs = {name: r.outputs[name] for name in plan.outputs if name in r.outputs}  # in declared order
+    result = FlowResult(f, outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)
     r.hook("on_finish", result)
     return result
 
