@@ -151,7 +151,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         timed("run with a cache, cold (writes every result)", lambda: perflow.run(f, x=0, jobs=1, cache=d), per=n)
         w, _ = timed("run with a cache, warm", lambda: perflow.run(f, x=0, jobs=1, cache=d), per=n)
-        assert len(perflow.flow.Cache(d)) == n and w.steps["status"].value_counts().to_dict() == {"unneeded": n - 1, "cached": 1}
+        assert len(perflow.flow.Cache(d)) == n and w.steps["status"].value_counts().to_dict() == {
+            "unneeded": n - 1,
+            "cached": 1,
+        }
 
     print(f"\n== realistic flow: synthetic trace of {a.procs} ranks x {a.iterations} iterations -> 5 passes")
     rf = realistic_flow(a.procs, a.iterations)
@@ -164,8 +167,10 @@ def main() -> None:
         assert warm["summary"] == cold["summary"], (warm["summary"], cold["summary"])
         print(f"   statuses: {dict(warm.steps['status'])}")
         print(f"   cached re-run is {t_cold / t_warm:.0f}x faster than the cold run")
-        changed, _ = timed("one setting changed (imb.min_share)",
-                           lambda: perflow.run(rf, jobs=a.jobs, cache=d, settings={"imb.min_share": 0.05}))
+        changed, _ = timed(
+            "one setting changed (imb.min_share)",
+            lambda: perflow.run(rf, jobs=a.jobs, cache=d, settings={"imb.min_share": 0.05}),
+        )
         print(f"   statuses: {dict(changed.steps['status'])}")
         print(f"   summary: {cold['summary']}")
     finally:

@@ -83,5 +83,11 @@ def synthetic(
     """
     from perflow import synthetic as syn
 
-    return syn.trace(nprocs=nprocs, iterations=iterations, seed=seed, imbalance=imbalance, slow_rank=slow_rank,
-                     late_sender=late_sender)
+    return syn.trace(
+        nprocs=nprocs,
+        iterations=iterations,
+        seed=seed,
+        imbalance=imbalance,
+        slow_rank=slow_rank,
+        late_sender=late_sender,
+    )

@@ -21,16 +21,35 @@ def register(sub: Any) -> None:
         "write its outputs to --output and print its reports.",
     )
     p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name")
-    p.add_argument("-i", "--input", action="append", default=[], metavar="NAME=PATH",
-                   help="a flow input (repeatable); a flow with one input also takes a bare PATH")
-    p.add_argument("-s", "--set", action="append", default=[], metavar="STEP.SETTING=VALUE",
-                   help="change a setting (repeatable); VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]")
-    p.add_argument("-o", "--output", metavar="DIR", help="write every output to DIR (CSV, JSON, PNG, TXT, HTML, saved PAG)")
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a flow input (repeatable); a flow with one input also takes a bare PATH",
+    )
+    p.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="STEP.SETTING=VALUE",
+        help="change a setting (repeatable); VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="DIR", help="write every output to DIR (CSV, JSON, PNG, TXT, HTML, saved PAG)"
+    )
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="steps to run at once (default: CPUs)")
     p.add_argument("--cache", metavar="DIR", help="reuse step results cached in DIR across runs")
-    p.add_argument("--allow-import", action="store_true",
-                   help="let the flow import Python code it names (module:function passes, .py sub-flows)")
-    p.add_argument("--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)")
+    p.add_argument(
+        "--allow-import",
+        action="store_true",
+        help="let the flow import Python code it names (module:function passes, .py sub-flows)",
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)"
+    )
     p.set_defaults(func=run)
 
 
@@ -57,7 +76,9 @@ def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
             name, value = next(iter(flow.inputs)), item
         else:
             names = ", ".join(flow.inputs) or "none"
-            raise ValidationError([f"--input {item!r} has no NAME=; flow {flow.name!r} has the inputs {names}"], flow.source)
+            raise ValidationError(
+                [f"--input {item!r} has no NAME=; flow {flow.name!r} has the inputs {names}"], flow.source
+            )
         if name in out:
             raise ValidationError([f"--input {name} is given twice"], flow.source)
         tp = flow.inputs[name].type if name in flow.inputs else None
@@ -87,7 +108,9 @@ class Progress:
     def after_step(self, ev: Any) -> None:
         extra = f" in {ev.seconds:.2f} s" if ev.status in ("done", "cached") else ""
         err = f": {type(ev.error.error).__name__}: {ev.error.error}" if ev.error is not None else ""
-        print(f"[{ev.number}/{ev.total}] {ev.step} ({ev.pass_name}) {ev.status}{extra}{err}", file=self.stream, flush=True)
+        print(
+            f"[{ev.number}/{ev.total}] {ev.step} ({ev.pass_name}) {ev.status}{extra}{err}", file=self.stream, flush=True
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,8 +136,14 @@ def run(args: argparse.Namespace) -> int:
     show = args.progress or (sys.stderr.isatty() and not args.quiet)
     if args.jobs is not None and args.jobs < 1:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
-    result = run_flow(flow, inputs, jobs=args.jobs, cache=args.cache, hooks=[Progress()] if show else [],
-                      allow_import=args.allow_import)
+    result = run_flow(
+        flow,
+        inputs,
+        jobs=args.jobs,
+        cache=args.cache,
+        hooks=[Progress()] if show else [],
+        allow_import=args.allow_import,
+    )
     printed = []
     for name, value in result.outputs.items():
         where = write_value(value, args.output, name) if args.output else None
@@ -122,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
         if text is not None:
             printed.append((name, text))
         elif where is None:
-            print(f"perflow: output {name!r} ({type_label(type(value))}) is not shown; use --output DIR to save it",
-                  file=sys.stderr)
+            print(
+                f"perflow: output {name!r} ({type_label(type(value))}) is not shown; use --output DIR to save it",
+                file=sys.stderr,
+            )
     for name, text in printed:
         if len(printed) > 1 or len(result.keys()) > 1:
             print(f"== {name} ==")

@@ -31,8 +31,11 @@ def run(args: argparse.Namespace) -> int:
     plan = compile_flow(flow, allow_import=args.allow_import)
     ins = ", ".join(f"{i.name} ({type_label(i.type)})" for i in flow.inputs.values()) or "none"
     outs = ", ".join(plan.outputs) or "none"
-    print(f"{flow.source or args.flow}: valid flow {flow.name!r}: {_n(len(flow.steps), 'step')} ({_n(len(plan.tasks), 'task')}); "
-          f"inputs: {ins}; outputs: {outs}", file=sys.stdout)
+    print(
+        f"{flow.source or args.flow}: valid flow {flow.name!r}: {_n(len(flow.steps), 'step')} ({_n(len(plan.tasks), 'task')}); "
+        f"inputs: {ins}; outputs: {outs}",
+        file=sys.stdout,
+    )
     return 0
 
 

@@ -53,8 +53,10 @@ def prepare_inputs(flow: Flow, given: Mapping[str, Any]) -> dict[str, Any]:
     problems = []
     for name in given:
         if name not in flow.inputs:
-            problems.append(f"flow {flow.name!r} has no input {name!r}{did_you_mean(name, flow.inputs)} "
-                            f"(inputs: {', '.join(flow.inputs) or 'none'})")
+            problems.append(
+                f"flow {flow.name!r} has no input {name!r}{did_you_mean(name, flow.inputs)} "
+                f"(inputs: {', '.join(flow.inputs) or 'none'})"
+            )
     values: dict[str, Any] = {}
     for name, spec in flow.inputs.items():
         if name in given:
@@ -62,7 +64,9 @@ def prepare_inputs(flow: Flow, given: Mapping[str, Any]) -> dict[str, Any]:
         elif spec.default is not MISSING:
             v = coerce_value(spec.default, spec.type)
         else:
-            problems.append(f"flow input {name!r} ({type_label(spec.type)}) is required" + (f": {spec.doc}" if spec.doc else ""))
+            problems.append(
+                f"flow input {name!r} ({type_label(spec.type)}) is required" + (f": {spec.doc}" if spec.doc else "")
+            )
             continue
         if not shallow_check(v, spec.type):
             problems.append(f"flow input {name!r} expects {type_label(spec.type)}, got {type(v).__name__}")
@@ -142,8 +146,16 @@ def run(
         status = r.status.get(t.index, "skipped")
         if t.same_as is not None and r.status.get(t.same_as) in ("failed", "skipped"):
             status = "skipped"
-        rows.append({"step": t.key, "pass": t.pass_name, "status": status, "start": start, "seconds": end - start,
-                     "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None})
+        rows.append(
+            {
+                "step": t.key,
+                "pass": t.pass_name,
+                "status": status,
+                "start": start,
+                "seconds": end - start,
+                "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None,
+            }
+        )
     out_steps = {name: (plan.tasks[src[1]].key if src[0] == "task" else "") for name, src in plan.outputs.items()}
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
     outputs = {name: r.outputs[name] for name in plan.outputs if name in r.outputs}  # in declared order

@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 CACHE_FORMAT = 1
 
 
-def task_key(pass_name: str, version: str, settings: Mapping[str, str], inputs: Mapping[str, str], outputs: tuple[str, ...]) -> str:
+def task_key(
+    pass_name: str, version: str, settings: Mapping[str, str], inputs: Mapping[str, str], outputs: tuple[str, ...]
+) -> str:
     """The cache key of one step from fingerprints of its settings and inputs."""
     parts = [f"perflow-cache-{CACHE_FORMAT}", f"pass={pass_name}", f"version={version}", "outputs=" + ",".join(outputs)]
     parts += [f"setting:{k}={settings[k]}" for k in sorted(settings)]

@@ -99,11 +99,18 @@ def _path(p: os.PathLike[str]) -> str:
 def _pag(pag: Any) -> str:
     cached = pag.__dict__.get(_PAG_ATTR)
     if cached is None:
-        parts = [_frame(pag._vertices), _frame(pag._metrics), repr(sorted((k, repr(v)) for k, v in pag._metric_info.items()))]
+        parts = [
+            _frame(pag._vertices),
+            _frame(pag._metrics),
+            repr(sorted((k, repr(v)) for k, v in pag._metric_info.items())),
+        ]
         tr = pag._trace
         if tr is not None:
             parts += [_frame(tr.intervals), _frame(tr.messages), _frame(tr.collectives)]
-            parts += [fingerprint({int(k): np.asarray(v) for k, v in tr.comms.items()}), repr(sorted(tr.comm_names.items()))]
+            parts += [
+                fingerprint({int(k): np.asarray(v) for k, v in tr.comms.items()}),
+                repr(sorted(tr.comm_names.items())),
+            ]
         if pag._comm is not None:
             parts.append(_frame(pag._comm))
         cached = digest_of("PAG", *parts)

@@ -128,7 +128,9 @@ def resolve_flow_ref(text: str, base_dir: str, *, allow_import: bool = False) ->
         if not p.is_file():
             raise FileNotFoundError(f"flow file {text!r} not found (looked for {p})")
         if p.suffix == ".py" and not allow_import:
-            raise FlowError(f"flow {text!r} is Python code; allow importing code (allow_import=True or --allow-import) if you trust it")
+            raise FlowError(
+                f"flow {text!r} is Python code; allow importing code (allow_import=True or --allow-import) if you trust it"
+            )
         key = (str(p.resolve()), p.stat().st_mtime_ns)
         if key not in _CACHE:
             f = _read_file(p, allow_import=allow_import, validate=False)

@@ -75,7 +75,9 @@ class _Builder:
 
             try:
                 sig = (
-                    spec.name, spec.version, id(spec.func),
+                    spec.name,
+                    spec.version,
+                    id(spec.func),
                     tuple(sorted((k, fingerprint(v)) for k, v in settings.items())),
                     tuple((n, self.source_sig(s)) for n, s in args),
                 )

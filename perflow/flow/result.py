@@ -40,9 +40,16 @@ class FlowResult:
         Every step's outputs, when the run kept them (``keep=True``).
     """
 
-    def __init__(self, flow: Any, outputs: dict[str, Any], steps: pd.DataFrame | list[dict[str, Any]],
-                 errors: dict[str, StepError], output_steps: dict[str, str], seconds: float,
-                 intermediates: dict[str, dict[str, Any]] | None = None):
+    def __init__(
+        self,
+        flow: Any,
+        outputs: dict[str, Any],
+        steps: pd.DataFrame | list[dict[str, Any]],
+        errors: dict[str, StepError],
+        output_steps: dict[str, str],
+        seconds: float,
+        intermediates: dict[str, dict[str, Any]] | None = None,
+    ):
         self.flow = flow
         self.outputs = outputs
         self._steps = steps
@@ -69,10 +76,14 @@ class FlowResult:
                 raise self.errors[step]
             status = self.steps.at[step, "status"] if step in self.steps.index else "?"
             upstream = next(iter(self.errors.values()), None)
-            raise FlowError(f"output {name!r} was not computed: step {step!r} was {status}"
-                            + (f" because {upstream.step!r} failed" if upstream is not None else "")) from upstream
-        raise KeyError(f"no output {name!r}{did_you_mean(name, self._output_steps)} "
-                       f"(outputs: {', '.join(self._output_steps) or 'none'})")
+            raise FlowError(
+                f"output {name!r} was not computed: step {step!r} was {status}"
+                + (f" because {upstream.step!r} failed" if upstream is not None else "")
+            ) from upstream
+        raise KeyError(
+            f"no output {name!r}{did_you_mean(name, self._output_steps)} "
+            f"(outputs: {', '.join(self._output_steps) or 'none'})"
+        )
 
     def __contains__(self, name: object) -> bool:
         return name in self.outputs
@@ -120,7 +131,11 @@ class FlowResult:
     def summary(self) -> str:
         """One line: how many steps ran, were cached, failed, were skipped; wall time."""
         counts = self.steps["status"].value_counts()
-        parts = [f"{int(counts[s])} {s}" for s in ("done", "cached", "shared", "unneeded", "failed", "skipped") if s in counts]
+        parts = [
+            f"{int(counts[s])} {s}"
+            for s in ("done", "cached", "shared", "unneeded", "failed", "skipped")
+            if s in counts
+        ]
         return f"flow {self.flow.name!r}: {', '.join(parts)} in {self.seconds:.3f} s"
 
     def __repr__(self) -> str:
@@ -146,5 +161,6 @@ class FlowResult:
         return (
             f"<b>{e(self.summary())}</b><br>outputs:<ul>{''.join(outs)}</ul>"
             "<table><tr><th>step</th><th>pass</th><th>status</th><th>seconds</th><th>error</th></tr>"
-            + "".join(rows) + "</table>"
+            + "".join(rows)
+            + "</table>"
         )

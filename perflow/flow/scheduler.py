@@ -83,14 +83,17 @@ def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict
         if not shallow_check(outs[p.name], p.type):
             from .types import type_label
 
-            raise PassError(f"pass {spec.name!r} returned {type(outs[p.name]).__name__} for output {p.name!r}, "
-                            f"declared as {type_label(p.type)}")
+            raise PassError(
+                f"pass {spec.name!r} returned {type(outs[p.name]).__name__} for output {p.name!r}, "
+                f"declared as {type_label(p.type)}"
+            )
     return outs
 
 
 class _Run:
-    def __init__(self, plan: Plan, values: Mapping[str, Any], jobs: int, cache: Cache | None,
-                 hooks: Sequence[Any], keep: bool) -> None:
+    def __init__(
+        self, plan: Plan, values: Mapping[str, Any], jobs: int, cache: Cache | None, hooks: Sequence[Any], keep: bool
+    ) -> None:
         self.plan, self.values, self.jobs, self.cache, self.hooks, self.keep = plan, values, jobs, cache, hooks, keep
         self.tasks = plan.tasks
         self.active = [t.index for t in self.tasks if t.same_as is None]
@@ -130,7 +133,9 @@ class _Run:
             except Exception:  # a broken progress display must not break the run
                 log.exception("hook %s.%s failed", type(h).__name__, method)
 
-    def event(self, i: int, status: str = "running", seconds: float = 0.0, error: BaseException | None = None) -> StepEvent:
+    def event(
+        self, i: int, status: str = "running", seconds: float = 0.0, error: BaseException | None = None
+    ) -> StepEvent:
         t = self.tasks[i]
         return StepEvent(t.key, t.pass_name, self.number.get(i, 0), len(self.active), status, seconds, error)
 
@@ -220,8 +225,12 @@ class _Run:
             needed = set()
             for i in reversed(self.active):
                 t = tasks[i]
-                if (self.keep or not t.spec.cacheable or i in self.out_of
-                        or any(c in needed and c not in hit for c in consumers[i])):
+                if (
+                    self.keep
+                    or not t.spec.cacheable
+                    or i in self.out_of
+                    or any(c in needed and c not in hit for c in consumers[i])
+                ):
                     needed.add(i)
             self.load = hit & needed
             for i in self.active:
@@ -306,8 +315,15 @@ class _Run:
             self.hook("after_step", self.event(c, "skipped"))
 
 
-def execute(plan: Plan, values: Mapping[str, Any], *, jobs: int = 1, cache: Cache | None = None,
-            hooks: Sequence[Any] = (), keep: bool = False) -> _Run:
+def execute(
+    plan: Plan,
+    values: Mapping[str, Any],
+    *,
+    jobs: int = 1,
+    cache: Cache | None = None,
+    hooks: Sequence[Any] = (),
+    keep: bool = False,
+) -> _Run:
     """Run every task of ``plan`` with the flow input ``values``; return the finished run state."""
     r = _Run(plan, values, max(1, int(jobs)), cache, hooks, keep)
     r.hook("on_start", plan)

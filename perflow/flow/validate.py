@@ -135,8 +135,9 @@ class _Checker:
         f = self.flow
         if r.is_input:
             if r.name not in f.inputs:
-                self.problem(path, f"undefined flow input {r.name!r}{did_you_mean(r.name, f.inputs)} "
-                             "(declare it under 'inputs')")
+                self.problem(
+                    path, f"undefined flow input {r.name!r}{did_you_mean(r.name, f.inputs)} (declare it under 'inputs')"
+                )
                 return None
             return r
         if r.step not in f.steps:
@@ -147,11 +148,16 @@ class _Checker:
             return r
         outs = [p.name for p in node.outputs]
         if r.name is None and len(outs) != 1:
-            self.problem(path, f"step {r.step!r} has several outputs ({', '.join(outs)}); name one, e.g. '{r.step}.{outs[0]}'")
+            self.problem(
+                path, f"step {r.step!r} has several outputs ({', '.join(outs)}); name one, e.g. '{r.step}.{outs[0]}'"
+            )
             return None
         if r.name is not None and r.name not in outs:
-            self.problem(path, f"step {r.step!r} ({node.what}) has no output {r.name!r}{did_you_mean(r.name, outs)} "
-                         f"(outputs: {', '.join(outs)})")
+            self.problem(
+                path,
+                f"step {r.step!r} ({node.what}) has no output {r.name!r}{did_you_mean(r.name, outs)} "
+                f"(outputs: {', '.join(outs)})",
+            )
             return None
         return r
 
@@ -161,7 +167,10 @@ class _Checker:
         for kind, names in (("input", f.inputs), ("step", f.steps), ("output", f.outputs)):
             for n in names:
                 if not isinstance(n, str) or not NAME_RE.match(n):
-                    self.problem(f"{kind}s.{n}", f"invalid {kind} name {n!r}: use letters, digits, '_' and '-', starting with a letter")
+                    self.problem(
+                        f"{kind}s.{n}",
+                        f"invalid {kind} name {n!r}: use letters, digits, '_' and '-', starting with a letter",
+                    )
         if not f.steps:
             self.problem("steps", "the flow has no steps")
 
@@ -171,32 +180,45 @@ class _Checker:
         for port_name, text in step.inputs.items():
             ipath = f"{path}.inputs.{port_name}"
             if port_name not in ports:
-                self.problem(ipath, f"{node.what} has no input {port_name!r}{did_you_mean(port_name, ports)} "
-                             f"(inputs: {', '.join(ports) or 'none'})")
+                self.problem(
+                    ipath,
+                    f"{node.what} has no input {port_name!r}{did_you_mean(port_name, ports)} "
+                    f"(inputs: {', '.join(ports) or 'none'})",
+                )
                 continue
             r = self.ref(text, ipath, f"input {port_name!r}")
             if r is None or (r.step is not None and r.step not in self.a.nodes):
                 continue
             produced, expected = self.source_type(r), ports[port_name].type
             if not is_compatible(produced, expected):
-                self.problem(ipath, f"type mismatch: input {port_name!r} of {node.what} expects {type_label(expected)}, "
-                             f"but {str(r)!r} gives {type_label(produced)}")
+                self.problem(
+                    ipath,
+                    f"type mismatch: input {port_name!r} of {node.what} expects {type_label(expected)}, "
+                    f"but {str(r)!r} gives {type_label(produced)}",
+                )
         for p in node.inputs:
             if p.required and p.name not in step.inputs:
                 self.problem(f"{path}.inputs", f"missing input {p.name!r} ({type_label(p.type)}) of {node.what}")
         if node.flow is not None:
             if step.settings:
-                self.problem(f"{path}.settings", "a step that runs a flow takes no settings (set the sub-flow's steps instead)")
+                self.problem(
+                    f"{path}.settings", "a step that runs a flow takes no settings (set the sub-flow's steps instead)"
+                )
             return
         sets = {s.name: s for s in node.settings}
         for k, v in step.settings.items():
             spath = f"{path}.settings.{k}"
             if k not in sets:
-                self.problem(spath, f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} "
-                             f"(settings: {', '.join(sets) or 'none'})")
+                self.problem(
+                    spath,
+                    f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} (settings: {', '.join(sets) or 'none'})",
+                )
             elif v is not INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
-                self.problem(spath, f"setting {k!r} of {node.what} expects {type_label(sets[k].type)}, "
-                             f"got {type(v).__name__} {_quote(v)}")
+                self.problem(
+                    spath,
+                    f"setting {k!r} of {node.what} expects {type_label(sets[k].type)}, "
+                    f"got {type(v).__name__} {_quote(v)}",
+                )
         for s in node.settings:
             if s.required and s.name not in step.settings:
                 self.problem(f"{path}.settings", f"missing setting {s.name!r} ({type_label(s.type)}) of {node.what}")
@@ -205,13 +227,20 @@ class _Checker:
         used = set()
         for s in self.flow.steps.values():
             used.update(t[6:] for t in s.inputs.values() if isinstance(t, str) and t.startswith("input:"))
-        used.update(o.source[6:] for o in self.flow.outputs.values() if isinstance(o.source, str) and o.source.startswith("input:"))
+        used.update(
+            o.source[6:]
+            for o in self.flow.outputs.values()
+            if isinstance(o.source, str) and o.source.startswith("input:")
+        )
         for i in self.flow.inputs.values():
             if i.name not in used:
                 self.problem(f"inputs.{i.name}", f"flow input {i.name!r} is not used by any step or output")
             if i.default is not MISSING and not shallow_check(coerce_value(i.default, i.type), i.type):
-                self.problem(f"inputs.{i.name}.default", f"default of input {i.name!r} is {type(i.default).__name__} "
-                             f"{_quote(i.default)}, not {type_label(i.type)}")
+                self.problem(
+                    f"inputs.{i.name}.default",
+                    f"default of input {i.name!r} is {type(i.default).__name__} "
+                    f"{_quote(i.default)}, not {type_label(i.type)}",
+                )
 
     def outputs(self) -> None:
         f = self.flow

@@ -29,7 +29,8 @@ from typing import Any
 import yaml
 
 from ..errors import FlowError
-from .flow import INPUT_PREFIX, MISSING, NAME_RE, Flow, FlowInput, FlowOutput, Step, _canon
+from .flow import Flow
+from .parts import INPUT_PREFIX, MISSING, NAME_RE, FlowInput, FlowOutput, Step, canon
 from .problems import Problem, did_you_mean, locate
 from .types import TYPE_NAMES, resolve_type, type_label
 
@@ -76,7 +77,9 @@ class FlowLoader(yaml.SafeLoader):
             return INVALID
         if isinstance(node, yaml.CollectionNode) and node.tag not in _PLAIN_TAGS:
             m = node.start_mark
-            problems.append(Problem(path, f"the YAML tag {node.tag!r} is not allowed in a flow", m.line + 1, m.column + 1))
+            problems.append(
+                Problem(path, f"the YAML tag {node.tag!r} is not allowed in a flow", m.line + 1, m.column + 1)
+            )
             return INVALID
         if isinstance(node, yaml.MappingNode):
             self.flatten_mapping(node)
@@ -109,7 +112,9 @@ class FlowLoader(yaml.SafeLoader):
             return self.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             m = node.start_mark
-            problems.append(Problem(path, f"cannot read this value: {getattr(exc, 'problem', exc)}", m.line + 1, m.column + 1))
+            problems.append(
+                Problem(path, f"cannot read this value: {getattr(exc, 'problem', exc)}", m.line + 1, m.column + 1)
+            )
             return INVALID
 
 
@@ -150,8 +155,10 @@ class _Reader:
     def keys(self, d: Mapping[str, Any], allowed: tuple[str, ...], path: str, what: str) -> None:
         for k in d:
             if k not in allowed:
-                self.problem(f"{path}.{k}" if path else str(k),
-                             f"unknown key {k!r} in {what}{did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})")
+                self.problem(
+                    f"{path}.{k}" if path else str(k),
+                    f"unknown key {k!r} in {what}{did_you_mean(k, allowed)} (allowed: {', '.join(allowed)})",
+                )
 
     def text(self, value: Any, path: str, what: str) -> str:
         if value is None:
@@ -163,15 +170,21 @@ class _Reader:
 
     def name(self, name: Any, path: str, what: str) -> str:
         if not isinstance(name, str) or not NAME_RE.match(name):
-            self.problem(path, f"invalid {what} name {name!r}: use letters, digits, '_' and '-', starting with a letter")
+            self.problem(
+                path, f"invalid {what} name {name!r}: use letters, digits, '_' and '-', starting with a letter"
+            )
         return str(name)
 
     def flow(self, data: Any, prefix: str = "", *, top: bool = True) -> Flow:
-        p = (lambda k: f"{prefix}.{k}" if prefix else k)  # noqa: E731
+        p = lambda k: f"{prefix}.{k}" if prefix else k  # noqa: E731
         f = Flow()
         if not isinstance(data, dict):
-            self.problem(prefix, "a flow must be a mapping with the keys " + ", ".join(TOP_KEYS)
-                         + (" (the file is empty)" if data is None else ""))
+            self.problem(
+                prefix,
+                "a flow must be a mapping with the keys "
+                + ", ".join(TOP_KEYS)
+                + (" (the file is empty)" if data is None else ""),
+            )
             return f
         self.keys(data, TOP_KEYS, prefix, "a flow")
         if top or "perflow" in data:
@@ -213,7 +226,9 @@ class _Reader:
             self.problem(path, f"a type must be a name such as PAG or int, not {value!r}")
             return Any
         if value not in TYPE_NAMES and "." not in value and ":" not in value:
-            self.problem(path, f"unknown type {value!r}{did_you_mean(value, TYPE_NAMES)} (types: {', '.join(TYPE_NAMES)})")
+            self.problem(
+                path, f"unknown type {value!r}{did_you_mean(value, TYPE_NAMES)} (types: {', '.join(TYPE_NAMES)})"
+            )
             return value
         return resolve_type(value)
 
@@ -252,7 +267,9 @@ class _Reader:
         if isinstance(value, list):
             for i, item in enumerate(value):
                 if not isinstance(item, str) or "." in item or item.startswith(INPUT_PREFIX):
-                    self.problem(f"{path}[{i}]", f"a list of outputs names steps; use a mapping NAME: REFERENCE for {item!r}")
+                    self.problem(
+                        f"{path}[{i}]", f"a list of outputs names steps; use a mapping NAME: REFERENCE for {item!r}"
+                    )
                     continue
                 f.outputs[item] = FlowOutput(item, item)
             return
@@ -296,7 +313,7 @@ def loads(text: str, *, source: str | None = None, allow_import: bool = False, v
 
 # ---------------------------------------------------------------------- writing
 def _setting_value(value: Any, where: str, strict: bool) -> Any:
-    v = _canon(value)
+    v = canon(value)
     if strict:
         try:
             yaml.safe_dump(v)
@@ -334,13 +351,17 @@ def flow_to_dict(flow: Flow, *, strict: bool = True, top: bool = True) -> dict[s
         if s.inputs:
             e["inputs"] = dict(s.inputs)
         if s.settings:
-            e["settings"] = {k: _setting_value(v, f"steps.{s.name}.settings.{k}", strict) for k, v in s.settings.items()}
+            e["settings"] = {
+                k: _setting_value(v, f"steps.{s.name}.settings.{k}", strict) for k, v in s.settings.items()
+            }
         if s.doc:
             e["doc"] = s.doc
         steps[s.name] = e
     d["steps"] = steps
     if flow.outputs:
-        d["outputs"] = {o.name: ({"from": o.source, "doc": o.doc} if o.doc else o.source) for o in flow.outputs.values()}
+        d["outputs"] = {
+            o.name: ({"from": o.source, "doc": o.doc} if o.doc else o.source) for o in flow.outputs.values()
+        }
     return d
 
 

@@ -145,7 +145,9 @@ def test_invalid_flows_give_exit_status_2_with_locations(capsys, tmp_path):
     code, out, err = cli(capsys, "run", "no_such_flow")
     assert code == 2 and "no_such_flow: no such flow file, and no shipped flow of that name" in err
     multi = tmp_path / "multi.yaml"
-    multi.write_text("perflow: 1\ninputs: {a: int, b: int}\nsteps:\n  s: {pass: t_add, inputs: {a: input:a, b: input:b}}\n")
+    multi.write_text(
+        "perflow: 1\ninputs: {a: int, b: int}\nsteps:\n  s: {pass: t_add, inputs: {a: input:a, b: input:b}}\n"
+    )
     code, out, err = cli(capsys, "run", multi, "--input", "3")
     assert code == 2 and "--input '3' has no NAME=; flow 'multi' has the inputs a, b" in err
 
@@ -172,7 +174,9 @@ def test_passes_lists_and_describes(capsys):
     code, out, err = cli(capsys, "passes", "t_opt")
     assert code == 0
     assert out.splitlines()[:2] == ["t_opt (version 1)", "  Optional input y, a float setting, a tuple setting."]
-    assert "  x: int\n  y: int = 10\n" in out and "  scale: float = 1.0\n" in out and "names: tuple[str, ...] = ()" in out
+    assert (
+        "  x: int\n  y: int = 10\n" in out and "  scale: float = 1.0\n" in out and "names: tuple[str, ...] = ()" in out
+    )
     code, out, err = cli(capsys, "passes", "save_pag")
     assert "  path: str (required)  -- Where to save it" in out and "not cached across runs" in out
     code, out, err = cli(capsys, "passes", "t_txt")
@@ -190,11 +194,21 @@ def test_flows_lists_and_prints(capsys):
 
 def test_the_console_entry_point_runs_in_a_subprocess():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    p = subprocess.run([sys.executable, "-m", "perflow", "flows"], capture_output=True, text=True, timeout=120,
-                       env=env, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "perflow", "flows"], capture_output=True, text=True, timeout=120, env=env, cwd=REPO
+    )
     assert p.returncode == 0, p.stderr
     assert "convert" in p.stdout
-    p = subprocess.run([sys.executable, "-m", "perflow", "validate", "nope.yaml"], capture_output=True, text=True,
-                       timeout=120, env=env, cwd=REPO)
+    p = subprocess.run(
+        [sys.executable, "-m", "perflow", "validate", "nope.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=REPO,
+    )
     assert p.returncode == 2
-    assert p.stderr == "perflow: error: nope.yaml: no such flow file, and no shipped flow of that name (see `perflow flows`)\n"
+    assert (
+        p.stderr
+        == "perflow: error: nope.yaml: no such flow file, and no shipped flow of that name (see `perflow flows`)\n"
+    )

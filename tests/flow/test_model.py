@@ -54,7 +54,12 @@ def test_flow_runs_and_passes_still_work_as_plain_functions():
 
 @pytest.mark.parametrize(
     ("text", "ref"),
-    [("input:pag", Ref(None, "pag")), ("hot", Ref("hot")), ("hot.table", Ref("hot", "table")), ("a-b.c_d", Ref("a-b", "c_d"))],
+    [
+        ("input:pag", Ref(None, "pag")),
+        ("hot", Ref("hot")),
+        ("hot.table", Ref("hot", "table")),
+        ("a-b.c_d", Ref("a-b", "c_d")),
+    ],
 )
 def test_reference_syntax(text, ref):
     assert Ref.parse(text) == ref

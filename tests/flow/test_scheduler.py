@@ -94,8 +94,13 @@ def test_failure_isolation():
         r = perflow.run(f, x=1, jobs=jobs)
         assert not r.ok and r.failed == ["bad"] and r.skipped == ["down1", "down2"]
         assert r["good"] == 3
-        assert dict(r.steps["status"]) == {"bad": "failed", "down1": "skipped", "down2": "skipped",
-                                           "good": "done", "good2": "done"}
+        assert dict(r.steps["status"]) == {
+            "bad": "failed",
+            "down1": "skipped",
+            "down2": "skipped",
+            "good": "done",
+            "good2": "done",
+        }
         assert r.steps.at["bad", "error"] == "ValueError: broken input"
         err = r.errors["bad"]
         assert isinstance(err, StepError) and isinstance(err.__cause__, ValueError)
@@ -106,7 +111,9 @@ def test_failure_isolation():
         with pytest.raises(StepError, match="step 'bad'") as ei:
             r.raise_for_status()
         assert ei.value is err
-        with pytest.raises(FlowError, match="output 'down' was not computed: step 'down2' was skipped because 'bad' failed"):
+        with pytest.raises(
+            FlowError, match="output 'down' was not computed: step 'down2' was skipped because 'bad' failed"
+        ):
             r["down"]
 
 
@@ -203,8 +210,14 @@ def test_hooks_see_every_step_and_a_broken_hook_does_not_break_the_run(caplog):
     f.step("b", "t_inc", f.step("a", "t_const"))
     r = perflow.run(f, hooks=[Hook(), Broken()], jobs=1)
     assert r.ok and r["b"] == 2
-    assert events == [("start", 2), ("before", "a", 1, 2), ("after", "a", "done"), ("before", "b", 2, 2),
-                      ("after", "b", "done"), ("finish", True)]
+    assert events == [
+        ("start", 2),
+        ("before", "a", 1, 2),
+        ("after", "a", "done"),
+        ("before", "b", 2, 2),
+        ("after", "b", "done"),
+        ("finish", True),
+    ]
     assert "display crashed" in caplog.text
 
 
@@ -244,7 +257,9 @@ def test_flow_inputs_are_checked_and_converted(tmp_path):
 def test_settings_override_and_invalid_overrides():
     f = wide_flow(2)
     assert perflow.run(f, x=0, settings={"sum0.offset": 100})["total"] == perflow.run(f, x=0)["total"] + 100
-    with pytest.raises(ValidationError, match="steps.sum0.settings.offset: setting 'offset' of pass 't_add' expects int"):
+    with pytest.raises(
+        ValidationError, match="steps.sum0.settings.offset: setting 'offset' of pass 't_add' expects int"
+    ):
         perflow.run(f, x=0, settings={"sum0.offset": "many"})
 
 

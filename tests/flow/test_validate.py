@@ -166,7 +166,12 @@ def test_every_problem_is_reported_together():
     assert msg.startswith("flow is invalid (4 problems):")
     for part in ("settings.by", "unknown pass 't_nope'", "unknown step 'zz'", "flow input 'spare' is not used"):
         assert part in msg
-    assert [p.path for p in ei.value.details] == ["inputs.spare", "steps.a.settings.by", "steps.b.pass", "steps.c.inputs.b"]
+    assert [p.path for p in ei.value.details] == [
+        "inputs.spare",
+        "steps.a.settings.by",
+        "steps.b.pass",
+        "steps.c.inputs.b",
+    ]
 
 
 def test_subflow_problems_are_prefixed_and_subflows_take_no_settings():

@@ -133,15 +133,29 @@ def test_schema_problems_are_all_collected():
     ("text", "message"),
     [
         ("steps: {}\n", "missing 'perflow: 1' (the schema version) at the top of the flow"),
-        ("perflow: 2\nsteps: {a: {pass: t_const}}\n", "perflow (line 1, column 1): schema version 2 is newer than this perflow reads (1)"),
-        ("perflow: yes\nsteps: {a: {pass: t_const}}\n", "perflow (line 1, column 1): the schema version must be a positive integer, not True"),
-        ("", "a flow must be a mapping with the keys perflow, name, description, inputs, steps, outputs (the file is empty)"),
+        (
+            "perflow: 2\nsteps: {a: {pass: t_const}}\n",
+            "perflow (line 1, column 1): schema version 2 is newer than this perflow reads (1)",
+        ),
+        (
+            "perflow: yes\nsteps: {a: {pass: t_const}}\n",
+            "perflow (line 1, column 1): the schema version must be a positive integer, not True",
+        ),
+        (
+            "",
+            "a flow must be a mapping with the keys perflow, name, description, inputs, steps, outputs (the file is empty)",
+        ),
         ("- 1\n- 2\n", "line 1, column 1: a flow must be a mapping"),
         ("perflow: 1\n", "missing 'steps' (a mapping of step name to step)"),
         ("perflow: 1\nsteps: [a]\n", "steps (line 2, column 1): 'steps' must be a mapping, not list"),
-        ("perflow: 1\nsteps:\n  a: {pass: t_const}\n  a: {pass: t_const}\n",
-         "steps.a (line 4, column 3): duplicate key 'a' (first given at line 3)"),
-        ("perflow: 1\nsteps:\n  a: {pass: [t_const}\n", "line 3, column 21: invalid YAML: while parsing a flow sequence"),
+        (
+            "perflow: 1\nsteps:\n  a: {pass: t_const}\n  a: {pass: t_const}\n",
+            "steps.a (line 4, column 3): duplicate key 'a' (first given at line 3)",
+        ),
+        (
+            "perflow: 1\nsteps:\n  a: {pass: [t_const}\n",
+            "line 3, column 21: invalid YAML: while parsing a flow sequence",
+        ),
         ("perflow: 1\nsteps:\n\ta: 1\n", "line 3, column 1: invalid YAML"),
         ("perflow: 1\nsteps: {a: {pass: t_const, settings: {value: &x [*x]}}}\n", "recursive YAML alias"),
     ],
@@ -277,7 +291,7 @@ def test_python_flow_files_and_the_import_rule(tmp_path):
 # ---------------------------------------------------------------------- property test
 names = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)
 texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")), max_size=30)
-scalars = st.one_of(st.integers(-10**6, 10**6), st.booleans(), texts, st.floats(allow_nan=False, width=32), st.none())
+scalars = st.one_of(st.integers(-(10**6), 10**6), st.booleans(), texts, st.floats(allow_nan=False, width=32), st.none())
 
 
 @st.composite
@@ -304,9 +318,13 @@ def flows(draw) -> Flow:
             f.step(name, "t_split", draw(st.sampled_from(values)), d=draw(st.integers(1, 9)))
             values += [f"{name}.quot", f"{name}.rem"]
         else:
-            f.step(name, "t_opt", draw(st.sampled_from(values)),
-                   scale=draw(st.floats(allow_nan=False, allow_infinity=True)),
-                   names=tuple(draw(st.lists(texts, max_size=3))))
+            f.step(
+                name,
+                "t_opt",
+                draw(st.sampled_from(values)),
+                scale=draw(st.floats(allow_nan=False, allow_infinity=True)),
+                names=tuple(draw(st.lists(texts, max_size=3))),
+            )
             values.append(name)
     for j, src in enumerate(draw(st.lists(st.sampled_from(values), max_size=3))):
         f.output(f"o{j}", src, doc=draw(st.one_of(st.just(""), texts)))
