@@ -191,6 +191,14 @@ class Flow:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise FlowError(f"cannot set {path!r}: flow {self.name!r} has no step {step!r}{hint}")
         st = self.steps[step]
+        if isinstance(st.target, str) and st.target.startswith("flow:") and "." in rest:
+            from .loader import resolve_flow_ref
+            from .yaml_io import source_dir
+
+            try:
+                st.target = resolve_flow_ref(st.target[5:], source_dir(self))
+            except Exception as exc:
+                raise FlowError(f"cannot set {path!r}: the sub-flow of step {step!r} cannot be read: {exc}") from None
         if isinstance(st.target, Flow) and "." in rest:
             st.target = st.target.copy()
             st.target.set(rest, value)

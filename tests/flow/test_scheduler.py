@@ -267,3 +267,25 @@ def test_running_a_shipped_flow_by_name(tmp_path):
     path = perflow.synthetic.trace(nprocs=2, iterations=2).save(tmp_path / "t.pag")
     r = perflow.run("convert", data=path)
     assert isinstance(r["pag"], perflow.PAG) and r["pag"].n_vertices > 0
+
+
+def test_scheduler_state_after_a_run():
+    from perflow.flow.plan import compile_flow
+    from perflow.flow.scheduler import execute
+
+    f = Flow()
+    x = f.input("x", int)
+    a = f.step("a", "t_inc", x)
+    b = f.step("b", "t_inc", x)  # the same as a: merged
+    f.step("bad", "t_fail", a)
+    f.step("after", "t_inc", "bad")
+    f.output("sum", f.step("sum", "t_add", a, b))
+    plan = compile_flow(f)
+    assert [t.key for t in plan.tasks] == ["a", "b", "bad", "after", "sum"]
+    assert plan.tasks[1].same_as == 0 and plan.tasks[4].deps == {0}
+    assert plan.outputs == {"sum": ("task", 4, "result")}
+    r = execute(plan, {"x": 1}, jobs=1)
+    assert r.status == {0: "done", 1: "shared", 2: "failed", 3: "skipped", 4: "done"}
+    assert r.outputs == {"sum": 4} and r.data == {}  # every intermediate released
+    assert set(r.times) == {0, 2, 4} and all(end >= start for start, end in r.times.values())
+    assert list(r.errors) == [2] and r.errors[2].step == "bad"

@@ -243,6 +243,9 @@ def test_subflows_by_file_inline_and_shipped(tmp_path):
     assert list(r.steps.index) == ["c", "s1/a", "s2/d"]
     again = loads(f.to_yaml(), source=str(main))
     assert again == f and "flow: sub/inc.yaml" in f.to_yaml()
+    changed = f.with_settings({"s1.a.by": 0, "s2.d.offset": 1})
+    assert changed.run()["out"] == 3 and f.run()["out"] == 12  # 1 + 0 = 1; 1 + 1 + 1
+    assert "flow: sub/inc.yaml" not in changed.to_yaml()  # the changed sub-flow is written inline
 
 
 def test_subflow_problems_point_into_the_right_file(tmp_path):
