@@ -12,8 +12,10 @@ resolved lazily.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import operator
 import os
 import pathlib
 import types
@@ -42,13 +44,15 @@ TYPE_NAMES: dict[str, Any] = {
     "float": float,
     "bool": bool,
     "list": list,
+    "tuple": tuple,
+    "set": set,
     "dict": dict,
+    "None": type(None),
 }
 _RESOLVED: dict[str, Any] = {}
 
 
-def resolve_type(name: str) -> Any:
-    """The Python type called ``name`` in :data:`TYPE_NAMES` (the name itself when unknown)."""
+def _resolve_name(name: str) -> Any:
     if name in _RESOLVED:
         return _RESOLVED[name]
     target = TYPE_NAMES.get(name, name)
@@ -61,12 +65,58 @@ def resolve_type(name: str) -> Any:
     return target
 
 
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+def resolve_type(name: str) -> Any:
+    """The Python type a name stands for: a :data:`TYPE_NAMES` entry, ``A | B`` or ``list[A]``.
+
+    A name that is not understood is returned as is (a string type fits every port).
+    """
+    text = name.strip()
+    alts = _split_top(text, "|")
+    if len(alts) > 1:
+        members = [resolve_type(a) for a in alts]
+        if any(isinstance(m, str) for m in members):
+            return name
+        return functools.reduce(operator.or_, members)
+    if text.endswith("]") and "[" in text:
+        head, _, inner = text[:-1].partition("[")
+        origin = _resolve_name(head.strip())
+        args = [... if a == "..." else resolve_type(a) for a in _split_top(inner, ",")]
+        if isinstance(origin, str) or any(isinstance(a, str) for a in args):
+            return name
+        try:
+            return origin[tuple(args)] if len(args) > 1 else origin[args[0]]
+        except TypeError:
+            return name
+    return _resolve_name(text)
+
+
 def type_label(tp: Any) -> str:
     """The YAML name of a type (the inverse of :func:`resolve_type`; a readable string otherwise)."""
     if tp is Any or tp is inspect.Parameter.empty or tp is None:
         return "any"
+    if tp is ...:
+        return "..."
     if isinstance(tp, str):
         return tp
+    if _is_union(tp):
+        return " | ".join(type_label(a) for a in get_args(tp))
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is not None and args and origin is not typing.Literal:
+        return f"{type_label(origin)}[{', '.join(type_label(a) for a in args)}]"
     for name, target in TYPE_NAMES.items():
         if target is tp:
             return name

@@ -225,12 +225,14 @@ class _Reader:
         if not isinstance(value, str):
             self.problem(path, f"a type must be a name such as PAG or int, not {value!r}")
             return Any
-        if value not in TYPE_NAMES and "." not in value and ":" not in value:
+        tp = resolve_type(value)
+        if isinstance(tp, str) and "." not in value and ":" not in value:
             self.problem(
-                path, f"unknown type {value!r}{did_you_mean(value, TYPE_NAMES)} (types: {', '.join(TYPE_NAMES)})"
+                path,
+                f"unknown type {value!r}{did_you_mean(value, TYPE_NAMES)} (types: {', '.join(TYPE_NAMES)}, "
+                "or combinations such as 'PAG | None' and 'list[str]')",
             )
-            return value
-        return resolve_type(value)
+        return tp
 
     def step(self, f: Flow, name: Any, st: Any, path: str) -> None:
         self.name(name, path, "step")

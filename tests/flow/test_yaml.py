@@ -117,7 +117,7 @@ def test_schema_problems_are_all_collected():
         "inputs.x.dok (line 4, column 19): unknown key 'dok' in input 'x'; did you mean 'doc'? (allowed: type, doc, default)",
         "inputs.x.type (line 4, column 7): unknown type 'PAGG'; did you mean 'PAG'? (types: any, PAG, VertexSet, "
         "EdgeSet, ParallelVertexSet, ParallelEdgeSet, Trace, DataFrame, Series, Figure, path, str, int, float, bool, "
-        "list, dict)",
+        "list, tuple, set, dict, None, or combinations such as 'PAG | None' and 'list[str]')",
         "inputs.x (line 4, column 3): flow input 'x' is not used by any step or output",
         "steps.a (line 6, column 3): step 'a' gives both 'pass' and 'flow'; a step runs one of them",
         "steps.a.inputs (line 9, column 5): 'inputs' must be a mapping, not list",
@@ -178,6 +178,16 @@ def test_yaml_never_builds_python_objects(tmp_path):
         "for the tag 'tag:yaml.org,2002:python/name:os.system'"
     ]
     assert not marker.exists()
+
+
+def test_composite_type_names_round_trip():
+    f = loads(
+        "perflow: 1\ninputs:\n  a: {type: PAG | None}\n  b: {type: 'list[str | int]'}\n  c: {type: 'tuple[float, ...]'}\n"
+        "steps:\n  s: {pass: t_const}\noutputs: {a: input:a, b: input:b, c: input:c}\n"
+    )
+    assert f.inputs["a"].type == (perflow.PAG | None) and f.inputs["b"].type == list[str | int]
+    assert f.inputs["c"].type == tuple[float, ...]
+    assert loads(f.to_yaml()) == f and "type: PAG | None" in f.to_yaml()
 
 
 def test_anchors_and_merge_keys_work():
