@@ -38,7 +38,18 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import FlowError
-from .parts import INPUT_PREFIX, MISSING, NAME_RE, FlowInput, FlowOutput, Ref, Step, ref_text
+from .parts import (
+    INPUT_PREFIX,
+    MISSING,
+    NAME_RE,
+    FlowInput,
+    FlowOutput,
+    Ref,
+    Step,
+    iter_refs,
+    looks_like_refs,
+    ref_text,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -118,8 +129,7 @@ class Flow:
         for k, v in kwargs.items():
             if k in ins:
                 raise FlowError(f"input {k!r} given twice")
-            is_ref = isinstance(v, Ref) or (isinstance(v, str) and v.startswith(INPUT_PREFIX))
-            if (ports is not None and k in ports) or (k not in settings and is_ref):
+            if (ports is not None and k in ports) or (k not in settings and looks_like_refs(v)):
                 ins[k] = v
             else:
                 sets[k] = v
@@ -292,13 +302,14 @@ class Flow:
         for s in self.steps.values():
             g.add_node(s.name, target=s.target_name)
         for s in self.steps.values():
-            for port, text in s.inputs.items():
-                try:
-                    r = Ref.parse(text)
-                except ValueError:
-                    continue
-                if r.step in self.steps:
-                    g.add_edge(r.step, s.name, port=port, source=text)
+            for port, value in s.inputs.items():
+                for sub, text in iter_refs(value):
+                    try:
+                        r = Ref.parse(text)
+                    except ValueError:
+                        continue
+                    if r.step in self.steps:
+                        g.add_edge(r.step, s.name, port=f"{port}{sub}", source=text)
         return g
 
     # ------------------------------------------------------------------ protocol

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,19 @@ from ..errors import FlowError
 if TYPE_CHECKING:  # pragma: no cover
     from .flow import Flow
 
-__all__ = ["Ref", "FlowInput", "FlowOutput", "Step", "MISSING", "NAME_RE", "INPUT_PREFIX", "ref_text", "canon"]
+__all__ = [
+    "Ref",
+    "FlowInput",
+    "FlowOutput",
+    "Step",
+    "MISSING",
+    "NAME_RE",
+    "INPUT_PREFIX",
+    "ref_text",
+    "iter_refs",
+    "looks_like_refs",
+    "canon",
+]
 
 INPUT_PREFIX = "input:"
 #: Names of steps, inputs, outputs and settings.
@@ -74,9 +86,41 @@ class Ref:
         return self.step if self.name is None else f"{self.step}.{self.name}"
 
 
-def ref_text(value: Any) -> str:
-    """The string form of a reference given as a :class:`Ref` or a string."""
-    return str(value) if isinstance(value, Ref) else value
+def ref_text(value: Any) -> Any:
+    """The string form of a reference (:class:`Ref` or string), or a list or dict of them."""
+    if isinstance(value, Ref):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [ref_text(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): ref_text(v) for k, v in value.items()}
+    return value
+
+
+def iter_refs(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """``(sub-path, reference)`` for a step input: one reference, or a list or dict of them.
+
+    A pass input fed from several steps (a report's sections) is written as a
+    list (``[hot, imb]``, sub-paths ``[0]``, ``[1]``) or a mapping
+    (``{Hotspots: hot}``, sub-path ``.Hotspots``) of references.
+    """
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            yield from iter_refs(v, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from iter_refs(v, f"{path}.{k}")
+    else:
+        yield path, value
+
+
+def looks_like_refs(value: Any) -> bool:
+    """Whether a keyword value is a reference (a Ref, ``"input:..."``) or a non-empty list or dict of Refs."""
+    if isinstance(value, Ref) or (isinstance(value, str) and value.startswith(INPUT_PREFIX)):
+        return True
+    if isinstance(value, list | tuple | dict) and value:
+        return all(isinstance(v, Ref) for _, v in iter_refs(value))
+    return False
 
 
 @dataclass
@@ -113,15 +157,16 @@ class Step:
     target : str, callable or Flow
         A registered pass name, a dotted path ``module:function``, a pass
         function, or a :class:`Flow` run as a sub-flow.
-    inputs : dict of str to str
-        Input port -> reference (``"input:pag"``, ``"step"``, ``"step.out"``).
+    inputs : dict of str to str (or list or dict of str)
+        Input port -> reference (``"input:pag"``, ``"step"``, ``"step.out"``),
+        or a list or mapping of references, given to the pass as a list or dict.
     settings : dict of str to object
     doc : str
     """
 
     name: str
     target: str | Callable[..., Any] | Flow | None
-    inputs: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
 

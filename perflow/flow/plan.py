@@ -7,7 +7,8 @@ and inputs) are merged, so each result is computed once per run.
 
 A task's inputs are :data:`Source` tuples: ``("input", name)`` for a flow
 input, ``("task", index, output)`` for another task's output and
-``("const", value)`` for a default.
+``("const", value)`` for a default, and ``("list", sources)`` or
+``("dict", ((key, source), ...))`` for an input fed by several references.
 """
 
 from __future__ import annotations
@@ -23,7 +24,18 @@ from .validate import Analysis, validate
 
 __all__ = ["Task", "Plan", "compile_flow", "Source"]
 
-Source = tuple  # ("input", name) | ("task", index, output) | ("const", value)
+Source = tuple  # ("input", name) | ("task", index, output) | ("const", value) | ("list", (src, ...)) | ("dict", ((k, src), ...))
+
+
+def source_tasks(src: Source) -> set[int]:
+    """Indices of the tasks a source reads."""
+    if src[0] == "task":
+        return {src[1]}
+    if src[0] == "list":
+        return set().union(*(source_tasks(s) for s in src[1]))
+    if src[0] == "dict":
+        return set().union(*(source_tasks(s) for _, s in src[1]))
+    return set()
 
 
 @dataclass
@@ -64,11 +76,15 @@ class _Builder:
             from .fingerprint import fingerprint
 
             return ("const", fingerprint(src[1]))
+        if src[0] == "list":
+            return ("list", tuple(self.source_sig(s) for s in src[1]))
+        if src[0] == "dict":
+            return ("dict", tuple((k, self.source_sig(s)) for k, s in src[1]))
         return src
 
     def add(self, key: str, spec: PassSpec, args: list[tuple[str, Source]], settings: dict[str, Any]) -> int:
         t = Task(len(self.tasks), key, spec, args, settings, tuple(p.name for p in spec.outputs))
-        t.deps = {s[1] for _, s in args if s[0] == "task"}
+        t.deps = set().union(*(source_tasks(s) for _, s in args))
         self.tasks.append(t)
         if spec.cacheable:
             from .fingerprint import Unfingerprintable, fingerprint
@@ -93,7 +109,11 @@ class _Builder:
         f = an.flow
         produced: dict[str, dict[str, Source]] = {}
 
-        def resolve(text: str) -> Source:
+        def resolve(text: Any) -> Source:
+            if isinstance(text, list):
+                return ("list", tuple(resolve(v) for v in text))
+            if isinstance(text, dict):
+                return ("dict", tuple((k, resolve(v)) for k, v in text.items()))
             r = Ref.parse(text)
             if r.is_input:
                 return inputs[r.name]

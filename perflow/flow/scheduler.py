@@ -33,7 +33,7 @@ from typing import Any
 
 from ..errors import PassError, StepError
 from .cache import Cache, task_key
-from .fingerprint import Unfingerprintable, fingerprint
+from .fingerprint import Unfingerprintable, digest_of, fingerprint
 from .plan import Plan, Task
 from .types import describe_value, shallow_check
 
@@ -117,11 +117,16 @@ class _Run:
 
     # ---------------------------------------------------------------- helpers
     def value(self, src: tuple) -> Any:
-        if src[0] == "input":
+        kind = src[0]
+        if kind == "task":
+            return self.data[src[1]][src[2]]
+        if kind == "input":
             return self.values[src[1]]
-        if src[0] == "const":
-            return src[1]
-        return self.data[src[1]][src[2]]
+        if kind == "list":
+            return [self.value(s) for s in src[1]]
+        if kind == "dict":
+            return {k: self.value(s) for k, s in src[1]}
+        return src[1]
 
     def hook(self, method: str, *args: Any) -> None:
         for h in self.hooks:
@@ -147,6 +152,12 @@ class _Run:
             if src[0] == "task":
                 k = self.keys.get(src[1])
                 return None if k is None else f"task:{k}:{src[2]}"
+            if src[0] in ("list", "dict"):
+                items = src[1] if src[0] == "dict" else enumerate(src[1])
+                parts = [(str(k), input_fp(s)) for k, s in items]
+                if any(fp is None for _, fp in parts):
+                    return None
+                return digest_of(src[0], *(f"{k}={fp}" for k, fp in parts))
             name = f"{src[0]}:{src[1]!r}" if src[0] == "input" else None
             if name is not None and name in fps:
                 return fps[name]

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
+from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
 from .registry import Port, Setting, check_value, get_pass, is_compatible
 from .types import coerce_value, shallow_check, type_label
@@ -177,7 +178,7 @@ class _Checker:
     def step(self, step: Step, node: Node) -> None:
         path = f"steps.{step.name}"
         ports = {p.name: p for p in node.inputs}
-        for port_name, text in step.inputs.items():
+        for port_name, value in step.inputs.items():
             ipath = f"{path}.inputs.{port_name}"
             if port_name not in ports:
                 self.problem(
@@ -186,10 +187,21 @@ class _Checker:
                     f"(inputs: {', '.join(ports) or 'none'})",
                 )
                 continue
-            r = self.ref(text, ipath, f"input {port_name!r}")
+            expected = ports[port_name].type
+            if isinstance(value, list | dict):  # several references, given to the pass as a list or dict
+                for sub, text in iter_refs(value):
+                    self.ref(text, f"{ipath}{sub}", f"input {port_name + sub!r}")
+                if not is_compatible(type(value), expected):
+                    self.problem(
+                        ipath,
+                        f"type mismatch: input {port_name!r} of {node.what} expects {type_label(expected)}, "
+                        f"but a {type(value).__name__} of references gives a {type(value).__name__}",
+                    )
+                continue
+            r = self.ref(value, ipath, f"input {port_name!r}")
             if r is None or (r.step is not None and r.step not in self.a.nodes):
                 continue
-            produced, expected = self.source_type(r), ports[port_name].type
+            produced = self.source_type(r)
             if not is_compatible(produced, expected):
                 self.problem(
                     ipath,
@@ -226,7 +238,9 @@ class _Checker:
     def inputs(self) -> None:
         used = set()
         for s in self.flow.steps.values():
-            used.update(t[6:] for t in s.inputs.values() if isinstance(t, str) and t.startswith("input:"))
+            used.update(
+                t[6:] for _, t in iter_refs(list(s.inputs.values())) if isinstance(t, str) and t.startswith("input:")
+            )
         used.update(
             o.source[6:]
             for o in self.flow.outputs.values()
@@ -253,7 +267,7 @@ class _Checker:
             return
         consumed = set()
         for s in f.steps.values():
-            for t in s.inputs.values():
+            for _, t in iter_refs(list(s.inputs.values())):
                 try:
                     r = Ref.parse(t)
                 except ValueError:
@@ -275,7 +289,7 @@ class _Checker:
         deps: dict[str, list[str]] = {}
         for s in self.flow.steps.values():
             ds = []
-            for t in s.inputs.values():
+            for _, t in iter_refs(list(s.inputs.values())):
                 try:
                     r = Ref.parse(t)
                 except ValueError:
@@ -327,8 +341,9 @@ class _Checker:
             if s.name in self.a.nodes:
                 self.step(s, self.a.nodes[s.name])
             else:  # still check its references
-                for port, text in s.inputs.items():
-                    self.ref(text, f"steps.{s.name}.inputs.{port}", f"input {port!r}")
+                for port, value in s.inputs.items():
+                    for sub, text in iter_refs(value):
+                        self.ref(text, f"steps.{s.name}.inputs.{port}{sub}", f"input {port + sub!r}")
         self.inputs()
         self.outputs()
         self.cycles()

@@ -172,3 +172,16 @@ def plain(x: int, *, k: int = 2) -> int:
 
 
 versioned("1")
+
+
+@pass_(name="t_total")
+def total(values: list[int], *, scale: int = 1) -> int:
+    """The sum of a list of values."""
+    called("t_total")
+    return scale * sum(values)
+
+
+@pass_(name="t_names")
+def names(named: dict[str, int]) -> str:
+    """``key=value`` pairs, sorted by key."""
+    return ",".join(f"{k}={v}" for k, v in sorted(named.items()))
