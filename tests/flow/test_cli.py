@@ -91,6 +91,15 @@ def test_run_a_shipped_flow_on_the_sample(capsys, tmp_path):
     assert code == 0 and "output 'pag' (PAG) is not shown; use --output DIR to save it" in err
 
 
+def test_the_python_shipped_flow_overview(capsys, tmp_path):
+    code, out, err = cli(capsys, "run", "overview", "--input", SAMPLE, "-o", tmp_path)
+    assert code == 0, err
+    assert out.startswith("# perflow overview\n") and "MPI_Allreduce" in out
+    assert (tmp_path / "report.txt").read_text() == out
+    code, out, err = cli(capsys, "flows", "overview")
+    assert code == 0 and "    pass: tree_text\n" in out and "        'Calling-context tree: inclusive time" in out
+
+
 def test_figures_become_png(capsys, tmp_path):
     flow = tmp_path / "plot.yaml"
     flow.write_text("perflow: 1\ninputs: {x: int}\nsteps:\n  fig: {pass: t_plot, inputs: {x: input:x}}\n")
@@ -185,7 +194,10 @@ def test_passes_lists_and_describes(capsys):
 
 def test_flows_lists_and_prints(capsys):
     code, out, err = cli(capsys, "flows")
-    assert code == 0 and out.startswith("convert  Read performance data in any supported format and save it as a PAG.")
+    assert code == 0 and out.splitlines() == [
+        "convert   Read performance data in any supported format and save it as a PAG.",
+        "overview  A Markdown overview of a run: where the time goes in the calling-context tree.",
+    ]
     code, out, err = cli(capsys, "flows", "convert")
     assert code == 0 and out.startswith("perflow: 1\nname: convert\n")
     code, out, err = cli(capsys, "flows", "convrt")

@@ -316,7 +316,7 @@ def flows(draw) -> Flow:
         default = draw(st.one_of(st.just(perflow.flow.MISSING), st.integers(0, 5)))
         values.append(str(f.input(f"in{i}", int, doc=draw(texts), default=default)))
     for i in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["const", "inc", "add", "split", "opt"] if values else ["const"]))
+        kind = draw(st.sampled_from(["const", "inc", "add", "split", "opt", "total"] if values else ["const"]))
         name = f"s{i}_{draw(names)}"
         if kind == "const":
             f.step(name, "t_const", value=draw(st.integers(-100, 100)), doc=draw(texts))
@@ -330,6 +330,9 @@ def flows(draw) -> Flow:
         elif kind == "split":
             f.step(name, "t_split", draw(st.sampled_from(values)), d=draw(st.integers(1, 9)))
             values += [f"{name}.quot", f"{name}.rem"]
+        elif kind == "total":
+            f.step(name, "t_total", draw(st.lists(st.sampled_from(values), min_size=1, max_size=3)))
+            values.append(name)
         else:
             f.step(
                 name,
