@@ -168,4 +168,9 @@ def run(args: argparse.Namespace) -> int:
         if args.debug:
             traceback.print_exception(err)
         print(f"perflow: error: {err}", file=sys.stderr)
-    return 0 if result.ok else 1
+    if result.ok:
+        return 0
+    from .main import EXIT_FAILED, EXIT_USAGE, _usage_error
+
+    # unreadable or missing input data is the caller's mistake, not a failed analysis
+    return EXIT_USAGE if all(_usage_error(e.error) for e in result.errors.values()) else EXIT_FAILED

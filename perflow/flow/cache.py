@@ -59,7 +59,7 @@ class Cache:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path = Path(path).expanduser()
         self.root = self.path / f"v{CACHE_FORMAT}"
         self.root.mkdir(parents=True, exist_ok=True)
 

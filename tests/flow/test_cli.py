@@ -100,6 +100,15 @@ def test_the_python_shipped_flow_overview(capsys, tmp_path):
     assert code == 0 and "    pass: tree_text\n" in out and "        'Calling-context tree: inclusive time" in out
 
 
+def test_unreadable_input_data_is_a_usage_error(capsys, tmp_path):
+    code, out, err = cli(capsys, "run", "convert", "--input", tmp_path / "missing.otf2")
+    assert code == 2
+    assert "perflow: error: step 'read' (pass 'read') failed: FileNotFoundError:" in err and "missing.otf2" in err
+    (tmp_path / "junk.bin").write_bytes(b"\x00" * 10)
+    code, out, err = cli(capsys, "run", "convert", "--input", tmp_path / "junk.bin")
+    assert code == 2 and "failed: FormatError:" in err and "cannot tell the format" in err
+
+
 def test_figures_become_png(capsys, tmp_path):
     flow = tmp_path / "plot.yaml"
     flow.write_text("perflow: 1\ninputs: {x: int}\nsteps:\n  fig: {pass: t_plot, inputs: {x: input:x}}\n")
