@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     show = args.progress or (sys.stderr.isatty() and not args.quiet)
     if args.jobs is not None and args.jobs < 1:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
+    if not args.debug:  # failures are printed below, once
+        logging.getLogger("perflow.flow.scheduler").setLevel(logging.ERROR)
     result = run_flow(
         flow,
         inputs,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import logging
 import queue
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -212,7 +213,11 @@ class _Run:
                 outs = _call_pass(t, args, t.settings)
                 if key is not None and self.cache is not None:
                     self.cache.put(key, outs, info={"pass": t.spec.name, "version": t.spec.version, "step": t.key})
-        except Exception as exc:
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+                raise  # Ctrl-C while a step runs in the calling thread stops the run
+            # anything else (SystemExit raised by a pass too) fails the step: the loop must hear back
+            # from every task it started
             err = StepError(t.key, t.spec.name, exc)
             err.__cause__ = exc
             desc = ", ".join(f"{n}={describe_value(v)}" for (n, _), v in zip(t.args, args))

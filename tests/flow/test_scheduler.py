@@ -289,3 +289,16 @@ def test_scheduler_state_after_a_run():
     assert r.outputs == {"sum": 4} and r.data == {}  # every intermediate released
     assert set(r.times) == {0, 2, 4} and all(end >= start for start, end in r.times.values())
     assert list(r.errors) == [2] and r.errors[2].step == "bad"
+
+
+def test_a_pass_calling_sys_exit_fails_its_step():
+    @perflow.pass_(name="t_exit")
+    def t_exit(x: int) -> int:
+        raise SystemExit(3)
+
+    f = Flow()
+    f.step("e1", t_exit, f.step("c1", "t_const", value=1))
+    f.step("e2", t_exit, f.step("c2", "t_const", value=2))
+    for jobs in (1, 2):
+        r = perflow.run(f, jobs=jobs)
+        assert r.failed == ["e1", "e2"] and isinstance(r.errors["e1"].__cause__, SystemExit)
