@@ -125,6 +125,8 @@ def _expand(stats: dict[Func, tuple[Any, ...]], tree: TreeBuilder, rows: MetricR
             pv, f, w, onpath = stack.pop()
             for g, (enc, _ecc, ett, ect) in callees[f]:
                 if g in onpath:
+                    if onpath[g] == v:
+                        continue  # a root's statistics are its totals: they hold the recursive calls already
                     a = acc.setdefault(onpath[g], [0.0, 0.0, 0.0])
                     a[1] += ett * w
                     a[2] += enc * w
