@@ -16,7 +16,10 @@ What is read
   :func:`perflow.writers.chrome.to_chrome` writes) become a send at the flow's
   start and a receive at its end (``args.bytes``, ``args.tag``); other flows
   are ignored, as are instant, counter, async and sample events.
-* ``M`` metadata: ``process_name``/``thread_name`` name the locations.
+* ``M`` metadata: ``process_name`` may give the rank (see below).
+* Region names of the form ``func (file.py:12)`` (viztracer) give the
+  function name, file and line; MPI call names give the MPI paradigm, PyTorch
+  GPU categories (``kernel``, ``gpu_memcpy``...) the CUDA one.
 
 Processes and threads
 ---------------------
@@ -57,6 +60,7 @@ DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAsp
 
 _SUFFIXES = (".json", ".pfw", ".trace", ".gz")
 _RANK_RE = re.compile(r"rank\D{0,3}(\d+)", re.IGNORECASE)
+_SRC_RE = re.compile(r"^(.*\S) \((.+):(\d+)\)$")
 
 
 def detect(path: Path) -> bool:
@@ -296,9 +300,13 @@ def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFram
     rows = []
     for n, c in uniq:
         cl = c.lower()
+        file, line = "", 0
+        m = _SRC_RE.match(n)
+        if m:  # viztracer: "func (file.py:12)"
+            n, file, line = m[1], m[2], int(m[3])
         par = "mpi" if mpi_class(n) else ("cuda" if cl in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime")
-                                           else ("python" if "python" in cl else "user"))
-        rows.append({"name": n, "role": "function", "paradigm": par, "file": "", "line": 0, "module": c})
+                                           else ("python" if "python" in cl or file.endswith(".py") else "user"))
+        rows.append({"name": n, "role": "function", "paradigm": par, "file": file, "line": line, "module": c})
     return codes.astype(np.int64), pd.DataFrame(rows, columns=["name", "role", "paradigm", "file", "line", "module"])
 
 

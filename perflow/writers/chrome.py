@@ -12,6 +12,8 @@
   nesting of the region events;
 * ``M`` events name the processes (``rank N``) and threads.
 
+Collective byte counts are not written (Chrome traces have no place for them).
+
 Times are written in microseconds (``ts``, ``dur``); :mod:`perflow.readers.chrome`
 reads the file back into the same region instances and messages.
 """
