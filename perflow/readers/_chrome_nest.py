@@ -49,7 +49,9 @@ def _pair(loc: np.ndarray, t: np.ndarray, is_begin: np.ndarray):  # type: ignore
     return start[:out], end[:out], idx[:out], unmatched
 
 
-def pair_begin_end(loc: np.ndarray, t: np.ndarray, is_begin: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def pair_begin_end(
+    loc: np.ndarray, t: np.ndarray, is_begin: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Match B/E events (sorted by location, then stream order) into intervals.
 
     Returns
@@ -59,8 +61,11 @@ def pair_begin_end(loc: np.ndarray, t: np.ndarray, is_begin: np.ndarray) -> tupl
     if len(loc) == 0:
         z = np.zeros(0)
         return z, z, np.zeros(0, np.int64), 0
-    s, e, i, u = _pair(np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(t, np.float64),
-                       np.ascontiguousarray(is_begin, np.bool_))
+    s, e, i, u = _pair(
+        np.ascontiguousarray(loc, np.int64),
+        np.ascontiguousarray(t, np.float64),
+        np.ascontiguousarray(is_begin, np.bool_),
+    )
     return s, e, i, int(u)
 
 
@@ -116,5 +121,9 @@ def nest_intervals(loc: np.ndarray, start: np.ndarray, end: np.ndarray, rid: np.
     """Enter/leave events from intervals sorted by (location, start, -end), properly nested per location."""
     if len(loc) == 0:
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return _nest(np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(start, np.float64),
-                 np.ascontiguousarray(end, np.float64), np.ascontiguousarray(rid, np.int64))
+    return _nest(
+        np.ascontiguousarray(loc, np.int64),
+        np.ascontiguousarray(start, np.float64),
+        np.ascontiguousarray(end, np.float64),
+        np.ascontiguousarray(rid, np.int64),
+    )

@@ -125,8 +125,9 @@ class TreeBuilder:
             df["kind"] = [classify_region(str(n)).value for n in df["name"]]
         else:
             df["kind"] = [
-                (k.value if isinstance(k, VertexKind) else k) if isinstance(k, str | VertexKind) and k else
-                classify_region(str(n)).value
+                (k.value if isinstance(k, VertexKind) else k)
+                if isinstance(k, str | VertexKind) and k
+                else classify_region(str(n)).value
                 for n, k in zip(df["name"], df["kind"])
             ]
         return df
@@ -169,8 +170,12 @@ class MetricRows:
         frames = []
         for m, (v, p, t, x) in self._cells.items():
             df = pd.DataFrame(
-                {"vertex": np.asarray(v, np.int64), "process": np.asarray(p, np.int64),
-                 "thread": np.asarray(t, np.int64), m: np.asarray(x, np.float64)}
+                {
+                    "vertex": np.asarray(v, np.int64),
+                    "process": np.asarray(p, np.int64),
+                    "thread": np.asarray(t, np.int64),
+                    m: np.asarray(x, np.float64),
+                }
             )
             frames.append(df.groupby(["vertex", "process", "thread"], sort=False)[m].sum())
         if not frames:

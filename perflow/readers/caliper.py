@@ -104,10 +104,18 @@ class _Cali:
     def __init__(self) -> None:
         # node id -> (attr id, raw data, parent id)
         self.nodes: dict[int, tuple[int, str, int]] = {
-            0: (9, "usr", -1), 1: (9, "int", -1), 2: (9, "uint", -1), 3: (9, "string", -1),
-            4: (9, "addr", -1), 5: (9, "double", -1), 6: (9, "bool", -1), 7: (9, "type", -1),
-            8: (8, "cali.attribute.name", 3), 9: (8, "cali.attribute.type", 7),
-            10: (8, "cali.attribute.prop", 1), 11: (8, "cali.caliper.version", 3),
+            0: (9, "usr", -1),
+            1: (9, "int", -1),
+            2: (9, "uint", -1),
+            3: (9, "string", -1),
+            4: (9, "addr", -1),
+            5: (9, "double", -1),
+            6: (9, "bool", -1),
+            7: (9, "type", -1),
+            8: (8, "cali.attribute.name", 3),
+            9: (8, "cali.attribute.type", 7),
+            10: (8, "cali.attribute.prop", 1),
+            11: (8, "cali.caliper.version", 3),
         }
         self.attrs: dict[int, tuple[str, str, int]] = {}  # attr id -> (name, type, props)
         self.ctx: list[tuple[list[int], list[int], list[str]]] = []
@@ -141,7 +149,9 @@ class _Cali:
             return data.lower() in ("true", "1")
         return data
 
-    def expand(self, refs: list[int], attrs: list[int], data: list[str]) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    def expand(
+        self, refs: list[int], attrs: list[int], data: list[str]
+    ) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
         """(nested region path root->leaf, other key/values) of a record."""
         path: list[tuple[str, Any]] = []
         kv: dict[str, Any] = {}
@@ -194,7 +204,9 @@ def _parse_cali(path: Path) -> _Cali:
             except FormatError:
                 raise
             except (KeyError, ValueError) as exc:
-                raise FormatError(path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}") from None
+                raise FormatError(
+                    path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}"
+                ) from None
     if not cali.ctx and not cali.globals:
         raise FormatError(path, "no Caliper snapshot or globals records (empty or truncated file)")
     return cali
@@ -231,7 +243,13 @@ class _Collector:
         thr = next((int(kv[a]) for a in _THREAD_ATTRS if a in kv), 0)
         vals = {}
         for k, v in kv.items():
-            if k in skip or isinstance(v, bool) or not isinstance(v, int | float) or k in _RANK_ATTRS or k in _THREAD_ATTRS:
+            if (
+                k in skip
+                or isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or k in _RANK_ATTRS
+                or k in _THREAD_ATTRS
+            ):
                 continue
             f = TIME_UNITS.get(self.units.get(k, ""), None)
             if f is None and _is_time(k):
@@ -257,10 +275,19 @@ def _finish(col: _Collector, meta: dict[str, Any], fmt: str) -> PAG:
     info: dict[str, MetricInfo] = {}
     aggregated = "avg#inclusive#sum#time.duration" in frame.columns and "time_inc" not in rename.values()
     if aggregated:
-        rename.update({"avg#inclusive#sum#time.duration": "time_inc", "min#inclusive#sum#time.duration": "time_inc_min",
-                       "max#inclusive#sum#time.duration": "time_inc_max", "sum#inclusive#sum#time.duration": "time_inc_total"})
-        for k, d in (("time_inc_min", "minimum over ranks"), ("time_inc_max", "maximum over ranks"),
-                     ("time_inc_total", "sum over ranks")):
+        rename.update(
+            {
+                "avg#inclusive#sum#time.duration": "time_inc",
+                "min#inclusive#sum#time.duration": "time_inc_min",
+                "max#inclusive#sum#time.duration": "time_inc_max",
+                "sum#inclusive#sum#time.duration": "time_inc_total",
+            }
+        )
+        for k, d in (
+            ("time_inc_min", "minimum over ranks"),
+            ("time_inc_max", "maximum over ranks"),
+            ("time_inc_total", "sum over ranks"),
+        ):
             info[k] = MetricInfo(k, "s", "inclusive", f"inclusive time, {d}")
         info["time_inc"] = MetricInfo("time_inc", "s", "inclusive", "inclusive time, average per rank")
     seen: set[str] = set()
@@ -277,7 +304,12 @@ def _finish(col: _Collector, meta: dict[str, Any], fmt: str) -> PAG:
     nprocs = next((int(meta[a]) for a in _NPROCS_ATTRS if a in meta and str(meta[a]).lstrip("-").isdigit()), None)
     if nprocs is None:
         nprocs = int(frame["process"].nunique()) if len(frame) else 0
-    attrs: dict[str, Any] = {"nprocs": nprocs, "metadata": meta, "outside_regions": col.outside, "aggregated": aggregated}
+    attrs: dict[str, Any] = {
+        "nprocs": nprocs,
+        "metadata": meta,
+        "outside_regions": col.outside,
+        "aggregated": aggregated,
+    }
     for k, v in meta.items():
         if isinstance(v, str | int | float | bool) and k not in attrs:
             attrs[k] = v
@@ -300,7 +332,7 @@ def _read_cali(path: Path, time_unit: str | None) -> PAG:
     # attribute.unit metadata: a node of attribute 'attribute.unit' above the attribute's definition
     unit_attr = next((i for i, (at, d, _) in cali.nodes.items() if at == 8 and d == "attribute.unit"), None)
     if unit_attr is not None and not time_unit:
-        for i, (at, d, parent) in cali.nodes.items():
+        for _i, (at, d, parent) in cali.nodes.items():
             if at != 8:
                 continue
             p, hops = parent, 0
@@ -325,8 +357,10 @@ def _read_json(path: Path, time_unit: str | None) -> PAG:
     is_value = [bool(m.get("is_value", False)) for m in cmeta]
     path_col = next((c for c in ("path", "source.function#callpath.address") if c in cols), None)
     if path_col is None:
-        path_col = next((c for c, v in zip(cols, is_value) if not v and any(
-            n.get("column") == c and "parent" in n for n in nodes)), None)
+        path_col = next(
+            (c for c, v in zip(cols, is_value) if not v and any(n.get("column") == c and "parent" in n for n in nodes)),
+            None,
+        )
     factor = TIME_UNITS[time_unit] if time_unit else 1e-6
     col = _Collector(factor, {})
     paths: dict[int, list[tuple[str, Any]]] = {}

@@ -152,7 +152,11 @@ def _salvage(f: Path, s: str, first: json.JSONDecodeError) -> Any:
 def _frame(events: list[Any], f: Path) -> pd.DataFrame:
     ev = [e for e in events if isinstance(e, dict)]
     if len(ev) != len(events):
-        raise FormatError(f, "an event is not a JSON object", where=f"event {next(i for i, e in enumerate(events) if not isinstance(e, dict))}")
+        raise FormatError(
+            f,
+            "an event is not a JSON object",
+            where=f"event {next(i for i, e in enumerate(events) if not isinstance(e, dict))}",
+        )
     df = pd.DataFrame.from_records(ev, columns=["ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args", "bp"])
     df["order"] = np.arange(len(df))
     return df
@@ -168,8 +172,13 @@ def _num(col: pd.Series, f: Path, what: str) -> np.ndarray:
 
 def _ids(col: pd.Series) -> np.ndarray:
     """pid/tid values (ints, or strings for some tools) as sortable keys."""
-    return np.asarray([x if isinstance(x, int | np.integer) else (int(x) if isinstance(x, float) and x == x else str(x))
-                       for x in col.tolist()], dtype=object)
+    return np.asarray(
+        [
+            x if isinstance(x, int | np.integer) else (int(x) if isinstance(x, float) and x == x else str(x))
+            for x in col.tolist()
+        ],
+        dtype=object,
+    )
 
 
 def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
@@ -230,8 +239,16 @@ def _locations(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dic
     per_proc: dict[int, list[tuple[int, Any, Any]]] = {}
     for fi, pid, tid in keys.itertuples(index=False):
         per_proc.setdefault(proc[(fi, pid)], []).append((fi, pid, tid))
-    for p, lst in per_proc.items():
-        lst.sort(key=lambda k: (k[2] != k[1], isinstance(k[2], str), str(k[1]), k[2] if not isinstance(k[2], str) else 0, str(k[2])))
+    for _p, lst in per_proc.items():
+        lst.sort(
+            key=lambda k: (
+                k[2] != k[1],
+                isinstance(k[2], str),
+                str(k[1]),
+                k[2] if not isinstance(k[2], str) else 0,
+                str(k[2]),
+            )
+        )
         for i, k in enumerate(lst):
             thr[k] = i
     return proc, thr
@@ -248,8 +265,11 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     bad_ts = span["ts"].isna()
     if bad_ts.any():
         i = int(span.index[bad_ts.to_numpy()][0])
-        raise FormatError(df["src"].iat[i], f"event {int(df['order'].iat[i])} ({df['ph'].iat[i]}) has no 'ts'",
-                          where=f"event {int(df['order'].iat[i])}")
+        raise FormatError(
+            df["src"].iat[i],
+            f"event {int(df['order'].iat[i])} ({df['ph'].iat[i]}) has no 'ts'",
+            where=f"event {int(df['order'].iat[i])}",
+        )
     ts = _num(span["ts"], Path(src), "ts")
     t0 = float(ts.min())
     span["t"] = ts - t0  # microseconds until the nesting is done
@@ -262,8 +282,9 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     xs, xe = x["t"].to_numpy(), x["t"].to_numpy() + np.maximum(dur, 0.0)
     # begin/end pairs, per location in stream order (stable by time, then file order)
     be = span[span["ph"].isin(["B", "E"])].sort_values(["loc", "t", "order"], kind="stable")
-    bs, bend, bidx, unmatched = pair_begin_end(be["loc"].to_numpy(np.int64), be["t"].to_numpy(),
-                                               (be["ph"] == "B").to_numpy())
+    bs, bend, bidx, unmatched = pair_begin_end(
+        be["loc"].to_numpy(np.int64), be["t"].to_numpy(), (be["ph"] == "B").to_numpy()
+    )
     bnames = be["name"].to_numpy(dtype=object)[bidx]
     bcats = be["cat"].to_numpy(dtype=object)[bidx]
     loc = np.r_[x["loc"].to_numpy(np.int64), be["loc"].to_numpy(np.int64)[bidx]]
@@ -278,14 +299,27 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     ev_t = ev_t * 1e-6
     p2p["time"] = p2p["time"] * 1e-6
     t0 *= 1e-6
-    locs = pd.DataFrame({"process": loc_keys["process"], "thread": loc_keys["thread"],
-                         "name": [names.get((0, None), "") or f"rank {p} thread {t}" for p, t in loc_keys.itertuples(index=False)],
-                         "type": "cpu"})
+    locs = pd.DataFrame(
+        {
+            "process": loc_keys["process"],
+            "thread": loc_keys["thread"],
+            "name": [names.get((0, None), "") or f"rank {p} thread {t}" for p, t in loc_keys.itertuples(index=False)],
+            "type": "cpu",
+        }
+    )
     nprocs = int(loc_keys["process"].max()) + 1
     raw = RawTrace(
-        locations=locs, regions=regions,
-        region_events={"location": ev_loc.astype(np.int32), "time": ev_t, "kind": ev_k.astype(np.int8), "region": ev_r.astype(np.int32)},
-        p2p_events=p2p, comms={0: np.arange(nprocs)}, comm_names={0: "MPI_COMM_WORLD"},
+        locations=locs,
+        regions=regions,
+        region_events={
+            "location": ev_loc.astype(np.int32),
+            "time": ev_t,
+            "kind": ev_k.astype(np.int8),
+            "region": ev_r.astype(np.int32),
+        },
+        p2p_events=p2p,
+        comms={0: np.arange(nprocs)},
+        comm_names={0: "MPI_COMM_WORLD"},
         attrs={"source": src, "time_offset": t0, "unmatched_end_events": int(unmatched)},
     )
     pag = build_pag(raw, infer_collectives=True, close_open=True)
@@ -295,7 +329,9 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
 
 
 def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
-    key = pd.MultiIndex.from_arrays([pd.Series(name).fillna("<unnamed>").astype(str), pd.Series(cat).fillna("").astype(str)])
+    key = pd.MultiIndex.from_arrays(
+        [pd.Series(name).fillna("<unnamed>").astype(str), pd.Series(cat).fillna("").astype(str)]
+    )
     codes, uniq = pd.factorize(key)
     rows = []
     for n, c in uniq:
@@ -304,8 +340,15 @@ def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFram
         m = _SRC_RE.match(n)
         if m:  # viztracer: "func (file.py:12)"
             n, file, line = m[1], m[2], int(m[3])
-        par = "mpi" if mpi_class(n) else ("cuda" if cl in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime")
-                                           else ("python" if "python" in cl or file.endswith(".py") else "user"))
+        par = (
+            "mpi"
+            if mpi_class(n)
+            else (
+                "cuda"
+                if cl in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime")
+                else ("python" if "python" in cl or file.endswith(".py") else "user")
+            )
+        )
         rows.append({"name": n, "role": "function", "paradigm": par, "file": file, "line": line, "module": c})
     return codes.astype(np.int64), pd.DataFrame(rows, columns=["name", "role", "paradigm", "file", "line", "module"])
 
@@ -322,7 +365,9 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t) -> dict[str, np.
     fl["pid_k"] = _ids(fl["pid"].fillna(0))
     fl["tid_k"] = _ids(fl["tid"].fillna(0))
     fl["process"] = [proc[(f, p)] for f, p in zip(fl["file"], fl["pid_k"])]
-    fl["loc"] = [loc_index.get((proc[(f, p)], thr[(f, p, t)]), -1) for f, p, t in zip(fl["file"], fl["pid_k"], fl["tid_k"])]
+    fl["loc"] = [
+        loc_index.get((proc[(f, p)], thr[(f, p, t)]), -1) for f, p, t in zip(fl["file"], fl["pid_k"], fl["tid_k"])
+    ]
     fl["t"] = pd.to_numeric(fl["ts"], errors="coerce").to_numpy(dtype=np.float64) - t0
     fl["key"] = fl["id"].astype(str) + "@" + fl["file"].astype(str)
     s = fl[fl["ph"] == "s"].drop_duplicates("key")
@@ -352,6 +397,15 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t) -> dict[str, np.
         left = np.searchsorted(tt, t[sel], side="left")
         pos[sel] = lo + np.where(kind[sel] == int(P2P.SEND), right, left)
     order = np.lexsort((pos, loc))
-    out = {"location": loc, "time": t, "kind": kind, "peer": peer, "comm": np.zeros(len(loc)), "tag": np.r_[tag, tag],
-           "bytes": np.r_[nb, nb], "request": np.full(len(loc), -1), "pos": pos}
+    out = {
+        "location": loc,
+        "time": t,
+        "kind": kind,
+        "peer": peer,
+        "comm": np.zeros(len(loc)),
+        "tag": np.r_[tag, tag],
+        "bytes": np.r_[nb, nb],
+        "request": np.full(len(loc), -1),
+        "pos": pos,
+    }
     return {k: np.asarray(v)[order] for k, v in out.items()}

@@ -80,13 +80,16 @@ def _load(f: Path) -> dict[Func, tuple[Any, ...]]:
         stats = marshal.loads(data)
     except (ValueError, EOFError, TypeError) as exc:
         raise FormatError(
-            f, f"cannot decode the marshalled pstats data ({exc}); a file written by Python 2 or a different "
-            "Python version cannot be read by this interpreter's marshal"
+            f,
+            f"cannot decode the marshalled pstats data ({exc}); a file written by Python 2 or a different "
+            "Python version cannot be read by this interpreter's marshal",
         ) from None
     if not isinstance(stats, dict):
         raise FormatError(f, f"not a pstats file: holds a {type(stats).__name__}, expected a dict")
     for k, v in stats.items():
-        if not (isinstance(k, tuple) and len(k) == 3 and isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict)):
+        if not (
+            isinstance(k, tuple) and len(k) == 3 and isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict)
+        ):
             raise FormatError(f, f"not a pstats file: unexpected entry {k!r}")
     return stats
 
@@ -99,7 +102,9 @@ def _name(func: Func) -> tuple[str, str, int, str]:
     return name, file, int(line), kind.value if kind is not VertexKind.FUNCTION else VertexKind.PYTHON.value
 
 
-def _expand(stats: dict[Func, tuple[Any, ...]], tree: TreeBuilder, rows: MetricRows, proc: int, max_vertices: int) -> None:
+def _expand(
+    stats: dict[Func, tuple[Any, ...]], tree: TreeBuilder, rows: MetricRows, proc: int, max_vertices: int
+) -> None:
     callees: dict[Func, list[tuple[Func, tuple[float, ...]]]] = {f: [] for f in stats}
     has_caller: set[Func] = set()
     for g, (_cc, _nc, _tt, _ct, callers) in stats.items():

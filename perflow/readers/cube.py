@@ -54,11 +54,28 @@ DESCRIPTION = "CUBE4 profiles (.cubex) from Score-P and Scalasca"
 log = logging.getLogger(__name__)
 
 _DTYPES: dict[str, str] = {
-    "DOUBLE": "f8", "MINDOUBLE": "f8", "MAXDOUBLE": "f8", "FLOAT": "f4",
-    "INT64": "i8", "UINT64": "u8", "INTEGER": "i8", "INT": "i8", "SIGNED INT": "i8", "SIGNED INTEGER": "i8",
-    "UNSIGNED INT": "u8", "UNSIGNED INTEGER": "u8",
-    "INT32": "i4", "UINT32": "u4", "INT16": "i2", "UINT16": "u2", "SHORT INT": "i2", "SIGNED SHORT INT": "i2",
-    "UNSIGNED SHORT INT": "u2", "INT8": "i1", "UINT8": "u1", "CHAR": "i1",
+    "DOUBLE": "f8",
+    "MINDOUBLE": "f8",
+    "MAXDOUBLE": "f8",
+    "FLOAT": "f4",
+    "INT64": "i8",
+    "UINT64": "u8",
+    "INTEGER": "i8",
+    "INT": "i8",
+    "SIGNED INT": "i8",
+    "SIGNED INTEGER": "i8",
+    "UNSIGNED INT": "u8",
+    "UNSIGNED INTEGER": "u8",
+    "INT32": "i4",
+    "UINT32": "u4",
+    "INT16": "i2",
+    "UINT16": "u2",
+    "SHORT INT": "i2",
+    "SIGNED SHORT INT": "i2",
+    "UNSIGNED SHORT INT": "u2",
+    "INT8": "i1",
+    "UINT8": "u1",
+    "CHAR": "i1",
 }
 _UNITS = {"sec": "s", "occ": "count", "bytes": "bytes"}
 
@@ -70,8 +87,10 @@ def detect(path: Path) -> bool:
     if path.suffix == ".cubex":
         return True
     head = head_bytes(path, 512)
-    return len(head) >= 262 and head[257:262] == b"ustar" and head[:100].rstrip(b"\0").endswith(
-        (b"anchor.xml", b".index", b".data", b".spec")
+    return (
+        len(head) >= 262
+        and head[257:262] == b"ustar"
+        and head[:100].rstrip(b"\0").endswith((b"anchor.xml", b".index", b".data", b".spec"))
     )
 
 
@@ -105,8 +124,9 @@ def _index(path: Path, name: str, raw: bytes, all_ids: np.ndarray) -> tuple[np.n
         raise FormatError(path, f"{name}: unknown index type {kind}", where=f"{name} offset 17")
     (n,) = struct.unpack_from(endian + "I", raw, 18)
     if 22 + 4 * n > len(raw):
-        raise FormatError(path, f"{name}: announces {n} cnode ids but holds {(len(raw) - 22) // 4}",
-                          where=f"{name} offset 18")
+        raise FormatError(
+            path, f"{name}: announces {n} cnode ids but holds {(len(raw) - 22) // 4}", where=f"{name} offset 18"
+        )
     return np.frombuffer(raw, dtype=endian + "u4", count=n, offset=22).astype(np.int64), endian
 
 
@@ -130,8 +150,12 @@ def _data(path: Path, name: str, raw: bytes, dtype: np.dtype, n: int, nloc: int,
     else:
         raise FormatError(path, f"{name}: bad magic {raw[:11]!r}, expected b'CUBEX.DATA'", where=f"{name} offset 0")
     if len(body) < want:
-        raise FormatError(path, f"{name}: holds {len(body)} bytes of values, expected {want} "
-                          f"({n} cnodes x {nloc} locations x {dtype.itemsize} bytes)", where=f"{name} offset {len(raw)}")
+        raise FormatError(
+            path,
+            f"{name}: holds {len(body)} bytes of values, expected {want} "
+            f"({n} cnodes x {nloc} locations x {dtype.itemsize} bytes)",
+            where=f"{name} offset {len(raw)}",
+        )
     return np.frombuffer(body, dtype=dtype, count=n * nloc).reshape(n, nloc)
 
 
@@ -204,8 +228,11 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
     regions = {}
     for r in prog.iter("region"):
         regions[r.get("id")] = {
-            "name": _text(r, "name"), "role": _text(r, "role", "function"), "paradigm": _text(r, "paradigm", "user"),
-            "file": r.get("mod", ""), "line": int(r.get("begin", "-1")),
+            "name": _text(r, "name"),
+            "role": _text(r, "role", "function"),
+            "paradigm": _text(r, "paradigm", "user"),
+            "file": r.get("mod", ""),
+            "line": int(r.get("begin", "-1")),
         }
     # cnodes in document (pre-)order
     cnodes: list[tuple[int, int, str]] = []  # (cnode id, parent cnode id, region id)
@@ -230,8 +257,17 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         key = (pv, reg["name"].iat[i]) if merge else (pv, str(i))
         if key not in seen:
             seen[key] = len(vrows)
-            vrows.append({"name": reg["name"].iat[i], "kind": kinds[i], "parent": pv, "file": reg["file"].iat[i],
-                          "line": int(reg["line"].iat[i]), "paradigm": reg["paradigm"].iat[i], "cnode": int(ids[i])})
+            vrows.append(
+                {
+                    "name": reg["name"].iat[i],
+                    "kind": kinds[i],
+                    "parent": pv,
+                    "file": reg["file"].iat[i],
+                    "line": int(reg["line"].iat[i]),
+                    "paradigm": reg["paradigm"].iat[i],
+                    "cnode": int(ids[i]),
+                }
+            )
         vid[i] = seen[key]
     # locations
     procs, thrs = [], []
@@ -267,8 +303,11 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         vals = _data(path, f"{mid}.data", members[f"{mid}.data"], dtype, len(idx), nloc, endian).astype(np.float64)
         full = np.zeros((n, nloc))
         if len(idx) and (idx.min() < 0 or idx.max() >= n):
-            raise FormatError(path, f"{mid}.index lists cnode position {int(idx.max())}, anchor.xml defines {n} cnodes",
-                              where=f"{mid}.index")
+            raise FormatError(
+                path,
+                f"{mid}.index lists cnode position {int(idx.max())}, anchor.xml defines {n} cnodes",
+                where=f"{mid}.index",
+            )
         full[(wide if mtype == "INCLUSIVE" else deep)[idx]] = vals
         unit = _UNITS.get(_text(m, "uom"), _text(m, "uom"))
         if uniq == "time":
@@ -276,8 +315,12 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         else:
             name = uniq
         mode = "count" if uniq == "visits" else mtype.lower()
-        info[name] = MetricInfo(name, unit, mode if mode in ("inclusive", "exclusive", "count") else "other",
-                                _text(m, "descr") or _text(m, "disp_name"))
+        info[name] = MetricInfo(
+            name,
+            unit,
+            mode if mode in ("inclusive", "exclusive", "count") else "other",
+            _text(m, "descr") or _text(m, "disp_name"),
+        )
         cols[name] = full
         aggs[name] = "min" if dt == "MINDOUBLE" else ("max" if dt == "MAXDOUBLE" else "sum")
         if uniq == "bytes_received":

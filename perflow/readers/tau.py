@@ -83,8 +83,11 @@ def _parse_file(f: Path) -> tuple[list[tuple[str, float, float, float, float, st
         meta = dict(_META_RE.findall(lines[1]))
         metric = meta.get("Metric Name", metric)
     if len(lines) < 2 + n:
-        raise FormatError(f, f"truncated: header announces {n} timers, the file has {max(len(lines) - 2, 0)}",
-                          where=f"line {len(lines)}")
+        raise FormatError(
+            f,
+            f"truncated: header announces {n} timers, the file has {max(len(lines) - 2, 0)}",
+            where=f"line {len(lines)}",
+        )
     rows = []
     for i in range(2, 2 + n):
         mm = _LINE_RE.match(lines[i])
@@ -132,8 +135,12 @@ def read(path: Path, **options: Any) -> PAG:
             metric = (metric or dir_metric or "TIME").strip()
             if not meta0:
                 meta0 = meta
-            is_time = metric.upper() in ("TIME", "P_WALL_CLOCK_TIME", "WALL_CLOCK", "GET_TIME_OF_DAY") or \
-                metric.upper().endswith("TIME")
+            is_time = metric.upper() in (
+                "TIME",
+                "P_WALL_CLOCK_TIME",
+                "WALL_CLOCK",
+                "GET_TIME_OF_DAY",
+            ) or metric.upper().endswith("TIME")
             scale = 1e-6 if is_time else 1.0
             inc_name, exc_name = ("time_inc", "time_exc") if is_time else (f"{metric}_inc", f"{metric}_exc")
             if not is_time:

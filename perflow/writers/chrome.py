@@ -72,24 +72,55 @@ def chrome_events(pag: PAG, annotations: pd.DataFrame | None = None) -> list[str
     if len(msg):
         ids = np.arange(len(msg))
         args = [{"bytes": int(b), "tag": int(t)} for b, t in zip(msg["bytes"].to_numpy(), msg["tag"].to_numpy())]
-        s = pd.DataFrame({"ph": "s", "name": "message", "cat": "message", "id": ids,
-                          "pid": msg["send_process"].to_numpy(np.int64), "tid": msg["send_thread"].to_numpy(np.int64),
-                          "ts": msg["send_time"].to_numpy(np.float64) * _US, "args": args})
-        f = pd.DataFrame({"ph": "f", "bp": "e", "name": "message", "cat": "message", "id": ids,
-                          "pid": msg["recv_process"].to_numpy(np.int64), "tid": msg["recv_thread"].to_numpy(np.int64),
-                          "ts": msg["recv_time"].to_numpy(np.float64) * _US})
+        s = pd.DataFrame(
+            {
+                "ph": "s",
+                "name": "message",
+                "cat": "message",
+                "id": ids,
+                "pid": msg["send_process"].to_numpy(np.int64),
+                "tid": msg["send_thread"].to_numpy(np.int64),
+                "ts": msg["send_time"].to_numpy(np.float64) * _US,
+                "args": args,
+            }
+        )
+        f = pd.DataFrame(
+            {
+                "ph": "f",
+                "bp": "e",
+                "name": "message",
+                "cat": "message",
+                "id": ids,
+                "pid": msg["recv_process"].to_numpy(np.int64),
+                "tid": msg["recv_thread"].to_numpy(np.int64),
+                "ts": msg["recv_time"].to_numpy(np.float64) * _US,
+            }
+        )
         parts += [_records(s), _records(f)]
     if annotations is not None and len(annotations):
         missing = [c for c in _ANNOTATION_COLUMNS if c not in annotations.columns]
         if missing:
-            raise PAGError(f"annotations lack the columns {missing}; need {list(_ANNOTATION_COLUMNS)} (+ optional args)")
+            raise PAGError(
+                f"annotations lack the columns {missing}; need {list(_ANNOTATION_COLUMNS)} (+ optional args)"
+            )
         a = annotations.reset_index(drop=True)
         ids = np.arange(len(a))
         extra = a["args"].tolist() if "args" in a.columns else [{} for _ in ids]
-        base = {"cat": "annotation", "name": a["name"].astype(str).to_numpy(), "id": ids,
-                "pid": a["process"].to_numpy(np.int64), "tid": a["thread"].to_numpy(np.int64)}
-        b = pd.DataFrame({"ph": "b", **base, "ts": a["start"].to_numpy(np.float64) * _US,
-                          "args": [x if isinstance(x, dict) else {"value": x} for x in extra]})
+        base = {
+            "cat": "annotation",
+            "name": a["name"].astype(str).to_numpy(),
+            "id": ids,
+            "pid": a["process"].to_numpy(np.int64),
+            "tid": a["thread"].to_numpy(np.int64),
+        }
+        b = pd.DataFrame(
+            {
+                "ph": "b",
+                **base,
+                "ts": a["start"].to_numpy(np.float64) * _US,
+                "args": [x if isinstance(x, dict) else {"value": x} for x in extra],
+            }
+        )
         e = pd.DataFrame({"ph": "e", **base, "ts": a["end"].to_numpy(np.float64) * _US})
         parts += [_records(b), _records(e)]
     locs = iv[["process", "thread"]].drop_duplicates()
@@ -98,7 +129,9 @@ def chrome_events(pag: PAG, annotations: pd.DataFrame | None = None) -> list[str
         meta.append({"ph": "M", "name": "process_name", "pid": int(p), "args": {"name": f"rank {int(p)}"}})
         meta.append({"ph": "M", "name": "process_sort_index", "pid": int(p), "args": {"sort_index": int(p)}})
     for p, t in locs.itertuples(index=False):
-        meta.append({"ph": "M", "name": "thread_name", "pid": int(p), "tid": int(t), "args": {"name": f"thread {int(t)}"}})
+        meta.append(
+            {"ph": "M", "name": "thread_name", "pid": int(p), "tid": int(t), "args": {"name": f"thread {int(t)}"}}
+        )
     parts.append(json.dumps(meta)[1:-1])
     return [p for p in parts if p]
 

@@ -22,7 +22,9 @@ __all__ = ["to_dataframe", "to_csv", "to_parquet"]
 _VERTEX_COLS = ["call_path", "name", "kind", "depth", "file", "line"]
 
 
-def to_dataframe(pag: PAG, metrics: Iterable[str] | None = None, *, agg: str | None = None, sep: str = "/") -> pd.DataFrame:
+def to_dataframe(
+    pag: PAG, metrics: Iterable[str] | None = None, *, agg: str | None = None, sep: str = "/"
+) -> pd.DataFrame:
     """The PAG's metrics as a long table.
 
     Parameters

@@ -68,8 +68,14 @@ def to_hatchet(pag: PAG) -> Any:
     df = df.drop(columns=["vertex"] + ([] if threads > 1 else ["thread"])).set_index(index).sort_index()
     exc = [_TO.get(c, c) for c, i in pag.metric_info.items() if i.mode != "inclusive"]
     inc = [_TO.get(c, c) for c, i in pag.metric_info.items() if i.mode == "inclusive"]
-    return ht.GraphFrame(graph, df, exc_metrics=exc, inc_metrics=inc, default_metric="time",
-                         metadata={k: v for k, v in pag.attrs.items() if isinstance(v, str | int | float | bool)})
+    return ht.GraphFrame(
+        graph,
+        df,
+        exc_metrics=exc,
+        inc_metrics=inc,
+        default_metric="time",
+        metadata={k: v for k, v in pag.attrs.items() if isinstance(v, str | int | float | bool)},
+    )
 
 
 def from_hatchet(gf: Any) -> PAG:
@@ -90,9 +96,17 @@ def from_hatchet(gf: Any) -> PAG:
         except ValueError:
             kind = classify_region(str(name), str(hint)).value
         vid = len(rows)
-        rows.append({"name": str(name), "kind": kind, "parent": par,
-                     "file": str(fr.get("file", "") or "") if hasattr(fr, "get") else "",
-                     "line": int(fr.get("line", -1) or -1) if hasattr(fr, "get") and str(fr.get("line", "")).lstrip("-").isdigit() else -1})
+        rows.append(
+            {
+                "name": str(name),
+                "kind": kind,
+                "parent": par,
+                "file": str(fr.get("file", "") or "") if hasattr(fr, "get") else "",
+                "line": int(fr.get("line", -1) or -1)
+                if hasattr(fr, "get") and str(fr.get("line", "")).lstrip("-").isdigit()
+                else -1,
+            }
+        )
         ids.setdefault(id(node), []).append(vid)
         if len(rows) > 10_000_000:
             raise PAGError("hatchet graph expands to more than 10 million vertices")
@@ -103,8 +117,11 @@ def from_hatchet(gf: Any) -> PAG:
     proc = df["rank"].to_numpy(dtype=np.int64) if "rank" in df.columns else np.zeros(len(df), dtype=np.int64)
     thr = df["thread"].to_numpy(dtype=np.int64) if "thread" in df.columns else np.zeros(len(df), dtype=np.int64)
     skip = {"node", "rank", "thread", "nid", "line", "end_line", "depth"}
-    metric_cols = [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c])
-                   and not pd.api.types.is_bool_dtype(df[c])]
+    metric_cols = [
+        c
+        for c in df.columns
+        if c not in skip and pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])
+    ]
     vv, pp, tt, sel = [], [], [], []
     for i, node in enumerate(df["node"].tolist()):
         for v in ids.get(id(node), []):
@@ -118,5 +135,7 @@ def from_hatchet(gf: Any) -> PAG:
         metrics[_FROM.get(c, c)] = df[c].to_numpy(dtype=np.float64)[sel_a] if len(sel_a) else np.zeros(0)
     from ..pag.literal import complete_time_metrics
 
-    pag = PAG.from_frames(pd.DataFrame(rows), metrics, attrs={"source": "hatchet", **dict(getattr(gf, "metadata", {}) or {})})
+    pag = PAG.from_frames(
+        pd.DataFrame(rows), metrics, attrs={"source": "hatchet", **dict(getattr(gf, "metadata", {}) or {})}
+    )
     return complete_time_metrics(pag)

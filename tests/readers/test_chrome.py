@@ -71,8 +71,10 @@ def test_one_file_per_rank() -> None:
 
 def test_newline_delimited(tmp_path: Path) -> None:
     f = tmp_path / "nd.json"
-    f.write_text('{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 5}\n'
-                 '{"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": 2}\n')
+    f.write_text(
+        '{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 0, "dur": 5}\n'
+        '{"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 1, "dur": 2}\n'
+    )
     pag = perflow.read_chrome(f)
     assert sorted(pag.call_paths()) == ["a", "a/b"]
 
@@ -84,9 +86,19 @@ def test_round_trip(tmp_path: Path) -> None:
 
     def table(p: perflow.PAG, offset: float) -> pd.DataFrame:
         iv = p.trace.intervals
-        return pd.DataFrame({"p": iv["process"], "t": iv["thread"], "path": p.call_paths().to_numpy()[iv["vertex"]],
-                             "enter": iv["enter"] + offset, "leave": iv["leave"] + offset}
-                            ).sort_values(["p", "t", "enter", "path"]).reset_index(drop=True)
+        return (
+            pd.DataFrame(
+                {
+                    "p": iv["process"],
+                    "t": iv["thread"],
+                    "path": p.call_paths().to_numpy()[iv["vertex"]],
+                    "enter": iv["enter"] + offset,
+                    "leave": iv["leave"] + offset,
+                }
+            )
+            .sort_values(["p", "t", "enter", "path"])
+            .reset_index(drop=True)
+        )
 
     a, b = table(src, 0.0), table(back, back.attrs["time_offset"])
     assert len(a) == len(b) == src.trace.n_intervals
@@ -96,18 +108,38 @@ def test_round_trip(tmp_path: Path) -> None:
     assert len(back.trace.messages) == len(src.trace.messages)
     # message bytes travel in the flows' args (collective byte counts are not written)
     assert back.trace.messages["bytes"].sum() == src.trace.messages["bytes"].sum()
-    np.testing.assert_allclose(back.aggregate("time_exc").sort_index().to_numpy().sum(), src.aggregate("time_exc").sum())
+    np.testing.assert_allclose(
+        back.aggregate("time_exc").sort_index().to_numpy().sum(), src.aggregate("time_exc").sum()
+    )
 
 
 def test_annotations_and_errors(tmp_path: Path) -> None:
     src = perflow.synthetic.trace(nprocs=2, iterations=2, seed=1)
-    ann = pd.DataFrame({"process": [0], "thread": [0], "start": [0.001], "end": [0.002], "name": ["late sender"],
-                        "args": [{"wait": 0.001}]})
+    ann = pd.DataFrame(
+        {
+            "process": [0],
+            "thread": [0],
+            "start": [0.001],
+            "end": [0.002],
+            "name": ["late sender"],
+            "args": [{"wait": 0.001}],
+        }
+    )
     out = to_chrome(src, tmp_path / "a.json", annotations=ann)
     doc = json.loads(out.read_text())
     b = [e for e in doc["traceEvents"] if e["ph"] == "b"]
-    assert b == [{"ph": "b", "cat": "annotation", "name": "late sender", "id": 0, "pid": 0, "tid": 0,
-                  "ts": pytest.approx(1000.0), "args": {"wait": 0.001}}]
+    assert b == [
+        {
+            "ph": "b",
+            "cat": "annotation",
+            "name": "late sender",
+            "id": 0,
+            "pid": 0,
+            "tid": 0,
+            "ts": pytest.approx(1000.0),
+            "args": {"wait": 0.001},
+        }
+    ]
     assert {e["ph"] for e in doc["traceEvents"]} >= {"X", "s", "f", "b", "e", "M"}
     # annotations do not change what is read back
     assert perflow.read(out).trace.n_intervals == src.trace.n_intervals

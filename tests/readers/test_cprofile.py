@@ -46,7 +46,9 @@ def test_inclusive_ge_exclusive(cycle: perflow.PAG) -> None:
 
 
 def test_py2_file_is_a_clear_error() -> None:
-    with pytest.raises(FormatError, match=r"cprofile-cycle-py2\.pstats.*cannot decode the marshalled pstats data.*Python 2"):
+    with pytest.raises(
+        FormatError, match=r"cprofile-cycle-py2\.pstats.*cannot decode the marshalled pstats data.*Python 2"
+    ):
         perflow.read(shared("cprofile", "cprofile-cycle-py2.pstats"))
 
 

@@ -44,7 +44,9 @@ def test_shape(cpi: perflow.PAG) -> None:
     assert cpi.n_vertices == 10
     assert len(cpi.locations) == 4
     assert list(cpi.processes) == [0, 1, 2, 3]
-    assert {"time_inc", "time_exc", "visits", "bytes_sent", "bytes_received", "min_time", "max_time"} <= set(cpi.metric_names)
+    assert {"time_inc", "time_exc", "visits", "bytes_sent", "bytes_received", "min_time", "max_time"} <= set(
+        cpi.metric_names
+    )
     assert cpi.metric_info["time_inc"].unit == "s"
     assert cpi.metric_info["bytes_sent"].unit == "bytes"
     assert cpi.attrs["creator"] == "Score-P 7.1"
@@ -89,7 +91,9 @@ def test_compressed_and_dense_encodings(tmp_path: Path, cpi: perflow.PAG) -> Non
 
 def test_detection_by_content(tmp_path: Path) -> None:
     mem = _members(shared("cube", "scorep-cpi", "profile.cubex"))
-    f = _pack({"anchor.xml": mem["anchor.xml"], **{k: v for k, v in mem.items() if k != "anchor.xml"}}, tmp_path / "x.tar")
+    f = _pack(
+        {"anchor.xml": mem["anchor.xml"], **{k: v for k, v in mem.items() if k != "anchor.xml"}}, tmp_path / "x.tar"
+    )
     assert perflow.readers.detect_format(f) == "cube"
 
 

@@ -102,7 +102,9 @@ def test_errors(tmp_path: Path) -> None:
         f.chmod(0o644)
     f = sorted(c.glob("*.metric-db"))[0]
     f.write_bytes(f.read_bytes()[:500])
-    with pytest.raises(FormatError, match=r"metric-db.*truncated: 60 nodes x 2 metrics need 992 bytes, the file has 500"):
+    with pytest.raises(
+        FormatError, match=r"metric-db.*truncated: 60 nodes x 2 metrics need 992 bytes, the file has 500"
+    ):
         perflow.read(c)
     (c / "experiment.xml").write_text("<HPCToolkitExperiment><Header")
     with pytest.raises(FormatError, match="not well-formed XML"):

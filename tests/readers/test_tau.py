@@ -43,15 +43,26 @@ def test_consistent_times(cpi: perflow.PAG) -> None:
 
 
 def _write(d: Path, rank: int, lines: list[str]) -> None:
-    body = [f"{len(lines)} templated_functions_MULTI_TIME",
-            "# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name>"
-            "<value>TIME</value></attribute></metadata>", *lines, "0 aggregates"]
+    body = [
+        f"{len(lines)} templated_functions_MULTI_TIME",
+        "# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name>"
+        "<value>TIME</value></attribute></metadata>",
+        *lines,
+        "0 aggregates",
+    ]
     (d / f"profile.{rank}.0.0").write_text("\n".join(body) + "\n")
 
 
 def test_flat_profile_one_level(tmp_path: Path) -> None:
-    _write(tmp_path, 0, ['"main" 1 2 10 60 0 GROUP="TAU_DEFAULT"', '"solve" 3 0 40 40 0 GROUP="TAU_USER"',
-                         '"MPI_Send()" 5 0 10 10 0 GROUP="MPI"'])
+    _write(
+        tmp_path,
+        0,
+        [
+            '"main" 1 2 10 60 0 GROUP="TAU_DEFAULT"',
+            '"solve" 3 0 40 40 0 GROUP="TAU_USER"',
+            '"MPI_Send()" 5 0 10 10 0 GROUP="MPI"',
+        ],
+    )
     pag = perflow.read(tmp_path)
     assert pag.attrs["format"] == "tau"
     # no ".TAU application": a synthetic root with every timer one level below it
@@ -61,7 +72,7 @@ def test_flat_profile_one_level(tmp_path: Path) -> None:
 
 
 def test_errors(tmp_path: Path) -> None:
-    (tmp_path / "profile.0.0.0").write_text("3 templated_functions_MULTI_TIME\n# Name\n\"main\" 1 0 1 1 0\n")
+    (tmp_path / "profile.0.0.0").write_text('3 templated_functions_MULTI_TIME\n# Name\n"main" 1 0 1 1 0\n')
     with pytest.raises(FormatError, match=r"profile\.0\.0\.0.*truncated: header announces 3 timers, the file has 1"):
         perflow.read_tau(tmp_path)
     (tmp_path / "profile.0.0.0").write_text("1 templated_functions\n# Name\nmain 1 0 1 1 0\n")

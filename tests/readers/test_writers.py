@@ -29,7 +29,16 @@ def test_to_dataframe_long(tau: perflow.PAG) -> None:
 
 def test_to_dataframe_aggregated(tau: perflow.PAG, tmp_path: Path) -> None:
     df = to_dataframe(tau, ["time_inc"], agg="max", sep=" > ")
-    assert len(df) == 12 and list(df.columns) == ["vertex", "call_path", "name", "kind", "depth", "file", "line", "time_inc"]
+    assert len(df) == 12 and list(df.columns) == [
+        "vertex",
+        "call_path",
+        "name",
+        "kind",
+        "depth",
+        "file",
+        "line",
+        "time_inc",
+    ]
     # .TAU application incl per rank: 51781, 55329, ... us; the maximum is rank 1's 55329
     assert df.loc[df["call_path"] == ".TAU application", "time_inc"].iat[0] == pytest.approx(55329e-6)
     assert ".TAU application > MPI_Init()" in set(df["call_path"])
@@ -59,8 +68,15 @@ def test_from_hatchet_literal() -> None:
     ht = pytest.importorskip("hatchet")
     from perflow.writers.hatchet import from_hatchet
 
-    lit = [{"frame": {"name": "main", "type": "function"}, "metrics": {"time (inc)": 10.0, "time": 2.0},
-            "children": [{"frame": {"name": "MPI_Send", "type": "function"}, "metrics": {"time (inc)": 8.0, "time": 8.0}}]}]
+    lit = [
+        {
+            "frame": {"name": "main", "type": "function"},
+            "metrics": {"time (inc)": 10.0, "time": 2.0},
+            "children": [
+                {"frame": {"name": "MPI_Send", "type": "function"}, "metrics": {"time (inc)": 8.0, "time": 8.0}}
+            ],
+        }
+    ]
     pag = from_hatchet(ht.GraphFrame.from_literal(lit))
     assert list(pag.call_paths()) == ["main", "main/MPI_Send"]
     assert pag.metrics["time_exc"].tolist() == [2.0, 8.0]

@@ -26,8 +26,11 @@ def _dir(path: Path) -> Path:
 def detect(path: Path) -> bool:
     """A database directory (or one of its files) with experiment.xml or meta.db."""
     d = _dir(path)
-    if path.is_file() and path.name not in ("experiment.xml", "meta.db", "profile.db", "cct.db", "trace.db") \
-            and not path.name.endswith(".metric-db"):
+    if (
+        path.is_file()
+        and path.name not in ("experiment.xml", "meta.db", "profile.db", "cct.db", "trace.db")
+        and not path.name.endswith(".metric-db")
+    ):
         return False
     if (d / "meta.db").is_file():
         return head_bytes(d / "meta.db", 14) == b"HPCTOOLKITmeta"

@@ -49,8 +49,11 @@ def _metric_db(f: Path) -> np.ndarray:
     n_nodes, n_metrics = np.frombuffer(raw, dtype=endian + "u4", count=2, offset=24).tolist()
     want = 32 + 8 * n_nodes * n_metrics
     if len(raw) < want:
-        raise FormatError(f, f"truncated: {n_nodes} nodes x {n_metrics} metrics need {want} bytes, the file has "
-                          f"{len(raw)}", where=f"offset {len(raw)}")
+        raise FormatError(
+            f,
+            f"truncated: {n_nodes} nodes x {n_metrics} metrics need {want} bytes, the file has {len(raw)}",
+            where=f"offset {len(raw)}",
+        )
     return np.frombuffer(raw, dtype=endian + "f8", count=n_nodes * n_metrics, offset=32).reshape(n_nodes, n_metrics)
 
 
@@ -94,17 +97,35 @@ def read_classic(d: Path) -> PAG:
             name = tables["Procedure"].get(e.get("n"), f"<procedure {e.get('n')}>")
             src = tables["File"].get(e.get("f"), "")
             kind = "root" if name == "<program root>" else classify_region(name).value
-            row = {"name": name, "kind": kind, "file": src, "line": int(e.get("l", "-1")),
-                   "module": tables["LoadModule"].get(e.get("lm"), ""), "call_line": call_line}
+            row = {
+                "name": name,
+                "kind": kind,
+                "file": src,
+                "line": int(e.get("l", "-1")),
+                "module": tables["LoadModule"].get(e.get("lm"), ""),
+                "call_line": call_line,
+            }
         elif tag == "L":
             src = tables["File"].get(e.get("f"), src)
             line = int(e.get("l", "-1"))
-            row = {"name": f"Loop@{Path(src).name}:{line}", "kind": "loop", "file": src, "line": line,
-                   "module": "", "call_line": -1}
+            row = {
+                "name": f"Loop@{Path(src).name}:{line}",
+                "kind": "loop",
+                "file": src,
+                "line": line,
+                "module": "",
+                "call_line": -1,
+            }
         elif tag == "S":
             line = int(e.get("l", "-1"))
-            row = {"name": f"{Path(src).name}:{line}", "kind": "statement", "file": src, "line": line,
-                   "module": "", "call_line": -1}
+            row = {
+                "name": f"{Path(src).name}:{line}",
+                "kind": "statement",
+                "file": src,
+                "line": line,
+                "module": "",
+                "call_line": -1,
+            }
         else:
             continue
         row["parent"] = parent
@@ -157,11 +178,17 @@ def read_classic(d: Path) -> PAG:
         df = pd.DataFrame({"vertex": np.arange(len(rows)), "process": int(m[1]), "thread": int(m[2]), **cols})
         frames.append(df[np.any(np.column_stack([df[c].to_numpy() != 0 for c in cols]), axis=1)])
     metrics = pd.concat(frames, ignore_index=True)
-    info = {n: MetricInfo(n, "", "inclusive" if w == "inc" else "exclusive", f"HPCToolkit {n}")
-            for n, w, _ in col_names if not n.startswith("time_")}
+    info = {
+        n: MetricInfo(n, "", "inclusive" if w == "inc" else "exclusive", f"HPCToolkit {n}")
+        for n, w, _ in col_names
+        if not n.startswith("time_")
+    }
     vt = pd.DataFrame(rows).drop(columns=["nid"])
     vt["parent"] = parent
     procs = sorted({int(_FILE_RE.search(f.name)[1]) for f in files})
-    attrs = {"nprocs": len(procs), "layout": "experiment.xml", "title": root.find("Header").get("n", "")
-             if root.find("Header") is not None else ""}
+    attrs = {
+        "nprocs": len(procs),
+        "layout": "experiment.xml",
+        "title": root.find("Header").get("n", "") if root.find("Header") is not None else "",
+    }
     return build_profile(vt, metrics, info=info, attrs=attrs, complete=True)

@@ -68,8 +68,11 @@ class _Tree:
                 self.frame_of[c.ctx] = c.ctx
             else:
                 self.frame_of[c.ctx] = self.frame_of.get(c.parent, 0)
-        self.frame_parent = {c.ctx: (self.frame_of.get(c.parent, 0) if c.parent else 0)
-                             for c in meta.contexts if c.lexical in _FRAME_LEXICAL}
+        self.frame_parent = {
+            c.ctx: (self.frame_of.get(c.parent, 0) if c.parent else 0)
+            for c in meta.contexts
+            if c.lexical in _FRAME_LEXICAL
+        }
 
     def path(self, ctx: int) -> tuple[int, ...]:
         out = []
@@ -90,7 +93,8 @@ def _metric_columns(meta: Meta) -> dict[int, tuple[str, str]]:
     """
     names = {n for n, _ in meta.metrics.values()}
     time_name = next((n for n in names if n.upper().startswith("CPUTIME")), None) or next(
-        (n for n in names if n.upper().startswith("REALTIME")), None)
+        (n for n in names if n.upper().startswith("REALTIME")), None
+    )
     has_function = {n for n, sc in meta.metrics.values() if sc == "function"}
     out = {}
     for mid, (name, scope) in meta.metrics.items():
@@ -122,8 +126,9 @@ def _profile(d: Path, meta: Meta, tree: _Tree) -> PAG:
         parent = vid.get(tree.frame_parent.get(c.ctx, 0), -1)
         kind = "root" if role == "root" else classify_region(name, role).value
         # contexts with the same frame under the same parent vertex (calls from different lines) merge
-        vid[c.ctx] = tb.add(parent, (name, role, c.file, c.line), name, kind=kind, file=c.file, line=c.line,
-                            module=module)
+        vid[c.ctx] = tb.add(
+            parent, (name, role, c.file, c.line), name, kind=kind, file=c.file, line=c.line, module=module
+        )
     top = max(tree.ctx, default=0) + 1
     lut = np.full(top + 1, -1, dtype=np.int64)
     for c in meta.contexts:
@@ -189,8 +194,16 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
             r = regions.get(key)
             if r is None:
                 r = regions[key] = len(region_rows)
-                region_rows.append({"name": name, "role": role, "paradigm": "mpi" if mpi_class(name) else "user",
-                                    "file": c.file, "line": max(c.line, 0), "module": module})
+                region_rows.append(
+                    {
+                        "name": name,
+                        "role": role,
+                        "paradigm": "mpi" if mpi_class(name) else "user",
+                        "file": c.file,
+                        "line": max(c.line, 0),
+                        "module": module,
+                    }
+                )
             frame_region[f] = r
         return r
 
@@ -201,8 +214,9 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
         if end < start or (end - start) % 12:
             raise FormatError(b.path, f"trace line {i}: bad extent {start}..{end}", where=f"offset {h}")
         if prof >= len(profiles):
-            raise FormatError(b.path, f"trace line {i} refers to profile {prof}; profile.db has {len(profiles)}",
-                              where=f"offset {h}")
+            raise FormatError(
+                b.path, f"trace line {i} refers to profile {prof}; profile.db has {len(profiles)}", where=f"offset {h}"
+            )
         el = b.array(start, elem, (end - start) // 12)
         ids = profiles[prof].ids
         lines.append((ids.get("RANK", prof - 1), ids.get("THREAD", 0), el))
@@ -218,7 +232,9 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
             raise FormatError(b.path, f"trace line {li}: time stamps go backwards")
         for t, c in zip(times.tolist(), el["ctx"].tolist()):
             if c and c not in tree.ctx:
-                raise FormatError(b.path, f"trace line {li}: sample refers to context {c}, which meta.db does not define")
+                raise FormatError(
+                    b.path, f"trace line {li}: sample refers to context {c}, which meta.db does not define"
+                )
             cur = tree.path(c) if c else ()
             k = 0
             while k < len(prev) and k < len(cur) and prev[k] == cur[k]:
@@ -235,9 +251,14 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
     raw = RawTrace(
         locations=pd.DataFrame(loc_rows, columns=["process", "thread", "name", "type"]),
         regions=pd.DataFrame(region_rows, columns=["name", "role", "paradigm", "file", "line", "module"]),
-        region_events={"location": np.asarray(ev_loc, np.int32), "time": np.asarray(ev_t, np.float64),
-                       "kind": np.asarray(ev_k, np.int8), "region": np.asarray(ev_r, np.int32)},
-        comms={0: np.arange(nprocs)}, comm_names={0: "MPI_COMM_WORLD"},
+        region_events={
+            "location": np.asarray(ev_loc, np.int32),
+            "time": np.asarray(ev_t, np.float64),
+            "kind": np.asarray(ev_k, np.int8),
+            "region": np.asarray(ev_r, np.int32),
+        },
+        comms={0: np.arange(nprocs)},
+        comm_names={0: "MPI_COMM_WORLD"},
         attrs={"source": str(d), "creator": "HPCToolkit", "title": meta.title},
     )
     pag = build_pag(raw, infer_collectives=True)

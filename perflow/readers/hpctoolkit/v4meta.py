@@ -29,15 +29,21 @@ class Blob:
         if len(self.data) < 16:
             raise FormatError(path, f"truncated: {len(self.data)} bytes, not an HPCToolkit v4 file")
         if self.data[:10] != b"HPCTOOLKIT" or self.data[10:14] != magic:
-            raise FormatError(path, f"not an HPCToolkit {magic.decode()} file (magic {self.data[:14]!r})", where="offset 0")
+            raise FormatError(
+                path, f"not an HPCToolkit {magic.decode()} file (magic {self.data[:14]!r})", where="offset 0"
+            )
         self.major = self.data[14]
         if self.major != 4:
             raise FormatError(path, f"unsupported major version {self.major} (only 4 is read)", where="offset 14")
 
     def _check(self, off: int, n: int) -> None:
         if off < 0 or off + n > len(self.data):
-            raise FormatError(self.path, f"pointer or size out of bounds: {n} bytes at offset {off} "
-                              f"in a {len(self.data)}-byte file (corrupt or truncated)", where=f"offset {off}")
+            raise FormatError(
+                self.path,
+                f"pointer or size out of bounds: {n} bytes at offset {off} "
+                f"in a {len(self.data)}-byte file (corrupt or truncated)",
+                where=f"offset {off}",
+            )
 
     def u8(self, off: int) -> int:
         self._check(off, 1)
@@ -207,7 +213,9 @@ def read_profiles(path: Path, kinds: list[str]) -> list[Profile]:
         idx = b.array(p_idx, idx_dt, n_ctx)
         starts = idx["start"].astype(np.int64)
         if n_ctx and (np.any(np.diff(starts) < 0) or starts[-1] > n_vals or starts[0] < 0):
-            raise FormatError(path, f"profile {i}: context index is not sorted or out of range", where=f"offset {p_idx}")
+            raise FormatError(
+                path, f"profile {i}: context index is not sorted or out of range", where=f"offset {p_idx}"
+            )
         counts = np.diff(np.r_[starts, n_vals])
         ids: dict[str, int] = {}
         if p_tuple:
@@ -217,6 +225,14 @@ def read_profiles(path: Path, kinds: list[str]) -> list[Profile]:
                 kind = b.u8(e)
                 kname = kinds[kind] if kind < len(kinds) else f"kind{kind}"
                 ids[kname] = b.u32(e + 4)
-        out.append(Profile(i, bool(flags & 1), ids, np.repeat(idx["ctx"].astype(np.int64), counts),
-                           vals["metric"].astype(np.int64), vals["value"].astype(np.float64)))
+        out.append(
+            Profile(
+                i,
+                bool(flags & 1),
+                ids,
+                np.repeat(idx["ctx"].astype(np.int64), counts),
+                vals["metric"].astype(np.int64),
+                vals["value"].astype(np.float64),
+            )
+        )
     return out
