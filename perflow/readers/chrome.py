@@ -69,12 +69,28 @@ def detect(path: Path) -> bool:
     if not files or not files[0].is_file():
         return False
     head = head_bytes(files[0], 4096)
+    if head[:2] == b"\x1f\x8b":
+        import zlib
+
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 4096)
+        except zlib.error:
+            return False
     h = head.lstrip()
     if h[:1] == b"{":
         return b'"traceEvents"' in head or (b'"ph"' in head and (b'"ts"' in head or b'"name"' in head))
     if h[:1] == b"[":
         return b'"ph"' in head
     return False
+
+
+def _fast_loads(s: str) -> Any:
+    """orjson when it is installed (several times faster on large traces), else the standard library."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(s)
+    return orjson.loads(s)
 
 
 def _files(path: Path | str) -> list[Path]:
@@ -106,9 +122,12 @@ def _load_events(f: Path) -> list[dict[str, Any]]:
     if not s:
         raise FormatError(f, "empty file")
     try:
-        doc = json.loads(s)
-    except json.JSONDecodeError as first:
-        doc = _salvage(f, s, first)
+        doc = _fast_loads(s)
+    except ValueError:
+        try:
+            doc = json.loads(s)
+        except json.JSONDecodeError as first:
+            doc = _salvage(f, s, first)
     if isinstance(doc, dict):
         if "traceEvents" in doc:
             doc = doc["traceEvents"]
@@ -172,6 +191,9 @@ def _num(col: pd.Series, f: Path, what: str) -> np.ndarray:
 
 def _ids(col: pd.Series) -> np.ndarray:
     """pid/tid values (ints, or strings for some tools) as sortable keys."""
+    num = pd.to_numeric(col, errors="coerce")
+    if not num.isna().any() and np.all(num.to_numpy() == np.round(num.to_numpy())):
+        return num.to_numpy().astype(np.int64).astype(object)
     return np.asarray(
         [
             x if isinstance(x, int | np.integer) else (int(x) if isinstance(x, float) and x == x else str(x))
@@ -254,14 +276,24 @@ def _locations(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dic
     return proc, thr
 
 
+def _map_locations(frame: pd.DataFrame, proc: dict, thr: dict) -> pd.DataFrame:  # type: ignore[type-arg]
+    """Add ``process`` and ``thread`` columns to rows keyed by (file, pid_k, tid_k) (NaN when unknown)."""
+    keys = pd.DataFrame(
+        [(f, p, t, proc[(f, p)], i) for (f, p, t), i in thr.items()],
+        columns=["file", "pid_k", "tid_k", "process", "thread"],
+    )
+    out = frame.drop(columns=[c for c in ("process", "thread") if c in frame.columns])
+    out = out.reset_index().merge(keys, on=["file", "pid_k", "tid_k"], how="left").set_index("index")
+    return out
+
+
 def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tuple[int, Any], str]) -> PAG:
     src = str(files[0]) if len(files) == 1 else str(files[0].parent)
     span = df[df["ph"].isin(["X", "B", "E"])].copy()
     if span.empty:
         raise FormatError(src, "no duration events (ph X, B or E): nothing to build a trace from")
     proc, thr = _locations(span, files, ranks, names)
-    span["process"] = [proc[(f, p)] for f, p in zip(span["file"], span["pid_k"])]
-    span["thread"] = [thr[(f, p, t)] for f, p, t in zip(span["file"], span["pid_k"], span["tid_k"])]
+    span = _map_locations(span, proc, thr)
     bad_ts = span["ts"].isna()
     if bad_ts.any():
         i = int(span.index[bad_ts.to_numpy()][0])
@@ -359,15 +391,13 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t) -> dict[str, np.
     empty = {c: np.zeros(0) for c in cols}  # times in microseconds since t0 until the caller converts
     if fl.empty:
         return empty
-    fl = fl[[(f, p, t) in thr for f, p, t in zip(fl["file"], _ids(fl["pid"].fillna(0)), _ids(fl["tid"].fillna(0)))]]
+    fl = _map_locations(fl, proc, thr).dropna(subset=["process", "thread"])
     if fl.empty:
         return empty
-    fl["pid_k"] = _ids(fl["pid"].fillna(0))
-    fl["tid_k"] = _ids(fl["tid"].fillna(0))
-    fl["process"] = [proc[(f, p)] for f, p in zip(fl["file"], fl["pid_k"])]
-    fl["loc"] = [
-        loc_index.get((proc[(f, p)], thr[(f, p, t)]), -1) for f, p, t in zip(fl["file"], fl["pid_k"], fl["tid_k"])
-    ]
+    fl["process"] = fl["process"].astype(np.int64)
+    lk = pd.DataFrame([(p, t, i) for (p, t), i in loc_index.items()], columns=["process", "thread", "loc"])
+    fl = fl.merge(lk.astype(np.int64), on=["process", "thread"], how="left")
+    fl["loc"] = fl["loc"].fillna(-1).astype(np.int64)
     fl["t"] = pd.to_numeric(fl["ts"], errors="coerce").to_numpy(dtype=np.float64) - t0
     fl["key"] = fl["id"].astype(str) + "@" + fl["file"].astype(str)
     s = fl[fl["ph"] == "s"].drop_duplicates("key")

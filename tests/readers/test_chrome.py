@@ -163,3 +163,12 @@ def test_annotations_and_errors(tmp_path: Path) -> None:
     bad.write_bytes(b'[{"ph": "X", "name": "\xff\xfe"}]')
     with pytest.raises(FormatError, match="not UTF-8"):
         perflow.read_chrome(bad)
+
+
+def test_gzip(tmp_path: Path) -> None:
+    import gzip
+
+    f = tmp_path / "trace.json.gz"
+    f.write_bytes(gzip.compress((DATA / "viztracer.json").read_bytes()))
+    assert perflow.readers.detect_format(f) == "chrome"
+    assert perflow.read(f).trace.n_intervals == 5
