@@ -47,13 +47,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import FormatError
+from ..errors import FormatError, TraceError
 from ..kinds import P2P, mpi_class
 from ..pag.pag import PAG
 from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ._chrome_nest import nest_intervals, pair_begin_end
-from ._common import head_bytes
+from ._common import head_bytes, reader_errors
 
 FORMAT = "chrome"
 DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAspect .pfw), one file or one per rank"
@@ -192,7 +192,8 @@ def _num(col: pd.Series, f: Path, what: str) -> np.ndarray:
 def _ids(col: pd.Series) -> np.ndarray:
     """pid/tid values (ints, or strings for some tools) as sortable keys."""
     num = pd.to_numeric(col, errors="coerce")
-    if not num.isna().any() and np.all(num.to_numpy() == np.round(num.to_numpy())):
+    a = num.to_numpy(dtype=np.float64, na_value=np.nan)
+    if not np.isnan(a).any() and np.all(np.abs(a) < 2.0**62) and np.all(a == np.round(a)):
         return num.to_numpy().astype(np.int64).astype(object)
     return np.asarray(
         [
@@ -227,7 +228,8 @@ def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
     frames = []
     names: dict[tuple[int, Any], str] = {}
     for fi, (f, r) in enumerate(zip(files, ranks)):
-        df = _frame(_load_events(f), f)
+        with reader_errors(f, "Chrome trace"):
+            df = _frame(_load_events(f), f)
         df["file"] = fi
         df["rank"] = r
         df["src"] = str(f)
@@ -240,7 +242,12 @@ def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
     for fi, pid, name, args in zip(meta["file"], meta["pid_k"], meta["name"], meta["args"]):
         if name == "process_name" and isinstance(args, dict):
             names[(fi, pid)] = str(args.get("name", ""))
-    return _build(df, files, ranks, names)
+    src = files[0] if len(files) == 1 else files[0].parent
+    with reader_errors(src, "Chrome trace"):
+        try:
+            return _build(df, files, ranks, names)
+        except TraceError as exc:
+            raise FormatError(src, f"inconsistent events: {exc}") from None
 
 
 def _locations(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tuple[int, Any], str]):  # type: ignore[no-untyped-def]

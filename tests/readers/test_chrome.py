@@ -172,3 +172,28 @@ def test_gzip(tmp_path: Path) -> None:
     f.write_bytes(gzip.compress((DATA / "viztracer.json").read_bytes()))
     assert perflow.readers.detect_format(f) == "chrome"
     assert perflow.read(f).trace.n_intervals == 5
+
+
+@pytest.mark.timeout(60)
+def test_fuzz_events(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(5)
+    base = json.loads((DATA / "viztracer.json").read_text())["traceEvents"]
+    values = [None, -5, 1e300, "x", [], {}, True, 0, 3.5]
+    errors = 0
+    for i in range(40):
+        ev = [dict(e) for e in base]
+        for _ in range(rng.randint(1, 4)):
+            e = rng.choice(ev)
+            e[rng.choice(["ph", "ts", "dur", "pid", "tid", "name", "args"])] = rng.choice(values + ["X", "B", "E"])
+        f = tmp_path / f"f{i}.json"
+        f.write_text(json.dumps({"traceEvents": ev}))
+        try:
+            pag = perflow.read_chrome(f)
+        except FormatError as exc:
+            assert str(f) in str(exc)
+            errors += 1
+        else:
+            assert isinstance(pag, perflow.PAG)
+    assert errors >= 1

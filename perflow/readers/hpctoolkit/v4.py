@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import FormatError
+from ...errors import FormatError, TraceError
 from ...kinds import classify_region, mpi_class
 from ...pag.pag import PAG, MetricInfo
 from ...trace.build import build_pag
@@ -261,7 +261,10 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
         comm_names={0: "MPI_COMM_WORLD"},
         attrs={"source": str(d), "creator": "HPCToolkit", "title": meta.title},
     )
-    pag = build_pag(raw, infer_collectives=True)
+    try:
+        pag = build_pag(raw, infer_collectives=True)
+    except TraceError as exc:
+        raise FormatError(d / "trace.db", f"inconsistent trace: {exc}") from None
     pag.attrs["layout"] = "v4"
     return pag
 
