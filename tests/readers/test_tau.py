@@ -85,3 +85,31 @@ def test_errors(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(FormatError, match="no TAU profile"):
         perflow.read_tau(empty)
+
+
+def test_multi_metric_and_threads(tmp_path: Path) -> None:
+    for metric, scale in (("TIME", 1), ("PAPI_TOT_CYC", 1000)):
+        d = tmp_path / f"MULTI__{metric}"
+        d.mkdir()
+        for thr in (0, 1):
+            lines = [
+                f'"main" 1 1 {10 * scale} {30 * scale} 0 GROUP="TAU_DEFAULT"',
+                f'"MPI_Send()" 2 0 {20 * scale} {20 * scale} 0 GROUP="MPI"',
+                f'"main => MPI_Send()" 2 0 {20 * scale} {20 * scale} 0 GROUP="TAU_CALLPATH|MPI"',
+            ]
+            body = [
+                f"{len(lines)} templated_functions_MULTI_{metric}",
+                f"# Name Calls Subrs Excl Incl ProfileCalls # <metadata><attribute><name>Metric Name</name>"
+                f"<value>{metric}</value></attribute></metadata>",
+                *lines,
+            ]
+            (d / f"profile.0.0.{thr}").write_text("\n".join(body) + "\n")
+    pag = perflow.read(tmp_path)
+    assert sorted(pag.call_paths()) == ["main", "main/MPI_Send()"]
+    assert {"time_inc", "time_exc", "visits", "PAPI_TOT_CYC_inc", "PAPI_TOT_CYC_exc"} <= set(pag.metric_names)
+    send = pag.vertex("main/MPI_Send()").id
+    assert pag.metrics.loc[(send, 0, 1), "PAPI_TOT_CYC_exc"] == 20000
+    assert pag.metrics.loc[(send, 0, 1), "time_exc"] == pytest.approx(20e-6)
+    assert pag.metric_info["PAPI_TOT_CYC_inc"].mode == "inclusive"
+    assert len(pag.locations) == 2
+    check_times(pag)
