@@ -16,9 +16,11 @@ A ``.cubex`` file is a tar archive (optionally gzip-compressed) holding
 Mapping to the PAG
 ------------------
 * one vertex per cnode; the region gives name, file (``mod``), line
-  (``begin``) and kind (paradigm/role). Sibling cnodes of regions with the same
-  name (e.g. Score-P's sampled ``MPI_Bcast`` wrapper next to the instrumented
-  ``MPI_Bcast``) are merged; their values add up (``MIN``/``MAX`` types take
+  (``begin``) and kind (paradigm/role); the cnode's call site (``mod``,
+  ``line`` attributes) and ``<parameter>`` children are kept as the vertex
+  attributes ``call_file``, ``call_line`` and ``parameters``. Sibling cnodes of regions with the same
+  name and parameters (e.g. Score-P's sampled ``MPI_Bcast`` wrapper next to
+  the instrumented ``MPI_Bcast``) are merged; their values add up (``MIN``/``MAX`` types take
   the minimum/maximum);
 * processes are location-group ranks, threads are location ranks;
 * ``time`` (INCLUSIVE in Score-P files) becomes ``time_inc`` and ``time_exc``
@@ -236,11 +238,14 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         }
     # cnodes in document (pre-)order
     cnodes: list[tuple[int, int, str]] = []  # (cnode id, parent cnode id, region id)
+    call_sites: list[tuple[str, int, str]] = []  # (file, line, parameters) of each cnode's call site
     stack = [(c, -1) for c in reversed(prog.findall("cnode"))]
     while stack:
         c, parent = stack.pop()
         cid = int(c.get("id"))
         cnodes.append((cid, parent, c.get("calleeId")))
+        params = ",".join(f"{p.get('parkey', '')}={p.get('parvalue', '')}" for p in c.findall("parameter"))
+        call_sites.append((c.get("mod", ""), int(c.get("line", "-1")), params))
         stack.extend((k, cid) for k in reversed(c.findall("cnode")))
     if not cnodes:
         raise FormatError(path, "anchor.xml defines no call-tree nodes (cnodes)", where="anchor.xml")
@@ -250,11 +255,11 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
     kinds = region_kinds(reg)
     # merge siblings of the same region name
     vid = np.empty(len(cnodes), dtype=np.int64)
-    seen: dict[tuple[int, str], int] = {}
+    seen: dict[tuple[int, str, str], int] = {}
     vrows: list[dict[str, Any]] = []
     for i, (_cid, parent, _rid) in enumerate(cnodes):
         pv = int(vid[row_of[parent]]) if parent >= 0 else -1
-        key = (pv, reg["name"].iat[i]) if merge else (pv, str(i))
+        key = (pv, reg["name"].iat[i], call_sites[i][2]) if merge else (pv, str(i), "")
         if key not in seen:
             seen[key] = len(vrows)
             vrows.append(
@@ -266,6 +271,9 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
                     "line": int(reg["line"].iat[i]),
                     "paradigm": reg["paradigm"].iat[i],
                     "cnode": int(ids[i]),
+                    "call_file": call_sites[i][0],
+                    "call_line": call_sites[i][1],
+                    "parameters": call_sites[i][2],
                 }
             )
         vid[i] = seen[key]
