@@ -62,3 +62,14 @@ def test_unknown_file(tmp_path: Path) -> None:
     f.write_text("hello")
     with pytest.raises(FormatError, match="cannot tell the format"):
         perflow.read(f)
+
+
+@pytest.mark.parametrize(
+    ("parts", "fmt"), SAMPLES[:3] + SAMPLES[5:6], ids=["/".join(p) for p, _ in SAMPLES[:3] + SAMPLES[5:6]]
+)
+def test_saved_and_loaded(parts: tuple[str, ...], fmt: str, tmp_path: Path) -> None:
+    pag = perflow.read(shared(*parts))
+    back = perflow.load(pag.save(tmp_path / "x.pag"))
+    assert back.n_vertices == pag.n_vertices
+    assert back.attrs["format"] == fmt
+    assert back.metric_names == pag.metric_names
