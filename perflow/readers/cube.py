@@ -27,8 +27,8 @@ Mapping to the PAG
   is derived (inclusive minus the children's inclusive time, per location);
   an EXCLUSIVE ``time`` is read as ``time_exc`` and ``time_inc`` derived.
   Every other stored metric keeps its ``uniq_name`` with its unit and
-  mode (``bytes_received`` is also stored as ``bytes_recv``, the trace
-  readers' name). Derived metrics (CubePL expressions) have no data and are
+  mode, except ``bytes_received``, which becomes ``bytes_recv`` (the name
+  every other perflow source uses). Derived metrics (CubePL expressions) have no data and are
   not read.
 """
 
@@ -81,6 +81,9 @@ _DTYPES: dict[str, str] = {
 }
 _UNITS = {"sec": "s", "occ": "count", "bytes": "bytes"}
 
+
+#: Score-P metric names that perflow spells differently everywhere else
+_RENAME = {"bytes_received": "bytes_recv"}
 
 def detect(path: Path) -> bool:
     """A ``.cubex`` file, or a tar archive whose first member is ``anchor.xml`` or a metric file."""
@@ -321,7 +324,7 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         if uniq == "time":
             name = "time_inc" if mtype == "INCLUSIVE" else "time_exc"
         else:
-            name = uniq
+            name = _RENAME.get(uniq, uniq)
         mode = "count" if uniq == "visits" else mtype.lower()
         info[name] = MetricInfo(
             name,
@@ -331,10 +334,6 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         )
         cols[name] = full
         aggs[name] = "min" if dt == "MINDOUBLE" else ("max" if dt == "MAXDOUBLE" else "sum")
-        if uniq == "bytes_received":
-            cols["bytes_recv"] = full
-            info["bytes_recv"] = MetricInfo("bytes_recv", unit, info[name].mode, info[name].description)
-            aggs["bytes_recv"] = "sum"
     if not cols:
         raise FormatError(path, "no metric data files (N.index/N.data) in the archive")
     # long table: one row per (cnode row, location), merged onto vertices

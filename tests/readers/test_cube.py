@@ -44,7 +44,7 @@ def test_shape(cpi: perflow.PAG) -> None:
     assert cpi.n_vertices == 10
     assert len(cpi.locations) == 4
     assert list(cpi.processes) == [0, 1, 2, 3]
-    assert {"time_inc", "time_exc", "visits", "bytes_sent", "bytes_received", "min_time", "max_time"} <= set(
+    assert {"time_inc", "time_exc", "visits", "bytes_sent", "bytes_recv", "min_time", "max_time"} <= set(
         cpi.metric_names
     )
     assert cpi.metric_info["time_inc"].unit == "s"
