@@ -172,7 +172,9 @@ def test_invalid_flows_give_exit_status_2_with_locations(capsys, tmp_path):
 
 def test_allow_import(capsys, tmp_path):
     flow = tmp_path / "dotted.yaml"
-    flow.write_text("perflow: 1\nsteps:\n  c: {pass: t_const}\n  p: {pass: 'tests.flow.helpers:plain', inputs: {x: c}}\n")
+    flow.write_text(
+        "perflow: 1\nsteps:\n  c: {pass: t_const}\n  p: {pass: 'tests.flow.helpers:plain', inputs: {x: c}}\n"
+    )
     code, out, err = cli(capsys, "validate", flow)
     assert code == 2 and "steps.p.pass (line 4, column 7): pass 'tests.flow.helpers:plain' names code to import" in err
     code, out, err = cli(capsys, "run", flow, "--allow-import")
