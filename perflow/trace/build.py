@@ -29,7 +29,7 @@ from .raw import RawTrace
 from .scan import SCAN_ERRORS, scan_regions
 from .tables import Trace
 
-__all__ = ["build_pag", "enclosing_instance", "region_kinds"]
+__all__ = ["build_pag", "enclosing_instance", "region_kinds", "exclusive_time"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,18 @@ def enclosing_instance(open_after: np.ndarray, reg_loc: np.ndarray, loc: np.ndar
     out = np.full(len(pos), -1, dtype=np.int64)
     out[ok] = open_after[prev[ok]]
     return out
+
+
+def exclusive_time(inc: np.ndarray, parent: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
+    """Exclusive time of each region instance: its inclusive time minus its children's.
+
+    Children nest inside their parent, so what is left below the timestamps'
+    rounding error (relative 1e-12 of the leave time) is zero.
+    """
+    child_inc = np.bincount(parent[parent >= 0], weights=inc[parent >= 0], minlength=len(inc))
+    exc = inc - child_inc
+    exc[exc < 1e-12 * np.maximum(np.abs(t_leave), 1.0)] = 0.0
+    return exc
 
 
 def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
@@ -154,10 +166,7 @@ def build_pag(
     if len(samp["location"]):
         sample_rows, cp_parent, cp_region = _attach_samples(raw, res, cp_parent, cp_region)
 
-    child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
-    exc = inc - child_inc
-    # children nest inside their parent, so what is left below the timestamps' rounding error is zero
-    exc[exc < 1e-12 * np.maximum(np.abs(t_leave), 1.0)] = 0.0
+    exc = exclusive_time(inc, res.parent, t_leave)
 
     # --- aggregate per (call path, location)
     nloc = max(len(locs), 1)
