@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, CollectiveOp, CollEv
-from ..trace.build import _last_time_per_location, _metric_deltas, enclosing_instance
+from ..trace.build import _last_time_per_location, _metric_deltas, enclosing_instance, exclusive_time
 from ..trace.match import nth_pairs, rank_within, to_world
 from ..trace.raw import RawTrace
 from ..trace.scan import SCAN_ERRORS, ScanResult, scan_regions
@@ -140,8 +140,7 @@ def scan_part(pid: int, raw: RawTrace, *, close_open: bool = False, validate: bo
         last = _last_time_per_location(raw, len(raw.locations))
         t_leave[~closed] = last[inst_loc[~closed]]
     inc = t_leave - t_enter
-    child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
-    exc = np.maximum(inc - child_inc, 0.0)
+    exc = exclusive_time(inc, res.parent, t_leave)
     p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
