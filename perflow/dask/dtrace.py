@@ -27,17 +27,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PerflowError
-from ..pag.pag import PAG
+from ..pag.pag import DEFAULT_METRICS, PAG, MetricInfo
 from ..pag.vertices import normalize_vertices
 from ..trace.raw import RawTrace
 from . import tasks as T
 from .aggregate import ACROSS, IMBALANCE_CRITERIA, aggregate_values, finish_stats, imbalance_measures
 from .match import gather_messages
-from .merge import gather_pag, vertex_table
+from .merge import BYTE_METRICS, gather_pag, vertex_table
 from .partition import Partitioning
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
+    from .lazy import DaskPAG
 
 __all__ = ["DistTrace", "GATHER_WARN_EVENTS"]
 
@@ -168,14 +169,17 @@ class DistTrace:
         self._wait(self._coll, "collectives", t)
         self._tree = tree
         self._built = True
-        info = self._gather([self._submit(lambda r: (list(r[0].columns), r[2]), f) for f in self._rows])
+        info = self._gather(
+            [self._submit(T.t_info, tb, self._rows[i], self._messages[i], where=i) for i, tb in enumerate(self._tables)]
+        )
         cols: list[str] = []
-        for c, _ in info:
-            cols += [x for x in c if x not in ("vertex", "process", "thread") and x not in cols]
-        if not any(h for _, h in info):
+        for x in info:
+            cols += [c for c in x["columns"] if c not in ("vertex", "process", "thread") and c not in cols]
+        self._has_sent = any(x["has_sent"] for x in info)
+        if not self._has_sent:
             cols = [c for c in cols if c not in ("bytes_sent", "bytes_recv")]
         self._metric_names = cols
-        self._has_sent = any(h for _, h in info)
+        self._info = info
         return self
 
     # ------------------------------------------------------------------ small results
@@ -402,23 +406,49 @@ class DistTrace:
                     p["coll"] = p["coll"].drop(columns=[c])
             if not self._has_sent:
                 p["metrics"] = p["metrics"].drop(columns=["bytes_sent", "bytes_recv"], errors="ignore")
+        pag = gather_pag(self.defs, {**self._tree}, parts, self.pag_attrs())
+        self._cache["pag"] = pag
+        return pag
+
+    def pag_attrs(self) -> dict[str, Any]:
+        """The attributes :func:`perflow.build_pag` records (without gathering anything)."""
+        self.build()
         attrs = {k: v for k, v in self.defs.attrs.items() if isinstance(v, str | int | float | bool)}
         loc_proc = self.defs.locations["process"].to_numpy(dtype=np.int64)
-        n_msg = sum(len(p["messages"]) for p in parts)
-        n_send = sum(self._gather([self._submit(lambda tb: tb.n_sends, tb) for tb in self._tables]))
-        n_recv = sum(self._gather([self._submit(lambda tb: tb.n_recvs, tb) for tb in self._tables]))
+        n_msg = sum(x["n_messages"] for x in self._info)
         attrs.update(
             {
                 "nprocs": int(len(np.unique(loc_proc))) if len(loc_proc) else 0,
-                "unmatched_sends": int(n_send - n_msg),
-                "unmatched_recvs": int(n_recv - n_msg),
-                "clock_violations": 0,
-                "closed_open_instances": int(sum(p["n_closed"] for p in parts)),
+                "unmatched_sends": int(sum(x["n_sends"] for x in self._info) - n_msg),
+                "unmatched_recvs": int(sum(x["n_recvs"] for x in self._info) - n_msg),
+                "clock_violations": int(sum(x["clock_violations"] for x in self._info)),
+                "closed_open_instances": int(sum(x["n_closed"] for x in self._info)),
             }
         )
-        pag = gather_pag(self.defs, {**self._tree}, parts, attrs)
-        self._cache["pag"] = pag
-        return pag
+        return attrs
+
+    @property
+    def metric_info(self) -> dict[str, MetricInfo]:
+        """Descriptions of the metrics (as ``PAG.metric_info``)."""
+        self.build()
+        info = {**DEFAULT_METRICS, **BYTE_METRICS}
+        for x in self._info:
+            info.update(x["metric_info"])
+        return {m: info.get(m, MetricInfo(m)) for m in self._metric_names}
+
+    @property
+    def n_metric_rows(self) -> int:
+        """Rows of the (gathered) metrics table."""
+        self.build()
+        return int(sum(x["n_rows"] for x in self._info))
+
+    def pag(self) -> DaskPAG:
+        """A PAG backed by this trace: tables are gathered only when a pass without a distributed form reads them."""
+        from .lazy import DaskPAG
+
+        if "lazy" not in self._cache:
+            self._cache["lazy"] = DaskPAG(self)
+        return self._cache["lazy"]
 
     def run_pass(self, name: str, *inputs: Any, **settings: Any) -> Any:
         """Run a registered pass without a distributed form on the gathered PAG (logs a warning when large)."""

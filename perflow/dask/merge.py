@@ -32,7 +32,14 @@ from ..trace.raw import RawTrace
 from ..trace.tables import Trace, conform
 from .match import gather_messages
 
-__all__ = ["merge_summaries", "vertex_table", "gather_pag", "concat_metric_rows"]
+__all__ = ["merge_summaries", "vertex_table", "gather_pag", "concat_metric_rows", "BYTE_METRICS"]
+
+#: descriptions of the metrics :func:`perflow.build_pag` adds (as it words them)
+BYTE_METRICS = {
+    "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
+    "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
+    "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
+}
 
 
 def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[str, Any]:
@@ -170,11 +177,7 @@ def gather_pag(
     else:
         collectives = conform("collectives", None)
     m = concat_metric_rows([p["metrics"] for p in parts], len(vertices))
-    info: dict[str, MetricInfo] = {
-        "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
-        "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
-        "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
-    }
+    info: dict[str, MetricInfo] = dict(BYTE_METRICS)
     for p in parts:
         info.update(p["metric_info"])
     trace = Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))

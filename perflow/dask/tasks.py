@@ -265,6 +265,21 @@ def t_gather_part(t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages:
     }
 
 
+def t_info(t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.DataFrame) -> dict[str, Any]:
+    """Small facts about one built partition (metric columns, counts) for the client."""
+    return {
+        "columns": list(rows[0].columns),
+        "has_sent": rows[2],
+        "metric_info": rows[1],
+        "n_rows": len(rows[0]),
+        "n_sends": t.n_sends,
+        "n_recvs": t.n_recvs,
+        "n_messages": len(messages),
+        "clock_violations": int(messages["clock_violation"].sum()) if len(messages) else 0,
+        "n_closed": t.n_closed,
+    }
+
+
 def t_len(x: Any) -> int:
     """len() of a remote object."""
     return len(x)

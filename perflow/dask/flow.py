@@ -1,0 +1,114 @@
+"""The Dask engine inside analysis flows (``perflow run FLOW --engine dask``).
+
+While an engine is active (:func:`use`):
+
+* reading an OTF2 trace (the ``read`` pass, or a path given for a ``PAG``
+  flow input) loads it on the cluster and returns a
+  :class:`~perflow.dask.lazy.DaskPAG` (:func:`engine_read`);
+* a pass with a distributed form (:data:`DISTRIBUTED`) given a ``DaskPAG``
+  runs on the workers (:func:`distributed_call`); every other pass runs on
+  the tables of the ``DaskPAG``, gathered when it first reads them.
+
+The hooks are :func:`engine_read` (called by :func:`perflow.read`) and
+:func:`distributed_call` (called by the flow scheduler); both return
+``None``/``NotImplemented`` at once when no engine is active, and importing
+this module does not import Dask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Engine
+
+__all__ = ["use", "active", "engine_read", "distributed_call", "DISTRIBUTED", "ENGINES"]
+
+log = logging.getLogger(__name__)
+
+#: the engine choices of ``perflow run --engine``
+ENGINES = ("local", "dask")
+
+_lock = threading.Lock()
+_active: list[Any] = []
+
+
+def active() -> Engine | None:
+    """The engine of the running flow, or ``None``."""
+    return _active[-1][0] if _active else None
+
+
+@contextlib.contextmanager
+def use(engine: Engine, **load_options: Any) -> Iterator[Engine]:
+    """Make ``engine`` read traces and run distributed passes while the block runs.
+
+    ``load_options`` go to :meth:`perflow.dask.Engine.load` (``partition``,
+    ``n_partitions``, ``scout_events``, ...).
+    """
+    with _lock:
+        _active.append((engine, dict(load_options)))
+    try:
+        yield engine
+    finally:
+        with _lock:
+            _active.pop()
+
+
+def engine_read(path: Any, fmt: str | None = None, **options: Any) -> Any:
+    """Load an OTF2 trace on the active engine; ``None`` when no engine is active or the data is not OTF2."""
+    if not _active:
+        return None
+    if fmt not in (None, "otf2") or not isinstance(path, str | os.PathLike):
+        return None
+    from ..readers.otf2 import is_otf2
+
+    if not is_otf2(path):
+        return None
+    engine, load_options = _active[-1]
+    opts = {**load_options, **{k: v for k, v in options.items() if k in ("close_open", "infer_collectives")}}
+    log.info("reading %s on the Dask engine", path)
+    return engine.load(path, **opts).pag()
+
+
+def _imbalance(dt: Any, data: Any, **settings: Any) -> Any:
+    return dt.imbalance(**settings)
+
+
+def _comm_matrix(dt: Any, pag: Any, *, metric: str = "bytes", collectives: bool = False) -> Any:
+    if collectives:
+        return NotImplemented
+    return dt.comm_matrix(metric)
+
+
+#: pass name -> (distributed implementation, settings it supports)
+DISTRIBUTED: dict[str, tuple[Callable[..., Any], frozenset[str]]] = {
+    "imbalance": (_imbalance, frozenset({"metric", "across", "criterion", "threshold", "min_value", "k"})),
+    "comm_matrix": (_comm_matrix, frozenset({"metric", "collectives"})),
+}
+
+
+def distributed_call(spec: Any, args: Sequence[Any], settings: Mapping[str, Any]) -> Any:
+    """Run a pass on the workers when its first input is a DaskPAG and it has a distributed form.
+
+    Returns ``NotImplemented`` when the pass should run as usual.
+    """
+    if not args:
+        return NotImplemented
+    from .lazy import DaskPAG
+
+    data = args[0]
+    if type(data) is not DaskPAG or data._gathered is not None:
+        return NotImplemented
+    entry = DISTRIBUTED.get(getattr(spec, "name", ""))
+    if entry is None or len(args) != 1 or not set(settings) <= entry[1]:
+        log.info("pass %r runs on the gathered data of the Dask engine", getattr(spec, "name", spec))
+        return NotImplemented
+    fn, _ = entry
+    if data.metric_names and "metric" in settings and settings["metric"] not in data.metric_names:
+        return NotImplemented  # base names (time -> time_exc) and errors: the pass itself resolves them
+    return fn(data.dist, data, **settings)

@@ -1,0 +1,91 @@
+"""A PAG backed by a :class:`~perflow.dask.dtrace.DistTrace`: tables gathered on first use.
+
+:meth:`DistTrace.pag` returns a :class:`DaskPAG`: a real :class:`~perflow.PAG`
+whose vertex table is on the client from the start, whose metrics table
+(one row per vertex and location) is gathered the first time a pass reads
+it, and whose instance tables (``pag.trace``: intervals, messages,
+collectives; as large as the trace) only when a pass needs them, with a
+logged warning when that is large. Passes with a distributed form
+(:mod:`perflow.dask.flow`) never gather: they run on the workers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..pag.pag import PAG, MetricInfo
+from ..trace.tables import Trace
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from .dtrace import DistTrace
+
+__all__ = ["DaskPAG", "GATHER_WARN_ROWS"]
+
+log = logging.getLogger(__name__)
+
+#: gathering a metrics table with more rows than this logs a warning
+GATHER_WARN_ROWS = 5_000_000
+
+
+class DaskPAG(PAG):
+    """A PAG whose data live on Dask workers until a pass reads them (see the module docstring).
+
+    Attributes
+    ----------
+    dist : DistTrace
+        The distributed trace (distributed analyses: ``pag.dist.imbalance()``, ...).
+    """
+
+    def __init__(self, dist: DistTrace) -> None:  # noqa: D107 - no PAG.__init__: nothing is gathered here
+        self.dist = dist
+        self._vertices = dist.vertex_table
+        self._comm = None
+        self.attrs: dict[str, Any] = dist.pag_attrs()
+        self._gathered: PAG | None = None
+
+    def _full(self, what: str) -> PAG:
+        if self._gathered is None:
+            if what == "metrics":
+                n = self.dist.n_metric_rows
+                if n > GATHER_WARN_ROWS:
+                    log.warning("gathering a metrics table of %d rows from the Dask workers", n)
+            self._gathered = self.dist.to_pag(_quiet=what == "metrics")
+        return self._gathered
+
+    @property
+    def _metrics(self) -> pd.DataFrame:  # type: ignore[override]
+        return self._full("metrics")._metrics
+
+    @property
+    def _metric_info(self) -> dict[str, MetricInfo]:  # type: ignore[override]
+        if self._gathered is not None:
+            return self._gathered._metric_info
+        return self.dist.metric_info
+
+    @property
+    def _trace(self) -> Trace:  # type: ignore[override]
+        return self._full("trace")._trace
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Names of the metric columns (known without gathering)."""
+        return self.dist.metric_names
+
+    def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
+        """Per-vertex aggregation, combined on the workers (``median`` gathers)."""
+        if self._gathered is None and agg != "median":
+            return self.dist.aggregate(metric, agg)
+        return super().aggregate(metric, agg)
+
+    @property
+    def n_processes(self) -> int:
+        """Number of processes."""
+        return max(int(self.attrs.get("nprocs", 0) or 0), len(np.unique(self.dist.defs.locations["process"])))
+
+    def __repr__(self) -> str:
+        return f"<DaskPAG vertices={self.n_vertices}, {self.dist!r}, gathered={self._gathered is not None}>"
