@@ -72,7 +72,11 @@ class _Synchronous:
 
 def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     spec = task.spec
-    res = spec.func(*args, **settings)
+    from ..dask.flow import distributed_call
+
+    res = distributed_call(spec, args, settings)  # NotImplemented unless a pass runs on a Dask engine's data
+    if res is NotImplemented:
+        res = spec.func(*args, **settings)
     if spec.multi_output:
         if not isinstance(res, Mapping) or set(res) != set(task.outputs):
             got = sorted(res) if isinstance(res, Mapping) else type(res).__name__
