@@ -7,9 +7,11 @@ import io
 import logging
 import multiprocessing as mp
 import os
+import time
 import warnings
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -29,6 +31,9 @@ __all__ = ["decode", "fast_available"]
 log = logging.getLogger("perflow.readers.otf2")
 
 ENGINES = ("auto", "fast", "bindings")
+#: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
+WATCHDOG_SECONDS = 120.0
+WATCHDOG_BYTES_PER_SECOND = 2e6
 
 
 def fast_available() -> bool:
@@ -55,16 +60,34 @@ def _otf2_errors(path: str, what: str) -> Iterator[None]:
     except FormatError:
         raise
     except Exception as e:  # noqa: BLE001 - the bindings raise bare Exceptions, KeyErrors, ...
-        msgs = _capi.error_messages()
         lines = [ln.strip() for ln in captured.getvalue().splitlines() if ln.strip()]
-        detail = "; ".join(msgs[-3:]) or (lines[-1] if lines else f"{type(e).__name__}: {e}")
+        if _capi.error_messages():
+            detail = _capi.error_summary()
+        else:
+            detail = lines[-1] if lines else f"{type(e).__name__}: {e}"
         raise FormatError(path, f"{what}: {detail}") from None
 
 
+def _check_event_files(anchor: str, defs: Defs) -> None:
+    """Every location's event file must exist (checked before the C library looks for it)."""
+    from ._fast import event_file
+
+    for ref in defs.loc_refs:
+        if not os.path.isfile(f := event_file(anchor, int(ref))):
+            raise FormatError(f, f"event file of location {int(ref)} is missing")
+
+
 def _open_reader(anchor: str) -> Any:
+    """Open the archive with the otf2 bindings (reads the global definitions)."""
     import otf2
 
-    with _otf2_errors(anchor, "cannot read the OTF2 definitions"):
+    lib = _capi.lib()
+    _capi.clear_errors()
+    handle = lib.OTF2_Reader_Open(anchor.encode())  # the anchor alone, to blame the right file
+    if not handle:
+        raise FormatError(anchor, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
+    lib.OTF2_Reader_Close(handle)
+    with _otf2_errors(os.path.splitext(anchor)[0] + ".def", "cannot read the OTF2 definitions"):
         return otf2.reader.Reader(anchor)
 
 
@@ -82,8 +105,11 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
         bindings with a logged warning.
     jobs : int, optional
         Worker processes for the fast decoder; default: the number of CPU
-        cores (at most one per location). ``0`` decodes in this process
-        (no isolation from a crash of the C library).
+        cores (at most one per location). The OTF2 C library only ever reads
+        the archive in child processes, so that a crash or a hang on a
+        corrupted file becomes a :class:`FormatError` (the bindings decoder
+        uses one child). ``0`` does everything in this process instead (no
+        isolation; for debugging and profiling).
 
     Returns
     -------
@@ -108,18 +134,84 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
         engine = "fast" if fast_available() else "bindings"
         if engine == "bindings":
             log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
+    isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
+    if engine == "bindings":
+        return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
+    return _decode_fast(anchor, defs, jobs)
+
+
+def _definitions_job(anchor: str) -> Defs:
+    """Read and map the definitions (runs in a child process)."""
     reader = _open_reader(anchor)
     try:
         defs = read_definitions(reader, anchor)
-        if engine == "bindings":
-            from ._bindings import decode_events
-
-            with _otf2_errors(anchor, "cannot decode the events"):
-                return decode_events(reader, defs)
     finally:
         with contextlib.suppress(Exception):
             reader.close()
-    return _decode_fast(anchor, defs, jobs)
+    _check_event_files(anchor, defs)
+    return defs
+
+
+def _bindings_job(anchor: str) -> RawTrace:
+    """The whole reference decode (runs in a child process)."""
+    from ._bindings import decode_events
+
+    reader = _open_reader(anchor)
+    try:
+        defs = read_definitions(reader, anchor)
+        _check_event_files(anchor, defs)
+        with _otf2_errors(os.path.join(os.path.splitext(anchor)[0], "*.evt"), "cannot decode the events"):
+            return decode_events(reader, defs)
+    finally:
+        with contextlib.suppress(Exception):
+            reader.close()
+
+
+def _call(fn: Any, *args: Any) -> tuple[Any, ...]:
+    """Run ``fn`` and package its result or FormatError for the trip back from a worker process."""
+    try:
+        return ("ok", fn(*args))
+    except FormatError as e:  # exceptions with custom __init__ do not pickle; send the parts
+        return ("error", e.path, e.reason, e.where)
+
+
+def _unpack(out: tuple[Any, ...]) -> Any:
+    if out[0] == "error":
+        raise FormatError(out[1], out[2], where=out[3])
+    return out[1]
+
+
+def _deadline(anchor: str) -> float:
+    """Time by which a worker must be done, from the archive's size."""
+    d = os.path.dirname(anchor)
+    size = sum(e.stat().st_size for e in os.scandir(d) if e.is_file())
+    sub = os.path.splitext(anchor)[0]
+    if os.path.isdir(sub):
+        size += sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+    return time.monotonic() + WATCHDOG_SECONDS + size / WATCHDOG_BYTES_PER_SECOND
+
+
+def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
+    """Run ``fn(anchor)`` in a forked child (a crash or hang of the C library -> FormatError)."""
+    if not isolate:
+        return fn(anchor)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        ex = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork"))
+        try:
+            fut = ex.submit(_call, fn, anchor)
+            try:
+                return _unpack(fut.result(timeout=max(0.0, _deadline(anchor) - time.monotonic())))
+            except BrokenProcessPool:
+                raise FormatError(
+                    anchor, "the OTF2 library crashed while reading the archive: corrupt trace data"
+                ) from None
+            except FuturesTimeout:
+                _kill(ex)
+                raise FormatError(anchor, "reading the archive did not finish in time: corrupt trace data") from None
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
 
 
 #: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
@@ -129,10 +221,7 @@ _ARENA: Arena | None = None
 def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> tuple[Any, ...]:
     from ._fast import decode_locations
 
-    try:
-        return ("ok", decode_locations(anchor, _ARENA, locs, refs, maps))
-    except FormatError as e:  # exceptions with custom __init__ do not pickle; send the parts
-        return ("error", e.path, e.reason, e.where)
+    return _call(decode_locations, anchor, _ARENA, locs, refs, maps)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -170,25 +259,36 @@ def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict
     from ._fast import event_file
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
+    deadline = _deadline(anchor)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as ex:
+        ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+        try:
             futures = [(idx, ex.submit(_worker, anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
             for idx, fut in futures:
+                files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+                files += ", ..." if len(idx) > 5 else ""
                 try:
-                    out = fut.result()
+                    out = fut.result(timeout=max(0.0, deadline - time.monotonic()))
                 except BrokenProcessPool:
-                    files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
                     raise FormatError(
-                        anchor,
-                        f"the OTF2 library crashed while decoding event files ({files}"
-                        f"{', ...' if len(idx) > 5 else ''}): corrupt trace data",
+                        anchor, f"the OTF2 library crashed while decoding event files ({files}): corrupt trace data"
                     ) from None
-                if out[0] == "error":
-                    raise FormatError(out[1], out[2], where=out[3])
-                for i, r in zip(idx, out[1]):
+                except FuturesTimeout:
+                    _kill(ex)
+                    raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
+                for i, r in zip(idx, _unpack(out)):
                     results[i] = r
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
     return results
+
+
+def _kill(ex: ProcessPoolExecutor) -> None:
+    """Terminate the workers of a pool whose task hangs."""
+    for p in list((getattr(ex, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            p.kill()
 
 
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
