@@ -8,11 +8,7 @@ import logging
 import multiprocessing as mp
 import os
 import time
-import warnings
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -23,6 +19,7 @@ from . import _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
+from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
 
@@ -34,6 +31,8 @@ ENGINES = ("auto", "fast", "bindings")
 #: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
 WATCHDOG_SECONDS = 120.0
 WATCHDOG_BYTES_PER_SECOND = 2e6
+#: archives with at most this many bytes of event files are decoded by a single child process
+SMALL_TRACE_BYTES = 4 << 20
 
 
 def fast_available() -> bool:
@@ -137,8 +136,22 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
     if engine == "bindings":
         return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
+        return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
     defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
     return _decode_fast(anchor, defs, jobs)
+
+
+def _event_bytes(anchor: str) -> int:
+    sub = os.path.splitext(anchor)[0]
+    if not os.path.isdir(sub):
+        return 0
+    return sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+
+
+def _small_fast_job(anchor: str) -> RawTrace:
+    """Definitions and events of a small trace in one child process (saves a fork)."""
+    return _decode_fast(anchor, _definitions_job(anchor), 0)
 
 
 def _definitions_job(anchor: str) -> Defs:
@@ -168,20 +181,6 @@ def _bindings_job(anchor: str) -> RawTrace:
             reader.close()
 
 
-def _call(fn: Any, *args: Any) -> tuple[Any, ...]:
-    """Run ``fn`` and package its result or FormatError for the trip back from a worker process."""
-    try:
-        return ("ok", fn(*args))
-    except FormatError as e:  # exceptions with custom __init__ do not pickle; send the parts
-        return ("error", e.path, e.reason, e.where)
-
-
-def _unpack(out: tuple[Any, ...]) -> Any:
-    if out[0] == "error":
-        raise FormatError(out[1], out[2], where=out[3])
-    return out[1]
-
-
 def _deadline(anchor: str) -> float:
     """Time by which a worker must be done, from the archive's size."""
     d = os.path.dirname(anchor)
@@ -196,32 +195,22 @@ def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
     """Run ``fn(anchor)`` in a forked child (a crash or hang of the C library -> FormatError)."""
     if not isolate:
         return fn(anchor)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-        ex = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork"))
-        try:
-            fut = ex.submit(_call, fn, anchor)
-            try:
-                return _unpack(fut.result(timeout=max(0.0, _deadline(anchor) - time.monotonic())))
-            except BrokenProcessPool:
-                raise FormatError(
-                    anchor, "the OTF2 library crashed while reading the archive: corrupt trace data"
-                ) from None
-            except FuturesTimeout:
-                _kill(ex)
-                raise FormatError(anchor, "reading the archive did not finish in time: corrupt trace data") from None
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+    try:
+        return run_forked([(fn, (anchor,))], _deadline(anchor))[0]
+    except HangError:
+        raise FormatError(anchor, "reading the archive did not finish in time: corrupt trace data") from None
+    except CrashError as e:
+        raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
 
 
 #: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
 _ARENA: Arena | None = None
 
 
-def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> tuple[Any, ...]:
+def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
     from ._fast import decode_locations
 
-    return _call(decode_locations, anchor, _ARENA, locs, refs, maps)
+    return decode_locations(anchor, _ARENA, locs, refs, maps)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -249,46 +238,30 @@ def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
 def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
     results: list[Any] = [None] * len(refs)
     if jobs == 0:
-        from ._fast import decode_locations
-
         for idx in plan:
-            for i, r in zip(idx, decode_locations(anchor, _ARENA, idx, [refs[i] for i in idx], maps)):
+            for i, r in zip(idx, _worker(anchor, idx, [refs[i] for i in idx], maps)):
                 results[i] = r
         return results
     from ._callbacks import callback_addresses
     from ._fast import event_file
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    deadline = _deadline(anchor)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-        ex = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
-        try:
-            futures = [(idx, ex.submit(_worker, anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
-            for idx, fut in futures:
-                files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
-                files += ", ..." if len(idx) > 5 else ""
-                try:
-                    out = fut.result(timeout=max(0.0, deadline - time.monotonic()))
-                except BrokenProcessPool:
-                    raise FormatError(
-                        anchor, f"the OTF2 library crashed while decoding event files ({files}): corrupt trace data"
-                    ) from None
-                except FuturesTimeout:
-                    _kill(ex)
-                    raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
-                for i, r in zip(idx, _unpack(out)):
-                    results[i] = r
-        finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+    tasks = [(_worker, (anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
+    try:
+        outs = run_forked(tasks, _deadline(anchor))
+    except CrashError as e:
+        idx = plan[e.index]
+        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+        files += ", ..." if len(idx) > 5 else ""
+        if isinstance(e, HangError):
+            raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
+        raise FormatError(
+            anchor, f"the OTF2 library crashed while decoding event files ({files}; {e.detail}): corrupt trace data"
+        ) from None
+    for idx, out in zip(plan, outs):
+        for i, r in zip(idx, out):
+            results[i] = r
     return results
-
-
-def _kill(ex: ProcessPoolExecutor) -> None:
-    """Terminate the workers of a pool whose task hangs."""
-    for p in list((getattr(ex, "_processes", None) or {}).values()):
-        with contextlib.suppress(Exception):
-            p.kill()
 
 
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
@@ -309,7 +282,7 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
         jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
     rows, sizes = _segment_rows(anchor, defs)
-    plan = _plan(sizes, min(n, 4 * jobs) if jobs and n > jobs else max(jobs, 1))
+    plan = _plan(sizes, max(jobs, 1))
     arena = Arena(rows, defs.max_members)
     _ARENA = arena
     try:
