@@ -7,11 +7,12 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ALLRED, BCAST, MAIN, SEND, SUB, WORLD, small_raw, write_with_bindings
 
 from perflow.kinds import P2P, CollectiveOp, CollEv, ThreadEv
 from perflow.readers.otf2 import decode, fast_available, is_otf2
 from perflow.trace.raw import RawTrace
+
+from .conftest import ALLRED, BCAST, MAIN, SEND, SUB, WORLD, small_raw, write_with_bindings
 
 TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "thread_events")
 
@@ -275,3 +276,16 @@ def test_is_otf2(small_trace, tmp_path, otf2_sample):
     assert not is_otf2(tmp_path / "missing.otf2")
     assert not is_otf2(anchor.parent / "traces.def")
     assert not is_otf2(tmp_path)  # several candidates or none
+
+
+def test_reader_registry_hooks(otf2_sample):
+    """perflow.read / read_otf2 / format detection use this package's detect() and read()."""
+    import perflow
+    from perflow.readers import detect_format
+
+    p = otf2_sample("ping-pong")
+    assert detect_format(p) == "otf2" and detect_format(p / "traces.otf2") == "otf2"
+    pag = perflow.read_otf2(p, jobs=1)
+    assert pag.attrs["format"] == "otf2"
+    assert pag.n_vertices > 1 and "bytes_sent" in pag.metrics
+    assert pag.metrics["bytes_sent"].sum() == 2 * 4177920

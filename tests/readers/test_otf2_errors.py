@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import small_raw
 
 from perflow.errors import FormatError
 from perflow.readers.otf2 import decode
+
+from .conftest import small_raw
 
 ENGINES = ["fast", "bindings"]
 pytestmark = pytest.mark.timeout(60)

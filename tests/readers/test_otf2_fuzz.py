@@ -12,10 +12,11 @@ import random
 from pathlib import Path
 
 import pytest
-from test_otf2_errors import copy_archive
 
 from perflow.errors import FormatError
 from perflow.readers.otf2 import decode
+
+from .test_otf2_errors import copy_archive
 
 FILES = ["traces.otf2", "traces.def", "traces/0.def", "traces/0.evt", "traces/1.evt"]
 N_CASES = 12

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import raw_from_streams, small_raw
-from test_otf2_decode import TABLES, assert_same_tables
 
 from perflow.kinds import P2P
 from perflow.readers.otf2 import decode, write_otf2
 from perflow.trace.raw import RawTrace
+
+from .conftest import raw_from_streams, small_raw
+from .test_otf2_decode import TABLES, assert_same_tables
 
 pytestmark = pytest.mark.timeout(120)
 
