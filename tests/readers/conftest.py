@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,16 +11,7 @@ import pytest
 from perflow.kinds import P2P, CollectiveOp, CollEv, ThreadEv
 from perflow.trace.raw import RawTrace
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def shared_data_dir() -> Path | None:
-    """The read-only real sample data (PERFLOW_SHARED_DATA, <repo>/../shared/data or /work/shared/data)."""
-    cands = [os.environ.get("PERFLOW_SHARED_DATA"), REPO / ".." / "shared" / "data", "/work/shared/data"]
-    for c in cands:
-        if c and Path(c).is_dir():
-            return Path(c).resolve()
-    return None
+from ..conftest import shared_data_dir
 
 
 @pytest.fixture(scope="session")

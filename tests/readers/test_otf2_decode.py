@@ -7,11 +7,12 @@ import logging
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ALLRED, BCAST, MAIN, SEND, SUB, WORLD, small_raw, write_with_bindings
 
 from perflow.kinds import P2P, CollectiveOp, CollEv, ThreadEv
 from perflow.readers.otf2 import decode, fast_available, is_otf2
 from perflow.trace.raw import RawTrace
+
+from .conftest import ALLRED, BCAST, MAIN, SEND, SUB, WORLD, small_raw, write_with_bindings
 
 TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "thread_events")
 
@@ -104,8 +105,18 @@ def test_ping_pong_papi_metrics(otf2_sample, engine):
             assert (np.diff(v) >= 0).all()
 
 
+@pytest.fixture(params=["one child", "workers"])
+def fast_path(request, monkeypatch):
+    """Run the fast decoder both ways: small traces in one child, or definitions + parallel workers."""
+    if request.param == "workers":
+        import perflow.readers.otf2._decode as d
+
+        monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("name", ["ping-pong", "ping-pong-papi"])
-def test_engines_identical_on_samples(otf2_sample, name):
+def test_engines_identical_on_samples(otf2_sample, name, fast_path):
     a = decode(otf2_sample(name), engine="bindings")
     for jobs in (0, 1, 2):
         assert_same_tables(a, decode(otf2_sample(name), engine="fast", jobs=jobs))
@@ -195,7 +206,7 @@ def test_trace_from_the_otf2_writer(tmp_path, engine):
         assert_same_tables(decode(anchor, engine="bindings"), raw)
 
 
-def test_generated_mpi_trace_engines_identical(tmp_path):
+def test_generated_mpi_trace_engines_identical(tmp_path, fast_path):
     """The benchmark generator's trace (64 ranks would be slow with bindings: use 8) with metrics."""
     import sys
     from pathlib import Path
@@ -214,7 +225,7 @@ def test_generated_mpi_trace_engines_identical(tmp_path):
     assert p["bytes"][p["kind"] == P2P.SEND].sum() == p["bytes"][p["kind"] == P2P.RECV].sum()
 
 
-def test_wrong_declared_event_counts_spill(tmp_path):
+def test_wrong_declared_event_counts_spill(tmp_path, fast_path):
     """A location with more events than its definition declares still decodes completely (spill path)."""
     from perflow.readers.otf2._archive import ArchiveWriter
     from perflow.writers import otf2 as w
@@ -265,3 +276,16 @@ def test_is_otf2(small_trace, tmp_path, otf2_sample):
     assert not is_otf2(tmp_path / "missing.otf2")
     assert not is_otf2(anchor.parent / "traces.def")
     assert not is_otf2(tmp_path)  # several candidates or none
+
+
+def test_reader_registry_hooks(otf2_sample):
+    """perflow.read / read_otf2 / format detection use this package's detect() and read()."""
+    import perflow
+    from perflow.readers import detect_format
+
+    p = otf2_sample("ping-pong")
+    assert detect_format(p) == "otf2" and detect_format(p / "traces.otf2") == "otf2"
+    pag = perflow.read_otf2(p, jobs=1)
+    assert pag.attrs["format"] == "otf2"
+    assert pag.n_vertices > 1 and "bytes_sent" in pag.metrics
+    assert pag.metrics["bytes_sent"].sum() == 2 * 4177920

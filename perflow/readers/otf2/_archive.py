@@ -101,11 +101,11 @@ class ArchiveWriter:
         self._ref = -1
 
     def _fail(self, what: str) -> None:
-        raise FormatError(self.anchor, f"{what}: " + ("; ".join(_capi.error_messages()[-3:]) or "OTF2 error"))
+        raise FormatError(self.anchor, f"{what}: {_capi.error_summary()}")
 
     def _check(self, rc: int) -> None:
         if rc != _capi.OTF2_SUCCESS:
-            self._fail(_capi.error_name(rc))
+            self._fail(f"OTF2 call failed ({_capi.error_name(rc)})")
 
     # --- events ------------------------------------------------------------
     def begin_location(self, ref: int) -> None:

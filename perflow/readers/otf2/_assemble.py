@@ -7,6 +7,7 @@ reference checks, attributes) is the same code for both.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,24 @@ def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
     pair = np.flatnonzero((k[:-1] == CollEv.BEGIN) & (k[1:] == CollEv.END) & (loc[:-1] == loc[1:]))
     for c in ("op", "comm", "root"):
         coll[c][pair] = coll[c][pair + 1]
+
+
+def _check_order(defs: Defs, region: dict[str, np.ndarray]) -> None:
+    """Region event times must not decrease along a location (else the event data is corrupt)."""
+    t, loc = region["time"], region["location"]
+    if len(t) < 2:
+        return
+    back = (np.diff(t) < 0) & (loc[1:] == loc[:-1])
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        li = int(loc[i])
+        first = int(np.searchsorted(loc, li))
+        path = os.path.join(os.path.splitext(defs.source)[0], f"{int(defs.loc_refs[li])}.evt")
+        raise FormatError(
+            path,
+            f"time goes backwards ({t[i - 1]!r} s then {t[i]!r} s): corrupt time stamps",
+            where=f"region event {i - first} of location {int(defs.loc_refs[li])}",
+        )
 
 
 def _check_refs(defs: Defs, tables: dict[str, dict[str, np.ndarray]], source: str) -> None:
@@ -118,6 +137,7 @@ def assemble(
                     cols["pos"][start : start + n[li]] += reg_offset[li]
                 start += int(n[li])
         out[table] = {c: cols[c] for c in columns}
+    _check_order(defs, out["region_events"])
     _propagate_collectives(out["coll_events"])
     _check_refs(defs, out, defs.source)
     attrs = {

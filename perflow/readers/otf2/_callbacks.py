@@ -16,60 +16,10 @@ from numba import carray, cfunc, njit, types
 from numba.extending import intrinsic
 
 from ...kinds import P2P, CollEv, ThreadEv
+from . import _layout as L
 
 __all__ = ["callback_addresses"]
 
-from ._layout import (
-    COLL_COMM,
-    COLL_K,
-    COLL_N,
-    COLL_OP,
-    COLL_POS,
-    COLL_RECV,
-    COLL_ROOT,
-    COLL_SENT,
-    COLL_T,
-    ERR_FULL,
-    ERR_METRIC,
-    ERR_REGION,
-    HANDLED_EVENTS,
-    MET_M,
-    MET_N,
-    MET_POS,
-    MET_T,
-    MET_V,
-    P2P_BYTES,
-    P2P_COMM,
-    P2P_K,
-    P2P_N,
-    P2P_PEER,
-    P2P_POS,
-    P2P_REQ,
-    P2P_T,
-    P2P_TAG,
-    REG_K,
-    REG_N,
-    REG_R,
-    REG_T,
-    S_ERR,
-    S_ERRREF,
-    S_MMEM,
-    S_MOFF,
-    S_NMREF,
-    S_NRMAP,
-    S_OFF,
-    S_RES,
-    S_RMAP,
-    S_SKIP,
-    SKIPPED_EVENTS,
-    STATE_LEN,
-    THR_COUNT,
-    THR_K,
-    THR_N,
-    THR_POS,
-    THR_T,
-    THR_TEAM,
-)
 
 _TYPE_UINT64, _TYPE_INT64 = 4, 8
 
@@ -96,86 +46,86 @@ _i8 = _pointer_intrinsic(types.int8)
 
 @njit(cache=True, nogil=True)
 def _fail(st, code, ref):  # noqa: ANN001, ANN202
-    st[S_ERR] = code
-    st[S_ERRREF] = ref
+    st[L.S_ERR] = code
+    st[L.S_ERRREF] = ref
     return 1  # OTF2_CALLBACK_INTERRUPT
 
 
 @njit(cache=True, nogil=True)
 def _seconds(st, stf, t):  # noqa: ANN001, ANN202
-    return np.float64(np.int64(t - np.uint64(st[S_OFF]))) / stf[S_RES]
+    return np.float64(np.int64(t - np.uint64(st[L.S_OFF]))) / stf[L.S_RES]
 
 
 @njit(cache=True, nogil=True)
 def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
-    st = carray(ud, (STATE_LEN,), np.int64)
-    stf = carray(ud, (STATE_LEN,), np.float64)
-    if region >= st[S_NRMAP]:
-        return _fail(st, ERR_REGION, region)
-    d = _i32(st[S_RMAP])[region]
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    if region >= st[L.S_NRMAP]:
+        return _fail(st, L.ERR_REGION, region)
+    d = _i32(st[L.S_RMAP])[region]
     if d < 0:
-        return _fail(st, ERR_REGION, region)
-    i = st[REG_N]
-    if i >= st[REG_N + 1]:
-        return _fail(st, ERR_FULL, 0)
-    _f64(st[REG_T])[i] = _seconds(st, stf, t)
-    _i8(st[REG_K])[i] = kind
-    _i32(st[REG_R])[i] = d
-    st[REG_N] = i + 1
+        return _fail(st, L.ERR_REGION, region)
+    i = st[L.REG_N]
+    if i >= st[L.REG_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.REG_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.REG_K])[i] = kind
+    _i32(st[L.REG_R])[i] = d
+    st[L.REG_N] = i + 1
     return 0
 
 
 @njit(cache=True, nogil=True)
 def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
-    st = carray(ud, (STATE_LEN,), np.int64)
-    stf = carray(ud, (STATE_LEN,), np.float64)
-    i = st[P2P_N]
-    if i >= st[P2P_N + 1]:
-        return _fail(st, ERR_FULL, 0)
-    _f64(st[P2P_T])[i] = _seconds(st, stf, t)
-    _i8(st[P2P_K])[i] = kind
-    _i32(st[P2P_PEER])[i] = peer
-    _i32(st[P2P_COMM])[i] = comm
-    _i32(st[P2P_TAG])[i] = tag
-    _i64(st[P2P_BYTES])[i] = nbytes
-    _i64(st[P2P_REQ])[i] = request
-    _i64(st[P2P_POS])[i] = st[REG_N]
-    st[P2P_N] = i + 1
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.P2P_N]
+    if i >= st[L.P2P_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.P2P_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.P2P_K])[i] = kind
+    _i32(st[L.P2P_PEER])[i] = peer
+    _i32(st[L.P2P_COMM])[i] = comm
+    _i32(st[L.P2P_TAG])[i] = tag
+    _i64(st[L.P2P_BYTES])[i] = nbytes
+    _i64(st[L.P2P_REQ])[i] = request
+    _i64(st[L.P2P_POS])[i] = st[L.REG_N]
+    st[L.P2P_N] = i + 1
     return 0
 
 
 @njit(cache=True, nogil=True)
 def _coll(ud, t, kind, op, comm, root, sent, received):  # noqa: ANN001, ANN202
-    st = carray(ud, (STATE_LEN,), np.int64)
-    stf = carray(ud, (STATE_LEN,), np.float64)
-    i = st[COLL_N]
-    if i >= st[COLL_N + 1]:
-        return _fail(st, ERR_FULL, 0)
-    _f64(st[COLL_T])[i] = _seconds(st, stf, t)
-    _i8(st[COLL_K])[i] = kind
-    _i16(st[COLL_OP])[i] = op
-    _i32(st[COLL_COMM])[i] = comm
-    _i32(st[COLL_ROOT])[i] = root
-    _i64(st[COLL_SENT])[i] = sent
-    _i64(st[COLL_RECV])[i] = received
-    _i64(st[COLL_POS])[i] = st[REG_N]
-    st[COLL_N] = i + 1
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.COLL_N]
+    if i >= st[L.COLL_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.COLL_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.COLL_K])[i] = kind
+    _i16(st[L.COLL_OP])[i] = op
+    _i32(st[L.COLL_COMM])[i] = comm
+    _i32(st[L.COLL_ROOT])[i] = root
+    _i64(st[L.COLL_SENT])[i] = sent
+    _i64(st[L.COLL_RECV])[i] = received
+    _i64(st[L.COLL_POS])[i] = st[L.REG_N]
+    st[L.COLL_N] = i + 1
     return 0
 
 
 @njit(cache=True, nogil=True)
 def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
-    st = carray(ud, (STATE_LEN,), np.int64)
-    stf = carray(ud, (STATE_LEN,), np.float64)
-    i = st[THR_N]
-    if i >= st[THR_N + 1]:
-        return _fail(st, ERR_FULL, 0)
-    _f64(st[THR_T])[i] = _seconds(st, stf, t)
-    _i8(st[THR_K])[i] = kind
-    _i32(st[THR_TEAM])[i] = team
-    _i32(st[THR_COUNT])[i] = count
-    _i64(st[THR_POS])[i] = st[REG_N]
-    st[THR_N] = i + 1
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.THR_N]
+    if i >= st[L.THR_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.THR_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.THR_K])[i] = kind
+    _i32(st[L.THR_TEAM])[i] = team
+    _i32(st[L.THR_COUNT])[i] = count
+    _i64(st[L.THR_POS])[i] = st[L.REG_N]
+    st[L.THR_N] = i + 1
     return 0
 
 
@@ -257,29 +207,29 @@ def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  
 # --- metrics ---------------------------------------------------------------
 @cfunc(_sig(_u32, _u8, _vp, _vp), cache=True, nopython=True)
 def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001, ANN201
-    st = carray(ud, (STATE_LEN,), np.int64)
-    stf = carray(ud, (STATE_LEN,), np.float64)
-    if metric >= st[S_NMREF]:
-        return _fail(st, ERR_METRIC, metric)
-    offs = _i64(st[S_MOFF])
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    if metric >= st[L.S_NMREF]:
+        return _fail(st, L.ERR_METRIC, metric)
+    offs = _i64(st[L.S_MOFF])
     a = offs[metric]
     b = offs[metric + 1]
     if b <= a:
-        return _fail(st, ERR_METRIC, metric)
+        return _fail(st, L.ERR_METRIC, metric)
     m = min(b - a, np.int64(n))
-    i = st[MET_N]
-    if i + m > st[MET_N + 1]:
-        return _fail(st, ERR_FULL, 0)
+    i = st[L.MET_N]
+    if i + m > st[L.MET_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
     if m <= 0:
         return 0
     tids = carray(type_ids, (m,), np.uint8)
     vu = carray(values, (m,), np.uint64)
     vi = carray(values, (m,), np.int64)
     vf = carray(values, (m,), np.float64)
-    members = _i32(st[S_MMEM])
+    members = _i32(st[L.S_MMEM])
     tm = _seconds(st, stf, t)
-    pos = st[REG_N]
-    pt, pm, pv, pp = _f64(st[MET_T]), _i32(st[MET_M]), _f64(st[MET_V]), _i64(st[MET_POS])
+    pos = st[L.REG_N]
+    pt, pm, pv, pp = _f64(st[L.MET_T]), _i32(st[L.MET_M]), _f64(st[L.MET_V]), _i64(st[L.MET_POS])
     for k in range(m):
         ty = tids[k]
         if ty == _TYPE_UINT64:
@@ -292,7 +242,7 @@ def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001,
         pm[i + k] = members[a + k]
         pv[i + k] = v
         pp[i + k] = pos
-    st[MET_N] = i + m
+    st[L.MET_N] = i + m
     return 0
 
 
@@ -372,7 +322,7 @@ _HANDLERS = {
     "OmpFork": cb_omp_fork,
     "OmpJoin": cb_omp_join,
 }
-assert set(_HANDLERS) == set(HANDLED_EVENTS)
+assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.
 assert (P2P.SEND, P2P.ISEND, P2P.ISEND_COMPLETE, P2P.RECV, P2P.IRECV_REQUEST, P2P.IRECV) == (0, 1, 2, 3, 4, 5)
 assert (P2P.REQUEST_TEST, P2P.REQUEST_CANCELLED, CollEv.BEGIN, CollEv.END) == (6, 7, 0, 1)
@@ -393,11 +343,11 @@ def _skip_counters() -> dict[str, int]:
     i64, i32, i8p = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
     module = ir.Module(name="perflow_otf2_skip")
     fnty = ir.FunctionType(i32, [i64, i64, i64, i8p, i8p])
-    for k, name in enumerate(SKIPPED_EVENTS):
+    for k, name in enumerate(L.SKIPPED_EVENTS):
         fn = ir.Function(module, fnty, name=f"perflow_skip_{name}")
         b = ir.IRBuilder(fn.append_basic_block())
         base = b.bitcast(fn.args[3], i64.as_pointer())
-        slot = b.gep(base, [ir.Constant(i64, S_SKIP + k)])
+        slot = b.gep(base, [ir.Constant(i64, L.S_SKIP + k)])
         b.store(b.add(b.load(slot), ir.Constant(i64, 1)), slot)
         b.ret(ir.Constant(i32, 0))
     llvm.initialize_native_target()
@@ -408,7 +358,7 @@ def _skip_counters() -> dict[str, int]:
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
     _skip_engine = engine  # keep the code alive
-    for name in SKIPPED_EVENTS:
+    for name in L.SKIPPED_EVENTS:
         _skip_addresses[name] = engine.get_function_address(f"perflow_skip_{name}")
     return _skip_addresses
 

@@ -17,7 +17,7 @@ import threading
 from functools import cache
 from typing import Any
 
-__all__ = ["lib", "available", "error_messages", "clear_errors", "error_name", "OTF2_SUCCESS"]
+__all__ = ["lib", "available", "error_messages", "error_summary", "clear_errors", "error_name", "OTF2_SUCCESS"]
 
 OTF2_SUCCESS = 0
 
@@ -117,8 +117,7 @@ def _on_error(user_data: int, file: bytes, line: int, function: bytes, code: int
                 buf = ctypes.create_string_buffer(512)
                 vsn(buf, 512, fmt, va)
                 text = buf.value.decode("utf-8", "replace")
-            name = error_name(code)
-            msgs.append(f"{name}: {text}" if text else name)
+            msgs.append((int(code), text))
     except Exception:  # noqa: BLE001 - never let an exception cross into C
         pass
     return code
@@ -154,14 +153,13 @@ def available() -> bool:
 
 
 def error_name(code: int) -> str:
-    """Return ``"NAME (description)"`` for an OTF2 error code."""
+    """Return the OTF2 library's description of an error code."""
     try:
         h = lib()
-        name = (h.OTF2_Error_GetName(code) or b"").decode()
         desc = (h.OTF2_Error_GetDescription(code) or b"").decode()
     except Exception:  # noqa: BLE001
         return f"OTF2 error {code}"
-    return f"{name} ({desc})" if desc else name or f"OTF2 error {code}"
+    return desc or f"OTF2 error {code}"
 
 
 def clear_errors() -> None:
@@ -171,4 +169,13 @@ def clear_errors() -> None:
 
 def error_messages() -> list[str]:
     """Messages the OTF2 library reported in this thread since the last :func:`clear_errors`."""
-    return list(_messages())
+    return [text for _, text in _messages()]
+
+
+def error_summary(rc: int | None = None, last: int = 3) -> str:
+    """One line for a FormatError: the OTF2 error name and the library's last messages."""
+    msgs = _messages()
+    code = rc if rc else (msgs[-1][0] if msgs else 0)
+    name = error_name(code) if code else "OTF2 error"
+    texts = [t for _, t in msgs[-last:] if t]
+    return f"{name}: {'; '.join(texts)}" if texts else name

@@ -7,10 +7,8 @@ import io
 import logging
 import multiprocessing as mp
 import os
-import warnings
+import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
@@ -21,6 +19,7 @@ from . import _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
+from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
 
@@ -29,6 +28,11 @@ __all__ = ["decode", "fast_available"]
 log = logging.getLogger("perflow.readers.otf2")
 
 ENGINES = ("auto", "fast", "bindings")
+#: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
+WATCHDOG_SECONDS = 120.0
+WATCHDOG_BYTES_PER_SECOND = 2e6
+#: archives with at most this many bytes of event files are decoded by a single child process
+SMALL_TRACE_BYTES = 4 << 20
 
 
 def fast_available() -> bool:
@@ -55,16 +59,34 @@ def _otf2_errors(path: str, what: str) -> Iterator[None]:
     except FormatError:
         raise
     except Exception as e:  # noqa: BLE001 - the bindings raise bare Exceptions, KeyErrors, ...
-        msgs = _capi.error_messages()
         lines = [ln.strip() for ln in captured.getvalue().splitlines() if ln.strip()]
-        detail = "; ".join(msgs[-3:]) or (lines[-1] if lines else f"{type(e).__name__}: {e}")
+        if _capi.error_messages():
+            detail = _capi.error_summary()
+        else:
+            detail = lines[-1] if lines else f"{type(e).__name__}: {e}"
         raise FormatError(path, f"{what}: {detail}") from None
 
 
+def _check_event_files(anchor: str, defs: Defs) -> None:
+    """Every location's event file must exist (checked before the C library looks for it)."""
+    from ._fast import event_file
+
+    for ref in defs.loc_refs:
+        if not os.path.isfile(f := event_file(anchor, int(ref))):
+            raise FormatError(f, f"event file of location {int(ref)} is missing")
+
+
 def _open_reader(anchor: str) -> Any:
+    """Open the archive with the otf2 bindings (reads the global definitions)."""
     import otf2
 
-    with _otf2_errors(anchor, "cannot read the OTF2 definitions"):
+    lib = _capi.lib()
+    _capi.clear_errors()
+    handle = lib.OTF2_Reader_Open(anchor.encode())  # the anchor alone, to blame the right file
+    if not handle:
+        raise FormatError(anchor, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
+    lib.OTF2_Reader_Close(handle)
+    with _otf2_errors(os.path.splitext(anchor)[0] + ".def", "cannot read the OTF2 definitions"):
         return otf2.reader.Reader(anchor)
 
 
@@ -82,8 +104,11 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
         bindings with a logged warning.
     jobs : int, optional
         Worker processes for the fast decoder; default: the number of CPU
-        cores (at most one per location). ``0`` decodes in this process
-        (no isolation from a crash of the C library).
+        cores (at most one per location). The OTF2 C library only ever reads
+        the archive in child processes, so that a crash or a hang on a
+        corrupted file becomes a :class:`FormatError` (the bindings decoder
+        uses one child). ``0`` does everything in this process instead (no
+        isolation; for debugging and profiling).
 
     Returns
     -------
@@ -108,31 +133,84 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
         engine = "fast" if fast_available() else "bindings"
         if engine == "bindings":
             log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
+    isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
+    if engine == "bindings":
+        return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
+        return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
+    defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
+    return _decode_fast(anchor, defs, jobs)
+
+
+def _event_bytes(anchor: str) -> int:
+    sub = os.path.splitext(anchor)[0]
+    if not os.path.isdir(sub):
+        return 0
+    return sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+
+
+def _small_fast_job(anchor: str) -> RawTrace:
+    """Definitions and events of a small trace in one child process (saves a fork)."""
+    return _decode_fast(anchor, _definitions_job(anchor), 0)
+
+
+def _definitions_job(anchor: str) -> Defs:
+    """Read and map the definitions (runs in a child process)."""
     reader = _open_reader(anchor)
     try:
         defs = read_definitions(reader, anchor)
-        if engine == "bindings":
-            from ._bindings import decode_events
-
-            with _otf2_errors(anchor, "cannot decode the events"):
-                return decode_events(reader, defs)
     finally:
         with contextlib.suppress(Exception):
             reader.close()
-    return _decode_fast(anchor, defs, jobs)
+    _check_event_files(anchor, defs)
+    return defs
+
+
+def _bindings_job(anchor: str) -> RawTrace:
+    """The whole reference decode (runs in a child process)."""
+    from ._bindings import decode_events
+
+    reader = _open_reader(anchor)
+    try:
+        defs = read_definitions(reader, anchor)
+        _check_event_files(anchor, defs)
+        with _otf2_errors(os.path.join(os.path.splitext(anchor)[0], "*.evt"), "cannot decode the events"):
+            return decode_events(reader, defs)
+    finally:
+        with contextlib.suppress(Exception):
+            reader.close()
+
+
+def _deadline(anchor: str) -> float:
+    """Time by which a worker must be done, from the archive's size."""
+    d = os.path.dirname(anchor)
+    size = sum(e.stat().st_size for e in os.scandir(d) if e.is_file())
+    sub = os.path.splitext(anchor)[0]
+    if os.path.isdir(sub):
+        size += sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+    return time.monotonic() + WATCHDOG_SECONDS + size / WATCHDOG_BYTES_PER_SECOND
+
+
+def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
+    """Run ``fn(anchor)`` in a forked child (a crash or hang of the C library -> FormatError)."""
+    if not isolate:
+        return fn(anchor)
+    try:
+        return run_forked([(fn, (anchor,))], _deadline(anchor))[0]
+    except HangError:
+        raise FormatError(anchor, "reading the archive did not finish in time: corrupt trace data") from None
+    except CrashError as e:
+        raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
 
 
 #: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
 _ARENA: Arena | None = None
 
 
-def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> tuple[Any, ...]:
+def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
     from ._fast import decode_locations
 
-    try:
-        return ("ok", decode_locations(anchor, _ARENA, locs, refs, maps))
-    except FormatError as e:  # exceptions with custom __init__ do not pickle; send the parts
-        return ("error", e.path, e.reason, e.where)
+    return decode_locations(anchor, _ARENA, locs, refs, maps)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -160,34 +238,29 @@ def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
 def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
     results: list[Any] = [None] * len(refs)
     if jobs == 0:
-        from ._fast import decode_locations
-
         for idx in plan:
-            for i, r in zip(idx, decode_locations(anchor, _ARENA, idx, [refs[i] for i in idx], maps)):
+            for i, r in zip(idx, _worker(anchor, idx, [refs[i] for i in idx], maps)):
                 results[i] = r
         return results
     from ._callbacks import callback_addresses
     from ._fast import event_file
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork")) as ex:
-            futures = [(idx, ex.submit(_worker, anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
-            for idx, fut in futures:
-                try:
-                    out = fut.result()
-                except BrokenProcessPool:
-                    files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
-                    raise FormatError(
-                        anchor,
-                        f"the OTF2 library crashed while decoding event files ({files}"
-                        f"{', ...' if len(idx) > 5 else ''}): corrupt trace data",
-                    ) from None
-                if out[0] == "error":
-                    raise FormatError(out[1], out[2], where=out[3])
-                for i, r in zip(idx, out[1]):
-                    results[i] = r
+    tasks = [(_worker, (anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
+    try:
+        outs = run_forked(tasks, _deadline(anchor))
+    except CrashError as e:
+        idx = plan[e.index]
+        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+        files += ", ..." if len(idx) > 5 else ""
+        if isinstance(e, HangError):
+            raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
+        raise FormatError(
+            anchor, f"the OTF2 library crashed while decoding event files ({files}; {e.detail}): corrupt trace data"
+        ) from None
+    for idx, out in zip(plan, outs):
+        for i, r in zip(idx, out):
+            results[i] = r
     return results
 
 
@@ -209,7 +282,7 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
         jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
     rows, sizes = _segment_rows(anchor, defs)
-    plan = _plan(sizes, min(n, 4 * jobs) if jobs and n > jobs else max(jobs, 1))
+    plan = _plan(sizes, max(jobs, 1))
     arena = Arena(rows, defs.max_members)
     _ARENA = arena
     try:

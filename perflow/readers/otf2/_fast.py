@@ -89,9 +89,7 @@ class _Columns:
 
 def _check(rc: int, path: str, what: str) -> None:
     if rc != _capi.OTF2_SUCCESS:
-        msgs = _capi.error_messages()
-        detail = "; ".join(msgs[-3:]) if msgs else _capi.error_name(rc)
-        raise FormatError(path, f"{what}: {detail}")
+        raise FormatError(path, f"{what}: {_capi.error_summary(rc)}")
 
 
 def _read_location(
@@ -105,7 +103,7 @@ def _read_location(
     st[L.S_MMEM] = maps["mmem"].ctypes.data
     er = lib.OTF2_Reader_GetEvtReader(reader, ref)
     if not er:
-        raise FormatError(evt, "cannot open the event file: " + "; ".join(_capi.error_messages()[-2:]))
+        raise FormatError(evt, f"cannot open the event file: {_capi.error_summary()}")
     try:
         _check(lib.OTF2_Reader_RegisterEvtCallbacks(reader, er, cbs, st.ctypes.data), evt, "cannot register callbacks")
         read = ctypes.c_uint64()
@@ -160,7 +158,7 @@ def decode_locations(
     addresses = callback_addresses()
     reader = lib.OTF2_Reader_Open(anchor.encode())
     if not reader:
-        raise FormatError(anchor, "not a readable OTF2 anchor file: " + "; ".join(_capi.error_messages()[-2:]))
+        raise FormatError(anchor, f"not a readable OTF2 anchor file: {_capi.error_summary()}")
     cbs = lib.OTF2_EvtReaderCallbacks_New()
     out: list[LocationResult] = []
     try:
