@@ -14,12 +14,16 @@
 
 The archive must be readable at the same path from every worker (a shared
 file system). Within one worker process decoding is serialised by a lock
-(the OTF2 C library's error state is per process).
+(when fork is unavailable and the C library runs in the worker itself). The
+C library only ever parses the archive in forked children, as in
+:func:`perflow.readers.otf2.decode`: a crash or hang on a corrupt file
+becomes one :class:`~perflow.errors.FormatError`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing as mp
 import os
 import threading
 import time
@@ -43,9 +47,8 @@ _LOCK = threading.Lock()
 
 
 def read_defs(path: str) -> Any:
-    """The resolved anchor and the mapped global definitions of an OTF2 archive."""
-    from ..readers.otf2._decode import _open_reader, fast_available
-    from ..readers.otf2._defs import read_definitions
+    """The resolved anchor and the mapped global definitions of an OTF2 archive (read in a forked child)."""
+    from ..readers.otf2._decode import _definitions_job, _run_isolated, fast_available
     from ..readers.otf2._paths import resolve_anchor
 
     anchor = resolve_anchor(path)
@@ -54,11 +57,7 @@ def read_defs(path: str) -> Any:
             f"{anchor}: the Dask engine decodes OTF2 with the fast decoder, which needs numba, llvmlite and the "
             "otf2 C library"
         )
-    reader = _open_reader(anchor)
-    try:
-        return anchor, read_definitions(reader, anchor)
-    finally:
-        reader.close()
+    return anchor, _run_isolated(_definitions_job, anchor, isolate="fork" in mp.get_all_start_methods())
 
 
 def _defs_raw(defs: Any) -> RawTrace:
@@ -83,8 +82,42 @@ def _defs_raw(defs: Any) -> RawTrace:
     )
 
 
+def _decode_events(anchor: str, sub: Any, max_events: int | None) -> tuple[Any, list[Any]]:
+    """Decode ``sub``'s locations into a fresh arena, in a forked child (a crash or hang -> FormatError)."""
+    from ..readers.otf2._arena import Arena
+    from ..readers.otf2._callbacks import callback_addresses
+    from ..readers.otf2._decode import _deadline, _segment_rows
+    from ..readers.otf2._fast import decode_locations, event_file
+    from ..readers.otf2._forked import CrashError, HangError, run_forked
+
+    rows, _ = _segment_rows(anchor, sub)
+    if max_events is not None:
+        rows = np.minimum(rows, max_events + 1)
+    maps = {
+        "rmap": sub.region_map,
+        "moff": sub.metric_offsets,
+        "mmem": sub.metric_members,
+        "max_members": sub.max_members,
+        "offset": sub.global_offset,
+        "resolution": sub.timer_resolution,
+    }
+    refs = [int(r) for r in sub.loc_refs]
+    arena = Arena(rows, sub.max_members)
+    args = (anchor, arena, list(range(len(refs))), refs, maps, max_events)
+    if "fork" not in mp.get_all_start_methods():
+        with _LOCK:  # no isolation possible: one decode at a time in this process
+            return arena, decode_locations(*args)
+    callback_addresses()  # compile/load here once; the child inherits the code
+    try:
+        return arena, run_forked([(decode_locations, args)], _deadline(anchor))[0]
+    except CrashError as e:
+        files = ", ".join(os.path.basename(event_file(anchor, r)) for r in refs[:5]) + (", ..." if len(refs) > 5 else "")
+        what = "did not finish in time" if isinstance(e, HangError) else f"crashed the OTF2 library ({e.detail})"
+        raise FormatError(anchor, f"decoding event files ({files}) {what}: corrupt trace data") from None
+
+
 def decode_subset(anchor: str, defs: Any, locs: list[int], max_events: int | None = None) -> RawTrace:
-    """Decode the events of some locations (global ids kept) with the fast decoder, in this process.
+    """Decode the events of some locations (global location ids kept) with the fast decoder.
 
     Parameters
     ----------
@@ -93,45 +126,28 @@ def decode_subset(anchor: str, defs: Any, locs: list[int], max_events: int | Non
     defs : Defs
         The archive's mapped definitions.
     locs : list of int
-        Location ids (rows of ``defs.locations``), ascending.
+        Location ids (rows of ``defs.locations``).
     max_events : int, optional
         Decode only the first events of each location.
     """
-    from ..readers.otf2._arena import Arena
     from ..readers.otf2._assemble import TABLES, assemble
-    from ..readers.otf2._decode import _segment_rows
-    from ..readers.otf2._fast import decode_locations
     from ..readers.otf2._layout import SKIPPED_EVENTS
 
     glocs = np.asarray(sorted(locs), dtype=np.int64)
-    rows, _ = _segment_rows(anchor, defs)
-    rows = rows[glocs]
-    if max_events is not None:
-        rows = np.minimum(rows, max_events + 1)
-    maps = {
-        "rmap": defs.region_map,
-        "moff": defs.metric_offsets,
-        "mmem": defs.metric_members,
-        "max_members": defs.max_members,
-        "offset": defs.global_offset,
-        "resolution": defs.timer_resolution,
-    }
-    refs = [int(defs.loc_refs[i]) for i in glocs]
-    with _LOCK:
-        arena = Arena(rows, defs.max_members)
-        results = decode_locations(anchor, arena, list(range(len(glocs))), refs, maps, max_events=max_events)
-    counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
-    spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
-    skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
-    for r in results:
-        skipped += r.skipped
-    tables = arena.finalize(counts, spills)
     sub = dataclasses.replace(
         defs,
         locations=defs.locations.iloc[glocs].reset_index(drop=True),
         loc_refs=defs.loc_refs[glocs],
         loc_events=defs.loc_events[glocs],
     )
+    arena, results = _decode_events(anchor, sub, max_events)
+    counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
+    spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
+    skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
+    for r in results:
+        skipped += r.skipped
+    tables = arena.finalize(counts, spills)
+    del arena, spills, results
     part = assemble(sub, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
     ev = {}
     for t in TABLES:
