@@ -50,6 +50,19 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)"
     )
+    p.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="where traces are read and analysed: this process (default) or a Dask cluster (perflow[dask])",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --engine dask: a running Dask scheduler (tcp://host:8786 or a scheduler file); "
+        "default: a local cluster",
+    )
+    p.add_argument("--workers", type=int, metavar="N", help="with --engine dask: workers of the local cluster")
     p.set_defaults(func=run)
 
 
@@ -114,7 +127,20 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, configure and run the flow; write and print its outputs."""
+    """Load, configure and run the flow; write and print its outputs (on the engine chosen with --engine)."""
+    from ..errors import ValidationError
+
+    if getattr(args, "engine", "local") == "dask":
+        from ..dask.flow import cli_engine
+
+        with cli_engine(args.scheduler, args.workers):
+            return _run(args)
+    if getattr(args, "scheduler", None) or getattr(args, "workers", None):
+        raise ValidationError(["--scheduler and --workers need --engine dask"])
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import traceback
 
     from ..errors import FlowError, ValidationError
