@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
 
-__all__ = ["use", "active", "engine_read", "distributed_call", "DISTRIBUTED", "ENGINES"]
+__all__ = ["use", "active", "engine_read", "distributed_call", "cli_engine", "DISTRIBUTED", "ENGINES"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,18 @@ def use(engine: Engine, **load_options: Any) -> Iterator[Engine]:
     finally:
         with _lock:
             _active.pop()
+
+
+@contextlib.contextmanager
+def cli_engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Engine]:
+    """The engine of ``perflow run --engine dask [--scheduler ADDRESS] [--workers N]``, active while the block runs."""
+    from .engine import Engine
+
+    for name in ("distributed", "bokeh", "tornado"):  # their start-up chatter is not perflow's output
+        if logging.getLogger(name).getEffectiveLevel() < logging.WARNING:
+            logging.getLogger(name).setLevel(logging.WARNING)
+    with Engine(scheduler, n_workers=workers) as eng, use(eng):
+        yield eng
 
 
 def engine_read(path: Any, fmt: str | None = None, **options: Any) -> Any:
