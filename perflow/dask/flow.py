@@ -62,8 +62,9 @@ def use(engine: Engine, **load_options: Any) -> Iterator[Engine]:
 @contextlib.contextmanager
 def cli_engine(scheduler: str | None = None, workers: int | None = None) -> Iterator[Engine]:
     """The engine of ``perflow run --engine dask [--scheduler ADDRESS] [--workers N]``, active while the block runs."""
-    from .engine import Engine
+    from .engine import Engine, require_dask
 
+    require_dask()  # configures Dask's loggers on import; quieten them after that
     for name in ("distributed", "bokeh", "tornado"):  # their start-up chatter is not perflow's output
         if logging.getLogger(name).getEffectiveLevel() < logging.WARNING:
             logging.getLogger(name).setLevel(logging.WARNING)
