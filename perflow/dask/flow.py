@@ -89,6 +89,8 @@ def engine_read(path: Any, fmt: str | None = None, **options: Any) -> Any:
 
 
 def _imbalance(dt: Any, data: Any, **settings: Any) -> Any:
+    if settings.get("metric", "time_exc") not in dt.metric_names:
+        return NotImplemented  # base names (time -> time_exc) and errors: the pass itself resolves them
     return dt.imbalance(**settings)
 
 
@@ -121,7 +123,4 @@ def distributed_call(spec: Any, args: Sequence[Any], settings: Mapping[str, Any]
     if entry is None or len(args) != 1 or not set(settings) <= entry[1]:
         log.info("pass %r runs on the gathered data of the Dask engine", getattr(spec, "name", spec))
         return NotImplemented
-    fn, _ = entry
-    if data.metric_names and "metric" in settings and settings["metric"] not in data.metric_names:
-        return NotImplemented  # base names (time -> time_exc) and errors: the pass itself resolves them
-    return fn(data.dist, data, **settings)
+    return entry[0](data.dist, data, **settings)
