@@ -177,7 +177,10 @@ def combine_stats(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
         better = (q["max"] > out["max"]) | (
             (q["max"] == out["max"])
             & (q["argmax"] >= 0)
-            & ((out["argmax"] < 0) | (q["argmax"] * (1 << 20) + q["argthr"] < out["argmax"] * (1 << 20) + out["argthr"]))
+            & (
+                (out["argmax"] < 0)
+                | (q["argmax"] * (1 << 20) + q["argthr"] < out["argmax"] * (1 << 20) + out["argthr"])
+            )
         )
         out["argmax"] = np.where(better, q["argmax"], out["argmax"])
         out["argthr"] = np.where(better, q["argthr"], out["argthr"])

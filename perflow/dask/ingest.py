@@ -111,7 +111,9 @@ def _decode_events(anchor: str, sub: Any, max_events: int | None) -> tuple[Any, 
     try:
         return arena, run_forked([(decode_locations, args)], _deadline(anchor))[0]
     except CrashError as e:
-        files = ", ".join(os.path.basename(event_file(anchor, r)) for r in refs[:5]) + (", ..." if len(refs) > 5 else "")
+        files = ", ".join(os.path.basename(event_file(anchor, r)) for r in refs[:5]) + (
+            ", ..." if len(refs) > 5 else ""
+        )
         what = "did not finish in time" if isinstance(e, HangError) else f"crashed the OTF2 library ({e.detail})"
         raise FormatError(anchor, f"decoding event files ({files}) {what}: corrupt trace data") from None
 
@@ -224,7 +226,9 @@ def scout_otf2(engine: Engine, path: str, scout_events: int) -> OTF2Source:
     nloc = len(defs.locations)
     blocks = np.array_split(np.arange(nloc), max(1, min(len(workers), nloc)))
     futs = [
-        client.submit(_scout, anchor, dfut, b.tolist(), int(scout_events), workers=[workers[i % len(workers)]], pure=False)
+        client.submit(
+            _scout, anchor, dfut, b.tolist(), int(scout_events), workers=[workers[i % len(workers)]], pure=False
+        )
         for i, b in enumerate(blocks)
     ]
     tr = [p for p in _gather(client, futs, anchor) if len(p)]
@@ -251,8 +255,13 @@ def ingest_otf2(engine: Engine, src: OTF2Source, p: Partitioning) -> list[Any]:
         locs = np.flatnonzero(loc_part == i).tolist()
         futs.append(
             engine.client.submit(
-                _ingest, src.anchor, src.defs_future, locs, workers=[engine.worker_of(i, p.n_parts)],
-                allow_other_workers=True, pure=False,
+                _ingest,
+                src.anchor,
+                src.defs_future,
+                locs,
+                workers=[engine.worker_of(i, p.n_parts)],
+                allow_other_workers=True,
+                pure=False,
             )  # fmt: skip
         )
     wait(futs)

@@ -115,7 +115,9 @@ def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
     )
 
 
-def scan_part(pid: int, raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer: bool = False) -> PartState:
+def scan_part(
+    pid: int, raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer: bool = False
+) -> PartState:
     """Scan one partition's region events (step 1).
 
     Raises

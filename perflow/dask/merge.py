@@ -145,9 +145,7 @@ def concat_metric_rows(parts: list[pd.DataFrame], n_vertices: int) -> pd.DataFra
         c: np.concatenate([p[c].to_numpy(dtype=np.float64) if c in p.columns else np.zeros(len(p)) for p in parts])
         for c in cols
     }
-    return make_metrics(
-        key["vertex"], key["process"], key["thread"], vals, n_vertices=n_vertices, duplicates="error"
-    )
+    return make_metrics(key["vertex"], key["process"], key["thread"], vals, n_vertices=n_vertices, duplicates="error")
 
 
 def gather_pag(

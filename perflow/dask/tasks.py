@@ -251,7 +251,9 @@ def t_add(*parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: sum(p[k] for p in parts) for k in parts[0]}
 
 
-def t_gather_part(t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.DataFrame, coll: pd.DataFrame) -> dict[str, Any]:
+def t_gather_part(
+    t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.DataFrame, coll: pd.DataFrame
+) -> dict[str, Any]:
     """Everything of one partition that the gathered PAG needs."""
     return {
         "intervals": t.intervals,

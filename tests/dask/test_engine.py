@@ -163,7 +163,7 @@ def _fifo_trace() -> TraceBuilder:
     for i, t in enumerate((1.5, 2.5)):
         tb.call(1, "MPI_Ssend", t, t + 0.1, send={"to": 2, "tag": 7, "bytes": 200 + i})
     # rank 2 receives them interleaved by source, late, in blocking receives
-    for i, (frm, t) in enumerate(((1, 4.0), (0, 5.0), (0, 6.0), (1, 7.0), (0, 8.0))):
+    for frm, t in ((1, 4.0), (0, 5.0), (0, 6.0), (1, 7.0), (0, 8.0)):
         tb.call(2, "MPI_Recv", t, t + 0.5, recv={"frm": frm, "tag": 7, "bytes": 0})
     # rank 3 posts a non-blocking receive from rank 0 that never gets a message (unmatched)
     tb.enter(3, 1.0, "MPI_Irecv")
@@ -172,10 +172,8 @@ def _fifo_trace() -> TraceBuilder:
     tb.enter(3, 2.0, "MPI_Wait")
     tb.irecv(3, 9.0, 0, 5, tag=9, bytes=8)
     tb.leave(3, 9.0)
-    with tb.region(0, "MPI_Barrier", 9.0, 10.0):
-        pass
-    for p in range(4):
-        tb.call(p, "MPI_Barrier", 9.0 + 0.1 * p, 10.0, coll={"op": "barrier"}) if p else None
+    for p in range(4):  # a barrier that rank 3 enters last
+        tb.call(p, "MPI_Barrier", 9.1 + 0.1 * p, 10.0, coll={"op": "barrier"})
         tb.leave(p, 11.0)
     return tb
 
@@ -196,6 +194,7 @@ def test_fifo_matching_across_partitions(engine) -> None:  # type: ignore[no-unt
     assert pag.attrs["unmatched_recvs"] == 1 and pag.attrs["unmatched_sends"] == 0
     np.testing.assert_array_equal(dt.late_sender_wait(), late_sender_wait(ref.trace))
     np.testing.assert_array_equal(dt.collective_wait(), collective_wait(ref.trace))
+    np.testing.assert_allclose(dt.collective_wait(), [0.3, 0.2, 0.1, 0.0], rtol=1e-12)
 
 
 def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

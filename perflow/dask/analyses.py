@@ -1,0 +1,207 @@
+"""The distributed analyses of a :class:`~perflow.dask.dtrace.DistTrace` (a mixin).
+
+Every method here reduces per-partition partials on the workers (a tree of
+tasks) and brings only per-vertex arrays, or sparse (sender, receiver) sums,
+to the client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MetricError, PerflowError
+from ..pag.pag import PAG
+from . import tasks as T
+from .aggregate import ACROSS, IMBALANCE_CRITERIA, aggregate_values, finish_stats, imbalance_measures
+
+__all__ = ["Analyses"]
+
+log = logging.getLogger("perflow.dask.dtrace")
+
+
+class Analyses:
+    """Per-vertex statistics, imbalance, communication matrix and waits, computed on the workers."""
+
+    # provided by DistTrace
+    defs: Any
+    partitioning: Any
+    _cache: dict[Any, Any]
+    _rows: list[Any]
+    _messages: list[Any]
+    _coll: list[Any]
+    _tables: list[Any]
+
+    def build(self) -> Any:  # pragma: no cover - DistTrace's
+        raise NotImplementedError
+
+    def _submit(self, fn: Any, *args: Any, where: int | None = None, **kw: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _gather(self, futs: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def _reduce(self, fn: Any, futs: list[Any], fan_in: int = 8) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    n_vertices: int
+    metric_names: list[str]
+    vertex_table: pd.DataFrame
+
+    def to_pag(self, *, _quiet: bool = False) -> PAG:  # pragma: no cover
+        raise NotImplementedError
+
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.metric_names:
+            raise MetricError(f"unknown metric {metric!r} (metrics: {', '.join(self.metric_names)})")
+
+    def _stats(self, metric: str, across: str) -> dict[str, np.ndarray]:
+        if across not in ACROSS:
+            raise PerflowError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
+        self._check_metric(metric)
+        key = ("stats", metric, across)
+        if key not in self._cache:
+            nv = self.n_vertices
+            parts = [self._submit(T.t_stats, r, metric, across, nv, where=i) for i, r in enumerate(self._rows)]
+            combined = self._gather(self._reduce(T.t_combine_stats, parts))
+            if across == "process":
+                n_groups = len(np.unique(self.defs.locations["process"].to_numpy()[self._locations_with_data()]))
+            else:
+                n_groups = len(self._locations_with_data())
+            self._cache[key] = finish_stats(combined, n_groups)
+        return self._cache[key]
+
+    def _locations_with_data(self) -> np.ndarray:
+        if "locs" not in self._cache:
+            loc = self.defs.locations
+            key = loc["process"].to_numpy(dtype=np.int64) * (1 << 32) + loc["thread"].to_numpy(dtype=np.int64)
+            present = self._gather(
+                [
+                    self._submit(
+                        lambda r: np.unique(r[0]["process"].to_numpy() * (1 << 32) + r[0]["thread"].to_numpy()), f
+                    )
+                    for f in self._rows
+                ]  # fmt: skip
+            )
+            pk = np.unique(np.concatenate(present)) if present else np.zeros(0, np.int64)
+            _, first = np.unique(key, return_index=True)
+            self._cache["locs"] = np.sort(first[np.isin(key[first], pk)])
+        return self._cache["locs"]
+
+    def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
+        """One metric aggregated across processes and threads per vertex (as :meth:`perflow.PAG.aggregate`).
+
+        ``median`` has no distributed form and runs on the gathered metric column.
+        """
+        if agg == "median":
+            log.warning("median has no distributed form: gathering the %r column", metric)
+            return self.to_pag(_quiet=True).aggregate(metric, "median")
+        vals = aggregate_values(self._stats(metric, "location"), agg)
+        return pd.Series(vals, index=self.vertex_table.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
+
+    def profile(self, metrics: list[str] | None = None, agg: str = "sum") -> pd.DataFrame:
+        """Per-vertex table of the vertex attributes and aggregated metrics (as ``PAG.metric_frame``)."""
+        names = list(metrics) if metrics is not None else self.metric_names
+        vt = self.vertex_table
+        df = vt[["name", "kind", "parent", "depth"]].copy()
+        for m in names:
+            df[m] = self.aggregate(m, agg).to_numpy()
+        return df
+
+    def imbalance(
+        self, metric: str = "time_exc", *, across: str = "process", criterion: str = "imbalance_time",
+        threshold: float | None = None, min_value: float = 0.0, k: int | None = None,
+    ) -> pd.DataFrame:  # fmt: skip
+        """Load-imbalance measures per vertex from the combined statistics (the ``imbalance`` pass's table).
+
+        Parameters and columns as the ``imbalance`` pass: ``vertex``,
+        ``name``, ``kind``, ``call_path``, ``n``, ``mean``, ``max``, ``min``,
+        ``std``, ``max_process`` (``max_thread`` with ``across="location"``)
+        and the measures of :func:`.aggregate.imbalance_measures`; vertices
+        whose maximum is at most ``min_value`` (or 1e-9 of the largest value)
+        are skipped; worst first by ``criterion`` (ascending for
+        ``load_balance``); ``threshold`` keeps vertices beyond it; at most ``k`` rows.
+        """
+        if criterion not in IMBALANCE_CRITERIA:
+            raise PerflowError(
+                f"unknown imbalance criterion {criterion!r}; choose one of {', '.join(IMBALANCE_CRITERIA)}"
+            )
+        st = self._stats(metric, across)
+        meas = imbalance_measures(st)
+        has = st["count"] > 0
+        top = float(np.max(np.abs(np.r_[st["row_max"][has], st["row_min"][has]]), initial=0.0))
+        ids = np.flatnonzero(st["max"] > max(min_value, 1e-9 * top))
+        if threshold is not None:
+            crit = meas[criterion][ids]
+            ids = ids[(crit <= threshold) if criterion == "load_balance" else (crit > threshold)]
+        key = meas[criterion][ids]
+        ids = ids[np.lexsort((ids, key if criterion == "load_balance" else -key))]
+        if k is not None:
+            ids = ids[: max(int(k), 0)]
+        sk = self.skeleton
+        df = pd.DataFrame(
+            {
+                "vertex": ids,
+                "name": sk.vertex_table["name"].astype(str).to_numpy()[ids],
+                "kind": sk.vertex_table["kind"].astype(str).to_numpy()[ids],
+                "call_path": sk.call_paths().to_numpy()[ids],
+                "n": st["n"][ids],
+            }
+        )
+        for c in ("mean", "max", "min", "std"):
+            df[c] = st[c][ids]
+        df["max_process"] = st["argmax"][ids]
+        if across == "location":
+            df["max_thread"] = st["argthr"][ids]
+        for c in IMBALANCE_CRITERIA:
+            df[c] = meas[c][ids]
+        df.attrs.update({"metric": metric, "across": across, "criterion": criterion})
+        return df
+
+    @property
+    def skeleton(self) -> PAG:
+        """A PAG with the vertex table and no metrics (for call paths and vertex look-ups on the client)."""
+        if "skeleton" not in self._cache:
+            from ..pag.frames import make_metrics
+
+            empty = make_metrics(np.zeros(0), np.zeros(0), None, {}, n_vertices=self.n_vertices)
+            self._cache["skeleton"] = PAG(self.vertex_table, empty, attrs={"source": self.defs.attrs.get("source", "")})
+        return self._cache["skeleton"]
+
+    def comm_matrix(self, metric: str = "bytes") -> pd.DataFrame:
+        """Process x process point-to-point matrix (row sender, column receiver) of bytes, count or time."""
+        self.build()
+        parts = [self._submit(T.t_comm, m, metric, where=i) for i, m in enumerate(self._messages)]
+        df = self._gather(self._reduce(T.t_comm_combine, parts))
+        axis = np.unique(
+            np.concatenate([self.partitioning.processes, df["src"].to_numpy(), df["dst"].to_numpy()]).astype(np.int64)
+        )
+        P = len(axis)
+        s = np.searchsorted(axis, df["src"].to_numpy())
+        d = np.searchsorted(axis, df["dst"].to_numpy())
+        mat = np.zeros(P * P)
+        mat[s * P + d] = df["w"].to_numpy()
+        out = pd.DataFrame(
+            mat.reshape(P, P), index=pd.Index(axis, name="sender"), columns=pd.Index(axis, name="receiver")
+        )
+        if metric == "count" or (metric == "bytes" and np.all(mat == np.round(mat))):
+            out = out.astype(np.int64)
+        out.attrs.update({"metric": metric, "collectives": False})
+        return out
+
+    def wait_by_vertex(self) -> pd.DataFrame:
+        """Per-vertex Late Sender (at the receiving call) and collective waiting time, summed over processes."""
+        self.build()
+        nv = self.n_vertices
+        parts = [
+            self._submit(T.t_wait_by_vertex, tb, self._messages[i], self._coll[i], nv, where=i)
+            for i, tb in enumerate(self._tables)
+        ]
+        w = self._gather(self._reduce(T.t_add, parts))
+        vt = self.vertex_table
+        return pd.DataFrame({"vertex": np.arange(nv), "name": vt["name"].astype(str).to_numpy(), **w}).set_index(
+            "vertex"
+        )
