@@ -244,3 +244,42 @@ def test_corrupt_event_file_fails_on_the_worker_with_one_clear_error(engine, tmp
     evt.write_bytes(data[: len(data) // 2] + b"\xff" * 64)
     with pytest.raises(FormatError, match=r"2\.evt"):
         engine.load(tmp_path / "run", scout_events=0)
+
+
+def _threads_metrics_comms() -> TraceBuilder:
+    """Two threads per process, a counter metric, a sub-communicator with a rooted collective, MPI_Init."""
+    tb = TraceBuilder(nprocs=4)
+    tb.comm(5, [3, 1], "pair")  # comm rank 0 = world 3, comm rank 1 = world 1
+    for p in range(4):
+        tb.enter(p, 0.0, "main")
+        tb.call(p, "MPI_Init", 0.0, 0.3 + 0.1 * p)
+        tb.enter(p, 0.6, "worker", thread=1)
+        tb.metric(p, 0.7, "PAPI_TOT_INS", 1000.0 * p)
+        with tb.region(p, "compute", 0.7, 1.0 + 0.2 * p):
+            tb.metric(p, 0.8, "PAPI_TOT_INS", 1000.0 * p + 50 * (p + 1))
+        tb.metric(p, 1.5, "PAPI_TOT_INS", 1000.0 * p + 80 * (p + 1))
+    # thread 1 of rank 0 sends to thread 1 of rank 2 (message peers are processes)
+    tb.call(0, "MPI_Send", 1.0, 1.1, send={"to": 2, "tag": 3, "bytes": 64}, thread=1)
+    tb.call(2, "MPI_Recv", 0.9, 1.4, recv={"frm": 0, "tag": 3, "bytes": 64}, thread=1)
+    # a Bcast on the pair communicator rooted at its rank 0 (world 3); rank 1 enters first and waits
+    tb.call(1, "MPI_Bcast", 1.5, 2.0, coll={"root": 0, "sent": 0, "received": 32, "comm": 5})
+    tb.call(3, "MPI_Bcast", 1.8, 2.0, coll={"root": 0, "sent": 32, "received": 0, "comm": 5})
+    for p in range(4):
+        tb.leave(p, 2.5, thread=1)
+        tb.leave(p, 3.0)
+    return tb
+
+
+def test_threads_metrics_subcommunicators_and_an_empty_partition(engine) -> None:  # type: ignore[no-untyped-def]
+    raw = _threads_metrics_comms().raw()
+    for infer in (False, True):
+        ref = build_pag(raw, infer_collectives=infer)
+        assert "PAPI_TOT_INS" in ref.metric_names and len(ref.trace.messages) == 1
+        # partition 1 of 3 is empty; the message and the Bcast cross partitions
+        dt = engine.load(raw, partition=np.array([0, 2, 2, 0]), infer_collectives=infer)
+        assert dt.n_parts == 3
+        assert_same_pag(dt.to_pag(), ref)
+        np.testing.assert_array_equal(dt.collective_wait(), collective_wait(ref.trace))
+    c = ref.trace.collectives
+    bcast = c[c["op"] == 1]
+    assert bcast["root"].tolist() == [3, 3]  # the communicator-local root translated to the world rank
