@@ -51,8 +51,16 @@ class Analyses:
     metric_names: list[str]
     vertex_table: pd.DataFrame
 
-    def to_pag(self, *, _quiet: bool = False) -> PAG:  # pragma: no cover
+    def metrics_frame(self) -> pd.DataFrame:  # pragma: no cover
         raise NotImplementedError
+
+    def _median(self, metric: str) -> pd.Series:
+        from ..pag.frames import aggregate
+
+        m = self.metrics_frame()
+        n_loc = len(self._locations_with_data())
+        vals = aggregate(m, metric, "median", n_vertices=self.n_vertices, n_locations=n_loc)
+        return pd.Series(vals, index=self.vertex_table.index, name=f"{metric}:median")
 
     def _check_metric(self, metric: str) -> None:
         if metric not in self.metric_names:
@@ -98,7 +106,7 @@ class Analyses:
         """
         if agg == "median":
             log.warning("median has no distributed form: gathering the %r column", metric)
-            return self.to_pag(_quiet=True).aggregate(metric, "median")
+            return self._median(metric)
         vals = aggregate_values(self._stats(metric, "location"), agg)
         return pd.Series(vals, index=self.vertex_table.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
 

@@ -29,10 +29,11 @@ import pandas as pd
 from ..pag.pag import DEFAULT_METRICS, PAG, MetricInfo
 from ..pag.vertices import normalize_vertices
 from ..trace.raw import RawTrace
+from ..trace.tables import Trace
 from . import tasks as T
 from .analyses import Analyses
 from .match import gather_messages
-from .merge import BYTE_METRICS, gather_pag, vertex_table
+from .merge import BYTE_METRICS, concat_metric_rows, gather_trace, vertex_table
 from .partition import Partitioning
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -245,27 +246,32 @@ class DistTrace(Analyses):
         """Waiting time of each collective row, aligned with ``trace.collectives`` (gathered)."""
         return self.collectives()["wait"].to_numpy()
 
-    def to_pag(self, *, _quiet: bool = False) -> PAG:
-        """The whole PAG on the client, equal to :func:`perflow.build_pag` of the same trace."""
-        if "pag" in self._cache:
-            return self._cache["pag"]
-        if not _quiet:
-            self._warn_gather("the whole PAG")
-        self.build()
-        futs = [
-            self._submit(T.t_gather_part, tb, self._rows[i], self._messages[i], self._coll[i], where=i)
-            for i, tb in enumerate(self._tables)
-        ]
-        parts = self._gather(futs)
-        for p in parts:
-            for c in ("wait", "last"):
-                if c in p["coll"].columns:
-                    p["coll"] = p["coll"].drop(columns=[c])
+    def metrics_frame(self) -> pd.DataFrame:
+        """The metrics table (gathered; one row per vertex and location), equal to ``build_pag(...).metrics``."""
+        if "metrics" not in self._cache:
+            self.build()
+            rows = self._gather([self._submit(T.t_first, r, where=i) for i, r in enumerate(self._rows)])
             if not self._has_sent:
-                p["metrics"] = p["metrics"].drop(columns=["bytes_sent", "bytes_recv"], errors="ignore")
-        pag = gather_pag(self.defs, {**self._tree}, parts, self.pag_attrs())
-        self._cache["pag"] = pag
-        return pag
+                rows = [r.drop(columns=["bytes_sent", "bytes_recv"], errors="ignore") for r in rows]
+            self._cache["metrics"] = concat_metric_rows(rows, self.n_vertices)
+        return self._cache["metrics"]
+
+    def trace_tables(self) -> Trace:
+        """Intervals, messages and collectives (gathered), equal to ``build_pag(...).trace``."""
+        if "trace" not in self._cache:
+            self._warn_gather("the instance tables (intervals, messages, collectives)")
+            futs = [
+                self._submit(T.t_gather_part, tb, self._messages[i], self._coll[i], where=i)
+                for i, tb in enumerate(self._tables)
+            ]
+            self._cache["trace"] = gather_trace(self.defs, self._tree["n_intervals"], self._gather(futs))
+        return self._cache["trace"]
+
+    def to_pag(self) -> PAG:
+        """The whole PAG on the client, equal to :func:`perflow.build_pag` of the same trace."""
+        m = self.metrics_frame()
+        info = self.metric_info
+        return PAG(self.vertex_table, m, metric_info=info, trace=self.trace_tables(), attrs=self.pag_attrs())
 
     def pag_attrs(self) -> dict[str, Any]:
         """The attributes :func:`perflow.build_pag` records (without gathering anything)."""

@@ -117,7 +117,7 @@ def distributed_call(spec: Any, args: Sequence[Any], settings: Mapping[str, Any]
     from .lazy import DaskPAG
 
     data = args[0]
-    if type(data) is not DaskPAG or data._gathered is not None:
+    if type(data) is not DaskPAG:
         return NotImplemented
     entry = DISTRIBUTED.get(getattr(spec, "name", ""))
     if entry is None or len(args) != 1 or not set(settings) <= entry[1]:

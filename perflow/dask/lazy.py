@@ -46,30 +46,27 @@ class DaskPAG(PAG):
         self._vertices = dist.vertex_table
         self._comm = None
         self.attrs: dict[str, Any] = dist.pag_attrs()
-        self._gathered: PAG | None = None
 
-    def _full(self, what: str) -> PAG:
-        if self._gathered is None:
-            if what == "metrics":
-                n = self.dist.n_metric_rows
-                if n > GATHER_WARN_ROWS:
-                    log.warning("gathering a metrics table of %d rows from the Dask workers", n)
-            self._gathered = self.dist.to_pag(_quiet=what == "metrics")
-        return self._gathered
+    @property
+    def gathered(self) -> set[str]:
+        """Which tables have been gathered to the client so far (``"metrics"``, ``"trace"``)."""
+        return {k for k in ("metrics", "trace") if k in self.dist._cache}
 
     @property
     def _metrics(self) -> pd.DataFrame:  # type: ignore[override]
-        return self._full("metrics")._metrics
+        if "metrics" not in self.dist._cache:
+            n = self.dist.n_metric_rows
+            if n > GATHER_WARN_ROWS:
+                log.warning("gathering a metrics table of %d rows from the Dask workers", n)
+        return self.dist.metrics_frame()
 
     @property
     def _metric_info(self) -> dict[str, MetricInfo]:  # type: ignore[override]
-        if self._gathered is not None:
-            return self._gathered._metric_info
         return self.dist.metric_info
 
     @property
     def _trace(self) -> Trace:  # type: ignore[override]
-        return self._full("trace")._trace
+        return self.dist.trace_tables()
 
     @property
     def metric_names(self) -> list[str]:
@@ -77,10 +74,8 @@ class DaskPAG(PAG):
         return self.dist.metric_names
 
     def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
-        """Per-vertex aggregation, combined on the workers (``median`` gathers)."""
-        if self._gathered is None and agg != "median":
-            return self.dist.aggregate(metric, agg)
-        return super().aggregate(metric, agg)
+        """Per-vertex aggregation, combined on the workers (``median`` gathers the metrics table)."""
+        return self.dist.aggregate(metric, agg)
 
     @property
     def n_processes(self) -> int:
@@ -88,4 +83,4 @@ class DaskPAG(PAG):
         return max(int(self.attrs.get("nprocs", 0) or 0), len(np.unique(self.dist.defs.locations["process"])))
 
     def __repr__(self) -> str:
-        return f"<DaskPAG vertices={self.n_vertices}, {self.dist!r}, gathered={self._gathered is not None}>"
+        return f"<DaskPAG vertices={self.n_vertices}, {self.dist!r}, gathered={sorted(self.gathered)}>"

@@ -26,13 +26,13 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
-from ..pag.pag import PAG, MetricInfo
+from ..pag.pag import MetricInfo
 from ..trace.build import region_kinds
 from ..trace.raw import RawTrace
 from ..trace.tables import Trace, conform
 from .match import gather_messages
 
-__all__ = ["merge_summaries", "vertex_table", "gather_pag", "concat_metric_rows", "BYTE_METRICS"]
+__all__ = ["merge_summaries", "vertex_table", "gather_trace", "concat_metric_rows", "BYTE_METRICS"]
 
 #: descriptions of the metrics :func:`perflow.build_pag` adds (as it words them)
 BYTE_METRICS = {
@@ -148,37 +148,22 @@ def concat_metric_rows(parts: list[pd.DataFrame], n_vertices: int) -> pd.DataFra
     return make_metrics(key["vertex"], key["process"], key["thread"], vals, n_vertices=n_vertices, duplicates="error")
 
 
-def gather_pag(
-    defs: RawTrace,
-    merged: dict[str, Any],
-    parts: list[dict[str, Any]],
-    attrs: dict[str, Any],
-) -> PAG:
-    """Assemble the single-process PAG from gathered partition results.
+def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]]) -> Trace:
+    """The single-process :class:`~perflow.trace.tables.Trace` from gathered partition tables.
 
-    ``parts`` are dicts with ``intervals`` (+ ``ginst``), ``metrics`` rows,
-    ``messages``, ``coll`` and ``metric_info``; ``defs`` carries the
-    definitions (regions, comms).
+    ``parts`` are dicts with ``intervals`` (+ ``ginst``, their global rows),
+    ``messages`` and ``coll``; ``defs`` carries the communicators.
     """
-    vertices = vertex_table(defs.regions, merged["cp_parent"], merged["cp_region"])
-    n = merged["n_intervals"]
     iv = conform("intervals", None)
-    if n:
+    if n_intervals:
         cat = pd.concat([p["intervals"] for p in parts if len(p["intervals"])], ignore_index=True)
         rows = np.concatenate([p["ginst"] for p in parts if len(p["intervals"])])
         iv = cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
     messages = gather_messages([p["messages"] for p in parts])
-    coll = [p["coll"] for p in parts if len(p["coll"])]
+    coll = [p["coll"].drop(columns=["wait", "last"], errors="ignore") for p in parts if len(p["coll"])]
     if coll:
         c = pd.concat(coll, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")
         collectives = conform("collectives", c.reset_index(drop=True))
     else:
         collectives = conform("collectives", None)
-    m = concat_metric_rows([p["metrics"] for p in parts], len(vertices))
-    info: dict[str, MetricInfo] = dict(BYTE_METRICS)
-    for p in parts:
-        info.update(p["metric_info"])
-    trace = Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))
-    a = dict(attrs)
-    a["clock_violations"] = int(messages["clock_violation"].sum())
-    return PAG(vertices, m, metric_info={k: v for k, v in info.items() if k in m.columns}, trace=trace, attrs=a)
+    return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))

@@ -251,20 +251,9 @@ def t_add(*parts: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: sum(p[k] for p in parts) for k in parts[0]}
 
 
-def t_gather_part(
-    t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.DataFrame, coll: pd.DataFrame
-) -> dict[str, Any]:
-    """Everything of one partition that the gathered PAG needs."""
-    return {
-        "intervals": t.intervals,
-        "ginst": t.ginst,
-        "metrics": rows[0],
-        "metric_info": rows[1],
-        "has_sent": rows[2],
-        "messages": messages,
-        "coll": coll,
-        "n_closed": t.n_closed,
-    }
+def t_gather_part(t: PartTables, messages: pd.DataFrame, coll: pd.DataFrame) -> dict[str, Any]:
+    """The instance tables of one partition, for the gathered Trace."""
+    return {"intervals": t.intervals, "ginst": t.ginst, "messages": messages, "coll": coll}
 
 
 def t_info(t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.DataFrame) -> dict[str, Any]:

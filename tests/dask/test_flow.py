@@ -41,15 +41,17 @@ def test_dask_pag_gathers_on_first_use(engine) -> None:  # type: ignore[no-untyp
     raw = raw_trace(nprocs=6, iterations=6, imbalance=0.5, seed=2)
     ref = build_pag(raw)
     pag = engine.load(raw).pag()
-    assert pag._gathered is None
+    assert pag.gathered == set()
     assert pag.metric_names == ref.metric_names and pag.attrs == ref.attrs
     assert pag.metric_info == ref.metric_info
     pd.testing.assert_frame_equal(pag.vertex_table, ref.vertex_table)
     np.testing.assert_array_equal(pag.aggregate("time_exc", "max"), ref.aggregate("time_exc", "max"))
-    assert pag._gathered is None  # aggregates are combined on the workers
+    assert pag.gathered == set()  # aggregates are combined on the workers
     pd.testing.assert_frame_equal(pag.metrics, ref.metrics)
-    assert pag._gathered is not None
+    assert pag.gathered == {"metrics"}  # a profile pass does not bring the instance tables
+    pd.testing.assert_series_equal(pag.aggregate("time_exc", "median"), ref.aggregate("time_exc", "median"))
     pd.testing.assert_frame_equal(pag.trace.messages, ref.trace.messages)
+    assert pag.gathered == {"metrics", "trace"}
     assert pag.vertex("MPI_Waitall").name == "MPI_Waitall"
 
 
@@ -73,7 +75,7 @@ def test_distributed_form_of_a_pass(engine) -> None:  # type: ignore[no-untyped-
     spec = SimpleNamespace(name="imbalance")
     got = dflow.distributed_call(spec, [pag], {"metric": "time_exc", "k": 3})
     pd.testing.assert_frame_equal(got, pag.dist.imbalance("time_exc", k=3))
-    assert pag._gathered is None
+    assert pag.gathered == set()
     cm = dflow.distributed_call(SimpleNamespace(name="comm_matrix"), [pag], {"metric": "count"})
     assert int(cm.to_numpy().sum()) == 6 * 6 * 2
     # no distributed form (or unsupported settings): the pass runs as usual
@@ -115,7 +117,7 @@ def test_distributed_forms_equal_the_passes(engine) -> None:  # type: ignore[no-
                 np.testing.assert_allclose(got[c].to_numpy()[ok], exp[c].to_numpy()[ok], rtol=1e-6, atol=atol)
             got, exp = got.drop(columns=["std", "normalized_std"]), exp.drop(columns=["std", "normalized_std"])
         pd.testing.assert_frame_equal(got, exp, rtol=1e-9, check_dtype=False)
-    assert pag._gathered is None
+    assert pag.gathered == set()
 
 
 def test_perflow_run_engine_dask(engine, archive: Path, capsys) -> None:  # type: ignore[no-untyped-def]
