@@ -123,6 +123,12 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     FormatError
         When the path is missing, not an OTF2 archive, or any of its files is
         truncated or corrupt; the message names the file.
+
+    Notes
+    -----
+    The fast decoder's columns are views of anonymous shared memory mappings
+    that its worker processes wrote; a process forked from the caller later
+    shares them (in-place writes in such a child show in the parent).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -203,14 +209,10 @@ def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
         raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
 
 
-#: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
-_ARENA: Arena | None = None
-
-
-def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
+def _worker(anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
     from ._fast import decode_locations
 
-    return decode_locations(anchor, _ARENA, locs, refs, maps)
+    return decode_locations(anchor, arena, locs, refs, maps)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -235,18 +237,18 @@ def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
     return rows, sizes
 
 
-def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
+def _run_workers(anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
     results: list[Any] = [None] * len(refs)
     if jobs == 0:
         for idx in plan:
-            for i, r in zip(idx, _worker(anchor, idx, [refs[i] for i in idx], maps)):
+            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps)):
                 results[i] = r
         return results
     from ._callbacks import callback_addresses
     from ._fast import event_file
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    tasks = [(_worker, (anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
+    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps)) for idx in plan]  # forked: no pickling
     try:
         outs = run_forked(tasks, _deadline(anchor))
     except CrashError as e:
@@ -265,7 +267,6 @@ def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict
 
 
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
-    global _ARENA
     refs = [int(r) for r in defs.loc_refs]
     maps = {
         "rmap": defs.region_map,
@@ -284,11 +285,7 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
     rows, sizes = _segment_rows(anchor, defs)
     plan = _plan(sizes, max(jobs, 1))
     arena = Arena(rows, defs.max_members)
-    _ARENA = arena
-    try:
-        results = _run_workers(anchor, plan, refs, maps, jobs)
-    finally:
-        _ARENA = None
+    results = _run_workers(anchor, arena, plan, refs, maps, jobs)
     counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
     spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
     skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
