@@ -97,7 +97,7 @@ def differential(
     ca, cb = resolve_metric(pa, metric), resolve_metric(pb, metric)
     da = _per_path(pa, ca, agg, normalize)
     db = _per_path(pb, cb, agg, normalize)
-    j = da.join(db, how="outer", lsuffix="_a", rsuffix="_b")
+    j = da.merge(db, how="outer", left_index=True, right_index=True, suffixes=("_a", "_b"))
     in_a = j["vertex_a"].notna().to_numpy()
     in_b = j["vertex_b"].notna().to_numpy()
     va = j["value_a"].fillna(0.0).to_numpy(dtype=np.float64)
