@@ -30,9 +30,11 @@ def classify_pattern(
     4. ``ring``: ``Pa = P >= 3``; every process has exactly one receiver and
        one sender, all at the same offset ``d``.
     5. ``nearest-neighbour``: ``P = 2`` with traffic (a pairwise exchange), or
-       every process has at most ``D = min(max_degree, Pa - 2)`` peers and at
-       most ``D`` offsets carry 90% of the traffic (the same few relative
-       neighbours everywhere, as in a stencil).
+       every process has at most ``D = min(max_degree, Pa - 2)`` peers and
+       the ``n90`` heaviest offsets that carry 90% of the traffic are few:
+       ``n90 <= D``, or ``n90 <= 2 D`` and ``n90 <= (P - 1) / 2`` (the same few
+       relative neighbours everywhere, as in a stencil; periodic boundaries
+       of a grid add wrap-around offsets).
 
     If nothing matches, the pattern is ``none`` (irregular). The ``score`` of
     a candidate is the statistic its test thresholds (density, hub share,
@@ -91,7 +93,7 @@ def classify_pattern(
     if P == 2:
         nn, ev, score = True, "two processes exchanging messages (pairwise)", 1.0
     else:
-        nn = maxdeg <= min(max_degree, Pa - 2) and n90 <= n_top
+        nn = maxdeg <= min(max_degree, Pa - 2) and (n90 <= n_top or (n90 <= 2 * n_top and n90 <= (P - 1) / 2))
         ev = (f"at most {maxdeg} peers per process; {n90} rank offset(s) ({offs}) carry 90% of the traffic "
               f"({top_share:.0%} on the top {min(n_top, P)})")
         score = top_share

@@ -323,8 +323,8 @@ def comm_pattern(
     * ``gather/master-worker``: one process takes part in at least ``hub_share`` of the traffic (P >= 3);
     * ``ring``: every process sends to exactly one peer at the same offset ``(j - i) mod P``;
     * ``nearest-neighbour``: every process talks to at most ``max_degree``
-      peers (fewer than P - 1) and no more rank offsets than that largest
-      degree carry 90% of the traffic; with two processes, any exchange.
+      peers (fewer than P - 1) and a few rank offsets (about as many as that
+      largest degree) carry 90% of the traffic; with two processes, any exchange.
 
     Pairs whose traffic is below 1% of the mean non-zero pair count as silent.
 
