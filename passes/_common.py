@@ -207,16 +207,16 @@ def vertex_columns(pag: PAG, ids: np.ndarray) -> pd.DataFrame:
 
 
 #: Breakdown categories, in display order.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "io", "mpi_other", "waiting")
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi")
 _MPI_CATEGORY = {
     MPIClass.P2P: "p2p",
     MPIClass.WAIT: "p2p",
     MPIClass.COLLECTIVE: "collective",
     MPIClass.SYNC: "sync",
     MPIClass.IO: "io",
-    MPIClass.RMA: "mpi_other",
-    MPIClass.SETUP: "mpi_other",
-    MPIClass.OTHER: "mpi_other",
+    MPIClass.RMA: "mpi",
+    MPIClass.SETUP: "mpi",
+    MPIClass.OTHER: "mpi",
 }
 _SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 
@@ -227,7 +227,7 @@ def categories(pag: PAG) -> np.ndarray:
     MPI vertices are classified by :func:`perflow.kinds.mpi_class` of their
     name: point-to-point calls and request completion (Wait/Test) are
     ``p2p``, data collectives ``collective``, barriers and MPI_Init/Finalize
-    (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi_other`` (the
+    (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi`` (the
     name decides, whatever kind the source gave the vertex). Other vertices
     of kind ``io`` are ``io``; everything else is ``computation``.
     The work is one classification per distinct name.

@@ -4,12 +4,12 @@ Each vertex falls in one category (see :func:`passes._common.categories`):
 MPI calls by :func:`perflow.kinds.mpi_class` of their name (point-to-point
 and request completion are ``p2p``, data collectives ``collective``, barriers
 and MPI_Init/Finalize ``sync``, MPI-IO ``io``, other MPI calls
-``mpi_other``), other I/O vertices ``io``, everything else ``computation``.
+``mpi``), other I/O vertices ``io``, everything else ``computation``.
 The breakdown sums an exclusive metric (by default ``time_exc``) per
 category, so the categories of a process add up to its total time.
 
 For a trace, the time a call spends waiting is moved out of its category
-into ``waiting``: the Late Sender time of every message
+into ``wait``: the Late Sender time of every message
 (:func:`perflow.trace.edges.late_sender_wait`, charged to the call path and
 process that completed the receive) and the waiting time of every
 synchronising collective participant
@@ -89,7 +89,7 @@ def breakdown(
 
     ``value[g, c] = sum of the metric over the (vertex, process) pairs of
     group g whose vertex is in category c``, with waiting time moved from
-    the waiting calls' categories to ``waiting`` for traces (see the module
+    the waiting calls' categories to ``wait`` for traces (see the module
     docstring); ``share = value / sum over the categories of g``.
 
     Parameters
@@ -102,7 +102,7 @@ def breakdown(
         (vertex, process), or one group for the whole run.
     waiting : bool
         For traces and time metrics: separate waiting time (Late Sender and
-        collective waits) into the ``waiting`` category.
+        collective waits) into the ``wait`` category.
     wide : bool
         One row per group with one column per category (plus ``total``)
         instead of the tidy long form.
@@ -143,7 +143,7 @@ def breakdown(
             wait = np.clip(wait, 0.0, np.maximum(x, 0.0))
     x = x - wait
     nc = len(cat_names)
-    wcode = cat_code["waiting"]
+    wcode = cat_code["wait"]
     if by == "process":
         grp, n_grp = rows_g, g.n_groups
     elif by == "total":

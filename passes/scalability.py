@@ -38,7 +38,7 @@ from perflow.pag.sets import VertexSet
 
 from ._common import resolve_metric, run_scale
 
-__all__ = ["scalability", "non_scalable_vertices", "fit_loglog", "align_runs", "SCALABILITY_RANKS"]
+__all__ = ["scalability", "non_scalable_vertices", "scaling_data", "fit_loglog", "align_runs", "SCALABILITY_RANKS"]
 
 SCALABILITY_RANKS = ("predicted", "slope", "growth")
 
@@ -276,3 +276,49 @@ def non_scalable_vertices(
     lookup = pd.Series(np.arange(len(paths)), index=paths)
     lookup = lookup[~lookup.index.duplicated()]
     return VertexSet(largest, lookup.loc[df["call_path"].to_numpy()].to_numpy(), ordered=True)
+
+
+@pass_(version="1", tags=("profile", "scalability"))
+def scaling_data(
+    runs: list[PAG],
+    *,
+    metric: str = "time_exc",
+    agg: str = "max",
+    scale_key: str | None = None,
+    scales: list[float] | None = None,
+) -> pd.DataFrame:
+    """The measurements behind :func:`scalability` as a tidy table: one row per (call path, run).
+
+    Parameters
+    ----------
+    runs : list of PAG
+        Runs at several process counts.
+    metric : str
+        Metric (default exclusive time).
+    agg : str
+        Aggregation across the processes of a run (default max).
+    scale_key : str, optional
+        Run attribute holding the process count.
+    scales : list of float, optional
+        Process counts of the runs, in the order given.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``call_path``, ``name``, ``nprocs``, ``time`` (the aggregated metric;
+        0 where the run lacks the path), sorted by call path and process count.
+    """
+    if not runs:
+        raise PassError("scaling_data needs at least one run")
+    s = _scales(runs, scales, scale_key)
+    meta, mat = align_runs(runs, metric, agg)
+    n_paths, n_runs = mat.shape
+    df = pd.DataFrame(
+        {
+            "call_path": np.repeat(meta.index.to_numpy(), n_runs),
+            "name": np.repeat(meta["name"].to_numpy(), n_runs),
+            "nprocs": np.tile(s, n_paths),
+            "time": mat.ravel(),
+        }
+    )
+    return df.sort_values(["call_path", "nprocs"], kind="stable").reset_index(drop=True)

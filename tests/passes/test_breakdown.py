@@ -32,7 +32,7 @@ def profile() -> perflow.PAG:
 
 def test_categories(profile: perflow.PAG) -> None:
     assert categories(profile).tolist() == [
-        "computation", "computation", "p2p", "p2p", "collective", "sync", "io", "io", "mpi_other"]
+        "computation", "computation", "p2p", "p2p", "collective", "sync", "io", "io", "mpi"]
 
 
 def test_profile_per_process(profile: perflow.PAG) -> None:
@@ -44,8 +44,8 @@ def test_profile_per_process(profile: perflow.PAG) -> None:
     assert wide["collective"].tolist() == [2.0, 1.0]
     assert wide["sync"].tolist() == [0.25, 0.25]
     assert wide["io"].tolist() == [0.75, 0.5]
-    assert wide["mpi_other"].tolist() == [0.5, 0.75]
-    assert wide["waiting"].tolist() == [0.0, 0.0]  # no trace: no waiting time
+    assert wide["mpi"].tolist() == [0.5, 0.75]
+    assert wide["wait"].tolist() == [0.0, 0.0]  # no trace: no waiting time
     assert wide["total"].tolist() == [9.0, 10.0]
     long = breakdown(profile)
     assert list(long.columns) == ["process", "category", "value", "share"]
@@ -72,10 +72,10 @@ def test_trace_waiting_collective() -> None:
     wide = breakdown(pag, wide=True).set_index("process")
     assert wide.loc[0, "computation"] == pytest.approx(1.1)  # init_data 0.1 + compute 1.0
     assert wide.loc[0, "collective"] == pytest.approx(0.1)
-    assert wide.loc[0, "waiting"] == pytest.approx(1.0)
+    assert wide.loc[0, "wait"] == pytest.approx(1.0)
     assert wide.loc[0, "sync"] == pytest.approx(0.2)
     assert wide.loc[7, "computation"] == pytest.approx(2.1)
-    assert wide.loc[7, "waiting"] == pytest.approx(0.0)
+    assert wide.loc[7, "wait"] == pytest.approx(0.0)
     assert np.allclose(wide["total"], 2.4)
     no_wait = breakdown(pag, wide=True, waiting=False).set_index("process")
     assert no_wait.loc[0, "collective"] == pytest.approx(1.1)
@@ -92,9 +92,9 @@ def test_trace_waiting_late_sender() -> None:
     pag = tb.build()
     wide = breakdown(pag, wide=True).set_index("process")
     # Late Sender: min(Es = 4, Lr = 5.5) - Er (1) = 3 of the receive's 4.5
-    assert wide.loc[1, "waiting"] == pytest.approx(3.0)
+    assert wide.loc[1, "wait"] == pytest.approx(3.0)
     assert wide.loc[1, "p2p"] == pytest.approx(1.5)
-    assert wide.loc[0, "p2p"] == pytest.approx(1.0) and wide.loc[0, "waiting"] == 0.0
+    assert wide.loc[0, "p2p"] == pytest.approx(1.0) and wide.loc[0, "wait"] == 0.0
     wt = waiting_time(pag)
     assert wt[["process", "late_sender"]].values.tolist() == [[1, 3.0]]
 
@@ -105,7 +105,7 @@ def test_synthetic_trace_total_is_preserved() -> None:
     exc = pag.aggregate("time_exc").sum()
     assert wide["total"].sum() == pytest.approx(exc)
     # the slow rank waits least
-    assert int(wide.loc[wide["waiting"].idxmin(), "process"]) == 3
+    assert int(wide.loc[wide["wait"].idxmin(), "process"]) == 3
 
 
 def test_errors(profile: perflow.PAG) -> None:
@@ -120,4 +120,4 @@ def test_real_trace() -> None:
     wide = breakdown(pag, wide=True)
     assert wide["process"].tolist() == [0, 1]
     assert wide["total"].sum() == pytest.approx(pag.aggregate("time_exc").sum())
-    assert (wide["p2p"] + wide["waiting"] > 0).all()
+    assert (wide["p2p"] + wide["wait"] > 0).all()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.scalability import fit_loglog, non_scalable_vertices, scalability
+from passes.scalability import fit_loglog, non_scalable_vertices, scalability, scaling_data
 from perflow.errors import PassError
 
 from .profile_data import literal, read_shared
@@ -62,6 +62,14 @@ def test_scalability_pass(runs: list[perflow.PAG]) -> None:
     assert ns["name"].tolist() == ["growing"] and bool(ns["non_scalable"].iloc[0])
     assert scalability(runs).attrs["target"] == 64  # default: twice the largest scale
     assert scalability(runs)["predicted"].iloc[0] == pytest.approx(0.947, abs=1e-3)
+
+
+def test_scaling_data(runs: list[perflow.PAG]) -> None:
+    df = scaling_data(runs[::-1])
+    assert list(df.columns) == ["call_path", "name", "nprocs", "time"]
+    g = df[df["name"] == "growing"]
+    assert g["nprocs"].tolist() == SCALES and g["time"].tolist() == [0.5, 0.6, 0.7, 0.8]
+    assert len(df) == 4 * 4
 
 
 def test_ranking_and_thresholds(runs: list[perflow.PAG]) -> None:
