@@ -140,8 +140,16 @@ def vertex_stats(g: Grouped) -> dict[str, np.ndarray]:
     if len(rows):
         first = np.unique(v[rows], return_index=True)
         argmax[first[0]] = g.group[rows[first[1]]]
-    return {"sum": s, "mean": mean, "max": mx, "min": mn, "std": std, "count": count, "argmax": argmax,
-            "n": np.full(nv, n, dtype=np.int64)}
+    return {
+        "sum": s,
+        "mean": mean,
+        "max": mx,
+        "min": mn,
+        "std": std,
+        "count": count,
+        "argmax": argmax,
+        "n": np.full(nv, n, dtype=np.int64),
+    }
 
 
 def as_pag(data: PAG | Selection) -> PAG:

@@ -81,7 +81,8 @@ def classify_pattern(
     rows["ring"] = (
         is_ring,
         ring_share,
-        f"every process sends only to (rank + {top_off}) mod {P}" if is_ring
+        f"every process sends only to (rank + {top_off}) mod {P}"
+        if is_ring
         else f"offset {top_off} carries {ring_share:.0%} of the traffic; out-degrees {int(outdeg.min())}-{int(outdeg.max())}",
     )
     order = np.argsort(-w_off, kind="stable")
@@ -94,13 +95,18 @@ def classify_pattern(
         nn, ev, score = True, "two processes exchanging messages (pairwise)", 1.0
     else:
         nn = maxdeg <= min(max_degree, Pa - 2) and (n90 <= n_top or (n90 <= 2 * n_top and n90 <= (P - 1) / 2))
-        ev = (f"at most {maxdeg} peers per process; {n90} rank offset(s) ({offs}) carry 90% of the traffic "
-              f"({top_share:.0%} on the top {min(n_top, P)})")
+        ev = (
+            f"at most {maxdeg} peers per process; {n90} rank offset(s) ({offs}) carry 90% of the traffic "
+            f"({top_share:.0%} on the top {min(n_top, P)})"
+        )
         score = top_share
     rows["nearest-neighbour"] = (bool(nn), score, ev)
     chosen = next((p for p in PATTERNS[1:] if rows[p][0]), "none")
-    rows["none"] = (chosen == "none", 1.0 if chosen == "none" else 0.0,
-                    "irregular: no pattern matched" if chosen == "none" else f"matched {chosen}")
+    rows["none"] = (
+        chosen == "none",
+        1.0 if chosen == "none" else 0.0,
+        "irregular: no pattern matched" if chosen == "none" else f"matched {chosen}",
+    )
     return _frame(rows, chosen)
 
 

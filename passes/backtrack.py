@@ -84,7 +84,9 @@ def predecessors(pag: PAG) -> np.ndarray:
         return pred
     vf = view.vertex_frame
     pre = pag.tree.preorder[view._v]
-    loc = vf["process"].to_numpy().astype(np.int64) * (int(vf["thread"].max()) + 1 if n else 1) + vf["thread"].to_numpy()
+    loc = (
+        vf["process"].to_numpy().astype(np.int64) * (int(vf["thread"].max()) + 1 if n else 1) + vf["thread"].to_numpy()
+    )
     order = np.lexsort((pre, loc))
     same = np.r_[False, loc[order][1:] == loc[order][:-1]]
     pred[order[same]] = order[np.flatnonzero(same) - 1]
@@ -118,12 +120,18 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
         best_src[dst[pick]] = src[pick]
         best_wait[dst[pick]] = wait[pick]
         best_kind[dst[pick]] = kind[pick]
-    return {"best_src": best_src, "best_kind": best_kind, "best_wait": best_wait, "in_wait": in_wait,
-            "out_wait": out_wait}
+    return {
+        "best_src": best_src,
+        "best_kind": best_kind,
+        "best_wait": best_wait,
+        "in_wait": in_wait,
+        "out_wait": out_wait,
+    }
 
 
-def _symptom_rows(pag: PAG, symptoms: VertexSet | ParallelVertexSet | None, n_symptoms: int, col: str,
-                  comm: dict[str, np.ndarray]) -> np.ndarray:
+def _symptom_rows(
+    pag: PAG, symptoms: VertexSet | ParallelVertexSet | None, n_symptoms: int, col: str, comm: dict[str, np.ndarray]
+) -> np.ndarray:
     view = pag.parallel
     if isinstance(symptoms, ParallelVertexSet):
         return symptoms.ids

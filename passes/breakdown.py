@@ -47,7 +47,9 @@ def waiting_time(pag: PAG) -> pd.DataFrame:
     cols = ["vertex", "process", "late_sender", "collective", "wait"]
     tr = pag.trace
     if tr is None or not tr.n_intervals:
-        return pd.DataFrame({c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols})
+        return pd.DataFrame(
+            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
+        )
     iv = tr.intervals
     ivv, ivp = iv["vertex"].to_numpy().astype(np.int64), iv["process"].to_numpy().astype(np.int64)
     parts = []
@@ -64,13 +66,21 @@ def waiting_time(pag: PAG) -> pd.DataFrame:
         ok = (ci >= 0) & (w > 0)
         parts.append((ivv[ci[ok]], ivp[ci[ok]], w[ok], 1))
     if not parts:
-        return pd.DataFrame({c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols})
+        return pd.DataFrame(
+            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
+        )
     v = np.concatenate([p[0] for p in parts])
     p = np.concatenate([p[1] for p in parts])
     w = np.concatenate([p[2] for p in parts])
     which = np.concatenate([np.full(len(p[0]), p[3]) for p in parts])
-    df = pd.DataFrame({"vertex": v, "process": p, "late_sender": np.where(which == 0, w, 0.0),
-                       "collective": np.where(which == 1, w, 0.0)})
+    df = pd.DataFrame(
+        {
+            "vertex": v,
+            "process": p,
+            "late_sender": np.where(which == 0, w, 0.0),
+            "collective": np.where(which == 1, w, 0.0),
+        }
+    )
     out = df.groupby(["vertex", "process"], sort=True).sum().reset_index()
     out["wait"] = out["late_sender"] + out["collective"]
     return out
@@ -185,7 +195,9 @@ def breakdown(
     return df
 
 
-def _group_columns(pag: PAG, g: Grouped, by: str, present: np.ndarray, rows_v: np.ndarray, rows_g: np.ndarray) -> pd.DataFrame:
+def _group_columns(
+    pag: PAG, g: Grouped, by: str, present: np.ndarray, rows_v: np.ndarray, rows_g: np.ndarray
+) -> pd.DataFrame:
     if by == "process":
         return pd.DataFrame({"process": g.process[present]})
     if by == "total":

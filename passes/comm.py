@@ -34,15 +34,30 @@ from perflow.pag.pag import PAG
 from ._common import as_pag
 from ._pattern import classify_pattern
 
-__all__ = ["comm_matrix", "message_sizes", "comm_over_time", "comm_summary", "comm_pattern", "p2p_messages",
-           "COMM_METRICS"]
+__all__ = [
+    "comm_matrix",
+    "message_sizes",
+    "comm_over_time",
+    "comm_summary",
+    "comm_pattern",
+    "p2p_messages",
+    "COMM_METRICS",
+]
 
 COMM_METRICS = ("bytes", "count", "time")
 _ONE2N = [CollectiveOp.BCAST, CollectiveOp.SCATTER, CollectiveOp.SCATTERV]
 _N2ONE = [CollectiveOp.GATHER, CollectiveOp.GATHERV, CollectiveOp.REDUCE]
-_NODATA = [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE, CollectiveOp.CREATE_HANDLE,
-           CollectiveOp.DESTROY_HANDLE, CollectiveOp.ALLOCATE, CollectiveOp.DEALLOCATE,
-           CollectiveOp.CREATE_HANDLE_AND_ALLOCATE, CollectiveOp.DESTROY_HANDLE_AND_DEALLOCATE]
+_NODATA = [
+    CollectiveOp.BARRIER,
+    CollectiveOp.INIT,
+    CollectiveOp.FINALIZE,
+    CollectiveOp.CREATE_HANDLE,
+    CollectiveOp.DESTROY_HANDLE,
+    CollectiveOp.ALLOCATE,
+    CollectiveOp.DEALLOCATE,
+    CollectiveOp.CREATE_HANDLE_AND_ALLOCATE,
+    CollectiveOp.DESTROY_HANDLE_AND_DEALLOCATE,
+]
 
 
 def p2p_messages(pag: PAG) -> pd.DataFrame:
@@ -242,8 +257,14 @@ def comm_over_time(pag: PAG, *, bins: int = 50, collectives: bool = False) -> pd
         return np.bincount(i, weights=w, minlength=bins)
 
     st = msgs["send_time"].to_numpy()
-    df = pd.DataFrame({"t_start": edges[:-1], "t_end": edges[1:], "messages": hist(st).astype(np.int64),
-                       "bytes": hist(st, msgs["bytes"].to_numpy(dtype=np.float64)).astype(np.int64)})
+    df = pd.DataFrame(
+        {
+            "t_start": edges[:-1],
+            "t_end": edges[1:],
+            "messages": hist(st).astype(np.int64),
+            "bytes": hist(st, msgs["bytes"].to_numpy(dtype=np.float64)).astype(np.int64),
+        }
+    )
     if collectives:
         c = pag.trace.collectives  # type: ignore[union-attr]
         df["collective_calls"] = hist(c["begin"].to_numpy()).astype(np.int64)
@@ -298,8 +319,12 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
         c = tr.collectives
         cp = np.searchsorted(axis, c["process"].to_numpy().astype(np.int64))
         df["coll_calls"] = np.bincount(cp, minlength=P)
-        df["coll_bytes_sent"] = np.bincount(cp, weights=c["sent"].to_numpy(dtype=np.float64), minlength=P).astype(np.int64)
-        df["coll_bytes_recv"] = np.bincount(cp, weights=c["received"].to_numpy(dtype=np.float64), minlength=P).astype(np.int64)
+        df["coll_bytes_sent"] = np.bincount(cp, weights=c["sent"].to_numpy(dtype=np.float64), minlength=P).astype(
+            np.int64
+        )
+        df["coll_bytes_recv"] = np.bincount(cp, weights=c["received"].to_numpy(dtype=np.float64), minlength=P).astype(
+            np.int64
+        )
     return df
 
 

@@ -123,14 +123,16 @@ def contention(
             b = sum(align_runs(runs, m, "sum")[1] for m in byte_cols)
             bpv = np.where(vis > 0, b / np.where(vis > 0, vis, 1.0), 0.0)
             moved = bpv.max(axis=1) > 0
-            bchange = np.where(moved, bpv.max(axis=1) / np.where(bpv.min(axis=1) > 0, bpv.min(axis=1), np.nan) - 1.0,
-                               0.0)
+            bchange = np.where(
+                moved, bpv.max(axis=1) / np.where(bpv.min(axis=1) > 0, bpv.min(axis=1), np.nan) - 1.0, 0.0
+            )
             bchange = np.nan_to_num(bchange, nan=np.inf)
     fit = fit_loglog(c, per_visit)
     slope = fit["slope"]
     ok = np.isfinite(slope)
-    contended = ok & (np.nan_to_num(slope, nan=-np.inf) > slope_threshold) & (wchange <= tolerance) & (
-        bchange <= tolerance)
+    contended = (
+        ok & (np.nan_to_num(slope, nan=-np.inf) > slope_threshold) & (wchange <= tolerance) & (bchange <= tolerance)
+    )
     df = pd.DataFrame(
         {
             "call_path": meta.index.to_numpy(),
@@ -263,8 +265,9 @@ def trace_contention(
         bmean = sb / np.where(n > 0, n, 1.0)
         bcv = np.where(bmean > 0, np.sqrt(np.maximum(sbb / np.where(n > 0, n, 1.0) - bmean**2, 0.0)) / bmean, 0.0)
         mean_d = s(leave - enter) / np.where(n > 0, n, 1.0)
-    contended = fit & (np.nan_to_num(slope, nan=-np.inf) > slope_threshold) & (corr >= min_correlation) & (
-        bcv <= tolerance)
+    contended = (
+        fit & (np.nan_to_num(slope, nan=-np.inf) > slope_threshold) & (corr >= min_correlation) & (bcv <= tolerance)
+    )
     ids = np.flatnonzero(fit if all_vertices else contended)
     ids = ids[np.lexsort((ids, -np.nan_to_num(slope[ids], nan=-np.inf), ~contended[ids]))]
     df = vertex_columns(pag, ids)

@@ -48,8 +48,9 @@ def _per_path(pag: PAG, col: str, agg: str, normalize: bool) -> pd.DataFrame:
             "value": vals,
         }
     )
-    return df.groupby("call_path", sort=False).agg(name=("name", "first"), vertex=("vertex", "first"),
-                                                   value=("value", "sum"))
+    return df.groupby("call_path", sort=False).agg(
+        name=("name", "first"), vertex=("vertex", "first"), value=("value", "sum")
+    )
 
 
 @pass_(version="1", tags=("profile", "differential"))

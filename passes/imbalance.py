@@ -42,14 +42,30 @@ from perflow.pag.sets import VertexSet
 
 from ._common import Grouped, as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
 
-__all__ = ["imbalance", "imbalanced_vertices", "imbalance_outliers", "outlier_vertices", "imbalance_table",
-           "IMBALANCE_CRITERIA", "imbalance_stats"]
+__all__ = [
+    "imbalance",
+    "imbalanced_vertices",
+    "imbalance_outliers",
+    "outlier_vertices",
+    "imbalance_table",
+    "IMBALANCE_CRITERIA",
+    "imbalance_stats",
+]
 
-IMBALANCE_CRITERIA = ("max_over_mean", "imbalance", "imbalance_time", "percent_imbalance", "craypat_percent",
-                      "normalized_std", "load_balance")
+IMBALANCE_CRITERIA = (
+    "max_over_mean",
+    "imbalance",
+    "imbalance_time",
+    "percent_imbalance",
+    "craypat_percent",
+    "normalized_std",
+    "load_balance",
+)
 
 
-def imbalance_stats(mean: np.ndarray, mx: np.ndarray, mn: np.ndarray, std: np.ndarray, n: np.ndarray) -> dict[str, np.ndarray]:
+def imbalance_stats(
+    mean: np.ndarray, mx: np.ndarray, mn: np.ndarray, std: np.ndarray, n: np.ndarray
+) -> dict[str, np.ndarray]:
     """The imbalance measures of the module docstring from per-vertex mean, max, min, std and group count."""
     pos = mx > 0
     safe_max = np.where(pos, mx, 1.0)
@@ -162,8 +178,9 @@ def imbalance(
         ``max_over_mean``, ``imbalance``, ``imbalance_time``,
         ``percent_imbalance``, ``craypat_percent``, ``normalized_std``, ``load_balance``.
     """
-    return imbalance_table(data, metric=metric, across=across, criterion=criterion, threshold=threshold,
-                           min_value=min_value, k=k)
+    return imbalance_table(
+        data, metric=metric, across=across, criterion=criterion, threshold=threshold, min_value=min_value, k=k
+    )
 
 
 @pass_(version="1", tags=("profile", "imbalance", "select"))
@@ -206,8 +223,9 @@ def imbalanced_vertices(
     return VertexSet(pag, df["vertex"].to_numpy(), ordered=True)
 
 
-def _outlier_rows(pag: PAG, col: str, across: str, k: float, min_value: float,
-                  ids: np.ndarray | None) -> tuple[pd.DataFrame, Grouped]:
+def _outlier_rows(
+    pag: PAG, col: str, across: str, k: float, min_value: float, ids: np.ndarray | None
+) -> tuple[pd.DataFrame, Grouped]:
     g = grouped(pag, col, across)
     st = vertex_stats(g)
     mean_r = st["mean"][g.vertex]
@@ -215,8 +233,9 @@ def _outlier_rows(pag: PAG, col: str, across: str, k: float, min_value: float,
     if ids is not None:
         hit &= np.isin(g.vertex, ids)
     rows = np.flatnonzero(hit)
-    return pd.DataFrame({"vertex": g.vertex[rows], "group": g.group[rows], "value": g.value[rows],
-                         "mean": mean_r[rows]}), g
+    return pd.DataFrame(
+        {"vertex": g.vertex[rows], "group": g.group[rows], "value": g.value[rows], "mean": mean_r[rows]}
+    ), g
 
 
 @pass_(version="1", tags=("profile", "imbalance"))

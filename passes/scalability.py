@@ -104,8 +104,10 @@ def align_runs(runs: Sequence[PAG], metric: str, agg: str) -> tuple[pd.DataFrame
     allf = pd.concat(frames, ignore_index=True)
     summed = allf.groupby(["call_path", "run"], sort=False)["value"].sum()
     mat = summed.unstack("run").reindex(columns=range(len(runs))).fillna(0.0)
-    meta = allf.sort_values("run", kind="stable").groupby("call_path", sort=False).agg(
-        name=("name", "last"), vertex=("vertex", "last"), run=("run", "last")
+    meta = (
+        allf.sort_values("run", kind="stable")
+        .groupby("call_path", sort=False)
+        .agg(name=("name", "last"), vertex=("vertex", "last"), run=("run", "last"))
     )
     meta = meta.reindex(mat.index)
     return meta, mat.to_numpy(dtype=np.float64)
@@ -267,8 +269,9 @@ def non_scalable_vertices(
     """
     s = _scales(runs, None, scale_key)
     largest = runs[int(np.argsort(s, kind="stable")[-1])]
-    df = scalability(runs, metric=metric, agg=agg, target=target, slope_threshold=slope_threshold, k=None,
-                     scale_key=scale_key)
+    df = scalability(
+        runs, metric=metric, agg=agg, target=target, slope_threshold=slope_threshold, k=None, scale_key=scale_key
+    )
     paths = largest.call_paths().to_numpy()
     df = df[np.isin(df["call_path"].to_numpy(), paths)]
     if k is not None:

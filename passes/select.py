@@ -14,10 +14,7 @@ sorting and ``top_vertices`` keep the order they compute.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
-import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
@@ -26,6 +23,8 @@ from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
 from perflow.pag.sets import VertexSet
 from perflow.pag.tree import ancestors_mask
+
+from ._graph import kept_comm, slice_ids
 
 __all__ = [
     "filter_vertices",
@@ -41,7 +40,6 @@ __all__ = [
     "parallel_vertices",
     "backward_slice",
     "forward_slice",
-    "slice_ids",
 ]
 
 
@@ -94,7 +92,9 @@ def filter_vertices(
 
 
 @pass_(version="1", tags=("select",))
-def sort_vertices(data: PAG | VertexSet, *, metric: str = "time_exc", agg: str = "sum", ascending: bool = False) -> VertexSet:
+def sort_vertices(
+    data: PAG | VertexSet, *, metric: str = "time_exc", agg: str = "sum", ascending: bool = False
+) -> VertexSet:
     """The vertices ordered by a metric aggregated across processes (largest first by default).
 
     Parameters
@@ -257,34 +257,9 @@ def subgraph(data: VertexSet, *, with_ancestors: bool = True, with_descendants: 
     metrics.insert(0, "vertex", new_id[vf["vertex"].to_numpy()])
     metrics.insert(1, "process", vf["process"].to_numpy())
     metrics.insert(2, "thread", vf["thread"].to_numpy())
-    comm = _kept_comm(pag, keep, new_id)
+    comm = kept_comm(pag, keep, new_id)
     attrs = {**pag.attrs, "subgraph_of": str(pag.attrs.get("source", "PAG")), "subgraph_vertices": int(len(old))}
     return PAG.from_frames(vt, metrics, metric_info=pag.metric_info, comm=comm, attrs=attrs)
-
-
-def _kept_comm(pag: PAG, keep: np.ndarray, new_id: np.ndarray) -> pd.DataFrame | None:
-    view = pag.parallel
-    et = view.edge_table
-    comm = et[et["kind"].astype(str) != "call"]
-    if not len(comm):
-        return None
-    vf = view.vertex_frame
-    s, d = comm["src"].to_numpy(), comm["dst"].to_numpy()
-    sv, dv = vf["vertex"].to_numpy()[s], vf["vertex"].to_numpy()[d]
-    ok = keep[sv] & keep[dv]
-    if not ok.any():
-        return None
-    return pd.DataFrame(
-        {
-            "src_vertex": new_id[sv[ok]],
-            "src_process": vf["process"].to_numpy()[s[ok]],
-            "src_thread": vf["thread"].to_numpy()[s[ok]],
-            "dst_vertex": new_id[dv[ok]],
-            "dst_process": vf["process"].to_numpy()[d[ok]],
-            "dst_thread": vf["thread"].to_numpy()[d[ok]],
-            **{c: comm[c].to_numpy()[ok] for c in ("kind", "count", "bytes", "time", "wait")},
-        }
-    )
 
 
 @pass_(version="1", tags=("select",))
@@ -313,51 +288,6 @@ def parallel_vertices(
     """
     pv = data.parallel.vertices if isinstance(data, PAG) else _vset(data).on_processes()
     return pv.filter(expr, name=name, kind=kind, process=processes)
-
-
-def slice_ids(pag: PAG, seeds: np.ndarray, *, backward: bool, kinds: Sequence[str] | None = None,
-              max_steps: int | None = None) -> np.ndarray:
-    """Parallel vertex ids reachable from ``seeds`` along (or against) parallel-view edges, seeds included.
-
-    One sparse breadth-first search (scipy.sparse.csgraph) from a virtual
-    source joined to every seed; with ``max_steps``, one sparse
-    matrix-vector product per step instead.
-    """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import breadth_first_order
-
-    view = pag.parallel
-    et = view.edge_table
-    n = len(view)
-    sel = np.ones(len(et), dtype=bool)
-    if kinds is not None:
-        from perflow.pag.parallel import EDGE_KINDS
-
-        bad = [k for k in kinds if k not in EDGE_KINDS]
-        if bad:
-            raise PassError(f"unknown edge kind {bad[0]!r}; kinds are {', '.join(EDGE_KINDS)}")
-        sel = np.isin(et["kind"].astype(str).to_numpy(), list(kinds))
-    src, dst = et["src"].to_numpy()[sel], et["dst"].to_numpy()[sel]
-    if backward:
-        src, dst = dst, src
-    seeds = np.unique(np.asarray(seeds, dtype=np.int64))
-    if max_steps is not None:
-        adj = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
-        seen = np.zeros(n, dtype=bool)
-        seen[seeds] = True
-        frontier = seen.copy()
-        for _ in range(max_steps):
-            nxt = (adj.T @ frontier.astype(np.int8)) > 0
-            frontier = nxt & ~seen
-            if not frontier.any():
-                break
-            seen |= frontier
-        return np.flatnonzero(seen)
-    s = np.r_[src, np.full(len(seeds), n)]
-    d = np.r_[dst, seeds]
-    adj = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n + 1, n + 1))
-    order = breadth_first_order(adj, n, directed=True, return_predecessors=False)
-    return np.sort(order[order < n])
 
 
 def _seed_rows(data: ParallelVertexSet | VertexSet) -> tuple[PAG, np.ndarray]:
@@ -413,4 +343,3 @@ def forward_slice(
     """
     pag, seeds = _seed_rows(data)
     return ParallelVertexSet(pag, slice_ids(pag, seeds, backward=False, kinds=kinds, max_steps=max_steps))
-

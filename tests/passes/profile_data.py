@@ -13,13 +13,13 @@ from perflow.errors import FormatError
 from tests.conftest import shared
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def slow_rank_trace() -> perflow.PAG:
     """8 ranks, 10 iterations, rank 3 computes twice as long (seed 1)."""
     return perflow.synthetic.trace(nprocs=8, iterations=10, slow_rank=3, seed=1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ring_trace() -> perflow.PAG:
     """4 ranks, 3 iterations, no injected problem."""
     return perflow.synthetic.trace(nprocs=4, iterations=3, seed=0)

@@ -30,7 +30,11 @@ def test_worked_example(worked: perflow.PAG) -> None:
     p = res["paths"]
     p0 = p[p["path"] == 0]
     # MPI_Allreduce@0 --collective (waited 1.0)--> MPI_Allreduce@7 --program--> compute@7
-    assert list(zip(p0["vertex"], p0["process"], p0["via"])) == [(5, 0, "start"), (5, 7, "collective"), (4, 7, "program")]
+    assert list(zip(p0["vertex"], p0["process"], p0["via"])) == [
+        (5, 0, "start"),
+        (5, 7, "collective"),
+        (4, 7, "program"),
+    ]
     assert p0["wait"].tolist() == pytest.approx([0.0, 1.0, 0.0])
     assert p0["abnormal"].tolist() == [False, False, True]
     assert list(res["causes"]) == [(4, 7, 0)]
@@ -59,12 +63,25 @@ def test_predecessors_from_trace(worked: perflow.PAG) -> None:
         return name[view._v[r]] if r >= 0 else "-"
 
     # program order on every rank: main, MPI_Init, init_data, iteration, compute, MPI_Allreduce, MPI_Finalize
-    assert [pr(v, 2) for v in range(7)] == ["-", "main", "MPI_Init", "init_data", "iteration", "compute", "MPI_Allreduce"]
+    assert [pr(v, 2) for v in range(7)] == [
+        "-",
+        "main",
+        "MPI_Init",
+        "init_data",
+        "iteration",
+        "compute",
+        "MPI_Allreduce",
+    ]
 
 
 def test_predecessors_from_profile_tree() -> None:
-    pag = literal([{"name": "a", "metrics": {"time_exc": [1.0]}, "children": [
-        {"name": "a1", "metrics": {"time_exc": [1.0]}}]}, {"name": "b", "metrics": {"time_exc": [1.0]}}], nprocs=1)
+    pag = literal(
+        [
+            {"name": "a", "metrics": {"time_exc": [1.0]}, "children": [{"name": "a1", "metrics": {"time_exc": [1.0]}}]},
+            {"name": "b", "metrics": {"time_exc": [1.0]}},
+        ],
+        nprocs=1,
+    )
     # pre-order main, a, a1, b: b follows a's last descendant a1
     assert predecessors(pag).tolist() == [-1, 0, 1, 2]
 
@@ -115,10 +132,13 @@ def test_errors_and_registration(worked: perflow.PAG) -> None:
 
 def test_profile_without_communication() -> None:
     # no trace, no edges: walk in pre-order on the process where MPI_Wait is longest
-    pag = literal([
-        {"name": "load", "metrics": {"time_exc": [1.0, 1.0, 3.0, 1.0]}},
-        {"name": "MPI_Wait", "metrics": {"time_exc": [0.1, 0.1, 0.1, 2.0]}},
-    ], nprocs=4)
+    pag = literal(
+        [
+            {"name": "load", "metrics": {"time_exc": [1.0, 1.0, 3.0, 1.0]}},
+            {"name": "MPI_Wait", "metrics": {"time_exc": [0.1, 0.1, 0.1, 2.0]}},
+        ],
+        nprocs=4,
+    )
     res = backtrack(pag, pag.parallel.vertex(2, 2))
     assert list(res["causes"]) == [(1, 2, 0)]  # load on rank 2: 3 > 1.3 * 1.5
     assert np.array_equal(res["paths"]["via"].to_numpy(), ["start", "program"])

@@ -32,7 +32,16 @@ def profile() -> perflow.PAG:
 
 def test_categories(profile: perflow.PAG) -> None:
     assert categories(profile).tolist() == [
-        "computation", "computation", "p2p", "p2p", "collective", "sync", "io", "io", "mpi"]
+        "computation",
+        "computation",
+        "p2p",
+        "p2p",
+        "collective",
+        "sync",
+        "io",
+        "io",
+        "mpi",
+    ]
 
 
 def test_profile_per_process(profile: perflow.PAG) -> None:

@@ -52,7 +52,13 @@ def test_rooted_collectives() -> None:
 def test_message_sizes_and_time() -> None:
     pag = messages([(0, 1, 0), (0, 1, 1), (1, 0, 3), (1, 0, 1000), (0, 1, 1024)], nprocs=2)
     h = message_sizes(pag)
-    assert h[["low", "high", "count"]].values.tolist() == [[0, 1, 1], [1, 2, 1], [2, 4, 1], [512, 1024, 1], [1024, 2048, 1]]
+    assert h[["low", "high", "count"]].values.tolist() == [
+        [0, 1, 1],
+        [1, 2, 1],
+        [2, 4, 1],
+        [512, 1024, 1],
+        [1024, 2048, 1],
+    ]
     assert h["bytes"].tolist() == [0, 1, 3, 1000, 1024]
     custom = message_sizes(pag, bins=[0, 10, 2000])
     assert custom["count"].tolist() == [3, 2] and custom["share"].tolist() == [0.6, 0.4]

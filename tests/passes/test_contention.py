@@ -15,11 +15,15 @@ def run(c: int) -> perflow.PAG:
     compute is constant; exchange does 4c visits, so its growth is more work, not contention."""
     P = 8
     return perflow.PAG.from_literal(
-        {"name": "main", "metrics": {"time_exc": [0.0] * P, "visits": [1] * P}, "children": [
-            {"name": "write_checkpoint", "kind": "io", "metrics": {"time_exc": [c**0.5] * P, "visits": [10] * P}},
-            {"name": "compute", "metrics": {"time_exc": [5.0] * P, "visits": [100] * P}},
-            {"name": "exchange", "metrics": {"time_exc": [0.04 * c * c] * P, "visits": [4 * c] * P}},
-        ]},
+        {
+            "name": "main",
+            "metrics": {"time_exc": [0.0] * P, "visits": [1] * P},
+            "children": [
+                {"name": "write_checkpoint", "kind": "io", "metrics": {"time_exc": [c**0.5] * P, "visits": [10] * P}},
+                {"name": "compute", "metrics": {"time_exc": [5.0] * P, "visits": [100] * P}},
+                {"name": "exchange", "metrics": {"time_exc": [0.04 * c * c] * P, "visits": [4 * c] * P}},
+            ],
+        },
         attrs={"colocation": c},
     )
 

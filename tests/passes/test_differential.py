@@ -16,8 +16,11 @@ from .profile_data import literal, read_shared
 def runs() -> tuple[perflow.PAG, perflow.PAG]:
     a = literal(
         [
-            {"name": "solve", "metrics": {"time_exc": [1.0, 1.0]}, "children": [
-                {"name": "MPI_Allreduce", "metrics": {"time_exc": [1.0, 1.0]}}]},
+            {
+                "name": "solve",
+                "metrics": {"time_exc": [1.0, 1.0]},
+                "children": [{"name": "MPI_Allreduce", "metrics": {"time_exc": [1.0, 1.0]}}],
+            },
             {"name": "setup", "metrics": {"time_exc": [2.0, 2.0]}},
             {"name": "old_io", "metrics": {"time_exc": [0.5, 0.5]}},
         ],
@@ -28,8 +31,11 @@ def runs() -> tuple[perflow.PAG, perflow.PAG]:
         [
             {"name": "new_kernel", "metrics": {"time_exc": [0.25, 0.25]}},
             {"name": "setup", "metrics": {"time_exc": [2.0, 2.0]}},
-            {"name": "solve", "metrics": {"time_exc": [1.5, 1.5]}, "children": [
-                {"name": "MPI_Allreduce", "metrics": {"time_exc": [4.0, 2.0]}}]},
+            {
+                "name": "solve",
+                "metrics": {"time_exc": [1.5, 1.5]},
+                "children": [{"name": "MPI_Allreduce", "metrics": {"time_exc": [4.0, 2.0]}}],
+            },
         ],
         nprocs=2,
     )
@@ -56,7 +62,9 @@ def test_worked_example(runs: tuple[perflow.PAG, perflow.PAG]) -> None:
 
 def test_settings(runs: tuple[perflow.PAG, perflow.PAG]) -> None:
     a, b = runs
-    assert differential(a, b, agg="max", k=1)[["call_path", "diff"]].values.tolist() == [["main/solve/MPI_Allreduce", 3.0]]
+    assert differential(a, b, agg="max", k=1)[["call_path", "diff"]].values.tolist() == [
+        ["main/solve/MPI_Allreduce", 3.0]
+    ]
     assert differential(a, b, sort="diff")["call_path"].iloc[-1] == "main/old_io"
     assert differential(a, b, sort="ratio")["call_path"].iloc[0] == "main/new_kernel"
     assert len(differential(a, b, min_change=0.75)) == 3

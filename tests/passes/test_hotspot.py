@@ -17,9 +17,13 @@ def pag() -> perflow.PAG:
     # exclusive times on 4 processes; totals: a 20, b 10, c 6, d 4 (main 0) -> grand total 40
     return literal(
         [
-            {"name": "a", "metrics": {"time_exc": [2.0, 4.0, 6.0, 8.0]}, "children": [
-                {"name": "MPI_Wait", "metrics": {"time_exc": [4.0, 0.0, 0.0, 0.0]}},
-            ]},
+            {
+                "name": "a",
+                "metrics": {"time_exc": [2.0, 4.0, 6.0, 8.0]},
+                "children": [
+                    {"name": "MPI_Wait", "metrics": {"time_exc": [4.0, 0.0, 0.0, 0.0]}},
+                ],
+            },
             {"name": "b", "metrics": {"time_exc": [2.5, 2.5, 2.5, 2.5]}},
             {"name": "MPI_Allreduce", "metrics": {"time_exc": [0.0, 0.0, 0.0, 6.0]}},
         ],

@@ -80,8 +80,9 @@ def test_outliers(worked: perflow.PAG) -> None:
 def test_threads() -> None:
     # vertex on 2 processes x 2 threads: process 0 threads [1, 3], process 1 threads [2, 2]
     vt = pd.DataFrame({"name": ["main", "loop"], "parent": [-1, 0]})
-    m = pd.DataFrame({"vertex": [1, 1, 1, 1], "process": [0, 0, 1, 1], "thread": [0, 1, 0, 1],
-                      "time_exc": [1.0, 3.0, 2.0, 2.0]})
+    m = pd.DataFrame(
+        {"vertex": [1, 1, 1, 1], "process": [0, 0, 1, 1], "thread": [0, 1, 0, 1], "time_exc": [1.0, 3.0, 2.0, 2.0]}
+    )
     pag = perflow.PAG.from_frames(vt, m)
     by_proc = imbalance(pag).iloc[0]
     assert by_proc["n"] == 2 and by_proc["imbalance"] == 0.0  # 4 and 4

@@ -32,10 +32,14 @@ def small() -> perflow.PAG:
     # main -> solve -> {MPI_Send [1, 3], kernel [4, 4]}, main -> MPI_Allreduce [2, 0], io -> write [1, 1]
     return literal(
         [
-            {"name": "solve", "metrics": {"time_exc": [0.5, 0.5]}, "children": [
-                {"name": "MPI_Send", "metrics": {"time_exc": [1.0, 3.0]}},
-                {"name": "kernel", "metrics": {"time_exc": [4.0, 4.0]}},
-            ]},
+            {
+                "name": "solve",
+                "metrics": {"time_exc": [0.5, 0.5]},
+                "children": [
+                    {"name": "MPI_Send", "metrics": {"time_exc": [1.0, 3.0]}},
+                    {"name": "kernel", "metrics": {"time_exc": [4.0, 4.0]}},
+                ],
+            },
             {"name": "MPI_Allreduce", "metrics": {"time_exc": [2.0, 0.0]}},
             {"name": "write", "kind": "io", "metrics": {"time_exc": [1.0, 1.0]}},
         ],
@@ -44,8 +48,18 @@ def small() -> perflow.PAG:
 
 
 def test_registered() -> None:
-    for name in ("filter_vertices", "sort_vertices", "top_vertices", "set_union", "subgraph", "ancestors",
-                 "descendants", "parallel_vertices", "backward_slice", "forward_slice"):
+    for name in (
+        "filter_vertices",
+        "sort_vertices",
+        "top_vertices",
+        "set_union",
+        "subgraph",
+        "ancestors",
+        "descendants",
+        "parallel_vertices",
+        "backward_slice",
+        "forward_slice",
+    ):
         spec = get_pass(name)
         assert spec.doc, name
     spec = get_pass("filter_vertices")
