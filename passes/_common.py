@@ -10,6 +10,7 @@ vertex counts as 0.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,10 @@ __all__ = [
     "categories",
     "CATEGORIES",
     "run_scale",
+    "names_of",
+    "kinds_of",
+    "edge_mask",
+    "edge_kinds",
 ]
 
 ACROSS = ("process", "location")
@@ -200,18 +205,57 @@ def resolve_metric(pag: PAG, metric: str, mode: str | None = None) -> str:
     return base + suffix
 
 
-def vertex_columns(pag: PAG, ids: np.ndarray) -> pd.DataFrame:
-    """``vertex``, ``name``, ``kind``, ``call_path`` columns for vertex ids."""
-    vt = pag._vertices
+def _from_categorical(col: pd.Series) -> np.ndarray:
+    cats = np.append(np.asarray(col.cat.categories.astype(str), dtype=object), "")
+    return cats[col.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing ""
+
+
+def names_of(pag: PAG) -> np.ndarray:
+    """Vertex names as an object array (one string conversion per distinct name)."""
+    return _from_categorical(pag._vertices["name"])
+
+
+def kinds_of(pag: PAG) -> np.ndarray:
+    """Vertex kinds (their string values) as an object array."""
+    return _from_categorical(pag._vertices["kind"])
+
+
+def edge_mask(et: pd.DataFrame, kinds: Any) -> np.ndarray:
+    """Rows of an edge table whose ``kind`` is one of ``kinds`` (compares categorical codes)."""
+    col = et["kind"]
+    want = [kinds] if isinstance(kinds, str) else list(kinds)
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in col.cat.categories]
+        codes = [cats.index(k) for k in want if k in cats]
+        return np.isin(col.cat.codes.to_numpy(), codes)
+    return np.isin(col.to_numpy().astype(str), want)
+
+
+def edge_kinds(et: pd.DataFrame) -> np.ndarray:
+    """The ``kind`` column of an edge table as an object array of strings."""
+    col = et["kind"]
+    return _from_categorical(col) if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy().astype(object)
+
+
+def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> pd.DataFrame:
+    """``vertex``, ``name``, ``kind``, ``call_path`` columns for vertex ids.
+
+    With ``categorical=True`` the text columns are pandas categoricals (cheap
+    for tables with one row per (vertex, process), where ids repeat).
+    """
     ids = np.asarray(ids, dtype=np.int64)
-    return pd.DataFrame(
-        {
-            "vertex": ids,
-            "name": vt["name"].astype(str).to_numpy()[ids],
-            "kind": vt["kind"].astype(str).to_numpy()[ids],
-            "call_path": pag.call_paths().to_numpy()[ids],
-        }
-    )
+    cols: dict[str, Any] = {"vertex": ids}
+    if categorical:
+        vt = pag._vertices
+        for c in ("name", "kind"):
+            cols[c] = pd.Categorical.from_codes(vt[c].cat.codes.to_numpy()[ids], vt[c].cat.categories.astype(str))
+        codes, uniq = pd.factorize(pag.call_paths())
+        cols["call_path"] = pd.Categorical.from_codes(codes[ids], pd.Index(uniq).astype(str))
+    else:
+        cols["name"] = names_of(pag)[ids]
+        cols["kind"] = kinds_of(pag)[ids]
+        cols["call_path"] = pag.call_paths().to_numpy()[ids]
+    return pd.DataFrame(cols)
 
 
 #: Breakdown categories, in display order.
@@ -227,6 +271,7 @@ _MPI_CATEGORY = {
     MPIClass.OTHER: "mpi",
 }
 _SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+_CATEGORY_CACHE: weakref.WeakKeyDictionary[PAG, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def categories(pag: PAG) -> np.ndarray:
@@ -240,11 +285,14 @@ def categories(pag: PAG) -> np.ndarray:
     of kind ``io`` are ``io``; everything else is ``computation``.
     The work is one classification per distinct name.
     """
+    cached = _CATEGORY_CACHE.get(pag)
+    if cached is not None:
+        return cached
     vt = pag._vertices
     names = vt["name"]
     cats = names.cat.categories.astype(str)
     code = names.cat.codes.to_numpy()
-    kind = vt["kind"].astype(str).to_numpy()
+    kind = kinds_of(pag)
     per_name = np.empty(len(cats) + 1, dtype=object)
     for i, nm in enumerate(cats):
         c = mpi_class(nm)
@@ -255,7 +303,10 @@ def categories(pag: PAG) -> np.ndarray:
     per_name[-1] = "computation"
     out = per_name[code]
     out[(kind == VertexKind.IO.value) & (out == "computation")] = "io"
-    return out.astype(str)
+    out = out.astype(str)
+    out.flags.writeable = False
+    _CATEGORY_CACHE[pag] = out
+    return out
 
 
 _SCALE_KEYS = ("nprocs", "mpi.world.size", "jobsize", "num_ranks", "ranks", "np")

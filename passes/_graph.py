@@ -10,6 +10,8 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
 
+from ._common import edge_mask
+
 __all__ = ["slice_ids", "kept_comm"]
 
 
@@ -35,7 +37,7 @@ def slice_ids(
         bad = [k for k in kinds if k not in EDGE_KINDS]
         if bad:
             raise PassError(f"unknown edge kind {bad[0]!r}; kinds are {', '.join(EDGE_KINDS)}")
-        sel = np.isin(et["kind"].astype(str).to_numpy(), list(kinds))
+        sel = edge_mask(et, kinds)
     src, dst = et["src"].to_numpy()[sel], et["dst"].to_numpy()[sel]
     if backward:
         src, dst = dst, src
@@ -63,7 +65,7 @@ def kept_comm(pag: PAG, keep: np.ndarray, new_id: np.ndarray) -> pd.DataFrame | 
     """Communication edges (p2p, collective) of ``pag`` between kept vertices, renumbered by ``new_id``, as explicit edges."""
     view = pag.parallel
     et = view.edge_table
-    comm = et[et["kind"].astype(str) != "call"]
+    comm = et[~edge_mask(et, "call")]
     if not len(comm):
         return None
     vf = view.vertex_frame

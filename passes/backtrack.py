@@ -45,7 +45,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
 
-from ._common import as_pag, categories, grouped, resolve_metric, vertex_stats
+from ._common import as_pag, categories, edge_kinds, edge_mask, grouped, names_of, resolve_metric, vertex_stats
 
 __all__ = ["backtrack", "predecessors", "comm_in"]
 
@@ -103,8 +103,8 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
     view = pag.parallel
     n = len(view)
     et = view.edge_table
-    kind = et["kind"].astype(str).to_numpy()
-    sel = np.isin(kind, ["p2p", "collective"])
+    kind = edge_kinds(et)
+    sel = edge_mask(et, ["p2p", "collective"])
     src, dst = et["src"].to_numpy()[sel], et["dst"].to_numpy()[sel]
     wait, kind = et["wait"].to_numpy(dtype=np.float64)[sel], kind[sel]
     in_wait = np.bincount(dst, weights=wait, minlength=n)
@@ -234,7 +234,7 @@ def backtrack(
         ab = comp[view._v] & (x > k * mean) & (x > floor)
     starts = _symptom_rows(pag, symptoms, n_symptoms, col, comm)
     vf = view.vertex_frame
-    names = pag._vertices["name"].astype(str).to_numpy()
+    names = names_of(pag)
     paths = pag.call_paths().to_numpy()
     rec: list[tuple[int, int, int, str, float]] = []
     causes: list[tuple[int, int, int]] = []

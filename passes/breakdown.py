@@ -154,25 +154,25 @@ def breakdown(
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]
+    floor = 1e-9 * float(np.abs(g.value).max()) if len(g.value) else 0.0
+    if by == "vertex_process":
+        return _per_row(pag, g, col, x, wait, rcat, wcode, cat_names, floor, wide)
     if by == "process":
         grp, n_grp = rows_g, g.n_groups
     elif by == "total":
         grp, n_grp = np.zeros(len(x), dtype=np.int64), 1
-    elif by == "vertex":
-        grp, n_grp = rows_v, pag.n_vertices
     else:
-        grp, n_grp = np.arange(len(x)), len(x)
+        grp, n_grp = rows_v, pag.n_vertices
     acc = np.bincount(grp * nc + rcat, weights=x, minlength=n_grp * nc)
     acc += np.bincount(grp * nc + wcode, weights=wait, minlength=n_grp * nc)
     mat = acc.reshape(n_grp, nc)
-    tot = mat.sum(axis=1)
-    if by in ("vertex", "vertex_process"):
-        # rounding residue of exclusive times (1e-9 of the largest cell) is no time
-        mat[np.abs(mat) <= 1e-9 * (np.abs(mat).max() if mat.size else 0.0)] = 0.0
-        tot = mat.sum(axis=1)
+    if by == "vertex":
+        # rounding residue of exclusive times (1e-9 of the largest value) is no time
+        mat[np.abs(mat) <= floor] = 0.0
         present = np.flatnonzero(np.any(mat != 0, axis=1))
     else:
         present = np.arange(n_grp)
+    tot = mat.sum(axis=1)
     keys = _group_columns(pag, g, by, present, rows_v, rows_g)
     if wide:
         df = keys.copy()
@@ -181,18 +181,57 @@ def breakdown(
         df["total"] = tot[present]
         return df.reset_index(drop=True)
     sub = mat[present]
-    if by in ("vertex", "vertex_process"):
+    if by == "vertex":
         gi, ci = np.nonzero(sub)
     else:
         gi = np.repeat(np.arange(len(present)), nc)
         ci = np.tile(np.arange(nc), len(present))
-    df = keys.iloc[gi].reset_index(drop=True)
-    df["category"] = pd.Categorical(np.asarray(cat_names, dtype=object)[ci], categories=cat_names)
-    df["value"] = sub[gi, ci]
-    t = tot[present][gi]
-    df["share"] = np.where(t != 0, df["value"].to_numpy() / np.where(t != 0, t, 1.0), 0.0)
+    return _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by)
+
+
+def _long(
+    df: pd.DataFrame, ci: np.ndarray, value: np.ndarray, total: np.ndarray, cat_names: list[str], col: str, by: str
+) -> pd.DataFrame:
+    df["category"] = pd.Categorical.from_codes(ci, categories=cat_names)
+    df["value"] = value
+    df["share"] = np.where(total != 0, value / np.where(total != 0, total, 1.0), 0.0)
     df.attrs.update({"metric": col, "by": by})
     return df
+
+
+def _per_row(
+    pag: PAG,
+    g: Grouped,
+    col: str,
+    x: np.ndarray,
+    wait: np.ndarray,
+    rcat: np.ndarray,
+    wcode: int,
+    cat_names: list[str],
+    floor: float,
+    wide: bool,
+) -> pd.DataFrame:
+    """Breakdown per (vertex, process): each row has at most two categories, its own and ``wait``."""
+    x = np.where(np.abs(x) <= floor, 0.0, x)
+    wait = np.where(wait <= floor, 0.0, wait)
+    tot = x + wait
+    present = np.flatnonzero((x != 0) | (wait != 0))
+    keys = _group_columns(pag, g, "vertex_process", present, g.vertex, g.group)
+    if wide:
+        df = keys.copy()
+        xp, wp, cp = x[present], wait[present], rcat[present]
+        for i, c in enumerate(cat_names):
+            df[c] = np.where(cp == i, xp, 0.0) + (wp if i == wcode else 0.0)
+        df["total"] = tot[present]
+        return df
+    own = x[present] != 0
+    wt = wait[present] != 0
+    gi = np.r_[np.flatnonzero(own), np.flatnonzero(wt)]
+    ci = np.r_[rcat[present][own], np.full(int(wt.sum()), wcode)]
+    val = np.r_[x[present][own], wait[present][wt]]
+    order = np.lexsort((ci, gi))
+    gi, ci, val = gi[order], ci[order], val[order]
+    return _long(keys.iloc[gi].reset_index(drop=True), ci, val, tot[present][gi], cat_names, col, "vertex_process")
 
 
 def _group_columns(
@@ -204,6 +243,6 @@ def _group_columns(
         return pd.DataFrame(index=np.arange(len(present)))
     if by == "vertex":
         return vertex_columns(pag, present).drop(columns="kind")
-    df = vertex_columns(pag, rows_v[present]).drop(columns="kind")
+    df = vertex_columns(pag, rows_v[present], categorical=True).drop(columns="kind")
     df["process"] = g.process[rows_g[present]]
     return df

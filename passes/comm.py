@@ -31,7 +31,7 @@ from perflow.flow.registry import pass_
 from perflow.kinds import CollectiveOp
 from perflow.pag.pag import PAG
 
-from ._common import as_pag
+from ._common import as_pag, edge_mask
 from ._pattern import classify_pattern
 
 __all__ = [
@@ -82,7 +82,7 @@ def p2p_messages(pag: PAG) -> pd.DataFrame:
         )
     view = pag.parallel
     et = view.edge_table
-    e = et[et["kind"].astype(str) == "p2p"]
+    e = et[edge_mask(et, "p2p")]
     proc = view.vertex_frame["process"].to_numpy().astype(np.int64)
     return pd.DataFrame(
         {

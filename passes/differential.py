@@ -27,7 +27,7 @@ from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
-from ._common import as_pag, resolve_metric
+from ._common import as_pag, names_of, resolve_metric
 
 __all__ = ["differential", "DIFF_SORTS"]
 
@@ -43,7 +43,7 @@ def _per_path(pag: PAG, col: str, agg: str, normalize: bool) -> pd.DataFrame:
     df = pd.DataFrame(
         {
             "call_path": pag.call_paths().to_numpy(),
-            "name": pag._vertices["name"].astype(str).to_numpy(),
+            "name": names_of(pag),
             "vertex": np.arange(pag.n_vertices),
             "value": vals,
         }

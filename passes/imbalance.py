@@ -278,7 +278,7 @@ def imbalance_outliers(
     excess = raw["value"].to_numpy() - raw["mean"].to_numpy()
     order = np.lexsort((raw["group"].to_numpy(), raw["vertex"].to_numpy(), -excess))
     raw = raw.iloc[order].reset_index(drop=True)
-    df = vertex_columns(pag, raw["vertex"].to_numpy())
+    df = vertex_columns(pag, raw["vertex"].to_numpy(), categorical=True)
     grp = raw["group"].to_numpy()
     df["process"] = g.process[grp]
     if across == "location":

@@ -36,7 +36,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
-from ._common import resolve_metric, run_scale
+from ._common import names_of, resolve_metric, run_scale
 
 __all__ = ["scalability", "non_scalable_vertices", "scaling_data", "fit_loglog", "align_runs", "SCALABILITY_RANKS"]
 
@@ -94,7 +94,7 @@ def align_runs(runs: Sequence[PAG], metric: str, agg: str) -> tuple[pd.DataFrame
             pd.DataFrame(
                 {
                     "call_path": pag.call_paths().to_numpy(),
-                    "name": pag._vertices["name"].astype(str).to_numpy(),
+                    "name": names_of(pag),
                     "vertex": np.arange(pag.n_vertices),
                     "run": i,
                     "value": pag.aggregate(col, agg).to_numpy(),

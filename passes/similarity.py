@@ -27,7 +27,7 @@ from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
-from ._common import as_pag, grouped, resolve_metric
+from ._common import as_pag, grouped, names_of, resolve_metric
 
 __all__ = ["process_similarity", "ranges", "LINKAGES"]
 
@@ -139,7 +139,7 @@ def process_similarity(
     diff = cent - main
     top = np.argmax(np.abs(diff), axis=1)
     paths = pag.call_paths().to_numpy()
-    names = pag._vertices["name"].astype(str).to_numpy()
+    names = names_of(pag)
     groups = pd.DataFrame(
         {
             "cluster": np.arange(nc),

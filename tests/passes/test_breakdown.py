@@ -73,6 +73,10 @@ def test_profile_other_groupings(profile: perflow.PAG) -> None:
     vp = breakdown(profile, by="vertex_process")
     assert len(vp) == 13  # 8 vertices x 2 processes, minus the zeros of MPI_Send@1, MPI_File_write@1, fwrite@0
     assert vp["value"].sum() == pytest.approx(19.0)
+    vpw = breakdown(profile, by="vertex_process", wide=True)
+    assert len(vpw) == 13 and vpw["total"].sum() == pytest.approx(19.0)
+    row = vpw[(vpw["name"] == "MPI_Waitall") & (vpw["process"] == 1)].iloc[0]
+    assert (row["p2p"], row["computation"], row["total"]) == (1.5, 0.0, 1.5)
 
 
 def test_trace_waiting_collective() -> None:
@@ -88,6 +92,9 @@ def test_trace_waiting_collective() -> None:
     assert np.allclose(wide["total"], 2.4)
     no_wait = breakdown(pag, wide=True, waiting=False).set_index("process")
     assert no_wait.loc[0, "collective"] == pytest.approx(1.1)
+    vp = breakdown(pag, by="vertex_process").set_index(["name", "process", "category"])
+    assert vp.loc[("MPI_Allreduce", 3, "wait"), "value"] == pytest.approx(1.0)
+    assert vp.loc[("MPI_Allreduce", 3, "collective"), "share"] == pytest.approx(0.1 / 1.1)
     wt = waiting_time(pag)
     assert len(wt) == 7 and np.allclose(wt["collective"], 1.0) and (wt["vertex"] == 5).all()
 
