@@ -94,7 +94,7 @@ def test_synthetic_versions() -> None:
 
 
 def test_real_runs_two_scales() -> None:
-    a = read_shared("scaling", "lulesh-caliper", "27_cores.cali")
-    b = read_shared("scaling", "lulesh-caliper", "64_cores.cali")
+    a = read_shared("scaling", "lulesh-caliper", "27_cores.cali", format="caliper")
+    b = read_shared("scaling", "lulesh-caliper", "64_cores.cali", format="caliper")
     df = differential(a, b, agg="max")
     assert len(df) >= 45 and (df["status"] == "both").sum() > 0

@@ -92,9 +92,11 @@ def test_slow_rank_trace() -> None:
     assert df["max_process"].iloc[0] == 3
 
 
-@pytest.mark.parametrize("parts", [("hpctoolkit", "cpi-xml"), ("cube", "scorep-cpi", "profile.cubex")])
-def test_real_cpi_profiles(parts: tuple[str, ...]) -> None:
-    pag = read_shared(*parts)
+@pytest.mark.parametrize(
+    ("fmt", "parts"), [("hpctoolkit", ("hpctoolkit", "cpi-xml")), ("cube", ("cube", "scorep-cpi", "profile.cubex"))]
+)
+def test_real_cpi_profiles(fmt: str, parts: tuple[str, ...]) -> None:
+    pag = read_shared(*parts, format=fmt)
     df = hotspot(pag, k=pag.n_vertices)
     assert np.isclose(df["share"].sum(), 1.0)
     total = pag.aggregate("time_exc").sum()

@@ -125,7 +125,7 @@ def test_vectorised_matches_numpy_on_synthetic_profile() -> None:
 
 
 def test_real_profile() -> None:
-    pag = read_shared("tau", "cpi-mpi")
+    pag = read_shared("tau", "cpi-mpi", format="tau")
     df = imbalance(pag)
     assert len(df) > 0
     assert ((df["load_balance"] > 0) & (df["load_balance"] <= 1 + 1e-12)).all()

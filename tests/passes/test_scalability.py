@@ -115,7 +115,7 @@ LULESH = ["27_cores.cali", "64_cores.cali", "125_cores.cali", "216_cores.cali", 
 
 
 def test_lulesh_caliper_runs() -> None:
-    runs = [read_shared("scaling", "lulesh-caliper", f) for f in LULESH]
+    runs = [read_shared("scaling", "lulesh-caliper", f, format="caliper") for f in LULESH]
     df = scalability(runs, all_vertices=True, target=512)
     assert df.attrs["scales"] == [27, 64, 125, 216, 343]
     assert len(df) > 10

@@ -64,7 +64,7 @@ def test_slow_rank_trace() -> None:
 
 
 def test_real_profile() -> None:
-    pag = read_shared("caliper", "lulesh-json", "lulesh-annotation-profile.json")
+    pag = read_shared("caliper", "lulesh-json", "lulesh-annotation-profile.json", format="caliper")
     res = process_similarity(pag)
     assert res["processes"]["cluster_size"].sum() >= len(res["processes"])
     assert res["groups"]["size"].sum() == len(res["processes"])
