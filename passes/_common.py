@@ -10,6 +10,7 @@ vertex counts as 0.
 
 from __future__ import annotations
 
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -271,6 +272,7 @@ _MPI_CATEGORY = {
     MPIClass.OTHER: "mpi",
 }
 _SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+_IDENT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 _CATEGORY_CACHE: weakref.WeakKeyDictionary[PAG, np.ndarray] = weakref.WeakKeyDictionary()
 
 
@@ -278,7 +280,7 @@ def categories(pag: PAG) -> np.ndarray:
     """The breakdown category of every vertex (an array of strings from :data:`CATEGORIES`).
 
     MPI vertices are classified by :func:`perflow.kinds.mpi_class` of their
-    name: point-to-point calls and request completion (Wait/Test) are
+    name (its leading identifier, so TAU's ``MPI_Bcast()`` counts as ``MPI_Bcast``): point-to-point calls and request completion (Wait/Test) are
     ``p2p``, data collectives ``collective``, barriers and MPI_Init/Finalize
     (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi`` (the
     name decides, whatever kind the source gave the vertex). Other vertices
@@ -294,7 +296,9 @@ def categories(pag: PAG) -> np.ndarray:
     code = names.cat.codes.to_numpy()
     kind = kinds_of(pag)
     per_name = np.empty(len(cats) + 1, dtype=object)
-    for i, nm in enumerate(cats):
+    for i, full in enumerate(cats):
+        m = _IDENT.match(full)  # "MPI_Bcast()" (TAU), "MPI_Send [THROTTLED]" -> the function name
+        nm = m.group(1) if m else full
         c = mpi_class(nm)
         if nm in _SYNC_NAMES:
             per_name[i] = "sync"

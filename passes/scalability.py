@@ -37,8 +37,17 @@ from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
 from ._common import names_of, resolve_metric, run_scale
+from ._runs import read_runs, short_labels
 
-__all__ = ["scalability", "non_scalable_vertices", "scaling_data", "fit_loglog", "align_runs", "SCALABILITY_RANKS"]
+__all__ = [
+    "scalability",
+    "non_scalable_vertices",
+    "scaling_data",
+    "read_runs",
+    "fit_loglog",
+    "align_runs",
+    "SCALABILITY_RANKS",
+]
 
 SCALABILITY_RANKS = ("predicted", "slope", "growth")
 
@@ -308,8 +317,10 @@ def scaling_data(
     Returns
     -------
     pandas.DataFrame
-        ``call_path``, ``name``, ``nprocs``, ``time`` (the aggregated metric;
-        0 where the run lacks the path), sorted by call path and process count.
+        ``call_path``, ``name``, ``label`` (the shortest tail of the call
+        path that tells it apart from the others, for legends), ``nprocs``,
+        ``time`` (the aggregated metric; 0 where the run lacks the path),
+        sorted by call path and process count.
     """
     if not runs:
         raise PassError("scaling_data needs at least one run")
@@ -320,6 +331,7 @@ def scaling_data(
         {
             "call_path": np.repeat(meta.index.to_numpy(), n_runs),
             "name": np.repeat(meta["name"].to_numpy(), n_runs),
+            "label": np.repeat(short_labels(meta.index.to_numpy()), n_runs),
             "nprocs": np.tile(s, n_paths),
             "time": mat.ravel(),
         }

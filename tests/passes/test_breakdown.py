@@ -44,6 +44,18 @@ def test_categories(profile: perflow.PAG) -> None:
     ]
 
 
+def test_categories_of_decorated_names() -> None:
+    # TAU writes "MPI_Bcast()", sampling tools may append annotations
+    pag = literal(
+        [
+            {"name": n, "metrics": {"time_exc": [1.0]}}
+            for n in ("MPI_Bcast()", "MPI_Init()", "MPI_Send() [THROTTLED]", "compute()")
+        ],
+        nprocs=1,
+    )
+    assert categories(pag).tolist()[1:] == ["collective", "sync", "p2p", "computation"]
+
+
 def test_profile_per_process(profile: perflow.PAG) -> None:
     wide = breakdown(profile, wide=True)
     assert wide["process"].tolist() == [0, 1]

@@ -6,24 +6,22 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.scalability import fit_loglog, non_scalable_vertices, scalability, scaling_data
+from passes.scalability import fit_loglog, non_scalable_vertices, read_runs, scalability, scaling_data, short_labels
 from perflow.errors import PassError
 
-from .profile_data import literal, read_shared
+from .profile_data import read_shared
 
 SCALES = [4, 8, 16, 32]
 
 
 def run(P: int, a: float, b: float, c: float) -> perflow.PAG:
-    return literal(
-        [
-            {"name": "halving", "metrics": {"time_exc": [a] * P}},
-            {"name": "growing", "metrics": {"time_exc": [b] * P}},
-            {"name": "flat", "metrics": {"time_exc": [c] * P}},
-        ],
-        nprocs=P,
-        nprocs_note="literal",
-    )
+    children = [
+        {"name": "halving", "metrics": {"time_exc": [a] * P}},
+        {"name": "growing", "metrics": {"time_exc": [b] * P}},
+        {"name": "flat", "metrics": {"time_exc": [c] * P}},
+    ]
+    lit = {"name": "main", "metrics": {"time_exc": [0.0] * P}, "children": children}
+    return perflow.PAG.from_literal(lit, attrs={"nprocs": P})
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +64,27 @@ def test_scalability_pass(runs: list[perflow.PAG]) -> None:
 
 def test_scaling_data(runs: list[perflow.PAG]) -> None:
     df = scaling_data(runs[::-1])
-    assert list(df.columns) == ["call_path", "name", "nprocs", "time"]
+    assert list(df.columns) == ["call_path", "name", "label", "nprocs", "time"]
     g = df[df["name"] == "growing"]
     assert g["nprocs"].tolist() == SCALES and g["time"].tolist() == [0.5, 0.6, 0.7, 0.8]
     assert len(df) == 4 * 4
+
+
+def test_short_labels() -> None:
+    labels = short_labels(["main/a/MPI_Send", "main/b/MPI_Send", "main/c", "x/main/c", "main"])
+    assert labels.tolist() == ["a/MPI_Send", "b/MPI_Send", "main/c", "x/main/c", "main"]
+
+
+def test_read_runs(runs: list[perflow.PAG], tmp_path) -> None:  # noqa: ANN001
+    for i, r in enumerate(runs):
+        r.save(tmp_path / f"run{i}.pag")
+    again = read_runs([str(tmp_path)], pattern="*.pag")
+    assert [r.attrs["nprocs"] for r in again] == SCALES
+    assert read_runs([runs[0], tmp_path / "run1.pag"])[0] is runs[0]
+    with pytest.raises(PassError, match="no runs matching '\\*.cali'"):
+        read_runs(tmp_path, pattern="*.cali")
+    with pytest.raises(PassError, match="no such file or directory"):
+        read_runs([tmp_path / "missing"])
 
 
 def test_ranking_and_thresholds(runs: list[perflow.PAG]) -> None:
