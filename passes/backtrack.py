@@ -214,6 +214,9 @@ def backtrack(
         ParallelVertexSet.
     """
     pag = as_pag(pag)
+    for what, sel in (("symptoms", symptoms), ("abnormal", abnormal)):
+        if sel is not None and getattr(sel, "pag", pag) is not pag:
+            raise PassError(f"the {what} set belongs to another PAG than the one to analyse")
     col = resolve_metric(pag, metric)
     if k <= 0:
         raise PassError(f"the outlier factor k must be positive, not {k}")

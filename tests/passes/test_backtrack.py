@@ -126,6 +126,9 @@ def test_errors_and_registration(worked: perflow.PAG) -> None:
     assert [i.name for i in spec.inputs] == ["pag", "symptoms", "abnormal"]
     with pytest.raises(PassError, match="k must be positive"):
         backtrack(worked, k=-1)
+    other = allreduce_waits_for_rank7()
+    with pytest.raises(PassError, match="the symptoms set belongs to another PAG"):
+        backtrack(worked, other.vertices.filter(name="MPI_Allreduce"))
     with pytest.raises(PassError, match="symptoms must be a VertexSet"):
         backtrack(worked, [1, 2])  # type: ignore[arg-type]
 
