@@ -147,6 +147,7 @@ def scalability(
     all_vertices: bool = False,
     scale_key: str | None = None,
     scales: list[float] | None = None,
+    complete_only: bool = False,
 ) -> pd.DataFrame:
     """Fit ``log2 T = a + b log2 P`` per call path over several runs and rank the non-scalable ones.
 
@@ -177,6 +178,9 @@ def scalability(
         common alias, else the number of processes with data).
     scales : list of float, optional
         Process counts of the runs, in the order given (overrides attributes).
+    complete_only : bool
+        Skip call paths with a zero time in any run (by default zero times
+        are left out of the fit of that path, which needs two usable runs).
 
     Returns
     -------
@@ -201,6 +205,9 @@ def scalability(
         raise PassError(f"target scale must be positive, not {target}")
     meta, mat = align_runs(runs_sorted, metric, agg)
     fit = fit_loglog(s, mat)
+    if complete_only:
+        incomplete = (mat <= 0).any(axis=1)
+        fit["slope"] = np.where(incomplete, np.nan, fit["slope"])
     with np.errstate(over="ignore", invalid="ignore"):
         pred = np.exp2(fit["intercept"] + fit["slope"] * np.log2(tgt))
     last = mat[:, -1]

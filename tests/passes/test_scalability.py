@@ -119,6 +119,21 @@ def test_errors(runs: list[perflow.PAG]) -> None:
         scalability(runs, rank_by="r2")
 
 
+def test_zero_times() -> None:
+    # "gone" has no time at the two smallest scales: fitted on the other two, or skipped with complete_only
+    pags = []
+    for P, t in zip(SCALES, [0.0, 0.0, 1.0, 2.0]):
+        lit = {
+            "name": "main",
+            "metrics": {"time_exc": [1.0] * P},
+            "children": [{"name": "gone", "metrics": {"time_exc": [t] * P}}],
+        }
+        pags.append(perflow.PAG.from_literal(lit, attrs={"nprocs": P}))
+    df = scalability(pags, all_vertices=True).set_index("name")
+    assert df.loc["gone", "n_points"] == 2 and df.loc["gone", "slope"] == pytest.approx(1.0)
+    assert "gone" not in scalability(pags, all_vertices=True, complete_only=True)["name"].tolist()
+
+
 def test_process_count_from_data() -> None:
     # no nprocs attribute: the number of processes with data is the scale
     pags = [perflow.PAG.from_literal({"name": "f", "metrics": {"time_exc": [t] * P}}) for P, t in ((2, 4.0), (4, 2.0))]
