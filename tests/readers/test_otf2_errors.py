@@ -172,3 +172,25 @@ def test_write_refuses_existing_archive(small_trace):
     with pytest.raises(FileExistsError, match="already exists"):
         write_otf2(raw, anchor.parent)
     assert np.isclose(decode(anchor).region_events["time"][0], 1.0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_location_without_events_may_lack_its_file(tmp_path, engine):
+    """A location declaring no events needs no event file; one declaring events does."""
+    import pandas as pd
+
+    from perflow.writers.otf2 import write_otf2
+
+    from .conftest import raw_from_streams
+
+    locations = pd.DataFrame({"process": [0, 1], "thread": [0, 0], "name": ["a", "idle"], "type": "cpu"})
+    raw = raw_from_streams(
+        [[("enter", 0.0, 0), ("leave", 1.0, 0)], []], locations, regions=pd.DataFrame({"name": ["r"]})
+    )
+    anchor = Path(write_otf2(raw, tmp_path / "t"))
+    (anchor.parent / "traces" / "1.evt").unlink()
+    got = decode(anchor, engine=engine)
+    assert got.region_events["location"].tolist() == [0, 0] and len(got.locations) == 2
+    (anchor.parent / "traces" / "0.evt").unlink()
+    with pytest.raises(FormatError, match=r"traces/0\.evt: event file of location 0 is missing \(2 events declared\)"):
+        decode(anchor, engine=engine)

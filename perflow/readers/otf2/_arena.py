@@ -117,8 +117,9 @@ class Arena:
                         col[dst[loc] : dst[loc + 1]] = col[src[loc] : src[loc] + n[loc]]
                 mm = self.maps[table].pop(c)
                 used = -(-total * col.itemsize // _PAGE) * _PAGE
-                if used < len(mm) and hasattr(mm, "madvise"):
-                    mm.madvise(mmap.MADV_REMOVE, used, len(mm) - used)
+                remove = getattr(mmap, "MADV_REMOVE", None)  # Linux: free the pages of the tail
+                if used < len(mm) and remove is not None and hasattr(mm, "madvise"):
+                    mm.madvise(remove, used, len(mm) - used)
                 cols[c] = col[:total]
             out[table] = cols
         return out

@@ -66,9 +66,16 @@ def _row(loc: _Loc, table: str, time: int, **values: int | float) -> None:
         cols[c].append(v)
 
 
-def decode_events(reader: Any, defs: Defs) -> Any:
-    """Read every event through ``reader`` (an open :class:`otf2.reader.Reader`) and build the RawTrace."""
+def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) -> Any:
+    """Read every event through ``reader`` (an open :class:`otf2.reader.Reader`) and build the RawTrace.
+
+    ``present[i]`` false: location ``i`` has no event file (and declares no events); it is not read.
+    """
     index = {int(r): i for i, r in enumerate(defs.loc_refs)}
+    events = reader.events
+    if present is not None and not all(present):
+        wanted = {int(r) for r, p in zip(defs.loc_refs, present) if p}
+        events = reader.events([loc for loc in reader.definitions.locations if int(loc._ref) in wanted])
     locs = [_Loc() for _ in range(len(index))]
     skipped: Counter[str] = Counter()
     rmap = defs.region_map
@@ -90,7 +97,7 @@ def decode_events(reader: Any, defs: Defs) -> Any:
         else:
             _row(lo, "p2p_events", ev.time, kind=kind, peer=-1, comm=-1, tag=-1, bytes=0, request=_s64(req))
 
-    for location, ev in reader.events:
+    for location, ev in events:
         lo = locs[index[int(location._ref)]]
         name = type(ev).__name__
         if name in ("Enter", "Leave"):

@@ -19,6 +19,7 @@ from . import _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
+from ._fast import LocationResult, decode_locations, event_file
 from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
@@ -67,13 +68,15 @@ def _otf2_errors(path: str, what: str) -> Iterator[None]:
         raise FormatError(path, f"{what}: {detail}") from None
 
 
-def _check_event_files(anchor: str, defs: Defs) -> None:
-    """Every location's event file must exist (checked before the C library looks for it)."""
-    from ._fast import event_file
-
-    for ref in defs.loc_refs:
-        if not os.path.isfile(f := event_file(anchor, int(ref))):
-            raise FormatError(f, f"event file of location {int(ref)} is missing")
+def _check_event_files(anchor: str, defs: Defs) -> list[bool]:
+    """Which locations have an event file; a missing one is an error unless the location declares no events."""
+    present = []
+    for ref, n in zip(defs.loc_refs, defs.loc_events):
+        ok = os.path.isfile(f := event_file(anchor, int(ref)))
+        if not ok and n > 0:
+            raise FormatError(f, f"event file of location {int(ref)} is missing ({int(n)} events declared)")
+        present.append(ok)
+    return present
 
 
 def _open_reader(anchor: str) -> Any:
@@ -123,6 +126,12 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     FormatError
         When the path is missing, not an OTF2 archive, or any of its files is
         truncated or corrupt; the message names the file.
+
+    Notes
+    -----
+    The fast decoder's columns are views of anonymous shared memory mappings
+    that its worker processes wrote; a process forked from the caller later
+    shares them (in-place writes in such a child show in the parent).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -173,9 +182,9 @@ def _bindings_job(anchor: str) -> RawTrace:
     reader = _open_reader(anchor)
     try:
         defs = read_definitions(reader, anchor)
-        _check_event_files(anchor, defs)
+        present = _check_event_files(anchor, defs)
         with _otf2_errors(os.path.join(os.path.splitext(anchor)[0], "*.evt"), "cannot decode the events"):
-            return decode_events(reader, defs)
+            return decode_events(reader, defs, present)
     finally:
         with contextlib.suppress(Exception):
             reader.close()
@@ -203,14 +212,8 @@ def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
         raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
 
 
-#: the arena of the decode in progress; forked workers inherit it (mappings cannot be pickled)
-_ARENA: Arena | None = None
-
-
-def _worker(anchor: str, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
-    from ._fast import decode_locations
-
-    return decode_locations(anchor, _ARENA, locs, refs, maps)
+def _worker(anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
+    return decode_locations(anchor, arena, locs, refs, maps)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -226,8 +229,6 @@ def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
 
 def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
     """Rows to reserve per location (declared events + 1, bounded by the file size) and event file sizes."""
-    from ._fast import event_file
-
     sizes = [os.path.getsize(f) if os.path.isfile(f := event_file(anchor, int(r))) else 0 for r in defs.loc_refs]
     declared = defs.loc_events.astype(np.int64)
     bound = np.array(sizes, dtype=np.int64) // 2 + 1  # an event record takes at least two bytes
@@ -235,18 +236,17 @@ def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
     return rows, sizes
 
 
-def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
+def _run_workers(anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
     results: list[Any] = [None] * len(refs)
     if jobs == 0:
         for idx in plan:
-            for i, r in zip(idx, _worker(anchor, idx, [refs[i] for i in idx], maps)):
+            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps)):
                 results[i] = r
         return results
     from ._callbacks import callback_addresses
-    from ._fast import event_file
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    tasks = [(_worker, (anchor, idx, [refs[i] for i in idx], maps)) for idx in plan]
+    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps)) for idx in plan]  # forked: no pickling
     try:
         outs = run_forked(tasks, _deadline(anchor))
     except CrashError as e:
@@ -265,7 +265,6 @@ def _run_workers(anchor: str, plan: list[list[int]], refs: list[int], maps: dict
 
 
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
-    global _ARENA
     refs = [int(r) for r in defs.loc_refs]
     maps = {
         "rmap": defs.region_map,
@@ -282,13 +281,14 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
         jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
     rows, sizes = _segment_rows(anchor, defs)
-    plan = _plan(sizes, max(jobs, 1))
+    present = _check_event_files(anchor, defs)
+    plan = [[i for i in idx if present[i]] for idx in _plan(sizes, max(jobs, 1))]
+    plan = [idx for idx in plan if idx]
     arena = Arena(rows, defs.max_members)
-    _ARENA = arena
-    try:
-        results = _run_workers(anchor, plan, refs, maps, jobs)
-    finally:
-        _ARENA = None
+    results = _run_workers(anchor, arena, plan, refs, maps, jobs)
+    for i in range(n):
+        if results[i] is None:  # no event file, no events declared
+            results[i] = LocationResult({t: 0 for t in TABLES}, {}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
     counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
     spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
     skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
