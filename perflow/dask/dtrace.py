@@ -156,6 +156,8 @@ class DistTrace(Analyses):
             for i, tb in enumerate(self._tables)
         ]
         self._messages = [self._submit(T.t_first, m, where=i) for i, m in enumerate(matched)]
+        # the records are consumed: later steps use tables without them (the old ones are released)
+        self._tables = [self._submit(T.t_strip, tb, matched[i], where=i) for i, tb in enumerate(self._tables)]
         acks = self._exchange([self._submit(T.t_second, m, where=i) for i, m in enumerate(matched)], "exchanged_acks")
         t = self._wait(self._messages, "match", t)
         lp = self.defs.locations["process"].to_numpy(dtype=np.int64)

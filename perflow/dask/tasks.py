@@ -7,6 +7,7 @@ worker that computed them until a later task needs them elsewhere.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -144,9 +145,6 @@ def t_match(
     """Match this partition's receives; return its message rows (with Late Sender wait) and acks per sender partition."""
     m = match_records(t.recvs, list(inbound))
     m["late_sender_wait"] = late_sender(m)
-    # the records are consumed here (their outbox frames were cut before): keep the counts, free the rows
-    t.n_sends, t.n_recvs = len(t.sends), len(t.recvs)
-    t.sends, t.recvs = t.sends.iloc[:0], t.recvs.iloc[:0]
     spart = _part_of(processes, assign, m["send_process"].to_numpy().astype(np.int64))
     acks = []
     for j in range(n_parts):
@@ -155,6 +153,13 @@ def t_match(
             pd.DataFrame({"send_interval": m["send_interval"].to_numpy()[sel], "bytes": m["bytes"].to_numpy()[sel]})
         )
     return m, acks
+
+
+def t_strip(t: PartTables, matched: Any) -> PartTables:
+    """A copy of the tables without the send/receive records (consumed by the matching), keeping their counts."""
+    return dataclasses.replace(
+        t, sends=t.sends.iloc[:0], recvs=t.recvs.iloc[:0], n_sends=len(t.sends), n_recvs=len(t.recvs)
+    )
 
 
 def t_first(x: tuple[Any, ...]) -> Any:
