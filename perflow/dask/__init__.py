@@ -16,18 +16,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .partition import Partitioning, cut_weight, partition_graph, partition_ranks
-
 __all__ = ["Engine", "DistTrace", "Partitioning", "partition_graph", "partition_ranks", "cut_weight"]
+
+_LAZY = {
+    "Engine": "engine",
+    "DistTrace": "dtrace",
+    "Partitioning": "partition",
+    "partition_graph": "partition",
+    "partition_ranks": "partition",
+    "cut_weight": "partition",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Engine":  # lazy: importing the engine imports distributed
-        from .engine import Engine
+    # lazy: perflow.read imports perflow.dask.flow, which must cost nothing (no scipy, no distributed)
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'perflow.dask' has no attribute {name!r}")
+    import importlib
 
-        return Engine
-    if name == "DistTrace":
-        from .dtrace import DistTrace
-
-        return DistTrace
-    raise AttributeError(f"module 'perflow.dask' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{mod}"), name)
