@@ -1,5 +1,6 @@
 /* Imbalanced compute before an allreduce: the last rank works SLOW times as
- * long as the others in compute_slow(), the others in compute(). */
+ * long in compute_slow() as the others in compute() (the two differ so that
+ * the compiler cannot fold them into one). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,7 @@ __attribute__((noinline)) static double compute(long n) {
 
 __attribute__((noinline)) static double compute_slow(long n) {
     double s = 0;
-    for (long i = 1; i <= n; i++) s += 1.0 / ((double)i * (double)i);
+    for (long i = 1; i <= n; i++) s += 1.0 / ((double)i * (double)i + 1.0);
     return s;
 }
 

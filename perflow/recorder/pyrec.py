@@ -1,0 +1,256 @@
+"""The recorder inside a recorded Python process (standard library only).
+
+Writes the same per-process files as the C library (see ``csrc/pfrec.h``), with
+Python frames instead of addresses: frame ids (``F`` lines of ``p<pid>.txt``:
+name, file, first line) in samples and call contexts, and call-site ids (``S``
+lines: function, file, line) in the ENTER records of MPI calls.
+
+Samples come from a thread that wakes ``hz`` times a second and, when the main
+thread used CPU time since the previous tick, records its stack with
+:func:`sys._current_frames`, weighted by that CPU time. Samples are skipped
+while the main thread is inside a recorded MPI call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from types import CodeType, FrameType
+
+__all__ = ["Recorder", "start_from_env", "FN", "RANK_ENV"]
+
+_DEF = Path(__file__).resolve().parent / "csrc" / "functions.def"
+FN: dict[str, int] = {
+    n: i for i, n in enumerate(re.findall(r'^PF_FN\(\w+,\s*"([^"]+)"\)', _DEF.read_text(), re.MULTILINE))
+}
+RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
+
+_REC = struct.Struct("<dQqqiiiBBH")
+_SMP = struct.Struct("<QddQ")
+_CTX = struct.Struct("<QQQQ")
+R_ENTER, R_LEAVE, R_P2P, R_COLL = 1, 2, 3, 4
+S_SAMPLE, S_CTX = 1, 2
+MAGIC = 0xFFFF000000000000
+_CHUNK = 8192  # event records per flush
+NO_SITE = 0xFFFFFFFF  # call-site id of an MPI call made from no Python frame (e.g. at exit)
+
+
+class Recorder:
+    """Per-process recorder: event and sample buffers, frame and call-site tables.
+
+    Parameters
+    ----------
+    outdir : str
+        Directory for ``p<pid>.*``.
+    hz : int
+        Sampling frequency (0: no sampling).
+    program : str
+        The script or module run, for the metadata.
+    """
+
+    def __init__(self, outdir: str, hz: int, program: str) -> None:
+        self.pid = os.getpid()
+        base = os.path.join(outdir, f"p{self.pid}")
+        self._ev = open(base + ".ev", "wb")  # noqa: SIM115 -- closed in close()
+        self._smp = open(base + ".smp", "wb")  # noqa: SIM115
+        self._txt = open(base + ".txt", "w", encoding="utf-8")  # noqa: SIM115
+        self._evbuf = bytearray(_REC.size * _CHUNK)
+        self._nev = 0
+        self._smpbuf = bytearray()
+        self._lock = threading.Lock()
+        self._frames: dict[CodeType, int] = {}
+        self._sites: dict[tuple[CodeType, int], int] = {}
+        self._ctx: dict[tuple[int, ...], int] = {}
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.skip_files = {os.path.join(here, n) for n in ("pyrec.py", "pympi.py", "pyreq.py")}
+        self.stop_files = {os.path.abspath(runpy.__file__), os.path.join(here, "pyboot.py")}
+        self.main_ident = threading.get_ident()
+        self.nregion = 0
+        self.in_mpi = False
+        self.t_enter = 0.0
+        self.closed = False
+        rank = next((os.environ[v] for v in RANK_ENV if v in os.environ), "-1")
+        m1 = time.monotonic()
+        real = time.time()
+        m2 = time.monotonic()
+        self.txt(
+            f"env_rank {rank}\nversion 1\nkind python\npid {self.pid}\nexe {program}\nhz {hz}\n"
+            f"clock_offset {real - 0.5 * (m1 + m2):.9f}\nrecsize {_REC.size}\n"
+        )
+        self.put(time.monotonic(), R_ENTER, fn=FN["program"], n1=-1)
+        self.nregion += 1
+        self._stop = threading.Event()
+        self._sampler = None
+        if hz > 0:
+            self._sampler = threading.Thread(target=self._sample_loop, args=(1.0 / hz,), name="perflow-sampler",
+                                             daemon=True)
+            self._sampler.start()
+
+    # -- output ---------------------------------------------------------------
+
+    def txt(self, text: str) -> None:
+        """Append metadata or definition lines."""
+        with self._lock:
+            self._txt.write(text)
+
+    def put(self, t: float, typ: int, kind: int = 0, fn: int = 0, addr: int = 0, n1: int = 0, n2: int = 0,
+            a: int = 0, b: int = 0, comm: int = -1) -> None:
+        """Append one event record (main thread only)."""
+        if self._nev == _CHUNK:
+            self._ev.write(self._evbuf)
+            self._nev = 0
+        _REC.pack_into(self._evbuf, self._nev * _REC.size, t, addr, n1, n2, a, b, comm, typ, kind, fn)
+        self._nev += 1
+
+    def _put_stack(self, head: bytes, ids: list[int]) -> None:
+        with self._lock:
+            self._smpbuf += head
+            self._smpbuf += struct.pack(f"<{len(ids)}Q", *ids)
+            if len(self._smpbuf) > (1 << 18):
+                self._smp.write(self._smpbuf)
+                self._smpbuf = bytearray()
+
+    # -- frames ---------------------------------------------------------------
+
+    def _frame_id(self, code: CodeType) -> int:
+        fid = self._frames.get(code)
+        if fid is None:
+            with self._lock:
+                fid = self._frames.get(code)
+                if fid is None:
+                    fid = self._frames[code] = len(self._frames)
+                    name = getattr(code, "co_qualname", code.co_name)
+                    self._txt.write(f"F\t{fid}\t{name}\t{code.co_filename}\t{code.co_firstlineno}\n")
+        return fid
+
+    def stack(self, f: FrameType | None) -> list[int]:
+        """Frame ids from ``f`` outwards (innermost first), stopping at the boot frames."""
+        ids = []
+        stop = self.stop_files
+        while f is not None:
+            code = f.f_code
+            if code.co_filename in stop:
+                break
+            ids.append(self._frame_id(code))
+            f = f.f_back
+        return ids
+
+    def user_frame(self) -> FrameType | None:
+        """The innermost frame outside the recorder (the caller of an MPI method)."""
+        f = sys._getframe(1)
+        skip = self.skip_files
+        while f is not None and (f.f_code.co_filename in skip or f.f_code.co_filename.startswith("<frozen")):
+            f = f.f_back
+        return f
+
+    def _site(self, f: FrameType) -> int:
+        key = (f.f_code, f.f_lineno or 0)
+        sid = self._sites.get(key)
+        if sid is None:
+            sid = self._sites[key] = len(self._sites)
+            name = getattr(f.f_code, "co_qualname", f.f_code.co_name)
+            self.txt(f"S\t{sid}\t{name}\t{f.f_code.co_filename}\t{key[1]}\n")
+        return sid
+
+    def _context(self, f: FrameType) -> int:
+        ids = tuple(self.stack(f))
+        cid = self._ctx.get(ids)
+        if cid is None:
+            cid = self._ctx[ids] = len(self._ctx)
+            self._put_stack(_CTX.pack(MAGIC | (S_CTX << 32) | len(ids), cid, 0, 0), list(ids))
+        return cid
+
+    # -- events ---------------------------------------------------------------
+
+    def begin(self, fn: int) -> bool:
+        """Enter a recorded MPI call; False (record nothing) when nested or off the main thread."""
+        if self.in_mpi or self.closed or threading.get_ident() != self.main_ident:
+            return False
+        self.in_mpi = True
+        f = self.user_frame()
+        site, ctx = (self._site(f), self._context(f)) if f is not None else (NO_SITE, -1)
+        t = self.t_enter = time.monotonic()
+        self.put(t, R_ENTER, fn=fn, addr=site, n1=ctx)
+        self.nregion += 1
+        return True
+
+    def end(self, fn: int) -> None:
+        """Leave the recorded MPI call entered with :meth:`begin`."""
+        self.put(time.monotonic(), R_LEAVE, fn=fn)
+        self.nregion += 1
+        self.in_mpi = False
+
+    def p2p(self, kind: int, peer: int, comm: int, tag: int, nbytes: int, req: int, t: float | None = None) -> None:
+        """Record a point-to-point event (``nbytes`` -1 when unknown)."""
+        if peer is None or peer < -1:  # MPI_PROC_NULL (-2 in Open MPI) and friends
+            return
+        self.put(time.monotonic() if t is None else t, R_P2P, kind=kind, n1=nbytes, n2=req, a=peer, b=tag, comm=comm)
+
+    def coll(self, kind: int, op: int, comm: int, root: int, sent: int, received: int, t: float | None = None) -> None:
+        """Record a collective begin or end event."""
+        self.put(time.monotonic() if t is None else t, R_COLL, kind=kind, fn=op, n1=sent, n2=received, a=root,
+                 comm=comm)
+
+    # -- sampling -------------------------------------------------------------
+
+    def _sample_loop(self, period: float) -> None:
+        try:
+            clock = time.pthread_getcpuclockid(self.main_ident)
+            cpu = lambda: time.clock_gettime(clock)  # noqa: E731
+        except (AttributeError, OSError):
+            cpu = time.monotonic
+        last = cpu()
+        while not self._stop.wait(period):
+            now = cpu()
+            w, last = now - last, now
+            if w <= 0 or self.in_mpi:
+                continue
+            frame = sys._current_frames().get(self.main_ident)
+            if frame is None:
+                continue
+            ids = self.stack(frame)
+            if not self.in_mpi and ids:
+                head = _SMP.pack(MAGIC | (S_SAMPLE << 32) | len(ids), time.monotonic(), w, self.nregion)
+                self._put_stack(head, ids)
+
+    # -- end ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop sampling, close the root region and write everything out (idempotent)."""
+        if self.closed or os.getpid() != self.pid:
+            return
+        self._stop.set()
+        if self._sampler is not None:
+            self._sampler.join(timeout=1.0)
+        if self.in_mpi:
+            self.end(0)
+        self.closed = True
+        self.put(time.monotonic(), R_LEAVE, fn=FN["program"])
+        self.nregion += 1
+        self._ev.write(self._evbuf[: self._nev * _REC.size])
+        with self._lock:
+            self._smp.write(self._smpbuf)
+            self._txt.write("end\n")
+        for f in (self._ev, self._smp, self._txt):
+            f.close()
+
+
+def start_from_env(program: str) -> Recorder | None:
+    """Start recording when ``PERFLOW_RECORD_DIR`` is set and this process is an MPI rank."""
+    outdir = os.environ.get("PERFLOW_RECORD_DIR")
+    if not outdir:
+        return None
+    if not any(v in os.environ for v in RANK_ENV) and not os.environ.get("PERFLOW_RECORD_ALL"):
+        return None
+    try:
+        hz = int(os.environ.get("PERFLOW_RECORD_HZ", "100"))
+        return Recorder(outdir, hz, program)
+    except OSError as exc:
+        print(f"perflow-recorder: cannot record into {outdir}: {exc}", file=sys.stderr)
+        return None
