@@ -1,0 +1,113 @@
+"""Readers: performance data from other tools into PAGs.
+
+One module per format under :mod:`perflow.readers`, each exposing
+
+* ``FORMAT``: the format name (``"otf2"``, ``"cube"``, ...),
+* ``DESCRIPTION``: one line for ``perflow info`` and the docs,
+* ``detect(path) -> bool``: a cheap check of the path and a few bytes,
+* ``read(path, **options) -> PAG``.
+
+:func:`read` picks the reader by ``format=`` or by detection;
+``perflow.read_<format>(path, ...)`` calls one reader explicitly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..errors import FormatError
+
+__all__ = ["read", "formats", "reader_module", "detect_format", "READER_MODULES"]
+
+log = logging.getLogger(__name__)
+
+#: format name -> module (imported on first use). Order is detection order.
+READER_MODULES: dict[str, str] = {
+    "pag": "perflow.readers.saved",
+    "otf2": "perflow.readers.otf2",
+    "cube": "perflow.readers.cube",
+    "hpctoolkit": "perflow.readers.hpctoolkit",
+    "caliper": "perflow.readers.caliper",
+    "tau": "perflow.readers.tau",
+    "cprofile": "perflow.readers.cprofile",
+    "chrome": "perflow.readers.chrome",
+    "recording": "perflow.readers.recording",
+}
+
+
+def reader_module(fmt: str) -> ModuleType:
+    """The module that reads ``fmt`` (raising FormatError for an unknown or unavailable format)."""
+    if fmt not in READER_MODULES:
+        from difflib import get_close_matches
+
+        close = get_close_matches(fmt, list(READER_MODULES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise FormatError(fmt, f"unknown format{hint} (formats: {', '.join(formats())})")
+    try:
+        return importlib.import_module(READER_MODULES[fmt])
+    except ModuleNotFoundError as exc:
+        if exc.name == READER_MODULES[fmt]:
+            raise FormatError(fmt, "this format's reader is not available in this perflow build") from None
+        raise
+
+
+def formats() -> list[str]:
+    """Names of the formats whose reader is available."""
+    out = []
+    for f, mod in READER_MODULES.items():
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod:
+                continue
+            raise
+        out.append(f)
+    return out
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """Name of the format of ``path``, by asking each reader's ``detect``."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    for f in formats():
+        mod = reader_module(f)
+        try:
+            if mod.detect(p):
+                return f
+        except OSError as exc:
+            log.debug("detect(%s) by %s failed: %s", p, f, exc)
+    raise FormatError(
+        p, f"cannot tell the format; name it explicitly (format= or --format), one of {', '.join(formats())}"
+    )
+
+
+def read(path: str | os.PathLike[str], format: str | None = None, **options: Any) -> Any:  # noqa: A002
+    """Read performance data into a PAG.
+
+    Parameters
+    ----------
+    path : path-like
+        A file or directory written by a supported tool, or a saved PAG.
+    format : str, optional
+        Force a format instead of detecting it (see :func:`formats`).
+    **options
+        Passed to the reader.
+
+    Returns
+    -------
+    PAG
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    fmt = format or detect_format(p)
+    pag = reader_module(fmt).read(p, **options)
+    pag.attrs.setdefault("source", str(p))
+    pag.attrs.setdefault("format", fmt)
+    return pag

@@ -248,7 +248,7 @@ class RawTrace:
                 i = int(np.argmax(back)) + 1
                 raise TraceError(
                     f"{src}: time goes backwards on location {int(loc[i])} at region event {i} "
-                    f"({ev['time'][i - 1]!r} then {ev['time'][i]!r})"
+                    f"({float(ev['time'][i - 1])!r} then {float(ev['time'][i])!r})"
                 )
         reg = ev["region"]
         if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):

@@ -1,0 +1,81 @@
+"""``perflow info PATH``: what a data source or saved PAG holds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register", "describe"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``info`` subcommand."""
+    p = sub.add_parser(
+        "info",
+        help="summarise a trace, profile or saved PAG",
+        description="Read PATH (any supported format, or a saved PAG) and print what it holds.",
+    )
+    p.add_argument("path", help="file or directory to read")
+    p.add_argument("--format", help="force the input format instead of detecting it")
+    p.add_argument("--top", type=int, default=10, help="number of hotspots to list (default 10)")
+    p.set_defaults(func=run)
+
+
+def _fmt_time(s: float) -> str:
+    if abs(s) < 1e-12:
+        return "0"
+    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(s) >= f:
+            return f"{s / f:.3f} {unit}"
+    return f"{s * 1e9:.0f} ns"
+
+
+def describe(pag: Any, *, top: int = 10) -> str:
+    """A plain-text summary of a PAG: sizes, metrics, trace statistics and hotspots."""
+    s = pag.summary()
+    lines = []
+    if "source" in s:
+        lines.append(f"source      {s['source']}" + (f"  ({s['format']})" if "format" in s else ""))
+    lines.append(f"processes   {s['processes']}   threads/process {s['threads']}")
+    lines.append(f"vertices    {s['vertices']}   metric rows {s['metric rows']}")
+    lines.append("metrics     " + ", ".join(s["metrics"]))
+    tr = pag.trace
+    if tr is not None:
+        t0, t1 = tr.span
+        lines.append(
+            f"trace       {tr.n_intervals} region instances, {len(tr.messages)} messages, "
+            f"{s['collective instances']} collective instances, span {_fmt_time(t1 - t0)}"
+        )
+        for key, what in (
+            ("clock_violations", "messages violate the clock condition (received before sent)"),
+            ("unmatched_sends", "sends found no receive"),
+            ("unmatched_recvs", "receives found no send"),
+            ("closed_open_instances", "region instances were left open and closed at the end"),
+        ):
+            n = int(pag.attrs.get(key, 0) or 0)
+            if n:
+                lines.append(f"warning     {n} {what}")
+    metric = next((m for m in ("time_exc", "time_inc") if m in pag.metric_names), None)
+    if metric and pag.n_vertices:
+        hot = pag.vertices.sort_by(metric, agg="sum").top(top)
+        total = float(pag.aggregate(metric, "sum").sum())
+        mx = pag.aggregate(metric, "max").to_numpy()
+        lines.append("")
+        lines.append(f"top {len(hot)} by {metric} (summed over processes)")
+        lines.append(f"  {'share':>6}  {'sum':>12}  {'max/process':>12}  vertex")
+        agg = pag.aggregate(metric, "sum").to_numpy()
+        paths = pag.call_paths()
+        for v in hot.ids.tolist():
+            share = agg[v] / total if total else 0.0
+            lines.append(f"  {share:6.1%}  {_fmt_time(agg[v]):>12}  {_fmt_time(mx[v]):>12}  {paths.iat[v]}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the path and print the summary."""
+    from ..readers import read
+
+    pag = read(args.path, format=args.format)
+    print(describe(pag, top=args.top), file=sys.stdout)
+    return 0

@@ -1,0 +1,410 @@
+"""The pass registry: passes are plain typed functions.
+
+>>> from perflow.flow import pass_
+>>> @pass_(version="1")
+... def hotspot(pag: PAG, *, metric: str = "time_exc", k: int = 10) -> pd.DataFrame:
+...     '''The k vertices with the most ``metric``.'''
+...     ...
+
+The decorator reads the signature: positional parameters are the pass's data
+*inputs* (their annotations are port types), keyword-only parameters are its
+*settings* (annotation and default give the setting's type and default). The
+return annotation is the single output, named ``output=`` (default
+``"result"``); a pass with several outputs declares ``outputs={"name":
+type, ...}`` and returns a dict with those keys. The function is returned
+unchanged, so calling it directly works without the framework.
+
+Passes are found by name in this registry (built-in passes register when
+:mod:`passes` is imported), through the entry-point group ``perflow.passes``
+(each entry point names a module or a function to import), or by dotted path
+``package.module:function`` where the caller allows importing code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args, get_origin
+
+from ..errors import PassError
+
+__all__ = [
+    "pass_",
+    "PassSpec",
+    "Port",
+    "Setting",
+    "get_pass",
+    "all_passes",
+    "register",
+    "check_value",
+    "type_name",
+    "is_compatible",
+    "load_builtin_passes",
+]
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+_REGISTRY: dict[str, PassSpec] = {}
+_builtin_loaded = False
+_entry_points_loaded = False
+
+
+@dataclass(frozen=True)
+class Port:
+    """A data input or output of a pass."""
+
+    name: str
+    type: Any = Any
+    required: bool = True
+    default: Any = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A keyword-only setting of a pass."""
+
+    name: str
+    type: Any = Any
+    default: Any = inspect.Parameter.empty
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        """A setting without a default must be given."""
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class PassSpec:
+    """Everything the framework knows about a pass."""
+
+    name: str
+    func: Callable[..., Any]
+    version: str = "1"
+    inputs: tuple[Port, ...] = ()
+    outputs: tuple[Port, ...] = ()
+    settings: tuple[Setting, ...] = ()
+    doc: str = ""
+    module: str = ""
+    multi_output: bool = False
+    cacheable: bool = True
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def summary(self) -> str:
+        """First line of the documentation."""
+        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
+
+    def input(self, name: str) -> Port:
+        """The input port called ``name``."""
+        for p in self.inputs:
+            if p.name == name:
+                return p
+        raise PassError(
+            f"pass {self.name!r} has no input {name!r}; inputs are {', '.join(p.name for p in self.inputs) or 'none'}"
+        )
+
+    def output(self, name: str) -> Port:
+        """The output port called ``name``."""
+        for p in self.outputs:
+            if p.name == name:
+                return p
+        raise PassError(
+            f"pass {self.name!r} has no output {name!r}; outputs are {', '.join(p.name for p in self.outputs)}"
+        )
+
+    def setting(self, name: str) -> Setting:
+        """The setting called ``name``."""
+        for s in self.settings:
+            if s.name == name:
+                return s
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, [s.name for s in self.settings], n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PassError(f"pass {self.name!r} has no setting {name!r}{hint}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+
+def _param_docs(doc: str) -> dict[str, str]:
+    """Parameter descriptions from a numpydoc ``Parameters`` section."""
+    out: dict[str, str] = {}
+    lines = inspect.cleandoc(doc or "").splitlines()
+    in_params = False
+    current = None
+    for i, line in enumerate(lines):
+        if (
+            line.strip() in ("Parameters", "Settings", "Inputs")
+            and i + 1 < len(lines)
+            and set(lines[i + 1].strip()) == {"-"}
+        ):
+            in_params = True
+            continue
+        if in_params and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and line.strip():
+            in_params = False
+        if not in_params or set(line.strip()) == {"-"}:
+            continue
+        if line and not line.startswith(" "):
+            names = line.split(":")[0]
+            current = [n.strip() for n in names.split(",")]
+            for n in current:
+                out[n] = ""
+        elif current and line.strip():
+            for n in current:
+                out[n] = (out[n] + " " + line.strip()).strip()
+    return out
+
+
+def pass_(
+    func: F | None = None,
+    *,
+    name: str | None = None,
+    version: str = "1",
+    output: str = "result",
+    outputs: Mapping[str, Any] | None = None,
+    cacheable: bool = True,
+    tags: tuple[str, ...] = (),
+) -> Any:
+    """Register a function as a pass (usable as ``@pass_`` or ``@pass_(...)``).
+
+    Parameters
+    ----------
+    name : str, optional
+        Registry name (default: the function's name).
+    version : str
+        Bump it whenever the pass's results change; the cross-run cache keys on it.
+    output : str
+        Name of the single output (when ``outputs`` is not given).
+    outputs : mapping of str to type, optional
+        Several outputs; the function then returns a dict with these keys.
+    cacheable : bool
+        Whether results may be cached across runs (false for passes with side effects).
+    tags : tuple of str
+        Free-form labels (``"profile"``, ``"trace"``, ``"plot"``) for listings.
+    """
+
+    def wrap(f: F) -> F:
+        spec = make_spec(f, name=name, version=version, output=output, outputs=outputs, cacheable=cacheable, tags=tags)
+        register(spec)
+        f.__perflow_pass__ = spec  # type: ignore[attr-defined]
+        return f
+
+    return wrap(func) if func is not None else wrap
+
+
+def make_spec(
+    f: Callable[..., Any],
+    *,
+    name: str | None = None,
+    version: str = "1",
+    output: str = "result",
+    outputs: Mapping[str, Any] | None = None,
+    cacheable: bool = True,
+    tags: tuple[str, ...] = (),
+) -> PassSpec:
+    """Build a :class:`PassSpec` from a function's signature and docstring."""
+    sig = inspect.signature(f)
+    try:
+        hints = typing.get_type_hints(f)
+    except Exception:  # unresolved forward references: fall back to raw annotations
+        hints = {k: v.annotation for k, v in sig.parameters.items() if v.annotation is not inspect.Parameter.empty}
+    pdoc = _param_docs(f.__doc__ or "")
+    inputs, settings = [], []
+    for p in sig.parameters.values():
+        ann = hints.get(p.name, Any)
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            has_default = p.default is not p.empty
+            inputs.append(
+                Port(
+                    p.name,
+                    ann,
+                    required=not has_default,
+                    default=p.default if has_default else None,
+                    doc=pdoc.get(p.name, ""),
+                )
+            )
+        elif p.kind is p.KEYWORD_ONLY:
+            settings.append(Setting(p.name, ann, p.default, pdoc.get(p.name, "")))
+        else:
+            raise PassError(f"pass {f.__name__!r}: *args and **kwargs are not allowed in a pass signature")
+    if outputs:
+        outs = tuple(Port(k, v) for k, v in outputs.items())
+        multi = True
+    else:
+        outs = (Port(output, hints.get("return", Any)),)
+        multi = False
+    return PassSpec(
+        name=name or f.__name__,
+        func=f,
+        version=str(version),
+        inputs=tuple(inputs),
+        outputs=outs,
+        settings=tuple(settings),
+        doc=inspect.getdoc(f) or "",
+        module=getattr(f, "__module__", ""),
+        multi_output=multi,
+        cacheable=cacheable,
+        tags=tuple(tags),
+    )
+
+
+def register(spec: PassSpec) -> PassSpec:
+    """Add a pass to the registry (a second registration of a name from another function is an error)."""
+    old = _REGISTRY.get(spec.name)
+    if old is not None and (old.module, old.func.__qualname__) != (spec.module, spec.func.__qualname__):
+        raise PassError(f"pass name {spec.name!r} is already registered by {old.module}.{old.func.__qualname__}")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def load_builtin_passes() -> None:
+    """Import the built-in pass library (:mod:`passes`) and entry-point passes, once."""
+    global _builtin_loaded, _entry_points_loaded
+    if not _builtin_loaded:
+        _builtin_loaded = True
+        try:
+            importlib.import_module("passes")
+        except ModuleNotFoundError as exc:  # pragma: no cover - broken install
+            log.warning("the built-in pass library could not be imported: %s", exc)
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="perflow.passes"):
+            try:
+                obj = ep.load()
+            except Exception as exc:
+                log.warning("entry point %s (perflow.passes) failed to load: %s", ep.name, exc)
+                continue
+            if callable(obj) and not hasattr(obj, "__perflow_pass__"):
+                pass_(obj, name=ep.name)
+
+
+def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = False) -> PassSpec:
+    """Find a pass by registry name, by function, or (when allowed) by dotted path ``pkg.mod:func``.
+
+    Raises
+    ------
+    PassError
+        For an unknown name (with a did-you-mean suggestion) or a refused import.
+    """
+    if callable(name_or_func):
+        spec = getattr(name_or_func, "__perflow_pass__", None)
+        return spec if spec is not None else make_spec(name_or_func)
+    name = str(name_or_func)
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    load_builtin_passes()
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if ":" in name:
+        if not allow_import:
+            raise PassError(
+                f"pass {name!r} names code to import; allow it explicitly (allow_import=True, or "
+                "--allow-import on the command line) if you trust its source"
+            )
+        mod_name, _, attr = name.partition(":")
+        try:
+            obj: Any = importlib.import_module(mod_name)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise PassError(f"cannot import pass {name!r}: {exc}") from None
+        if not callable(obj):
+            raise PassError(f"{name!r} is not a function")
+        return get_pass(obj)
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, list(_REGISTRY), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise PassError(f"unknown pass {name!r}{hint} (see `perflow passes` for the list)")
+
+
+def all_passes() -> dict[str, PassSpec]:
+    """Every registered pass, built-in ones included, by name."""
+    load_builtin_passes()
+    return dict(sorted(_REGISTRY.items()))
+
+
+# ---------------------------------------------------------------------- types
+def type_name(tp: Any) -> str:
+    """A short readable name for a type annotation."""
+    if tp is Any or tp is inspect.Parameter.empty:
+        return "any"
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _resolve(tp: Any) -> Any:
+    return Any if tp is inspect.Parameter.empty else tp
+
+
+def is_compatible(produced: Any, expected: Any) -> bool:
+    """Whether a value of type ``produced`` may feed a port of type ``expected`` (unknown types pass)."""
+    produced, expected = _resolve(produced), _resolve(expected)
+    if produced is Any or expected is Any or isinstance(produced, str) or isinstance(expected, str):
+        return True
+    exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
+    prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
+    for pa in prod_args:
+        ok = False
+        for ea in exp_args:
+            pe, ee = get_origin(pa) or pa, get_origin(ea) or ea
+            if ee is Any or pe is Any:
+                ok = True
+            elif isinstance(pe, type) and isinstance(ee, type):
+                ok = issubclass(pe, ee)
+            else:
+                ok = True
+            if ok:
+                break
+        if not ok:
+            return False
+    return True
+
+
+def check_value(value: Any, tp: Any) -> bool:
+    """Whether ``value`` fits the annotation ``tp`` (int accepted for float; ``None`` for Optional)."""
+    tp = _resolve(tp)
+    if tp is Any or isinstance(tp, str):
+        return True
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(check_value(value, a) for a in get_args(tp))
+    if origin is typing.Literal:
+        return value in get_args(tp)
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple, set, frozenset):
+        if not isinstance(value, list | tuple | set | frozenset):
+            return False
+        args = get_args(tp)
+        if not args or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+            return all(check_value(v, args[0]) for v in value) if args else True
+        if origin is tuple:
+            return len(args) == len(value) and all(check_value(v, a) for v, a in zip(value, args))
+        return all(check_value(v, args[0]) for v in value)
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            return False
+        args = get_args(tp)
+        return not args or all(check_value(k, args[0]) and check_value(v, args[1]) for k, v in value.items())
+    if isinstance(origin, type):
+        return isinstance(value, origin)
+    if isinstance(tp, type):
+        return isinstance(value, tp)
+    return True

@@ -1,0 +1,202 @@
+"""Construction and aggregation of the metrics table.
+
+The metrics table is a pandas DataFrame with one row per (vertex, process,
+thread) that has data, indexed by a sorted MultiIndex whose codes are built
+directly from integer arrays (no factorising of 100 million rows), and one
+numeric column per metric.
+
+Aggregation across processes uses *dense* semantics: a vertex that a process
+never executed counts as 0 for that process. So the mean of a vertex run only
+on rank 0 of 4 ranks is a quarter of rank 0's value, and its minimum is 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MetricError, PAGError
+
+__all__ = ["INDEX_NAMES", "make_metrics", "aggregate", "AGGREGATIONS", "present_levels"]
+
+INDEX_NAMES = ["vertex", "process", "thread"]
+AGGREGATIONS = ("sum", "mean", "max", "min", "std", "count", "median")
+
+
+def present_levels(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values of a non-negative integer array, in linear time when the range is small."""
+    if len(x) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(x.min()), int(x.max())
+    if lo >= 0 and hi < max(4 * len(x), 1 << 24):
+        return np.flatnonzero(np.bincount(x, minlength=hi + 1)).astype(np.int64)
+    return np.unique(x).astype(np.int64)
+
+
+def _codes(x: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    if len(levels) and levels[0] >= 0 and levels[-1] < (1 << 24):
+        lut = np.full(int(levels[-1]) + 1, -1, dtype=np.int32)
+        lut[levels] = np.arange(len(levels), dtype=np.int32)
+        return lut[x]
+    return np.searchsorted(levels, x).astype(np.int32)
+
+
+def make_metrics(
+    vertex: np.ndarray,
+    process: np.ndarray,
+    thread: np.ndarray | None,
+    columns: Mapping[str, np.ndarray],
+    *,
+    n_vertices: int,
+    duplicates: str = "sum",
+) -> pd.DataFrame:
+    """Build a metrics table from parallel integer key arrays and metric columns.
+
+    Parameters
+    ----------
+    vertex, process, thread : numpy.ndarray
+        Integer keys of each row. ``thread`` may be ``None`` (all zeros).
+    columns : mapping of str to numpy.ndarray
+        Metric columns, each as long as the keys.
+    n_vertices : int
+        Number of vertices of the PAG (the vertex level is ``0..n_vertices-1``).
+    duplicates : {"sum", "error"}
+        What to do with repeated keys: add their values, or raise.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Sorted by (vertex, process, thread), indexed by a MultiIndex named
+        ``vertex``, ``process``, ``thread``.
+    """
+    vertex = np.asarray(vertex, dtype=np.int64)
+    process = np.asarray(process, dtype=np.int64)
+    thread = np.zeros(len(vertex), dtype=np.int64) if thread is None else np.asarray(thread, dtype=np.int64)
+    n = len(vertex)
+    if len(process) != n or len(thread) != n:
+        raise PAGError("vertex, process and thread arrays differ in length")
+    cols = {}
+    for k, v in columns.items():
+        a = np.asarray(v)
+        if len(a) != n:
+            raise PAGError(f"metric column {k!r} has {len(a)} rows, expected {n}")
+        if a.dtype.kind not in "fiub":
+            raise MetricError(f"metric column {k!r} is not numeric (dtype {a.dtype})")
+        cols[k] = a
+    if n and (vertex.min() < 0 or vertex.max() >= n_vertices):
+        raise PAGError(f"metric rows refer to vertex ids outside 0..{n_vertices - 1}")
+    if n and (process.min() < 0 or thread.min() < 0):
+        raise PAGError("process and thread ids must be non-negative")
+    plev = present_levels(process)
+    tlev = present_levels(thread)
+    pc = _codes(process, plev).astype(np.int64)
+    tc = _codes(thread, tlev).astype(np.int64)
+    key = (vertex * len(plev) + pc) * max(len(tlev), 1) + tc
+    if n > 1 and not np.all(key[1:] > key[:-1]):
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        vertex, pc, tc = vertex[order], pc[order], tc[order]
+        cols = {k: v[order] for k, v in cols.items()}
+        dup = np.r_[False, key[1:] == key[:-1]]
+        if dup.any():
+            if duplicates == "error":
+                i = int(np.flatnonzero(dup)[0])
+                raise PAGError(
+                    f"duplicate metric row for vertex {vertex[i]}, process {plev[pc[i]]}, thread {tlev[tc[i]]}"
+                )
+            starts = np.flatnonzero(~dup)
+            cols = {k: np.add.reduceat(v, starts) if len(v) else v for k, v in cols.items()}
+            vertex, pc, tc = vertex[starts], pc[starts], tc[starts]
+    index = pd.MultiIndex(
+        levels=[pd.RangeIndex(n_vertices), pd.Index(plev), pd.Index(tlev)],
+        codes=[vertex, pc, tc],
+        names=INDEX_NAMES,
+        verify_integrity=False,
+    )
+    return pd.DataFrame(cols, index=index, copy=False)
+
+
+def _segments(vcodes: np.ndarray, n_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.bincount(vcodes, minlength=n_vertices)
+    starts = np.cumsum(counts) - counts
+    return starts, counts
+
+
+def aggregate(
+    metrics: pd.DataFrame,
+    column: str,
+    agg: str,
+    *,
+    n_vertices: int,
+    n_locations: int,
+) -> np.ndarray:
+    """Aggregate one metric across processes and threads, per vertex.
+
+    Parameters
+    ----------
+    metrics : pandas.DataFrame
+        A metrics table built by :func:`make_metrics`.
+    column : str
+        The metric.
+    agg : {"sum", "mean", "max", "min", "std", "count", "median"}
+        The aggregation. ``count`` is the number of locations with a row.
+    n_vertices, n_locations : int
+        Number of vertices, and of (process, thread) locations over which
+        absent rows count as zeros.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 array of length ``n_vertices``.
+    """
+    if agg not in AGGREGATIONS:
+        raise PAGError(f"unknown aggregation {agg!r}; choose one of {', '.join(AGGREGATIONS)}")
+    if column not in metrics.columns:
+        raise MetricError(f"unknown metric {column!r}; metrics are {', '.join(map(str, metrics.columns))}")
+    v = metrics.index.codes[0]
+    v = np.asarray(v, dtype=np.int64)
+    x = metrics[column].to_numpy(dtype=np.float64, na_value=np.nan)
+    counts = np.bincount(v, minlength=n_vertices)
+    if agg == "count":
+        return counts.astype(np.float64)
+    n_loc = max(n_locations, 1)
+    absent = counts < n_loc
+    if agg == "sum":
+        return np.bincount(v, weights=x, minlength=n_vertices)
+    if agg == "mean":
+        return np.bincount(v, weights=x, minlength=n_vertices) / n_loc
+    if agg == "std":
+        s = np.bincount(v, weights=x, minlength=n_vertices)
+        s2 = np.bincount(v, weights=x * x, minlength=n_vertices)
+        mean = s / n_loc
+        return np.sqrt(np.maximum(s2 / n_loc - mean * mean, 0.0))
+    starts, _ = _segments(v, n_vertices)
+    out = np.zeros(n_vertices, dtype=np.float64)
+    has = counts > 0
+    if agg in ("max", "min"):
+        if len(x):
+            red = (np.maximum if agg == "max" else np.minimum).reduceat(x, starts[has])
+            out[has] = red
+        if absent.any():
+            fn = np.maximum if agg == "max" else np.minimum
+            out[absent & has] = fn(out[absent & has], 0.0)
+        return out
+    # median with the zeros of absent locations: sort within each vertex's segment
+    order = np.lexsort((x, v))
+    xs = x[order]
+    neg = np.bincount(v, weights=(x < 0).astype(np.float64), minlength=n_vertices).astype(np.int64)
+    z = n_loc - counts
+
+    def kth(k: np.ndarray) -> np.ndarray:
+        res = np.zeros(n_vertices, dtype=np.float64)
+        a = k < neg
+        res[a] = xs[starts[a] + k[a]]
+        b = k >= neg + z
+        res[b] = xs[np.minimum(starts[b] + k[b] - z[b], max(len(xs) - 1, 0))] if len(xs) else 0.0
+        return res
+
+    out = 0.5 * (kth(np.full(n_vertices, (n_loc - 1) // 2)) + kth(np.full(n_vertices, n_loc // 2)))
+    out[~has] = 0.0
+    return out

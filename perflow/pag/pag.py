@@ -1,0 +1,427 @@
+"""The Program Abstraction Graph.
+
+A :class:`PAG` has two views of one run:
+
+* the **top-down view**: a calling-context tree whose vertices are code
+  regions in context (``pag.vertex_table``), with metrics per (vertex,
+  process, thread) (``pag.metrics``);
+* the **parallel view** (``pag.parallel``): the same vertices per process and
+  thread, joined by intra-process flow edges and inter-process
+  communication edges.
+
+Storage is columnar: one row per vertex in ``vertex_table``, one row per
+(vertex, process, thread) with data in ``metrics``. networkx graphs are built
+on request (``pag.graph``, ``pag.parallel.graph``). A PAG never changes after
+construction; every operation returns new objects.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MetricError, PAGError
+from ..trace.tables import Trace
+from .frames import aggregate, make_metrics
+from .tree import TreeIndex, tree_index
+from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices
+
+if TYPE_CHECKING:  # pragma: no cover
+    import networkx as nx
+
+    from .parallel import ParallelView
+    from .sets import Vertex, VertexSet
+
+__all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS", "normalize_vertices"]
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric measures.
+
+    Attributes
+    ----------
+    name : str
+        Column name in ``pag.metrics``.
+    unit : str
+        ``"s"``, ``"bytes"``, ``"count"``, ``""``, ...
+    mode : {"exclusive", "inclusive", "count", "other"}
+        Whether the value covers only the vertex itself, or its subtree too.
+    description : str
+        One line for reports and ``perflow info``.
+    """
+
+    name: str
+    unit: str = ""
+    mode: str = "other"
+    description: str = ""
+
+
+DEFAULT_METRICS = {
+    "time_inc": MetricInfo("time_inc", "s", "inclusive", "time in the region and everything it called"),
+    "time_exc": MetricInfo("time_exc", "s", "exclusive", "time in the region itself"),
+    "visits": MetricInfo("visits", "count", "count", "number of times the region was entered"),
+}
+
+
+class PAG:
+    """A Program Abstraction Graph: top-down view, parallel view, and (for traces) instance data.
+
+    Build one with :meth:`from_frames`, :meth:`from_literal`, a reader
+    (:func:`perflow.read`), :mod:`perflow.synthetic` or
+    :class:`perflow.trace.builder.TraceBuilder`; load a saved one with
+    :func:`perflow.load`.
+
+    Parameters
+    ----------
+    vertices : pandas.DataFrame
+        The vertex table (see :func:`normalize_vertices`).
+    metrics : pandas.DataFrame
+        The metrics table (see :func:`perflow.pag.frames.make_metrics`).
+    metric_info : mapping of str to MetricInfo, optional
+    trace : Trace, optional
+        Instance-level data when the PAG comes from a trace.
+    comm : pandas.DataFrame, optional
+        Aggregated communication edges for sources without a trace (columns
+        ``src_vertex``, ``src_process``, ``src_thread``, ``dst_vertex``,
+        ``dst_process``, ``dst_thread``, ``kind``, ``count``, ``bytes``,
+        ``time``, ``wait``).
+    attrs : mapping, optional
+        Metadata: ``source``, ``format``, ``nprocs``, run metadata, ...
+    """
+
+    def __init__(
+        self,
+        vertices: pd.DataFrame,
+        metrics: pd.DataFrame,
+        *,
+        metric_info: Mapping[str, MetricInfo] | None = None,
+        trace: Trace | None = None,
+        comm: pd.DataFrame | None = None,
+        attrs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not is_normalized(vertices):
+            vertices = normalize_vertices(vertices)
+        if len(metrics.columns) and list(metrics.columns) != canonical_order(metrics.columns):
+            metrics = metrics[canonical_order(metrics.columns)]
+        self._vertices = vertices
+        self._metrics = metrics
+        info = dict(metric_info or {})
+        for m in metrics.columns:
+            if m not in info:
+                info[m] = DEFAULT_METRICS.get(m, MetricInfo(m))
+        self._metric_info = {m: info[m] for m in metrics.columns}
+        self._trace = trace
+        self._comm = comm
+        self.attrs: dict[str, Any] = dict(attrs or {})
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_frames(
+        cls,
+        vertices: pd.DataFrame | Mapping[str, Any],
+        metrics: pd.DataFrame,
+        *,
+        metric_info: Mapping[str, MetricInfo] | None = None,
+        trace: Trace | None = None,
+        comm: pd.DataFrame | None = None,
+        attrs: Mapping[str, Any] | None = None,
+        duplicates: str = "sum",
+    ) -> PAG:
+        """Build a PAG from a vertex table and a long-format metrics table.
+
+        Parameters
+        ----------
+        vertices : pandas.DataFrame
+            One row per vertex, row ``i`` is vertex ``i``; columns ``name``,
+            ``parent`` (-1 for roots) and optionally ``kind``, ``module``,
+            ``file``, ``line`` and any extra attribute.
+        metrics : pandas.DataFrame
+            Columns ``vertex``, ``process``, optionally ``thread``, and one
+            numeric column per metric (or already indexed by those levels).
+        duplicates : {"sum", "error"}
+            What to do with repeated (vertex, process, thread) rows.
+
+        Returns
+        -------
+        PAG
+        """
+        vt = normalize_vertices(vertices)
+        m = metrics.reset_index() if isinstance(metrics.index, pd.MultiIndex) else metrics
+        for c in ("vertex", "process"):
+            if c not in m.columns:
+                raise PAGError(f"metrics table lacks the column {c!r}")
+        keys = {"vertex", "process", "thread", "index"}
+        cols = {c: m[c].to_numpy() for c in m.columns if c not in keys}
+        mt = make_metrics(
+            m["vertex"].to_numpy(),
+            m["process"].to_numpy(),
+            m["thread"].to_numpy() if "thread" in m.columns else None,
+            cols,
+            n_vertices=len(vt),
+            duplicates=duplicates,
+        )
+        return cls(vt, mt, metric_info=metric_info, trace=trace, comm=comm, attrs=attrs)
+
+    @classmethod
+    def from_literal(cls, literal: Any, **kwargs: Any) -> PAG:
+        """Build a PAG from a nested literal (see :func:`perflow.pag.literal.from_literal`)."""
+        from .literal import from_literal
+
+        return from_literal(literal, **kwargs)
+
+    # ------------------------------------------------------------------ tables
+    @property
+    def vertex_table(self) -> pd.DataFrame:
+        """The vertex table (a shallow copy; the PAG is not changed by edits to it)."""
+        return self._vertices.copy(deep=False)
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """Metrics per (vertex, process, thread): a DataFrame with a sorted MultiIndex."""
+        return self._metrics.copy(deep=False)
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Names of the metric columns."""
+        return list(self._metrics.columns)
+
+    @property
+    def metric_info(self) -> dict[str, MetricInfo]:
+        """Description of each metric."""
+        return dict(self._metric_info)
+
+    @property
+    def trace(self) -> Trace | None:
+        """Instance-level tables when the PAG comes from a trace, else ``None``."""
+        return self._trace
+
+    @property
+    def n_vertices(self) -> int:
+        """Number of top-down vertices."""
+        return len(self._vertices)
+
+    @functools.cached_property
+    def locations(self) -> pd.DataFrame:
+        """The (process, thread) pairs that have data, sorted."""
+        idx = self._metrics.index
+        plev = idx.levels[1].to_numpy().astype(np.int64)
+        tlev = idx.levels[2].to_numpy().astype(np.int64)
+        nt = max(len(tlev), 1)
+        key = np.asarray(idx.codes[1], dtype=np.int64) * nt + np.asarray(idx.codes[2], dtype=np.int64)
+        present = np.flatnonzero(np.bincount(key, minlength=len(plev) * nt)) if len(key) else np.zeros(0, np.int64)
+        p, t = plev[present // nt] if len(plev) else present, tlev[present % nt] if len(tlev) else present
+        # every region instance of a trace contributes a metric row, so these are all locations
+        return pd.DataFrame({"process": p.astype(np.int64), "thread": t.astype(np.int64)})
+
+    @property
+    def processes(self) -> np.ndarray:
+        """Sorted process ids (MPI ranks) that have data."""
+        return np.unique(self.locations["process"].to_numpy())
+
+    @property
+    def n_processes(self) -> int:
+        """Number of processes with data (or the ``nprocs`` recorded by the source, if larger)."""
+        return max(len(self.processes), int(self.attrs.get("nprocs", 0) or 0))
+
+    @functools.cached_property
+    def tree(self) -> TreeIndex:
+        """Depth, pre-order and subtree sizes of the calling-context tree."""
+        return tree_index(self._vertices["parent"].to_numpy())
+
+    @property
+    def roots(self) -> np.ndarray:
+        """Ids of the root vertices."""
+        return np.flatnonzero(self._vertices["parent"].to_numpy() < 0)
+
+    # ------------------------------------------------------------------ metrics
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self._metrics.columns:
+            from difflib import get_close_matches
+
+            close = get_close_matches(metric, [str(c) for c in self._metrics.columns], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise MetricError(
+                f"unknown metric {metric!r}{hint} (metrics: {', '.join(map(str, self._metrics.columns))})"
+            )
+
+    def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
+        """One metric aggregated across processes and threads, per vertex.
+
+        Parameters
+        ----------
+        metric : str
+            A metric name.
+        agg : {"sum", "mean", "max", "min", "std", "count", "median"}
+            Locations without a row count as zero.
+
+        Returns
+        -------
+        pandas.Series
+            Indexed by vertex id.
+        """
+        self._check_metric(metric)
+        vals = aggregate(self._metrics, metric, agg, n_vertices=self.n_vertices, n_locations=self._n_locations)
+        return pd.Series(vals, index=self._vertices.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
+
+    @functools.cached_property
+    def _n_locations(self) -> int:
+        return len(self.locations)
+
+    def metric_frame(self, metrics: Iterable[str] | None = None, agg: str = "sum") -> pd.DataFrame:
+        """Per-vertex table of the vertex attributes and aggregated metrics."""
+        names = list(metrics) if metrics is not None else self.metric_names
+        df = self._vertices[["name", "kind", "parent", "depth"]].copy()
+        for m in names:
+            df[m] = self.aggregate(m, agg).to_numpy()
+        return df
+
+    # ------------------------------------------------------------------ views
+    @property
+    def vertices(self) -> VertexSet:
+        """All top-down vertices, as a :class:`~perflow.pag.sets.VertexSet`."""
+        from .sets import VertexSet
+
+        return VertexSet(self, np.arange(self.n_vertices, dtype=np.int64))
+
+    def vertex(self, key: int | str) -> Vertex:
+        """One vertex by id, by name (must be unique) or by call path ``"main/solve/MPI_Send"``."""
+        from .sets import Vertex
+
+        if isinstance(key, int | np.integer):
+            if not 0 <= int(key) < self.n_vertices:
+                raise PAGError(f"no vertex {key}: ids are 0..{self.n_vertices - 1}")
+            return Vertex(self, int(key))
+        ids = np.flatnonzero(self.call_paths().to_numpy() == key) if "/" in key else None
+        if ids is None or not len(ids):
+            ids = np.flatnonzero(self._vertices["name"].to_numpy() == key)
+        if len(ids) == 0:
+            raise PAGError(f"no vertex named {key!r}")
+        if len(ids) > 1:
+            raise PAGError(f"{len(ids)} vertices are named {key!r} (ids {ids[:5].tolist()}...); use an id or path")
+        return Vertex(self, int(ids[0]))
+
+    @functools.cached_property
+    def parallel(self) -> ParallelView:
+        """The parallel view: (vertex, process, thread) vertices and communication edges."""
+        from .parallel import ParallelView
+
+        return ParallelView(self)
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The top-down view as a networkx DiGraph (built on first access).
+
+        Nodes are vertex ids with attributes ``name``, ``kind``, ``depth``,
+        ``file``, ``line`` and each metric summed over processes; edges go from
+        parent to child.
+        """
+        import networkx as nx
+
+        g = nx.DiGraph()
+        vt = self._vertices
+        sums = {m: self.aggregate(m, "sum").to_numpy() for m in self.metric_names}
+        names = vt["name"].astype(str).to_numpy()
+        kinds = vt["kind"].astype(str).to_numpy()
+        depth = vt["depth"].to_numpy()
+        files = vt["file"].astype(str).to_numpy()
+        lines = vt["line"].to_numpy()
+        g.add_nodes_from(
+            (
+                i,
+                {
+                    "name": names[i],
+                    "kind": kinds[i],
+                    "depth": int(depth[i]),
+                    "file": files[i],
+                    "line": int(lines[i]),
+                    **{m: float(a[i]) for m, a in sums.items()},
+                },
+            )
+            for i in range(len(vt))
+        )
+        parent = vt["parent"].to_numpy()
+        child = np.flatnonzero(parent >= 0)
+        g.add_edges_from(zip(parent[child].tolist(), child.tolist()))
+        return g
+
+    def call_paths(self, sep: str = "/") -> pd.Series:
+        """The call path of every vertex as a string, e.g. ``"main/solve/MPI_Allreduce"``."""
+        return self._call_paths(sep)
+
+    @functools.lru_cache(maxsize=2)  # noqa: B019 - a PAG is immutable and long-lived
+    def _call_paths(self, sep: str) -> pd.Series:
+        names = self._vertices["name"].astype(str).to_numpy().astype(object)
+        parent = self._vertices["parent"].to_numpy()
+        depth = self._vertices["depth"].to_numpy()
+        out = np.empty(len(names), dtype=object)
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+        for d in range(len(bounds) - 1):
+            lv = order[bounds[d] : bounds[d + 1]]
+            if d == 0:
+                out[lv] = names[lv]
+            else:
+                out[lv] = out[parent[lv]] + sep + names[lv]
+        return pd.Series(out, index=self._vertices.index, name="call_path")
+
+    # ------------------------------------------------------------------ derived PAGs
+    def with_metrics(self, info: Mapping[str, MetricInfo] | None = None, **columns: np.ndarray) -> PAG:
+        """A new PAG with extra (or replaced) metric columns aligned with ``metrics`` rows."""
+        m = self._metrics.copy(deep=False)
+        for k, v in columns.items():
+            a = np.asarray(v)
+            if len(a) != len(m):
+                raise PAGError(f"metric {k!r} has {len(a)} values, the PAG has {len(m)} metric rows")
+            m[k] = a
+        mi = dict(self._metric_info)
+        mi.update(info or {})
+        return PAG(self._vertices, m, metric_info=mi, trace=self._trace, comm=self._comm, attrs=self.attrs)
+
+    def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        """Save to a directory in perflow's versioned on-disk format (see :mod:`perflow.pag.persist`)."""
+        from .persist import save
+
+        return save(self, path, overwrite=overwrite)
+
+    # ------------------------------------------------------------------ display
+    def summary(self) -> dict[str, Any]:
+        """A few headline numbers: vertices, processes, threads, metrics, trace sizes."""
+        s: dict[str, Any] = {
+            "vertices": self.n_vertices,
+            "processes": int(len(self.processes)),
+            "threads": int(self.locations.groupby("process").size().max()) if len(self.locations) else 0,
+            "metric rows": len(self._metrics),
+            "metrics": self.metric_names,
+        }
+        if self._trace is not None:
+            s["intervals"] = self._trace.n_intervals
+            s["messages"] = len(self._trace.messages)
+            s["collective instances"] = int(self._trace.collectives["instance"].nunique())
+        for k in ("source", "format"):
+            if k in self.attrs:
+                s[k] = self.attrs[k]
+        return s
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        extra = f", intervals={s['intervals']}, messages={s['messages']}" if "intervals" in s else ""
+        src = f", source={s['source']!r}" if "source" in s else ""
+        return (
+            f"<PAG vertices={s['vertices']}, processes={s['processes']}, threads={s['threads']}, "
+            f"metrics={s['metrics']}{extra}{src}>"
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in self.summary().items()
+        )
+        return f"<b>PAG</b><table>{rows}</table>"

@@ -1,0 +1,231 @@
+"""Saving and loading PAGs.
+
+On-disk format, version 1: a directory (conventionally named ``*.pag``)
+holding
+
+* ``manifest.json``: ``{"format": "perflow-pag", "version": 1, "tables":
+  {name: {"file": ..., "rows": n}}, "metric_info": ..., "attrs": ...,
+  "comms": ..., "comm_names": ...}``;
+* one Parquet file per table: ``vertices``, ``metrics`` (the index levels
+  ``vertex``, ``process``, ``thread`` as columns, sorted), and for traces
+  ``intervals``, ``messages``, ``collectives``; ``comm`` for explicit
+  communication edges.
+
+Saves are atomic: everything is written to a hidden sibling directory, the
+manifest last, and the directory is renamed into place. A save interrupted
+at any point leaves either the previous PAG or no PAG at the path, never a
+partial one; a directory without a manifest does not load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import FormatError
+from ..trace.tables import Trace
+from .frames import make_metrics
+from .pag import PAG, MetricInfo
+
+__all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION", "is_saved_pag"]
+
+FORMAT_NAME = "perflow-pag"
+FORMAT_VERSION = 1
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def _numeric_only(df: pd.DataFrame) -> bool:
+    return all(df[c].dtype.kind in "biuf" for c in df.columns)
+
+
+def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Write one table: numeric tables straight from numpy, others through pandas (keeps categoricals).
+
+    Snappy compression and no dictionary encoding for numeric columns: on
+    tens of millions of rows this writes and reads several times faster than
+    zstd with dictionaries, for about 20 % more disk.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if _numeric_only(df):
+        table = pa.table({str(c): df[c].to_numpy() for c in df.columns})
+        dict_cols: list[str] | bool = False
+    else:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        dict_cols = [str(c) for c in df.columns if df[c].dtype.kind not in "biuf"]
+    pq.write_table(table, path, compression="snappy", use_dictionary=dict_cols)
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> Path:
+    """Save a PAG to ``path`` (a directory), atomically.
+
+    Parameters
+    ----------
+    pag : PAG
+    path : path-like
+        Target directory; ``.pag`` is a good suffix.
+    overwrite : bool
+        Replace an existing saved PAG at ``path``.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} exists (pass overwrite=True to replace it)")
+    if target.exists() and not is_saved_pag(target):
+        raise FormatError(target, "exists and is not a saved PAG; refusing to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        tables: dict[str, pd.DataFrame] = {"vertices": pag._vertices.reset_index(drop=True)}
+        m = pag._metrics
+        idx = m.index
+        keys = {
+            "vertex": np.asarray(idx.codes[0], dtype=np.int32),
+            "process": idx.levels[1].to_numpy().astype(np.int32)[idx.codes[1]],
+            "thread": idx.levels[2].to_numpy().astype(np.int32)[idx.codes[2]],
+        }
+        mdf = pd.DataFrame({**keys, **{str(c): m[c].to_numpy() for c in m.columns}}, copy=False)
+        tables["metrics"] = mdf
+        if pag.trace is not None:
+            tables["intervals"] = pag.trace.intervals
+            tables["messages"] = pag.trace.messages
+            tables["collectives"] = pag.trace.collectives
+        if pag._comm is not None:
+            tables["comm"] = pag._comm.reset_index(drop=True)
+        manifest: dict[str, Any] = {
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+            "tables": {},
+            "n_vertices": pag.n_vertices,
+            "metric_info": {k: asdict(v) for k, v in pag.metric_info.items()},
+            "attrs": pag.attrs,
+            "has_trace": pag.trace is not None,
+        }
+        if pag.trace is not None:
+            manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
+            manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
+        for name, df in tables.items():
+            fname = f"{name}.parquet"
+            _write_parquet(df, tmp / fname)
+            manifest["tables"][name] = {"file": fname, "rows": len(df)}
+        with open(tmp / "manifest.json", "w") as fh:
+            json.dump(manifest, fh, default=_json_default, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        old = None
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+            os.replace(target, old)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def is_saved_pag(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a directory holding a saved PAG's manifest."""
+    p = Path(path)
+    mf = p / "manifest.json"
+    if not mf.is_file():
+        return False
+    try:
+        with open(mf) as fh:
+            return json.load(fh).get("format") == FORMAT_NAME
+    except (OSError, ValueError):
+        return False
+
+
+def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+        if table.schema.pandas_metadata is not None:
+            df = table.to_pandas()
+        else:
+            df = pd.DataFrame({c: table.column(c).to_numpy() for c in table.column_names}, copy=False)
+        del table
+    except FileNotFoundError:
+        raise FormatError(path, "missing table file (the saved PAG is incomplete)") from None
+    except Exception as exc:  # pyarrow raises several types for corrupt files
+        raise FormatError(path, f"cannot read the table: {exc}") from None
+    if len(df) != rows:
+        raise FormatError(path, f"has {len(df)} rows, the manifest says {rows}")
+    return df
+
+
+def load(path: str | os.PathLike[str]) -> PAG:
+    """Load a PAG saved with :meth:`PAG.save`.
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is not a complete saved PAG of a supported version.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    mf = p / "manifest.json"
+    if not p.is_dir() or not mf.is_file():
+        raise FormatError(p, "not a saved PAG (no manifest.json; an interrupted save leaves none)")
+    try:
+        with open(mf) as fh:
+            manifest = json.load(fh)
+    except ValueError as exc:
+        raise FormatError(mf, f"invalid JSON: {exc}") from None
+    if manifest.get("format") != FORMAT_NAME:
+        raise FormatError(mf, f"not a perflow PAG manifest (format {manifest.get('format')!r})")
+    version = manifest.get("version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise FormatError(mf, f"format version {version!r} is newer than this perflow supports ({FORMAT_VERSION})")
+    tabs = manifest.get("tables", {})
+    for need in ("vertices", "metrics"):
+        if need not in tabs:
+            raise FormatError(mf, f"lists no {need!r} table")
+    frames = {name: _read_parquet(p / info["file"], int(info["rows"])) for name, info in tabs.items()}
+    vt = frames["vertices"]
+    vt.index = pd.RangeIndex(len(vt), name="vertex")
+    mdf = frames["metrics"]
+    cols = {c: mdf[c].to_numpy() for c in mdf.columns if c not in ("vertex", "process", "thread")}
+    m = make_metrics(
+        mdf["vertex"].to_numpy(), mdf["process"].to_numpy(), mdf["thread"].to_numpy(), cols, n_vertices=len(vt)
+    )
+    info = {k: MetricInfo(**v) for k, v in manifest.get("metric_info", {}).items()}
+    trace = None
+    if manifest.get("has_trace"):
+        trace = Trace(
+            frames["intervals"],
+            frames.get("messages"),
+            frames.get("collectives"),
+            comms={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("comms", {}).items()},
+            comm_names={int(k): v for k, v in manifest.get("comm_names", {}).items()},
+        )
+    return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))

@@ -1,0 +1,412 @@
+"""Build a PAG from a :class:`~perflow.trace.raw.RawTrace`.
+
+Steps, each vectorised or compiled:
+
+1. :func:`~perflow.trace.scan.scan_regions` pairs Enter/Leave events, links
+   each region instance to its enclosing one and assigns call paths.
+2. Inclusive time per instance is ``leave - enter``; exclusive time subtracts
+   the children's inclusive time (one ``bincount``). Both, and visits, are
+   summed per (call path, process, thread).
+3. Samples extend the calling-context tree below the instance they fell in.
+4. Metric events give per-instance deltas of accumulated metrics.
+5. :mod:`perflow.trace.match` matches messages and groups collectives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+from ..kinds import VertexKind, classify_region
+from ..pag.frames import make_metrics
+from ..pag.pag import PAG, MetricInfo
+from .match import collective_table, message_table
+from .raw import RawTrace
+from .scan import SCAN_ERRORS, scan_regions
+from .tables import Trace
+
+__all__ = ["build_pag", "enclosing_instance", "region_kinds"]
+
+log = logging.getLogger(__name__)
+
+_PARADIGM_KIND = {
+    "mpi": VertexKind.MPI,
+    "openmp": VertexKind.OPENMP,
+    "pthread": VertexKind.THREAD,
+    "cuda": VertexKind.GPU,
+    "hip": VertexKind.GPU,
+    "opencl": VertexKind.GPU,
+    "measurement_system": VertexKind.MEASUREMENT,
+    "python": VertexKind.PYTHON,
+}
+_ROLE_KIND = {
+    "loop": VertexKind.LOOP,
+    "file_io": VertexKind.IO,
+    "file_io_metadata": VertexKind.IO,
+    "allocate": VertexKind.MEMORY,
+    "deallocate": VertexKind.MEMORY,
+    "reallocate": VertexKind.MEMORY,
+    "artificial": VertexKind.MEASUREMENT,
+}
+
+
+def region_kinds(regions: pd.DataFrame) -> np.ndarray:
+    """The :class:`VertexKind` value of each region from its paradigm, role and name."""
+    out = []
+    for name, role, par in zip(
+        regions["name"].astype(str), regions["role"].astype(str), regions["paradigm"].astype(str)
+    ):
+        k = _PARADIGM_KIND.get(par.lower())
+        if k is None or (k is VertexKind.MEASUREMENT and role.lower() != "artificial"):
+            k = _ROLE_KIND.get(role.lower())
+        if k is None:
+            k = classify_region(name, role)
+        out.append(k.value)
+    return np.asarray(out, dtype=object)
+
+
+def enclosing_instance(open_after: np.ndarray, reg_loc: np.ndarray, loc: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Innermost region instance open at each non-region event (-1 when none).
+
+    ``pos`` is the index of the next region event (the raw-trace contract), so
+    the instance open at the event is the one open after region event
+    ``pos - 1``, provided that event is on the same location.
+    """
+    prev = pos - 1
+    ok = prev >= 0
+    ok[ok] &= reg_loc[prev[ok]] == loc[ok]
+    out = np.full(len(pos), -1, dtype=np.int64)
+    out[ok] = open_after[prev[ok]]
+    return out
+
+
+def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
+    src = raw.attrs.get("source", "trace")
+    what = SCAN_ERRORS.get(code, f"error {code}")
+    if code == 3:
+        return TraceError(f"{src}: location {at}: {what}; pass close_open=True to close them at the last event")
+    ev = raw.region_events
+    loc = int(ev["location"][at])
+    reg = int(ev["region"][at])
+    rname = raw.regions["name"].iloc[reg] if 0 <= reg < len(raw.regions) else reg
+    return TraceError(f"{src}: location {loc}, region event {at} at t={ev['time'][at]:.9f}: {what} (region {rname!r})")
+
+
+def build_pag(
+    raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer_collectives: bool = False
+) -> PAG:
+    """Turn decoded events into a trace-backed PAG.
+
+    Parameters
+    ----------
+    raw : RawTrace
+        Decoded events and definitions.
+    close_open : bool
+        Close region instances left open at the end of a location (a
+        truncated trace) at that location's last event time, instead of
+        raising :class:`~perflow.errors.TraceError`.
+    validate : bool
+        Check the raw trace's ordering contract first.
+    infer_collectives : bool
+        For sources that record MPI calls but no collective events (Chrome
+        traces, HPCToolkit traces): treat every call to a collective
+        operation as an instance on MPI_COMM_WORLD, the k-th call of an
+        operation on each process being the k-th instance. MPI_Init and
+        MPI_Finalize are always world barriers.
+
+    Returns
+    -------
+    PAG
+        With ``time_inc``, ``time_exc``, ``visits``, byte counts and any
+        trace metric, and a :class:`~perflow.trace.tables.Trace`.
+    """
+    if validate:
+        raw.validate()
+    ev = raw.region_events
+    rloc = ev["location"]
+    res = scan_regions(rloc, ev["kind"], ev["region"], close_open=close_open)
+    if res.error:
+        raise _scan_error(raw, res.error, res.error_at)
+    times = ev["time"]
+    locs = raw.locations
+    loc_proc = locs["process"].to_numpy(dtype=np.int64)
+    loc_thr = locs["thread"].to_numpy(dtype=np.int64)
+
+    inst_loc = rloc[res.enter].astype(np.int64)
+    t_enter = times[res.enter]
+    closed = res.leave >= 0
+    if not closed.all():
+        last_time = _last_time_per_location(raw, len(locs))
+        log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
+    t_leave = np.where(closed, times[np.maximum(res.leave, 0)], 0.0)
+    if not closed.all():
+        t_leave[~closed] = last_time[inst_loc[~closed]]
+    inc = t_leave - t_enter
+
+    # --- samples extend the tree
+    cp_parent, cp_region = res.cp_parent, res.cp_region
+    samp = raw.sample_events
+    sample_rows = None
+    if len(samp["location"]):
+        sample_rows, cp_parent, cp_region = _attach_samples(raw, res, cp_parent, cp_region)
+
+    child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
+    exc = np.maximum(inc - child_inc, 0.0)  # children nest inside their parent: only rounding goes below 0
+
+    # --- aggregate per (call path, location)
+    nloc = max(len(locs), 1)
+    key = res.callpath * nloc + inst_loc
+    cols = {"time_inc": inc, "time_exc": exc, "visits": np.ones(len(inc))}
+    keys = [key]
+    if sample_rows is not None:
+        s_key, s_inc, s_exc, s_n, s_parent_key, s_w = sample_rows
+        keys.append(s_key)
+        cols = {
+            "time_inc": np.r_[inc, s_inc],
+            "time_exc": np.r_[exc, s_exc],
+            "visits": np.r_[np.ones(len(inc)), np.zeros(len(s_key))],
+            "samples": np.r_[np.zeros(len(inc)), s_n],
+        }
+    allkey = np.concatenate(keys)
+    uniq, inv = np.unique(allkey, return_inverse=True)
+    agg = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in cols.items()}
+    if sample_rows is not None and len(s_parent_key):
+        # sampled time leaves the exclusive time of the instance the sample fell in
+        moved = np.bincount(np.searchsorted(uniq, s_parent_key), weights=s_w, minlength=len(uniq))
+        agg["time_exc"] = np.maximum(agg["time_exc"] - moved, 0.0)
+    vertex = uniq // nloc
+    loc_of = uniq % nloc
+
+    # --- messages, collectives, metrics
+    p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
+    coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
+    inst_proc = loc_proc[inst_loc]
+    inst_thr = loc_thr[inst_loc]
+    intervals = pd.DataFrame(
+        {
+            "process": inst_proc.astype(np.int32),
+            "thread": inst_thr.astype(np.int32),
+            "vertex": res.callpath.astype(np.int32),
+            "enter": t_enter,
+            "leave": t_leave,
+            "parent": res.parent,
+        },
+        copy=False,
+    )
+    inst_region = cp_region[res.callpath]
+    messages, unmatched = message_table(raw, p2p_open, intervals, inst_region)
+    collectives = collective_table(raw, coll_open, intervals, inst_region, infer=infer_collectives)
+    extra = _byte_metrics(messages, collectives, intervals, nloc, inst_loc, res.callpath)
+    metric_cols, metric_info = _metric_deltas(raw, res, inst_loc)
+
+    vertices = _vertex_table(raw, cp_parent, cp_region)
+    m = make_metrics(vertex, loc_proc[loc_of], loc_thr[loc_of], agg, n_vertices=len(vertices))
+    pag_cols: dict[str, np.ndarray] = {}
+    for name, (kv, vals) in {**extra, **metric_cols}.items():
+        pag_cols[name] = _align(m, kv // nloc, loc_proc[kv % nloc], loc_thr[kv % nloc], vals)
+    for name, vals in pag_cols.items():
+        m[name] = vals
+    info = {
+        "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
+        "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
+        "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
+        **metric_info,
+    }
+    attrs: dict[str, Any] = {k: v for k, v in raw.attrs.items() if isinstance(v, str | int | float | bool)}
+    attrs.update(
+        {
+            "nprocs": int(len(np.unique(loc_proc))) if len(loc_proc) else 0,
+            "unmatched_sends": int(unmatched[0]),
+            "unmatched_recvs": int(unmatched[1]),
+            "clock_violations": int(messages["clock_violation"].sum()),
+            "closed_open_instances": int((~closed).sum()),
+        }
+    )
+    if unmatched[0] or unmatched[1]:
+        log.warning("%s: %d sends and %d receives found no partner", raw.attrs.get("source", "trace"), *unmatched)
+    trace = Trace(intervals, messages, collectives, comms=dict(raw.comms), comm_names=dict(raw.comm_names))
+    return PAG(vertices, m, metric_info={k: v for k, v in info.items() if k in m.columns}, trace=trace, attrs=attrs)
+
+
+def _last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:
+    last = np.full(nloc, -np.inf)
+    for name in ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events"):
+        t = getattr(raw, name)
+        if len(t["location"]):
+            np.maximum.at(last, t["location"].astype(np.int64), t["time"])
+    return np.where(np.isfinite(last), last, 0.0)
+
+
+def _align(m: pd.DataFrame, v: np.ndarray, p: np.ndarray, t: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """Scatter values keyed by (vertex, process, thread) onto the metric rows of ``m``."""
+    idx = m.index
+    plev = idx.levels[1].to_numpy()
+    tlev = idx.levels[2].to_numpy()
+    n_p, n_t = max(len(plev), 1), max(len(tlev), 1)
+    mkey = (np.asarray(idx.codes[0], np.int64) * n_p + np.asarray(idx.codes[1], np.int64)) * n_t + np.asarray(
+        idx.codes[2], np.int64
+    )
+    qkey = (v * n_p + np.searchsorted(plev, p)) * n_t + np.searchsorted(tlev, t)
+    out = np.zeros(len(m), dtype=np.float64)
+    np.add.at(out, np.searchsorted(mkey, qkey), vals)
+    return out
+
+
+def _byte_metrics(
+    messages, collectives, intervals, nloc, inst_loc, callpath
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    sent_k, sent_v, recv_k, recv_v = [], [], [], []
+    if len(messages):
+        si = messages["send_interval"].to_numpy()
+        ri = messages["recv_interval"].to_numpy()
+        b = messages["bytes"].to_numpy(dtype=np.float64)
+        ok = si >= 0
+        sent_k.append(callpath[si[ok]] * nloc + inst_loc[si[ok]])
+        sent_v.append(b[ok])
+        ok = ri >= 0
+        recv_k.append(callpath[ri[ok]] * nloc + inst_loc[ri[ok]])
+        recv_v.append(b[ok])
+    if len(collectives):
+        ci = collectives["interval"].to_numpy()
+        ok = ci >= 0
+        sent_k.append(callpath[ci[ok]] * nloc + inst_loc[ci[ok]])
+        sent_v.append(collectives["sent"].to_numpy(dtype=np.float64)[ok])
+        recv_k.append(callpath[ci[ok]] * nloc + inst_loc[ci[ok]])
+        recv_v.append(collectives["received"].to_numpy(dtype=np.float64)[ok])
+    if sent_k and sum(len(x) for x in sent_k):
+        out["bytes_sent"] = (np.concatenate(sent_k), np.concatenate(sent_v))
+        out["bytes_recv"] = (np.concatenate(recv_k), np.concatenate(recv_v))
+    return out
+
+
+def _metric_deltas(
+    raw: RawTrace, res: Any, inst_loc: np.ndarray
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, MetricInfo]]:
+    """Inclusive per-instance deltas of accumulated metrics from Metric events.
+
+    The value at an instance's start is the last sample taken at or after its
+    Enter and before the next region event; the value at its end is the last
+    sample before its Leave. The metric's inclusive value is the difference.
+    """
+    me = raw.metric_events
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    info: dict[str, MetricInfo] = {}
+    if not len(me["location"]) or not len(res.enter):
+        return out, info
+    closed = res.leave >= 0
+    nloc = max(len(raw.locations), 1)
+    for mid in np.unique(me["metric"]):
+        sel = me["metric"] == mid
+        pos = me["pos"][sel]
+        val = me["value"][sel]
+        # samples are sorted by (location, pos); look up the last one with pos <= q
+        loc = me["location"][sel].astype(np.int64)
+        skey = loc * (len(raw.region_events["location"]) + 2) + pos
+        span = len(raw.region_events["location"]) + 2
+
+        def lookup(i: np.ndarray, skey=skey, loc=loc, val=val) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+            ok = (i >= 0) & (i < len(skey))
+            j = np.clip(i, 0, max(len(skey) - 1, 0))
+            ok &= loc[j] == inst_loc
+            return np.where(ok, val[j], np.nan), ok
+
+        # start: the first sample right after the Enter, else the last one before it
+        first_after = np.searchsorted(skey, inst_loc * span + res.enter + 1, side="left")
+        start, ok1 = lookup(first_after)
+        right_after = ok1 & (pos[np.clip(first_after, 0, max(len(pos) - 1, 0))] == res.enter + 1)
+        before, okb = lookup(np.searchsorted(skey, inst_loc * span + res.enter, side="right") - 1)
+        start = np.where(right_after, start, before)
+        ok1 = right_after | okb
+        # end: the last sample before the Leave
+        end, ok2 = lookup(np.searchsorted(skey, inst_loc * span + np.where(closed, res.leave, 0), side="right") - 1)
+        delta = end - start
+        ok = ok1 & ok2 & closed & np.isfinite(delta)
+        row = raw.metrics.loc[mid] if mid in raw.metrics.index else None
+        name = str(row["name"]) if row is not None else f"metric{mid}"
+        out[name] = (res.callpath[ok] * nloc + inst_loc[ok], delta[ok])
+        unit = str(row["unit"]) if row is not None else ""
+        info[name] = MetricInfo(name, unit, "inclusive", f"{name} accumulated in the region and its callees")
+    return out, info
+
+
+def _vertex_table(raw: RawTrace, cp_parent: np.ndarray, cp_region: np.ndarray) -> pd.DataFrame:
+    reg = raw.regions
+    kinds = region_kinds(reg)
+    return pd.DataFrame(
+        {
+            "name": reg["name"].astype(str).to_numpy()[cp_region],
+            "kind": kinds[cp_region],
+            "parent": cp_parent,
+            "module": reg["module"].astype(str).to_numpy()[cp_region],
+            "file": reg["file"].astype(str).to_numpy()[cp_region],
+            "line": reg["line"].to_numpy(dtype=np.int64)[cp_region],
+            "region": cp_region,
+        }
+    )
+
+
+def _attach_samples(raw: RawTrace, res: Any, cp_parent: np.ndarray, cp_region: np.ndarray):  # type: ignore[no-untyped-def]
+    """Extend the tree with sampled stacks; return per-sample keys and values plus the grown tree."""
+    samp = raw.sample_events
+    open_inst = enclosing_instance(res.open_after, raw.region_events["location"], samp["location"], samp["pos"])
+    base_cp = np.where(open_inst >= 0, res.callpath[np.maximum(open_inst, 0)], -1)
+    stacks = raw.stacks.sort_values(["stack", "depth"])
+    frames: dict[int, np.ndarray] = {
+        int(s): g["region"].to_numpy(dtype=np.int64) for s, g in stacks.groupby("stack", sort=True)
+    }
+    cp_parent_l = list(cp_parent.tolist())
+    cp_region_l = list(cp_region.tolist())
+    cp_map = {(p, r): i for i, (p, r) in enumerate(zip(cp_parent_l, cp_region_l))}
+    # one distinct (base call path, stack) pair at a time: few in practice
+    pairs, inv = np.unique(np.stack([base_cp, samp["stack"].astype(np.int64)], axis=1), axis=0, return_inverse=True)
+    leaf = np.empty(len(pairs), dtype=np.int64)
+    for j, (b, s) in enumerate(pairs.tolist()):
+        cur = b
+        for r in frames.get(s, np.zeros(0, np.int64)).tolist():
+            nxt = cp_map.get((cur, r))
+            if nxt is None:
+                nxt = len(cp_parent_l)
+                cp_map[(cur, r)] = nxt
+                cp_parent_l.append(cur)
+                cp_region_l.append(r)
+            cur = nxt
+        leaf[j] = cur
+    s_leaf = leaf[inv.ravel()]
+    nloc = max(len(raw.locations), 1)
+    loc = samp["location"].astype(np.int64)
+    w = samp["weight"].astype(np.float64)
+    deeper = s_leaf != base_cp
+    # inclusive time on every sample-created vertex along the stack
+    keys, incs, excs, ns = [], [], [], []
+    cp_parent_a = np.asarray(cp_parent_l, dtype=np.int64)
+    cur = np.where(deeper, s_leaf, -1)
+    first = True
+    while (cur >= 0).any():
+        ok = (cur >= 0) & (cur != base_cp)
+        ok &= cur >= len(cp_parent)  # only sample-created vertices get sample time here
+        keys.append(cur[ok] * nloc + loc[ok])
+        incs.append(w[ok])
+        excs.append(w[ok] if first else np.zeros(ok.sum()))
+        ns.append(np.ones(ok.sum()) if first else np.zeros(ok.sum()))
+        first = False
+        cur = np.where(ok, cp_parent_a[np.maximum(cur, 0)], -1)
+    s_key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    inside = deeper & (base_cp >= 0)
+    parent_key = base_cp[inside] * nloc + loc[inside]
+    return (
+        (
+            s_key,
+            np.concatenate(incs) if incs else np.zeros(0),
+            np.concatenate(excs) if excs else np.zeros(0),
+            np.concatenate(ns) if ns else np.zeros(0),
+            parent_key,
+            w[inside],
+        ),
+        cp_parent_a,
+        np.asarray(cp_region_l, dtype=np.int64),
+    )

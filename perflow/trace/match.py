@@ -1,0 +1,301 @@
+"""Message matching and collective grouping, vectorised.
+
+Point-to-point messages are matched FIFO per (communicator, source,
+destination, tag): the k-th send from ``s`` to ``d`` with tag ``t`` on
+communicator ``c`` (in posting order) is received by the k-th receive on
+``d`` that took a message from ``s`` with tag ``t`` on ``c`` (in posting
+order). MPI's non-overtaking rule makes this exact, including for wildcard
+receives, because the trace records the actual source and tag at
+completion. Non-blocking operations are tied to their completion through the
+request id: the k-th post of request ``q`` on a location is completed by the
+k-th completion of ``q`` there (ids are reused after completion).
+
+Collective instances: the k-th collective on communicator ``c`` on each
+member location is instance k of ``c`` (MPI requires every member to call
+collectives on a communicator in the same order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+from ..kinds import COLLECTIVE_NAMES, P2P, CollectiveOp, CollEv
+from .raw import RawTrace
+from .tables import conform
+
+__all__ = ["message_table", "collective_table", "nth_pairs", "rank_within", "to_world"]
+
+
+def rank_within(key: np.ndarray) -> np.ndarray:
+    """Occurrence number of each element among equal keys, in array order (0, 1, 2, ...)."""
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    start = np.r_[True, ks[1:] != ks[:-1]]
+    idx = np.arange(n)
+    run_start = np.maximum.accumulate(np.where(start, idx, 0))
+    r = np.empty(n, dtype=np.int64)
+    r[order] = idx - run_start
+    return r
+
+
+def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
+    """Pair the k-th ``a`` with the k-th ``b`` of the same key.
+
+    Both arrays must be in sequence order. Returns, for each ``a``, the index
+    of its partner in ``b``, or -1.
+    """
+    key_a = np.asarray(key_a, dtype=np.int64)
+    key_b = np.asarray(key_b, dtype=np.int64)
+    out = np.full(len(key_a), -1, dtype=np.int64)
+    if not len(key_a) or not len(key_b):
+        return out
+    codes, uniq = pd.factorize(np.r_[key_a, key_b])
+    ca, cb = codes[: len(key_a)].astype(np.int64), codes[len(key_a) :].astype(np.int64)
+    ra, rb = rank_within(ca), rank_within(cb)
+    width = int(max(ra.max(initial=0), rb.max(initial=0))) + 1
+    ka, kb = ca * width + ra, cb * width + rb
+    ob = np.argsort(kb)
+    kbs = kb[ob]
+    j = np.searchsorted(kbs, ka)
+    j = np.minimum(j, len(kbs) - 1)
+    hit = kbs[j] == ka
+    out[hit] = ob[j[hit]]
+    return out
+
+
+def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Translate communicator-local ranks to world ranks (-1 stays -1).
+
+    Communicators without a definition are taken as the world communicator.
+    """
+    comm = np.asarray(comm, dtype=np.int64)
+    local = np.asarray(local, dtype=np.int64)
+    out = local.copy()
+    if not raw.comms or not len(comm):
+        return out
+    for c in np.unique(comm):
+        members = raw.comms.get(int(c))
+        if members is None:
+            continue
+        sel = (comm == c) & (local >= 0)
+        lr = local[sel]
+        if len(lr) and lr.max() >= len(members):
+            src = raw.attrs.get("source", "trace")
+            raise TraceError(
+                f"{src}: rank {int(lr.max())} is outside communicator {int(c)} "
+                f"({raw.comm_names.get(int(c), '')!s}, {len(members)} members)"
+            )
+        out[sel] = np.asarray(members, dtype=np.int64)[lr]
+    return out
+
+
+def _key4(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """One int64 per 4-tuple of small non-negative ints (factorised when they would overflow)."""
+    cols = [np.asarray(x, dtype=np.int64) for x in (a, b, c, d)]
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for x in cols:
+        codes, uniq = pd.factorize(x)
+        key = key * max(len(uniq), 1) + codes
+    return key
+
+
+def message_table(
+    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray
+) -> tuple[pd.DataFrame, tuple[int, int]]:
+    """Match point-to-point events into messages.
+
+    Parameters
+    ----------
+    raw : RawTrace
+    enclosing : numpy.ndarray
+        Region instance open at each p2p event.
+    intervals : pandas.DataFrame
+        The instance table (for process and thread).
+    inst_region : numpy.ndarray
+        Region id of each instance (to recognise synchronous sends).
+
+    Returns
+    -------
+    (pandas.DataFrame, (int, int))
+        The messages table and the numbers of unmatched sends and receives.
+    """
+    ev = raw.p2p_events
+    n = len(ev["location"])
+    if n == 0:
+        return conform("messages", None), (0, 0)
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
+    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
+    peer = to_world(raw, ev["comm"], ev["peer"])
+    rows = np.arange(n)
+    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
+
+    is_send = (kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND)
+    s = np.flatnonzero(is_send)
+    r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
+
+    # non-blocking completions
+    isend = s[kind[s] == P2P.ISEND]
+    comp = np.flatnonzero(kind == P2P.ISEND_COMPLETE)
+    send_complete = enclosing[s].copy()
+    if len(isend):
+        j = nth_pairs(req_key[isend], req_key[comp])
+        pos_in_s = np.searchsorted(s, isend)
+        send_complete[pos_in_s] = np.where(j >= 0, enclosing[comp[np.maximum(j, 0)]], -1)
+    irecv = r[kind[r] == P2P.IRECV]
+    reqs = np.flatnonzero(kind == P2P.IRECV_REQUEST)
+    recv_post = enclosing[r].copy()
+    recv_seq = rows[r].copy()
+    if len(irecv):
+        # each completion's post: the k-th completion of a request id pairs with its k-th post
+        j = nth_pairs(req_key[irecv], req_key[reqs])
+        pos_in_r = np.searchsorted(r, irecv)
+        recv_post[pos_in_r] = np.where(j >= 0, enclosing[reqs[np.maximum(j, 0)]], -1)
+        recv_seq[pos_in_r] = np.where(j >= 0, reqs[np.maximum(j, 0)], irecv)
+
+    comm = ev["comm"].astype(np.int64)
+    tag = ev["tag"].astype(np.int64)
+    k_send = _key4(np.r_[comm[s], comm[r]], np.r_[proc[s], peer[r]], np.r_[peer[s], proc[r]], np.r_[tag[s], tag[r]])
+    ks, kr = k_send[: len(s)], k_send[len(s) :]
+    # sends and receives in posting order (time, then stream order; threads of a process interleave)
+    t = ev["time"]
+    order_s = np.lexsort((s, t[s]))
+    order_r = np.lexsort((recv_seq, t[recv_seq]))
+    partner = nth_pairs(ks[order_s], kr[order_r])
+    matched = partner >= 0
+    si = order_s[matched]
+    ri = order_r[partner[matched]]
+    S, R = s[si], r[ri]
+
+    ssend_regions = np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
+    send_iv = enclosing[S]
+    mode = np.where(kind[S] == P2P.ISEND, 2, np.where(kind[S] == P2P.SSEND, 1, 0)).astype(np.int8)
+    if len(ssend_regions):
+        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)], ssend_regions)
+        mode[sync & (mode == 0)] = 1
+    send_time = ev["time"][S]
+    recv_time = ev["time"][R]
+    table = pd.DataFrame(
+        {
+            "send_process": proc[S],
+            "send_thread": thr[S],
+            "recv_process": proc[R],
+            "recv_thread": thr[R],
+            "comm": comm[S],
+            "tag": tag[S],
+            "bytes": ev["bytes"][S],
+            "send_interval": send_iv,
+            "send_complete_interval": send_complete[si],
+            "recv_post_interval": recv_post[ri],
+            "recv_interval": enclosing[R],
+            "send_time": send_time,
+            "recv_time": recv_time,
+            "mode": mode,
+            "clock_violation": send_time > recv_time,
+        }
+    )
+    table = table.sort_values(["send_process", "send_time"], kind="stable").reset_index(drop=True)
+    return conform("messages", table), (int(len(s) - matched.sum()), int(len(r) - matched.sum()))
+
+
+def collective_table(
+    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, *, infer: bool = False
+) -> pd.DataFrame:
+    """Group collective events into instances, one row per participant.
+
+    MPI_Init and MPI_Finalize calls without collective events inside become
+    instances of :attr:`CollectiveOp.INIT` / :attr:`CollectiveOp.FINALIZE` on
+    the world communicator; with ``infer=True`` so does every call to a
+    collective operation (sources that record no collective events).
+    """
+    ev = raw.coll_events
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    proc_of = raw.locations["process"].to_numpy(dtype=np.int64)
+    thr_of = raw.locations["thread"].to_numpy(dtype=np.int64)
+    ends = np.flatnonzero(kind == CollEv.END)
+    begins = np.flatnonzero(kind == CollEv.BEGIN)
+    parts = []
+    if len(ends):
+        j = nth_pairs(loc[ends], loc[begins])
+        iv = enclosing[ends]
+        enter = intervals["enter"].to_numpy()
+        begin_t = np.where(
+            j >= 0, ev["time"][begins[np.maximum(j, 0)]], np.where(iv >= 0, enter[np.maximum(iv, 0)], ev["time"][ends])
+        )
+        comm = ev["comm"][ends].astype(np.int64)
+        root_local = ev["root"][ends].astype(np.int64)
+        root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "key_comm": comm,
+                    "seq": rank_within(comm * (1 << 32) + loc[ends]),
+                    "process": proc_of[loc[ends]],
+                    "thread": thr_of[loc[ends]],
+                    "interval": iv,
+                    "op": ev["op"][ends],
+                    "comm": comm,
+                    "root": root,
+                    "sent": ev["sent"][ends],
+                    "received": ev["received"][ends],
+                    "begin": begin_t,
+                    "end": ev["time"][ends],
+                }
+            )
+        )
+    parts.append(_synthesised(raw, enclosing, intervals, inst_region, infer))
+    df = pd.concat([p for p in parts if len(p)] or parts[-1:], ignore_index=True)
+    if not len(df):
+        return conform("collectives", None)
+    codes, _ = pd.factorize(df["key_comm"].to_numpy() * (1 << 32) + df["seq"].to_numpy())
+    df["instance"] = codes
+    df = df.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
+    return conform("collectives", df.drop(columns=["key_comm", "seq"]))
+
+
+def _synthesised(
+    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, infer: bool
+) -> pd.DataFrame:
+    names = raw.regions["name"].astype(str).to_numpy()
+    ops = np.full(len(names), -1, dtype=np.int64)
+    for i, nm in enumerate(names):
+        op = COLLECTIVE_NAMES.get(nm)
+        if op is not None and (infer or op in (CollectiveOp.INIT, CollectiveOp.FINALIZE)):
+            ops[i] = int(op)
+    cand = np.flatnonzero(ops[inst_region] >= 0) if len(inst_region) else np.zeros(0, np.int64)
+    if len(cand):
+        has_event = np.zeros(len(inst_region), dtype=bool)
+        has_event[enclosing[enclosing >= 0]] = True
+        cand = cand[~has_event[cand]]
+    world = raw.world_comm
+    wc = -1 if world is None else int(world)
+    if not len(cand):
+        return pd.DataFrame()
+    op = ops[inst_region[cand]]
+    proc = intervals["process"].to_numpy()[cand].astype(np.int64)
+    thr = intervals["thread"].to_numpy()[cand].astype(np.int64)
+    # k-th call of an operation on a process is the k-th instance; keyed apart from recorded comms
+    key_comm = -(op + 2)
+    return pd.DataFrame(
+        {
+            "key_comm": key_comm,
+            "seq": rank_within(op * (1 << 32) + proc * 1024 + thr),
+            "process": proc,
+            "thread": thr,
+            "interval": cand,
+            "op": op,
+            "comm": np.full(len(cand), wc),
+            "root": np.full(len(cand), -1),
+            "sent": np.zeros(len(cand), dtype=np.int64),
+            "received": np.zeros(len(cand), dtype=np.int64),
+            "begin": intervals["enter"].to_numpy()[cand],
+            "end": intervals["leave"].to_numpy()[cand],
+        }
+    )

@@ -1,0 +1,148 @@
+"""Instance-level trace data kept inside a trace-backed PAG.
+
+A :class:`Trace` holds the region instances (intervals), the matched
+point-to-point messages and the collective instances of a run as pandas
+tables. Every row refers to top-down vertices by id and to region instances by
+row number in ``intervals``; the parallel view aggregates these tables.
+
+Columns
+-------
+intervals
+    ``process``, ``thread`` (int32), ``vertex`` (int32, the call path),
+    ``enter``, ``leave`` (float64 seconds), ``parent`` (int64 row of the
+    enclosing interval, -1 at the top). Sorted by (process, thread) and, within
+    a location, in enter order.
+messages
+    ``send_process``, ``send_thread``, ``recv_process``, ``recv_thread``,
+    ``comm``, ``tag``, ``bytes``; ``send_interval`` (the region instance that
+    issued the send: MPI_Send or MPI_Isend), ``send_complete_interval`` (where
+    the send completed: the same for a blocking send, the Wait/Test for a
+    non-blocking one, -1 when unknown), ``recv_post_interval`` (where the
+    receive was posted: MPI_Recv or MPI_Irecv, -1 when unknown),
+    ``recv_interval`` (where the receive completed: MPI_Recv or the
+    Wait/Test); ``send_time``, ``recv_time`` (times of the send and
+    receive-completion events); ``mode`` (0 standard, 1 synchronous,
+    2 non-blocking); ``clock_violation`` (the send event is later than the
+    receive completion: the timestamps cannot be trusted for this message).
+collectives
+    One row per (instance, participant): ``instance`` (int64), ``process``,
+    ``thread``, ``interval`` (row in intervals of the MPI call), ``op``
+    (:class:`perflow.kinds.CollectiveOp`), ``comm``, ``root`` (world rank or
+    -1), ``sent``, ``received`` (bytes), ``begin``, ``end`` (times of the
+    collective begin/end events, or the call's enter/leave).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Trace", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
+
+INTERVAL_COLUMNS = {
+    "process": np.int32,
+    "thread": np.int32,
+    "vertex": np.int32,
+    "enter": np.float64,
+    "leave": np.float64,
+    "parent": np.int64,
+}
+MESSAGE_COLUMNS = {
+    "send_process": np.int32,
+    "send_thread": np.int32,
+    "recv_process": np.int32,
+    "recv_thread": np.int32,
+    "comm": np.int32,
+    "tag": np.int32,
+    "bytes": np.int64,
+    "send_interval": np.int64,
+    "send_complete_interval": np.int64,
+    "recv_post_interval": np.int64,
+    "recv_interval": np.int64,
+    "send_time": np.float64,
+    "recv_time": np.float64,
+    "mode": np.int8,
+    "clock_violation": np.bool_,
+}
+COLLECTIVE_COLUMNS = {
+    "instance": np.int64,
+    "process": np.int32,
+    "thread": np.int32,
+    "interval": np.int64,
+    "op": np.int16,
+    "comm": np.int32,
+    "root": np.int32,
+    "sent": np.int64,
+    "received": np.int64,
+    "begin": np.float64,
+    "end": np.float64,
+}
+
+TABLE_SCHEMAS = {"intervals": INTERVAL_COLUMNS, "messages": MESSAGE_COLUMNS, "collectives": COLLECTIVE_COLUMNS}
+
+
+def conform(name: str, df: pd.DataFrame | dict[str, Any] | None) -> pd.DataFrame:
+    """Return ``df`` with exactly the schema's columns and dtypes (missing ones raise)."""
+    schema = TABLE_SCHEMAS[name]
+    if df is None:
+        return pd.DataFrame({c: np.zeros(0, dtype=t) for c, t in schema.items()})
+    if isinstance(df, dict):
+        df = pd.DataFrame(df, copy=False)
+    missing = [c for c in schema if c not in df.columns]
+    if missing:
+        raise ValueError(f"trace table {name!r} lacks columns {missing}")
+    out = pd.DataFrame(
+        {c: np.ascontiguousarray(df[c].to_numpy(), dtype=t) for c, t in schema.items()},
+        copy=False,
+    )
+    extra = [c for c in df.columns if c not in schema]
+    for c in extra:
+        out[c] = df[c].to_numpy()
+    return out
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Instance-level data of a trace-backed PAG (see the module docstring for columns)."""
+
+    intervals: pd.DataFrame
+    messages: pd.DataFrame = field(default_factory=lambda: conform("messages", None))
+    collectives: pd.DataFrame = field(default_factory=lambda: conform("collectives", None))
+    comms: dict[int, np.ndarray] = field(default_factory=dict)
+    comm_names: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "intervals", conform("intervals", self.intervals))
+        object.__setattr__(self, "messages", conform("messages", self.messages))
+        object.__setattr__(self, "collectives", conform("collectives", self.collectives))
+
+    @property
+    def n_intervals(self) -> int:
+        """Number of region instances."""
+        return len(self.intervals)
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """(first enter, last leave) over all intervals."""
+        iv = self.intervals
+        if not len(iv):
+            return (0.0, 0.0)
+        return float(iv["enter"].min()), float(iv["leave"].max())
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the three tables."""
+        return int(
+            sum(t.memory_usage(index=True, deep=False).sum() for t in (self.intervals, self.messages, self.collectives))
+        )
+
+    def interval_vertex(self, rows: np.ndarray) -> np.ndarray:
+        """Vertex (call path) of each interval row; -1 stays -1."""
+        rows = np.asarray(rows, dtype=np.int64)
+        v = self.intervals["vertex"].to_numpy()
+        out = np.full(len(rows), -1, dtype=np.int64)
+        ok = rows >= 0
+        out[ok] = v[rows[ok]]
+        return out

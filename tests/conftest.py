@@ -1,0 +1,39 @@
+"""Shared fixtures: where the real sample data lives, small PAGs for worked examples."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """The read-only folder of real tool output (``../shared/data`` beside the checkout).
+
+    ``PERFLOW_SHARED_DATA`` overrides the location.
+    """
+    candidates = [os.environ.get("PERFLOW_SHARED_DATA"), REPO.parent / "shared" / "data", Path("/work/shared/data")]
+    for c in candidates:
+        if c and Path(c).is_dir():
+            return Path(c)
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Path of the shared sample data; skips the test when it is absent."""
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("the shared sample data (../shared/data) is not available here")
+    return d
+
+
+def shared(*parts: str) -> Path:
+    """A path inside the shared data, or skip the calling test when it is missing."""
+    d = shared_data_dir()
+    if d is None or not (d.joinpath(*parts)).exists():
+        pytest.skip(f"shared sample {'/'.join(parts)} is not available here")
+    return d.joinpath(*parts)
