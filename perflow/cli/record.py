@@ -34,12 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-n", "--np", dest="nprocs", type=int, default=1, metavar="N", help="number of MPI ranks (1)")
     p.add_argument("--mpirun", metavar="CMD", help="launcher command line (default: the MPI implementation's mpirun)")
-    p.add_argument("--sample-rate", type=int, default=100, metavar="HZ",
-                   help="samples per second of CPU time, 0 to disable (100)")
+    p.add_argument(
+        "--sample-rate", type=int, default=100, metavar="HZ", help="samples per second of CPU time, 0 to disable (100)"
+    )
     p.add_argument("-o", "--output", metavar="DIR", help="output directory (perflow-<program>-<date-time>)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the run after this many seconds")
-    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]",
-                   help="the command to run")
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]", help="the command to run")
     p.set_defaults(func=run)
 
 
@@ -56,8 +56,14 @@ def run(args: argparse.Namespace) -> int:
         raise RecordError("no program given; usage: perflow record [-n N] [options] -- PROGRAM [ARGS...]")
     if args.sample_rate < 0:
         raise RecordError(f"--sample-rate must be >= 0, not {args.sample_rate}")
-    res = record(program, nprocs=args.nprocs, mpirun=args.mpirun, sample_rate=args.sample_rate,
-                 outdir=args.output, timeout=args.timeout)
+    res = record(
+        program,
+        nprocs=args.nprocs,
+        mpirun=args.mpirun,
+        sample_rate=args.sample_rate,
+        outdir=args.output,
+        timeout=args.timeout,
+    )
     err = sys.stderr
     for note in res.notes:
         log.info("%s", note)

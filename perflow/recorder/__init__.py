@@ -7,10 +7,10 @@ with a CPU-time timer, and assembles what every rank recorded into a
 :class:`~perflow.trace.raw.RawTrace`, an OTF2 trace and a PAG. See
 ``docs/recording.md``.
 
-The submodules that run inside recorded Python processes (:mod:`.pyboot`,
-:mod:`.pyrec`, :mod:`.pympi`, :mod:`.pyreq`) use the standard library only,
-so this package imports nothing heavy until :func:`record` or
-:func:`load_recording` is used.
+What runs inside recorded Python processes lives in ``pyrt/perflow_pyrec``,
+a standard-library-only package imported under that top-level name, so that
+the recorded program does not import perflow. This package imports nothing
+heavy until :func:`record` or :func:`load_recording` is used.
 """
 
 from __future__ import annotations

@@ -137,8 +137,14 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             enter_region[j] = call_region[key]
         regions = _region_ids(ev, enter_region)
         nreg = int(isreg.sum())
-        reg_parts.append({"location": np.full(nreg, loc, np.int32), "time": time[isreg],
-                          "kind": np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8), "region": regions})
+        reg_parts.append(
+            {
+                "location": np.full(nreg, loc, np.int32),
+                "time": time[isreg],
+                "kind": np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8),
+                "region": regions,
+            }
+        )
         before = np.cumsum(isreg) - isreg  # region records before each record
         cmap = comm_ids[loc]
         lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
@@ -156,14 +162,22 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
                 parts.append(rows)
         if len(p.sample_time):
             stacks = np.array([frames.sample_stack(p, f) for f in p.sample_frames], np.int32)
-            smp_parts.append({"location": np.full(len(stacks), loc, np.int32), "time": p.sample_time + o - t0,
-                              "stack": stacks, "weight": p.sample_weight, "pos": nreg_total + p.sample_nregion})
+            smp_parts.append(
+                {
+                    "location": np.full(len(stacks), loc, np.int32),
+                    "time": p.sample_time + o - t0,
+                    "stack": stacks,
+                    "weight": p.sample_weight,
+                    "pos": nreg_total + p.sample_nregion,
+                }
+            )
         nreg_total += nreg
 
     p2p = _concat(p2p_parts, P2P_COLUMNS)
     _fill_send_bytes(p2p, procs, comm_members)
-    locations = pd.DataFrame({"process": [p.rank for p in procs], "thread": 0,
-                              "name": [f"rank {p.rank}" for p in procs], "type": "cpu"})
+    locations = pd.DataFrame(
+        {"process": [p.rank for p in procs], "thread": 0, "name": [f"rank {p.rank}" for p in procs], "type": "cpu"}
+    )
     region_events = _concat(reg_parts, REGION_COLUMNS)
     meta = {
         "source": source,
@@ -194,13 +208,29 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
 
 
 def _p2p_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> dict[str, np.ndarray]:
-    return {"location": np.full(len(ev), loc, np.int32), "time": time, "kind": ev["kind"].astype(np.int8),
-            "peer": ev["a"], "tag": ev["b"], "bytes": ev["n1"], "request": ev["n2"], "pos": pos}
+    return {
+        "location": np.full(len(ev), loc, np.int32),
+        "time": time,
+        "kind": ev["kind"].astype(np.int8),
+        "peer": ev["a"],
+        "tag": ev["b"],
+        "bytes": ev["n1"],
+        "request": ev["n2"],
+        "pos": pos,
+    }
 
 
 def _coll_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> dict[str, np.ndarray]:
-    return {"location": np.full(len(ev), loc, np.int32), "time": time, "kind": ev["kind"].astype(np.int8),
-            "op": ev["fn"].astype(np.int16), "root": ev["a"], "sent": ev["n1"], "received": ev["n2"], "pos": pos}
+    return {
+        "location": np.full(len(ev), loc, np.int32),
+        "time": time,
+        "kind": ev["kind"].astype(np.int8),
+        "op": ev["fn"].astype(np.int16),
+        "root": ev["a"],
+        "sent": ev["n1"],
+        "received": ev["n2"],
+        "pos": pos,
+    }
 
 
 def _concat(parts: list[dict[str, np.ndarray]], cols: dict[str, np.dtype]) -> dict[str, np.ndarray]:

@@ -39,8 +39,16 @@ class RegionTable:
 
     def __init__(self, program: str, program_file: str = "") -> None:
         self._rows: list[dict] = [
-            {"name": program, "role": "function", "paradigm": "user", "file": program_file, "line": 0,
-             "module": Path(program_file).name, "caller": "", "stack": -1}
+            {
+                "name": program,
+                "role": "function",
+                "paradigm": "user",
+                "file": program_file,
+                "line": 0,
+                "module": Path(program_file).name,
+                "caller": "",
+                "stack": -1,
+            }
         ]
         self._index: dict[tuple, int] = {}
         self._stacks: dict[tuple[int, ...], int] = {}
@@ -51,8 +59,18 @@ class RegionTable:
         rid = self._index.get(key)
         if rid is None:
             rid = self._index[key] = len(self._rows)
-            self._rows.append({"name": name, "role": "function", "paradigm": paradigm, "file": file, "line": line,
-                               "module": Path(module).name, "caller": "", "stack": -1})
+            self._rows.append(
+                {
+                    "name": name,
+                    "role": "function",
+                    "paradigm": paradigm,
+                    "file": file,
+                    "line": line,
+                    "module": Path(module).name,
+                    "caller": "",
+                    "stack": -1,
+                }
+            )
         elif line and (not self._rows[rid]["line"] or line < self._rows[rid]["line"]):
             self._rows[rid]["line"] = line
         return rid
@@ -64,8 +82,18 @@ class RegionTable:
         if rid is None:
             name = FUNCTIONS[fn]
             rid = self._index[key] = len(self._rows)
-            self._rows.append({"name": name, "role": region_role(name), "paradigm": "mpi", "file": file,
-                               "line": line, "module": Path(module).name, "caller": caller, "stack": stack})
+            self._rows.append(
+                {
+                    "name": name,
+                    "role": region_role(name),
+                    "paradigm": "mpi",
+                    "file": file,
+                    "line": line,
+                    "module": Path(module).name,
+                    "caller": caller,
+                    "stack": stack,
+                }
+            )
         return rid
 
     def stack(self, regions: tuple[int, ...]) -> int:
@@ -86,8 +114,13 @@ class RegionTable:
         """The stacks table: one row per (stack, depth)."""
         rows = [(sid, d, r) for st, sid in self._stacks.items() for d, r in enumerate(st)]
         arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
-        return pd.DataFrame({"stack": arr[:, 0].astype(np.int32), "depth": arr[:, 1].astype(np.int32),
-                             "region": arr[:, 2].astype(np.int32)})
+        return pd.DataFrame(
+            {
+                "stack": arr[:, 0].astype(np.int32),
+                "depth": arr[:, 1].astype(np.int32),
+                "region": arr[:, 2].astype(np.int32),
+            }
+        )
 
 
 def _trim_main(frames: list[Frame]) -> list[Frame]:
@@ -146,7 +179,9 @@ class NativeFrames:
         if regs is None:
             out: list[Frame] = []
             for a in np.asarray(frames, np.uint64)[::-1]:
-                out.extend(f for f in self._chain(p, int(a)) if not Path(f[3]).name.startswith(("libpfrec", ".libpfrec")))
+                out.extend(
+                    f for f in self._chain(p, int(a)) if not Path(f[3]).name.startswith(("libpfrec", ".libpfrec"))
+                )
             regs = self._memo[key] = self._regions(_trim_main(out))
         return self.table.stack(regs)
 

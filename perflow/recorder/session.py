@@ -20,17 +20,18 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import PerflowError, RecordError
 from ..trace.raw import RawTrace
 from .assemble import load_recording
 from .store import save_raw
-from .toolchain import OPENMPI, Toolchain, build_library, find_toolchain, program_mpi
+from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
 
 __all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command"]
 
 log = logging.getLogger(__name__)
-_PKG_PARENT = str(Path(__file__).resolve().parents[2])
+_PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level package perflow_pyrec
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
 
 
@@ -67,11 +68,11 @@ def is_python(argv: list[str]) -> bool:
 
 
 def python_command(argv: list[str], python: str | None = None) -> list[str]:
-    """Rewrite a Python command line so that the program runs under :mod:`.pyboot`."""
+    """Rewrite a Python command line so that the program runs under ``python -m perflow_pyrec``."""
     import sys
 
     if argv[0].endswith(".py"):
-        return [python or sys.executable, "-m", "perflow.recorder.pyboot", *argv]
+        return [python or sys.executable, "-m", "perflow_pyrec", *argv]
     out, i = [argv[0]], 1
     while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
         out.append(argv[i])
@@ -81,7 +82,7 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
         i += 1
     if i >= len(argv) or argv[i] == "-":
         raise RecordError("a Python program needs a script, -m MODULE or -c CODE (reading stdin is not supported)")
-    return out + ["-m", "perflow.recorder.pyboot", *argv[i:]]
+    return out + ["-m", "perflow_pyrec", *argv[i:]]
 
 
 def _python_mpi() -> str | None:
@@ -123,10 +124,10 @@ def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: di
     return argv + list(program), env
 
 
-def _run(argv: list[str], env: dict, timeout: float | None) -> int:
+def _run(argv: list[str], env: dict, timeout: float | None, stdout: Any = None, stderr: Any = None) -> int:
     log.debug("running %s", " ".join(argv))
     try:
-        proc = subprocess.Popen(argv, env=env, start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
     except OSError as exc:
         raise RecordError(f"cannot start {argv[0]}: {exc}") from None
 
@@ -167,6 +168,8 @@ def record(
     timeout: float | None = None,
     cache: str | os.PathLike[str] | None = None,
     outputs: tuple[str, ...] = ("otf2", "pag"),
+    stdout: Any = None,
+    stderr: Any = None,
 ) -> RecordResult:
     """Record a run of ``program`` on ``nprocs`` MPI ranks.
 
@@ -189,6 +192,8 @@ def record(
         Where to cache the compiled library.
     outputs : tuple of str
         Besides ``rawtrace.npz``: ``"otf2"`` and/or ``"pag"``.
+    stdout, stderr : file, optional
+        Where the program's output goes (default: this process's).
 
     Returns
     -------
@@ -217,8 +222,8 @@ def record(
         tc = find_toolchain(_python_mpi(), mpirun)
         cmd = python_command(program)
         orig = os.environ.get("PYTHONPATH")
-        env["PYTHONPATH"] = _PKG_PARENT + (os.pathsep + orig if orig else "")
-        env["PERFLOW_RECORD_PYTHONPATH_ADDED"] = _PKG_PARENT
+        env["PYTHONPATH"] = _PYRT + (os.pathsep + orig if orig else "")
+        env["PERFLOW_RECORD_PYTHONPATH_ADDED"] = _PYRT
         if orig is not None:
             env["PERFLOW_RECORD_ORIG_PYTHONPATH"] = orig
     else:
@@ -229,7 +234,7 @@ def record(
         cmd = list(program)
     argv, run_env = launch_command(tc, nprocs, cmd, env)
     t = time.perf_counter()
-    status = _run(argv, run_env, timeout)
+    status = _run(argv, run_env, timeout, stdout, stderr)
     result = RecordResult(status=status, outdir=out, elapsed=time.perf_counter() - t)
     attrs = {"command": list(program), "ranks_requested": nprocs, "mpi": tc.impl, "exit_status": status}
     try:

@@ -24,8 +24,13 @@ def mpi_durations(raw: RawTrace) -> pd.DataFrame:
     ent = ent[ok]
     names = raw.regions["name"].reindex(reg[ent]).to_numpy()
     return pd.DataFrame(
-        {"location": loc[ent], "region": reg[ent], "name": names, "enter": time[ent],
-         "duration": time[ent + 1] - time[ent]}
+        {
+            "location": loc[ent],
+            "region": reg[ent],
+            "name": names,
+            "enter": time[ent],
+            "duration": time[ent + 1] - time[ent],
+        }
     )
 
 

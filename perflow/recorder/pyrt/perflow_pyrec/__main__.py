@@ -1,9 +1,9 @@
-"""Run a Python program under the recorder: ``python -m perflow.recorder.pyboot TARGET [ARGS...]``.
+"""Run a Python program under the recorder: ``python -m perflow_pyrec TARGET [ARGS...]``.
 
 TARGET is a script path, ``-m MODULE`` or ``-c CODE``, as for ``python``;
 ``sys.argv``, ``sys.path[0]``, the exit status and tracebacks are those the
 program would have had without the recorder. Recording happens only when
-``PERFLOW_RECORD_DIR`` is set (see :mod:`.pyrec`).
+``PERFLOW_RECORD_DIR`` is set (see :mod:`.recorder`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["main"]
 def _strip_boot_frames(tb: object) -> object:
     """Drop the traceback entries of this module and runpy."""
     here = os.path.abspath(__file__)
-    skip = {here, os.path.abspath(runpy.__file__)}
+    skip = {here, os.path.abspath(runpy.__file__), "<frozen runpy>"}
     while tb is not None and (tb.tb_frame.f_code.co_filename in skip):  # type: ignore[attr-defined]
         tb = tb.tb_next  # type: ignore[attr-defined]
     return tb
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     """Record and run the program named by ``argv`` (default ``sys.argv[1:]``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
-        print("usage: python -m perflow.recorder.pyboot (SCRIPT | -m MODULE | -c CODE) [ARGS...]", file=sys.stderr)
+        print("usage: python -m perflow_pyrec (SCRIPT | -m MODULE | -c CODE) [ARGS...]", file=sys.stderr)
         raise SystemExit(2)
     mode = argv[0] if argv[0] in ("-m", "-c") else "script"
     if mode != "script" and len(argv) < 2:
@@ -39,12 +39,11 @@ def main(argv: list[str] | None = None) -> None:
     target = argv[1] if mode != "script" else argv[0]
     rest = argv[2:] if mode != "script" else argv[1:]
 
-    from .pyrec import start_from_env
+    from . import mpi as pympi  # imported before recording starts: its import is not the program's
+    from .recorder import start_from_env
 
     rec = start_from_env(program=os.path.abspath(target) if mode == "script" else f"{mode} {target}")
     if rec is not None:
-        from . import pympi
-
         pympi.install(rec)
         atexit.register(rec.close)  # registered first, so it runs after every other exit handler
 

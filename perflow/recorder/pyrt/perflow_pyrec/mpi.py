@@ -5,7 +5,7 @@ import (it calls MPI_Init), then replaces ``MPI.COMM_WORLD``/``MPI.COMM_SELF``
 with instances of recording subclasses of ``Intracomm`` (same handles), whose
 point-to-point, collective and communicator-creating methods record events
 and return recording objects in turn, and ``MPI.Request`` with a recording
-subclass (see :mod:`.pyreq`). MPI_Finalize is recorded at exit (or when the
+subclass (see :mod:`.mpireq`). MPI_Finalize is recorded at exit (or when the
 program calls it).
 
 Sizes: buffer methods (``Send``, ``Allreduce``, ...) record the buffer's
@@ -24,8 +24,8 @@ import socket
 import sys
 from typing import Any
 
-from .pyrec import FN, Recorder
-from .pyreq import build_request_class, wrap_request
+from .mpireq import build_request_class, wrap_request
+from .recorder import FN, Recorder
 
 __all__ = ["install"]
 

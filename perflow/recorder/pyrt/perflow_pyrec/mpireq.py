@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .pyrec import FN, Recorder
+from .recorder import FN, Recorder
 
 __all__ = ["build_request_class", "IRECV", "ISEND_COMPLETE", "REQUEST_TEST", "REQUEST_CANCELLED"]
 

@@ -1,5 +1,9 @@
 """The recorder inside a recorded Python process (standard library only).
 
+This package is imported as the top-level ``perflow_pyrec`` (its directory is
+put on ``PYTHONPATH``), never through ``perflow``, so that recording does not
+import perflow and its dependencies into the program.
+
 Writes the same per-process files as the C library (see ``csrc/pfrec.h``), with
 Python frames instead of addresses: frame ids (``F`` lines of ``p<pid>.txt``:
 name, file, first line) in samples and call contexts, and call-site ids (``S``
@@ -25,7 +29,7 @@ from types import CodeType, FrameType
 
 __all__ = ["Recorder", "start_from_env", "FN", "RANK_ENV"]
 
-_DEF = Path(__file__).resolve().parent / "csrc" / "functions.def"
+_DEF = Path(__file__).resolve().parents[2] / "csrc" / "functions.def"
 FN: dict[str, int] = {
     n: i for i, n in enumerate(re.findall(r'^PF_FN\(\w+,\s*"([^"]+)"\)', _DEF.read_text(), re.MULTILINE))
 }
@@ -68,8 +72,9 @@ class Recorder:
         self._sites: dict[tuple[CodeType, int], int] = {}
         self._ctx: dict[tuple[int, ...], int] = {}
         here = os.path.dirname(os.path.abspath(__file__))
-        self.skip_files = {os.path.join(here, n) for n in ("pyrec.py", "pympi.py", "pyreq.py")}
-        self.stop_files = {os.path.abspath(runpy.__file__), os.path.join(here, "pyboot.py")}
+        self.skip_files = {os.path.join(here, n) for n in ("recorder.py", "mpi.py", "mpireq.py")}
+        # the frames of the bootstrap (runpy is frozen in recent Pythons)
+        self.stop_files = {os.path.abspath(runpy.__file__), "<frozen runpy>", os.path.join(here, "__main__.py")}
         self.main_ident = threading.get_ident()
         self.nregion = 0
         self.in_mpi = False
@@ -88,8 +93,9 @@ class Recorder:
         self._stop = threading.Event()
         self._sampler = None
         if hz > 0:
-            self._sampler = threading.Thread(target=self._sample_loop, args=(1.0 / hz,), name="perflow-sampler",
-                                             daemon=True)
+            self._sampler = threading.Thread(
+                target=self._sample_loop, args=(1.0 / hz,), name="perflow-sampler", daemon=True
+            )
             self._sampler.start()
 
     # -- output ---------------------------------------------------------------
@@ -99,8 +105,19 @@ class Recorder:
         with self._lock:
             self._txt.write(text)
 
-    def put(self, t: float, typ: int, kind: int = 0, fn: int = 0, addr: int = 0, n1: int = 0, n2: int = 0,
-            a: int = 0, b: int = 0, comm: int = -1) -> None:
+    def put(
+        self,
+        t: float,
+        typ: int,
+        kind: int = 0,
+        fn: int = 0,
+        addr: int = 0,
+        n1: int = 0,
+        n2: int = 0,
+        a: int = 0,
+        b: int = 0,
+        comm: int = -1,
+    ) -> None:
         """Append one event record (main thread only)."""
         if self._nev == _CHUNK:
             self._ev.write(self._evbuf)
@@ -130,14 +147,20 @@ class Recorder:
         return fid
 
     def stack(self, f: FrameType | None) -> list[int]:
-        """Frame ids from ``f`` outwards (innermost first), stopping at the boot frames."""
+        """Frame ids from ``f`` outwards (innermost first), stopping at the boot frames.
+
+        The import machinery's own frames are left out, so that the time spent
+        importing a module shows under the importing statement's function.
+        """
         ids = []
         stop = self.stop_files
         while f is not None:
             code = f.f_code
-            if code.co_filename in stop:
+            name = code.co_filename
+            if name in stop:
                 break
-            ids.append(self._frame_id(code))
+            if not name.startswith("<frozen importlib"):
+                ids.append(self._frame_id(code))
             f = f.f_back
         return ids
 
@@ -194,8 +217,9 @@ class Recorder:
 
     def coll(self, kind: int, op: int, comm: int, root: int, sent: int, received: int, t: float | None = None) -> None:
         """Record a collective begin or end event."""
-        self.put(time.monotonic() if t is None else t, R_COLL, kind=kind, fn=op, n1=sent, n2=received, a=root,
-                 comm=comm)
+        self.put(
+            time.monotonic() if t is None else t, R_COLL, kind=kind, fn=op, n1=sent, n2=received, a=root, comm=comm
+        )
 
     # -- sampling -------------------------------------------------------------
 
@@ -226,9 +250,10 @@ class Recorder:
         if self.closed or os.getpid() != self.pid:
             return
         self._stop.set()
+        was_in_mpi, self.in_mpi = self.in_mpi, True  # no samples of the shutdown
         if self._sampler is not None:
             self._sampler.join(timeout=1.0)
-        if self.in_mpi:
+        if was_in_mpi:
             self.end(0)
         self.closed = True
         self.put(time.monotonic(), R_LEAVE, fn=FN["program"])
