@@ -118,7 +118,7 @@ def _read_maps(path: Path) -> Mapping | None:
     rows = []
     for line in path.read_text(errors="replace").splitlines():
         parts = line.split(None, 5)
-        if len(parts) < 6 or not parts[5].startswith("/"):
+        if len(parts) < 6 or not parts[5].startswith(("/", "[vdso]")):
             continue
         a, _, b = parts[0].partition("-")
         rows.append((int(a, 16), int(b, 16), int(parts[2], 16), parts[5].strip()))

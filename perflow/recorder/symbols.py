@@ -147,7 +147,7 @@ class Resolver:
         return out
 
     def _symbol(self, module: str, off: int) -> str:
-        base = Path(module).name if module else "unknown"
+        base = Path(module).name.strip("[]") if module else "unknown"
         if module not in self._syms:
             self._syms[module] = self._load_symbols(module)
         addrs, names = self._syms[module]

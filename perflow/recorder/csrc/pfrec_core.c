@@ -462,10 +462,15 @@ void pf_after_init(void) {
     flush_ev();
 }
 
+/* Write everything out before MPI_Finalize: when one rank exits with an error
+ * status, the launcher may kill the others while they are still inside it. */
 void pf_before_finalize(void) {
     if (!pf_active) return;
     txt("stats requests_untracked %lld contexts_untracked %lld\n", (long long)g.req_dropped, (long long)g.ctx_full);
     PMPI_Group_free(&g.world_group);
+    flush_ev();
+    flush_smp();
+    copy_maps();
 }
 
 void pf_after_finalize(void) {

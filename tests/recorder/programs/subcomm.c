@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
     if (size > 1 && rank == 1) MPI_Recv(&v, 1, MPI_INT, 0, 5, half, MPI_STATUS_IGNORE);
     MPI_Comm_free(&half);
     if (wrank < 2) printf("subcomm: world rank %d, half %d of %d, sum %d\n", wrank, rank, size, sum);
+    fflush(stdout); /* before MPI_Finalize: with a non-zero exit status the launcher may kill the others */
     MPI_Finalize();
     return code;
 }
