@@ -222,6 +222,9 @@ def read_dir(path: str | Path) -> list[ProcessData]:
     procs = [read_process(p) for p in sorted(path.glob("p*.txt"))]
     if not procs:
         raise FormatError(path, "no recorded process data (p<pid>.txt files) in this directory")
+    if all(p.rank < 0 for p in procs):  # no launcher and no MPI (PERFLOW_RECORD_ALL): number them by start
+        for r, p in enumerate(sorted(procs, key=lambda q: float(q.events["t"][0]) if len(q.events) else 0.0)):
+            p.rank = r
     best: dict[int, ProcessData] = {}
     for p in procs:
         if p.rank < 0:
@@ -229,6 +232,4 @@ def read_dir(path: str | Path) -> list[ProcessData]:
         cur = best.get(p.rank)
         if cur is None or (p.has_init, len(p.events)) > (cur.has_init, len(cur.events)):
             best[p.rank] = p
-    if not best:
-        raise FormatError(path, "no recorded process knows its MPI rank")
     return [best[r] for r in sorted(best)]

@@ -179,6 +179,8 @@ def program_mpi(path: str | os.PathLike[str]) -> str | None:
 
 
 def _cache_root() -> Path:
+    if os.environ.get("PERFLOW_RECORDER_CACHE"):
+        return Path(os.environ["PERFLOW_RECORDER_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "perflow" / "recorder"
 
@@ -190,7 +192,8 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
     ----------
     tc : Toolchain
     cache : path, optional
-        Cache root; ``$XDG_CACHE_HOME/perflow/recorder`` by default.
+        Cache root; ``$PERFLOW_RECORDER_CACHE`` if set, else
+        ``$XDG_CACHE_HOME/perflow/recorder`` (``~/.cache/perflow/recorder``).
     timeout : float
         Seconds allowed for the compiler.
 

@@ -8,6 +8,7 @@ Fortran compiler, or no mpi4py) is available.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -159,12 +160,13 @@ def recorded(toolchain, build, workdir: Path):  # noqa: ANN001, ANN201
     from perflow.recorder.session import record
 
     cache: dict[tuple, Run] = {}
+    serial = itertools.count()
 
     def run(program: str | list[str], *args: str, n: int = 4, flags: tuple = (), **kw: object) -> Run:
         key = (str(program), args, n, flags, tuple(sorted(kw.items())))
         if key not in cache:
             argv = list(program) if isinstance(program, list) else [str(build(program, *flags))]
-            out = workdir / f"run-{len(cache)}"
+            out = workdir / f"run-{next(serial)}"
             out.mkdir()
             with open(out / "stdout", "w+") as fo, open(out / "stderr", "w+") as fe:
                 res = record(

@@ -46,8 +46,12 @@ def test_pingpong_messages(recorded) -> None:  # noqa: ANN001
 def test_pingpong_call_sites(recorded, flags: tuple) -> None:  # noqa: ANN001
     run = recorded("pingpong.c", "5", "1000", n=2, flags=flags)
     calls = run.calls()
-    for rank, name, tag in ((0, "MPI_Send", "ping_send"), (0, "MPI_Recv", "ping_recv"), (1, "MPI_Recv", "pong_recv"),
-                            (1, "MPI_Send", "pong_send")):
+    for rank, name, tag in (
+        (0, "MPI_Send", "ping_send"),
+        (0, "MPI_Recv", "ping_recv"),
+        (1, "MPI_Recv", "pong_recv"),
+        (1, "MPI_Send", "pong_send"),
+    ):
         sel = calls[(calls["rank"] == rank) & (calls["name"] == name)]
         assert len(sel) == 5
         assert set(sel["caller"]) == {"ping_pong"}
@@ -156,8 +160,8 @@ def test_output_and_exit_status_unchanged(recorded, build, plain) -> None:  # no
 
 
 def test_timeout_kills_the_run(recorded) -> None:  # noqa: ANN001
-    with pytest.raises(RecordError, match=r"did not finish within 3 s and was killed"):
-        recorded("late_sender.c", "2", "60", n=2, timeout=3.0)
+    with pytest.raises(RecordError, match=r"did not finish within 2 s and was killed"):
+        recorded("late_sender.c", "2", "60", n=2, timeout=2.0)
 
 
 def test_raw_trace_round_trip(recorded, tmp_path: Path) -> None:  # noqa: ANN001

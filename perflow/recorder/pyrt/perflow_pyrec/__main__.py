@@ -9,10 +9,14 @@ program would have had without the recorder. Recording happens only when
 from __future__ import annotations
 
 import atexit
+import builtins
+import importlib.machinery
+import io
 import os
 import runpy
 import sys
 import types
+import zipfile
 
 __all__ = ["main"]
 
@@ -24,6 +28,22 @@ def _strip_boot_frames(tb: object) -> object:
     while tb is not None and (tb.tb_frame.f_code.co_filename in skip):  # type: ignore[attr-defined]
         tb = tb.tb_next  # type: ignore[attr-defined]
     return tb
+
+
+def _run_script(target: str) -> None:
+    """Run a script file as ``__main__`` the way ``python script.py`` does (``__file__`` absolute)."""
+    path = os.path.abspath(target)
+    if not os.path.isfile(path) or zipfile.is_zipfile(path):  # directories and zip files with __main__.py
+        runpy.run_path(target, run_name="__main__")
+        return
+    with io.open_code(path) as f:
+        code = compile(f.read(), path, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    module.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+    module.__builtins__ = builtins
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)  # noqa: S102
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         if mode == "script":
             sys.argv = [target, *rest]
             sys.path[0] = os.path.dirname(os.path.abspath(target))
-            runpy.run_path(os.path.abspath(target), run_name="__main__")  # __file__ is absolute, as in python
+            _run_script(target)
         elif mode == "-m":
             sys.argv = [target, *rest]
             sys.path[0] = os.getcwd()
@@ -75,7 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as exc:  # print as the interpreter would, without our frames
-        sys.excepthook(type(exc), exc, _strip_boot_frames(exc.__traceback__))  # type: ignore[arg-type]
+        exc.__traceback__ = _strip_boot_frames(exc.__traceback__)  # type: ignore[assignment]
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         raise SystemExit(1) from None
 
 
