@@ -5,6 +5,7 @@ then a 1000-float64 buffer with Isend/Irecv/Waitall (tag 22), ITER times; then
 the last rank computes longer in ``slow_work`` before a final allreduce.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -43,11 +44,19 @@ def main():
     rank, size = comm.Get_rank(), comm.Get_size()
     iters = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     total = 0.0
+    bench = os.environ.get("PERFLOW_BENCH")  # benchmarks: time the main phase on rank 0
+    if bench:
+        comm.Barrier()
+        t0 = MPI.Wtime()
     for step in range(iters):
         total += exchange(comm, step)
         total += work(20000)
     if rank == size - 1:
         total += slow_work(400000)
+    if bench:
+        comm.Barrier()
+        if rank == 0:
+            print(f"bench-seconds {MPI.Wtime() - t0:.6f}", file=sys.stderr)
     result = comm.allreduce(total, op=MPI.SUM)  # SITE:py_allreduce
     buf = np.array([rank], dtype=np.int64)
     comm.Allreduce(MPI.IN_PLACE, buf)

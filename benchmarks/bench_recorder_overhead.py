@@ -1,0 +1,141 @@
+"""Overhead of ``perflow record`` on the project's own MPI test programs.
+
+Runs each program plain and recorded (100 Hz sampling plus communication
+tracing), alternating, and compares the main phase's wall time, which the
+programs print on rank 0 when ``PERFLOW_BENCH`` is set (between two barriers,
+so MPI start-up and the launcher are excluded). Also prints the recorder's
+events per rank and second, its data per rank, and the time and peak memory of
+the post-processing (assembly, raw trace, PAG).
+
+Usage::
+
+    python benchmarks/bench_recorder_overhead.py [--ranks 4] [--reps 5] [--only NAME ...]
+
+Needs an MPI compiler wrapper (Open MPI preferred) and, for the Python
+program, mpi4py. Run it on an otherwise idle machine; it takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from perflow.recorder.session import launch_command, record  # noqa: E402
+from perflow.recorder.toolchain import build_library, find_toolchain  # noqa: E402
+
+PROGRAMS = REPO / "tests" / "recorder" / "programs"
+
+#: name, source, arguments, what it stresses
+CASES = [
+    ("imbalance", "imbalance.c", ["40", "5000000", "2"], "compute, one allreduce per step (communication-light)"),
+    ("ring", "ring.c", ["400", "1000"], "halo exchange (Irecv/Isend/Waitall) every ~0.5 ms of compute"),
+    ("pingpong", "pingpong.c", ["20000", "64"], "back-to-back 64-byte messages (communication-bound)"),
+    ("pyring", "pyring.py", ["300"], "mpi4py: pickled and buffer ring exchange plus Python compute"),
+]
+
+
+def _bench_seconds(text: str, what: str) -> float:
+    m = re.search(r"bench-seconds ([0-9.]+)", text)
+    if not m:
+        raise RuntimeError(f"{what}: no bench-seconds line in its output:\n{text[-2000:]}")
+    return float(m.group(1))
+
+
+def _argv(source: str, exe_dir: Path, tc) -> list[str]:  # noqa: ANN001
+    if source.endswith(".py"):
+        return [sys.executable, str(PROGRAMS / source)]
+    exe = exe_dir / Path(source).stem
+    subprocess.run([tc.mpicc, "-O2", "-g", "-o", str(exe), str(PROGRAMS / source)], check=True, timeout=120)
+    return [str(exe)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rate", type=int, default=100, help="sampling rate in Hz (100)")
+    ap.add_argument("--only", nargs="*", help="case names to run")
+    args = ap.parse_args()
+
+    for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe"):
+        os.environ.setdefault(k, "1")
+    os.environ["PERFLOW_BENCH"] = "1"
+    tc = find_toolchain("openmpi")
+    t = time.perf_counter()
+    lib = build_library(tc)
+    print(f"MPI: {tc.impl} ({tc.mpicc}); recorder library {lib} ({time.perf_counter() - t:.2f} s to build or find)")
+    print(f"{args.ranks} ranks on {os.cpu_count()} cores, {args.reps} alternating runs each, sampling {args.rate} Hz\n")
+    header = (
+        f"{'program':<10} {'plain s':>8} {'recorded s':>10} {'overhead':>9} {'(best)':>8} {'events/rank/s':>14} "
+        f"{'data/rank':>10} {'post s':>7}  what"
+    )
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory(prefix="perflow-bench-") as tmp:
+        tmpd = Path(tmp)
+        for name, source, pargs, what in CASES:
+            if args.only and name not in args.only:
+                continue
+            if source.endswith(".py"):
+                try:
+                    import mpi4py  # noqa: F401
+                except ImportError:
+                    print(f"{name:<10} skipped: mpi4py is not installed")
+                    continue
+            argv = _argv(source, tmpd, tc) + pargs
+            plain, rec, post, events, size = [], [], [], [], []
+            for rep in range(args.reps):
+                cmd, env = launch_command(tc, args.ranks, argv, {})
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+                plain.append(_bench_seconds(p.stderr, f"{name} (plain)"))
+                out = tmpd / f"{name}-{rep}"
+                err = out.with_suffix(".err")
+                t0 = time.perf_counter()
+                with open(err, "w") as fe, open(os.devnull, "w") as fo:
+                    res = record(
+                        argv,
+                        nprocs=args.ranks,
+                        sample_rate=args.rate,
+                        outdir=out,
+                        timeout=600,
+                        outputs=("otf2", "pag"),
+                        stdout=fo,
+                        stderr=fe,
+                    )
+                total = time.perf_counter() - t0
+                rec.append(_bench_seconds(err.read_text(), f"{name} (recorded)"))
+                post.append(total - res.elapsed)
+                raw = res.raw
+                events.append(raw.n_events / args.ranks / max(rec[-1], 1e-9))
+                size.append(sum(f.stat().st_size for f in (out / "raw").iterdir()) / args.ranks)
+            mp, mr = statistics.median(plain), statistics.median(rec)
+            best = 100 * (min(rec) / min(plain) - 1)
+            print(
+                f"{name:<10} {mp:8.3f} {mr:10.3f} {100 * (mr / mp - 1):8.1f}% {best:7.1f}% "
+                f"{statistics.median(events):14,.0f} "
+                f"{statistics.median(size) / 1024:8.0f} KiB {statistics.median(post):7.2f}  {what}"
+            )
+            print(
+                f"{'':<10} plain {', '.join(f'{x:.3f}' for x in plain)}; recorded {', '.join(f'{x:.3f}' for x in rec)}"
+            )
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"\npeak RSS: post-processing (this process) {me:.0f} MiB; largest child process {kids:.0f} MiB")
+    print("overhead = median recorded / median plain - 1 (best: fastest recorded / fastest plain - 1), on the")
+    print("main phase's wall time (rank 0, between barriers); events/rank/s: recorded events per rank per second")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
