@@ -213,6 +213,8 @@ def record(
     if exe is None:
         raise RecordError(f"program not found: {program[0]}")
     out = Path(outdir) if outdir else _default_outdir(program)
+    if out.exists() and not out.is_dir():
+        raise RecordError(f"output directory {out} exists and is not a directory")
     rawdir = out / "raw"
     if rawdir.exists():
         shutil.rmtree(rawdir)

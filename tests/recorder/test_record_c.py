@@ -147,6 +147,19 @@ def test_subcommunicator(recorded) -> None:  # noqa: ANN001
     assert set(calls[calls["name"] == "MPI_Comm_split"]["line"]) == {site_line("subcomm.c", "split")}
 
 
+def test_cxx_program(recorded) -> None:  # noqa: ANN001
+    run = recorded("cxx_ring.cpp", "3")
+    p = run.p2p()
+    for r in range(4):
+        assert count(p, rank=r, kind=P2P.SEND, peer=(r + 1) % 4, tag=9, bytes=800) == 3
+        assert count(p, rank=r, kind=P2P.RECV, peer=(r - 1) % 4, tag=9, bytes=800) == 3
+    calls = run.calls()
+    sr = calls[calls["name"] == "MPI_Sendrecv"]
+    assert len(sr) == 12 and set(sr["line"]) == {site_line("cxx_ring.cpp", "cxx_sendrecv")}
+    (caller,) = set(sr["caller"])
+    assert caller.startswith("double halo::exchange<double>(std::vector<double")  # demangled
+
+
 def test_output_and_exit_status_unchanged(recorded, build, plain) -> None:  # noqa: ANN001
     status, out = plain([build("subcomm.c"), "3"])
     run = recorded("subcomm.c", "3")
