@@ -5,8 +5,9 @@
   region instance per recorded MPI call (regions: see :mod:`.regions`).
 * ``p2p_events``/``coll_events``: as recorded; MPI_Init and MPI_Finalize are
   collectives ``INIT``/``FINALIZE`` on the world communicator.
-* ``sample_events`` with ``stacks``: timer samples of the computation, each
-  worth the thread CPU time since the previous sample.
+* ``sample_events`` with ``stacks``: timer samples of the computation (none
+  inside MPI calls), each worth one timer period of the main thread's CPU
+  time (native) or the CPU time since the previous tick (Python).
 * ``comms``: communicator ids mapped to the world ranks of their members.
 
 Times are put on one time line with each process's offset between its

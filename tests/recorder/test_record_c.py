@@ -88,8 +88,22 @@ def test_ring_nonblocking(recorded) -> None:  # noqa: ANN001
     assert set(red["sent"]) == {8}
 
 
+def test_ring_persistent_requests(recorded) -> None:  # noqa: ANN001
+    run = recorded("ring.c", "4", "500", "persistent")
+    p = run.p2p()
+    for r in range(4):
+        right, left = (r + 1) % 4, (r - 1) % 4
+        assert count(p, rank=r, kind=P2P.ISEND, peer=right, tag=7, bytes=4000) == 4  # one per MPI_Startall
+        assert count(p, rank=r, kind=P2P.ISEND_COMPLETE, peer=right, tag=7, bytes=4000) == 4
+        assert count(p, rank=r, kind=P2P.IRECV, peer=left, tag=7, bytes=4000) == 4
+    assert p.groupby(["location", "request"]).size().eq(2).all()  # each start is its own request instance
+    calls = run.calls()
+    assert calls[calls["name"] == "MPI_Startall"]["line"].eq(site_line("ring.c", "startall")).all()
+    assert len(calls[calls["name"] == "MPI_Send_init"]) == 4
+
+
 def test_imbalance_samples(recorded) -> None:  # noqa: ANN001
-    run = recorded("imbalance.c", "4", "5000000", "4")
+    run = recorded("imbalance.c", "4", "20000000", "4")
     w = run.sample_weight_by_function().set_index(["rank", "function"])["weight"]
     slow = w.get((3, "compute_slow"), 0.0)
     assert slow > 0.05

@@ -38,7 +38,7 @@ def test_late_sender_in_the_pag(recorded) -> None:  # noqa: ANN001
 
 
 def test_collectives_grouped(recorded) -> None:  # noqa: ANN001
-    pag = build_pag(recorded("imbalance.c", "4", "5000000", "4").raw)
+    pag = build_pag(recorded("imbalance.c", "4", "20000000", "4").raw)
     coll = pag.trace.collectives
     per_op = coll.groupby("op")["instance"].nunique().to_dict()
     assert per_op[int(CollectiveOp.ALLREDUCE)] == 4

@@ -76,6 +76,9 @@ void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t by
 pf_req *pf_req_find(uint64_t key);
 void pf_req_done(pf_req *r, const MPI_Status *st, double t);
 void pf_req_drop(uint64_t key);
+void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes);
+void pf_persist_start(uint64_t key);
+void pf_persist_drop(uint64_t key);
 uint64_t pf_req_key(MPI_Request r);
 
 #define PF_RA __builtin_extract_return_addr(__builtin_return_address(0))

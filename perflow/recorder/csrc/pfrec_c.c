@@ -101,6 +101,39 @@ ISEND_WRAP(MPI_Issend, ISSEND)
 ISEND_WRAP(MPI_Ibsend, IBSEND)
 ISEND_WRAP(MPI_Irsend, IRSEND)
 
+/* persistent requests: *_init remembers the parameters, each MPI_Start posts */
+#define PINIT_WRAP(NAME, ID, RECV, CONST)                                                                   \
+    int NAME(CONST void *buf, int count, MPI_Datatype dt, int peer, int tag, MPI_Comm comm, MPI_Request *req) { \
+        int rec = PF_BEGIN(ID);                                                                             \
+        int rc = P##NAME(buf, count, dt, peer, tag, comm, req);                                             \
+        if (rc == MPI_SUCCESS && pf_active)                                                                 \
+            pf_persist_new(pf_req_key(*req), RECV, RECV && peer == MPI_ANY_SOURCE ? -1 : peer, tag,         \
+                           pf_comm(comm), pf_bytes(count, dt));                                             \
+        if (rec) pf_end(PF_##ID);                                                                           \
+        return rc;                                                                                          \
+    }
+PINIT_WRAP(MPI_Send_init, SEND_INIT, 0, const)
+PINIT_WRAP(MPI_Ssend_init, SSEND_INIT, 0, const)
+PINIT_WRAP(MPI_Bsend_init, BSEND_INIT, 0, const)
+PINIT_WRAP(MPI_Rsend_init, RSEND_INIT, 0, const)
+PINIT_WRAP(MPI_Recv_init, RECV_INIT, 1, )
+
+int MPI_Start(MPI_Request *req) {
+    if (!PF_BEGIN(START)) return PMPI_Start(req);
+    int rc = PMPI_Start(req);
+    if (rc == MPI_SUCCESS) pf_persist_start(pf_req_key(*req));
+    pf_end(PF_START);
+    return rc;
+}
+
+int MPI_Startall(int n, MPI_Request reqs[]) {
+    if (!PF_BEGIN(STARTALL)) return PMPI_Startall(n, reqs);
+    int rc = PMPI_Startall(n, reqs);
+    for (int i = 0; rc == MPI_SUCCESS && i < n; i++) pf_persist_start(pf_req_key(reqs[i]));
+    pf_end(PF_STARTALL);
+    return rc;
+}
+
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *req) {
     if (!PF_BEGIN(IRECV)) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);

@@ -45,7 +45,7 @@ static struct {
     int nev, nsmp;
     uint64_t nregion;
     volatile sig_atomic_t in_mpi, stopping;
-    double t_enter, last_cpu;
+    double t_enter, period;
     int hz, timer_kind;
     timer_t timer;
     int world_rank, world_size, comm_next, ncomms, nreq;
@@ -110,12 +110,6 @@ double pf_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static inline pf_rec *slot(void) {
     if (g.nev == PF_EVBUF) flush_ev();
     return &evbuf[g.nev++];
@@ -158,13 +152,13 @@ static void put_stack(int type, uint64_t w1, uint64_t w2, uint64_t w3, void **fr
 
 static void on_prof(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
-    (void)si;
     int saved = errno;
     if (!pf_active || g.stopping) goto out;
     if (g.timer_kind == 2 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
-    double cpu = cpu_now(), w = cpu - g.last_cpu;
-    g.last_cpu = cpu;
-    if (g.in_mpi) goto out;
+    if (g.in_mpi) goto out; /* that CPU time is the MPI call's */
+    /* each expiry stands for one period of the thread's CPU time (plus any
+     * expiries that were merged into this signal) */
+    double w = g.period * (1.0 + (g.timer_kind == 1 && si && si->si_overrun > 0 ? si->si_overrun : 0));
     void *fr[PF_MAXDEPTH + 8];
     int n = backtrace(fr, PF_MAXDEPTH + 8), s = 2;
     uintptr_t pc = uc_pc(ucv);
@@ -194,7 +188,7 @@ static void start_sampling(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGPROF, &sa, NULL);
     long ns = 1000000000L / g.hz;
-    g.last_cpu = cpu_now();
+    g.period = 1e-9 * (double)ns;
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
@@ -443,6 +437,38 @@ void pf_req_done(pf_req *r, const MPI_Status *st, double t) {
 void pf_req_drop(uint64_t key) {
     pf_req *r = pf_req_find(key);
     if (r) req_delete((size_t)(r - reqs));
+    pf_persist_drop(key);
+}
+
+/* ---- persistent requests: what *_init said, re-posted by each MPI_Start ----- */
+
+#define PF_PERSIST_SLOTS 1024
+static pf_req persist[PF_PERSIST_SLOTS];
+
+static pf_req *persist_slot(uint64_t key, int add) {
+    size_t i = rhash(key) & (PF_PERSIST_SLOTS - 1);
+    for (int probe = 0; probe < PF_PERSIST_SLOTS; probe++, i = (i + 1) & (PF_PERSIST_SLOTS - 1)) {
+        if (persist[i].key == key) return &persist[i];
+        if (add && persist[i].key <= 1) return &persist[i]; /* empty (0) or deleted (1) */
+        if (!persist[i].key) return NULL;
+    }
+    return NULL;
+}
+
+void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
+    pf_req *r = key > 1 ? persist_slot(key, 1) : NULL;
+    if (r) *r = (pf_req){key, 0, bytes, peer, tag, comm, (uint8_t)recv};
+    else g.req_dropped++;
+}
+
+void pf_persist_start(uint64_t key) {
+    pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
+    if (r) pf_req_post(key, r->recv, r->peer, r->tag, r->comm, r->bytes);
+}
+
+void pf_persist_drop(uint64_t key) {
+    pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
+    if (r) r->key = 1; /* a tombstone keeps later probes going */
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

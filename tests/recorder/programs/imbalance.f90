@@ -26,7 +26,7 @@ program imbalance
   use work
   implicit none
   integer :: rank, nproc, ierr, it
-  integer(8) :: n = 5000000_8
+  integer(8) :: n = 20000000_8
   double precision :: s, tot
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)

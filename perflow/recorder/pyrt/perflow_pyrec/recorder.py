@@ -11,8 +11,9 @@ lines: function, file, line) in the ENTER records of MPI calls.
 
 Samples come from a thread that wakes ``hz`` times a second and, when the main
 thread used CPU time since the previous tick, records its stack with
-:func:`sys._current_frames`, weighted by that CPU time. Samples are skipped
-while the main thread is inside a recorded MPI call.
+:func:`sys._current_frames`, weighted by that CPU time (less the CPU time of
+MPI calls that ended since). Samples are skipped while the main thread is
+inside a recorded MPI call.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Recorder:
         self.main_ident = threading.get_ident()
         self.nregion = 0
         self.in_mpi = False
+        self.cpu_at_mpi_exit = 0.0
         self.t_enter = 0.0
         self.closed = False
         rank = next((os.environ[v] for v in RANK_ENV if v in os.environ), "-1")
@@ -207,6 +209,7 @@ class Recorder:
         """Leave the recorded MPI call entered with :meth:`begin`."""
         self.put(time.monotonic(), R_LEAVE, fn=fn)
         self.nregion += 1
+        self.cpu_at_mpi_exit = time.thread_time()
         self.in_mpi = False
 
     def p2p(self, kind: int, peer: int, comm: int, tag: int, nbytes: int, req: int, t: float | None = None) -> None:
@@ -232,7 +235,8 @@ class Recorder:
         last = cpu()
         while not self._stop.wait(period):
             now = cpu()
-            w, last = now - last, now
+            # CPU time since the last tick, less what went to MPI calls that ended since
+            w, last = now - max(last, self.cpu_at_mpi_exit), now
             if w <= 0 or self.in_mpi:
                 continue
             frame = sys._current_frames().get(self.main_ident)
