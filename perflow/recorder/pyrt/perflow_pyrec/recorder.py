@@ -11,8 +11,8 @@ lines: function, file, line) in the ENTER records of MPI calls.
 
 Samples come from a thread that wakes ``hz`` times a second and, when the main
 thread used CPU time since the previous tick, records its stack with
-:func:`sys._current_frames`, weighted by that CPU time (less the CPU time of
-MPI calls that ended since). Samples are skipped while the main thread is
+:func:`sys._current_frames`, weighted by that CPU time (but no more than the
+wall time since the last MPI call ended, if one ended since the previous tick). Samples are skipped while the main thread is
 inside a recorded MPI call.
 """
 
@@ -43,6 +43,7 @@ R_ENTER, R_LEAVE, R_P2P, R_COLL = 1, 2, 3, 4
 S_SAMPLE, S_CTX = 1, 2
 MAGIC = 0xFFFF000000000000
 _CHUNK = 8192  # event records per flush
+SKIP, STOP = -1, -2  # code classes: not a program frame / the bootstrap (end of the program's stack)
 NO_SITE = 0xFFFFFFFF  # call-site id of an MPI call made from no Python frame (e.g. at exit)
 
 
@@ -69,9 +70,11 @@ class Recorder:
         self._nev = 0
         self._smpbuf = bytearray()
         self._lock = threading.Lock()
-        self._frames: dict[CodeType, int] = {}
+        self._codes: dict[CodeType, int] = {}
+        self._nframes = 0
         self._sites: dict[tuple[CodeType, int], int] = {}
         self._ctx: dict[tuple[int, ...], int] = {}
+        self._ctx_cache: dict[tuple[CodeType, FrameType | None], int] = {}
         here = os.path.dirname(os.path.abspath(__file__))
         self.skip_files = {os.path.join(here, n) for n in ("recorder.py", "mpi.py", "mpireq.py")}
         # the frames of the bootstrap (runpy is frozen in recent Pythons)
@@ -79,7 +82,7 @@ class Recorder:
         self.main_ident = threading.get_ident()
         self.nregion = 0
         self.in_mpi = False
-        self.cpu_at_mpi_exit = 0.0
+        self.t_mpi_exit = 0.0
         self.t_enter = 0.0
         self.closed = False
         rank = next((os.environ[v] for v in RANK_ENV if v in os.environ), "-1")
@@ -137,15 +140,23 @@ class Recorder:
 
     # -- frames ---------------------------------------------------------------
 
-    def _frame_id(self, code: CodeType) -> int:
-        fid = self._frames.get(code)
-        if fid is None:
-            with self._lock:
-                fid = self._frames.get(code)
-                if fid is None:
-                    fid = self._frames[code] = len(self._frames)
-                    name = getattr(code, "co_qualname", code.co_name)
-                    self._txt.write(f"F\t{fid}\t{name}\t{code.co_filename}\t{code.co_firstlineno}\n")
+    def _code(self, code: CodeType) -> int:
+        """Frame id of a code object, or SKIP (import machinery, the recorder) or STOP (the bootstrap)."""
+        fid = self._codes.get(code)
+        if fid is not None:
+            return fid
+        with self._lock:
+            name = code.co_filename
+            if name in self.stop_files:
+                fid = STOP
+            elif name in self.skip_files or name.startswith("<frozen importlib"):
+                fid = SKIP
+            else:
+                fid = self._nframes
+                self._nframes += 1
+                qual = getattr(code, "co_qualname", code.co_name)
+                self._txt.write(f"F\t{fid}\t{qual}\t{name}\t{code.co_firstlineno}\n")
+            self._codes[code] = fid
         return fid
 
     def stack(self, f: FrameType | None) -> list[int]:
@@ -155,24 +166,30 @@ class Recorder:
         importing a module shows under the importing statement's function.
         """
         ids = []
-        stop = self.stop_files
+        codes = self._codes
         while f is not None:
-            code = f.f_code
-            name = code.co_filename
-            if name in stop:
+            fid = codes.get(f.f_code)
+            if fid is None:
+                fid = self._code(f.f_code)
+            if fid >= 0:
+                ids.append(fid)
+            elif fid == STOP:
                 break
-            if not name.startswith("<frozen importlib"):
-                ids.append(self._frame_id(code))
             f = f.f_back
         return ids
 
     def user_frame(self) -> FrameType | None:
-        """The innermost frame outside the recorder (the caller of an MPI method)."""
+        """The innermost frame outside the recorder and the import machinery (the caller of an MPI method)."""
         f = sys._getframe(1)
-        skip = self.skip_files
-        while f is not None and (f.f_code.co_filename in skip or f.f_code.co_filename.startswith("<frozen")):
+        codes = self._codes
+        while f is not None:
+            fid = codes.get(f.f_code)
+            if fid is None:
+                fid = self._code(f.f_code)
+            if fid != SKIP:
+                return f if fid >= 0 else None
             f = f.f_back
-        return f
+        return None
 
     def _site(self, f: FrameType) -> int:
         key = (f.f_code, f.f_lineno or 0)
@@ -199,7 +216,19 @@ class Recorder:
             return False
         self.in_mpi = True
         f = self.user_frame()
-        site, ctx = (self._site(f), self._context(f)) if f is not None else (NO_SITE, -1)
+        if f is None:
+            site, ctx = NO_SITE, -1
+        else:
+            site = self._sites.get((f.f_code, f.f_lineno or 0))
+            if site is None:
+                site = self._site(f)
+            # while the caller's parent frame lives (we hold it), the context above it cannot change
+            key = (f.f_code, f.f_back)
+            ctx = self._ctx_cache.get(key)
+            if ctx is None:
+                if len(self._ctx_cache) >= 64:
+                    self._ctx_cache.clear()
+                ctx = self._ctx_cache[key] = self._context(f)
         t = self.t_enter = time.monotonic()
         self.put(t, R_ENTER, fn=fn, addr=site, n1=ctx)
         self.nregion += 1
@@ -207,9 +236,9 @@ class Recorder:
 
     def end(self, fn: int) -> None:
         """Leave the recorded MPI call entered with :meth:`begin`."""
-        self.put(time.monotonic(), R_LEAVE, fn=fn)
+        t = self.t_mpi_exit = time.monotonic()
+        self.put(t, R_LEAVE, fn=fn)
         self.nregion += 1
-        self.cpu_at_mpi_exit = time.thread_time()
         self.in_mpi = False
 
     def p2p(self, kind: int, peer: int, comm: int, tag: int, nbytes: int, req: int, t: float | None = None) -> None:
@@ -232,11 +261,13 @@ class Recorder:
             cpu = lambda: time.clock_gettime(clock)  # noqa: E731
         except (AttributeError, OSError):
             cpu = time.monotonic
-        last = cpu()
+        last, last_wall = cpu(), time.monotonic()
         while not self._stop.wait(period):
-            now = cpu()
-            # CPU time since the last tick, less what went to MPI calls that ended since
-            w, last = now - max(last, self.cpu_at_mpi_exit), now
+            now, wall = cpu(), time.monotonic()
+            w = now - last
+            if self.t_mpi_exit > last_wall:  # part of that CPU time went to MPI calls: not more than since the last
+                w = min(w, wall - self.t_mpi_exit)
+            last, last_wall = now, wall
             if w <= 0 or self.in_mpi:
                 continue
             frame = sys._current_frames().get(self.main_ident)
