@@ -104,6 +104,19 @@ static void copy_maps(void) {
     if (out >= 0) close(out);
 }
 
+/* Write both buffers and the memory map, keeping the signal handler off the
+ * sample buffer meanwhile. */
+static void flush_all(void) {
+    sig_atomic_t was = g.in_mpi;
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    flush_ev();
+    flush_smp();
+    copy_maps();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = was;
+}
+
 double pf_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -494,16 +507,11 @@ void pf_before_finalize(void) {
     if (!pf_active) return;
     txt("stats requests_untracked %lld contexts_untracked %lld\n", (long long)g.req_dropped, (long long)g.ctx_full);
     PMPI_Group_free(&g.world_group);
-    flush_ev();
-    flush_smp();
-    copy_maps();
+    flush_all();
 }
 
 void pf_after_finalize(void) {
-    if (!pf_active) return;
-    flush_ev();
-    flush_smp();
-    copy_maps();
+    if (pf_active) flush_all();
 }
 
 static void on_fork_child(void) { pf_active = 0; }
