@@ -126,16 +126,20 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         time = ev["t"] + o - t0
         isreg = (typ == R_ENTER) | (typ == R_LEAVE)
         ent = typ == R_ENTER
-        call_region = {}
-        enter_region = np.empty(int(ent.sum()), np.int32)
-        for j, (fn, addr, ctx) in enumerate(zip(ev["fn"][ent], ev["addr"][ent], ev["n1"][ent])):
-            if fn == 0:
-                enter_region[j] = 0
-                continue
-            key = (int(fn), int(addr), int(ctx))
-            if key not in call_region:
-                call_region[key] = frames.call_region(p, int(fn), int(addr), int(ctx))
-            enter_region[j] = call_region[key]
+        # one region per distinct (function, call site, context): resolve the distinct triples only
+        triples = pd.DataFrame(
+            {"fn": ev["fn"][ent].astype(np.int64), "addr": ev["addr"][ent].view(np.int64), "ctx": ev["n1"][ent]}
+        )
+        inverse = triples.groupby(["fn", "addr", "ctx"], sort=False).ngroup().to_numpy()  # by first appearance
+        uniq = triples.drop_duplicates()
+        ids = np.array(
+            [
+                0 if f == 0 else frames.call_region(p, int(f), int(a) & 0xFFFFFFFFFFFFFFFF, int(c))
+                for f, a, c in zip(uniq["fn"], uniq["addr"], uniq["ctx"])
+            ],
+            dtype=np.int32,
+        )
+        enter_region = ids[inverse] if len(uniq) else np.zeros(0, np.int32)
         regions = _region_ids(ev, enter_region)
         nreg = int(isreg.sum())
         reg_parts.append(
