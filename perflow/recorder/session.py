@@ -262,8 +262,9 @@ def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
             result.notes.append("OTF2 trace not written: perflow.writers.otf2 is not available")
         else:
             path = out / "trace"
-            write_otf2(raw, path)
-            result.files["otf2"] = path
+            if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
+                shutil.rmtree(path)
+            result.files["otf2"] = Path(write_otf2(raw, path))
     if "pag" in outputs:
         try:
             from ..trace.build import build_pag  # arrives with the trace->PAG builder
