@@ -63,7 +63,9 @@ def test_boot_traceback_as_python_prints_it(tmp_path: Path) -> None:
     assert "perflow_pyrec" not in p.stderr and "runpy" not in p.stderr
 
 
-def test_boot_module_mode_and_samples(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sampler", ["signal", "thread"])
+def test_boot_module_mode_and_samples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sampler: str) -> None:
+    monkeypatch.setenv("PERFLOW_RECORD_PYSAMPLER", sampler)
     (tmp_path / "spin.py").write_text(
         "def spin():\n    s = 0\n    for i in range(3_000_000):\n        s += i\n    return s\n"
         "if __name__ == '__main__':\n    print(spin())\n"
@@ -74,6 +76,7 @@ def test_boot_module_mode_and_samples(tmp_path: Path) -> None:
 
     (proc,) = read_dir(tmp_path)
     assert proc.kind == "python" and len(proc.sample_time) > 0
+    assert proc.meta["sampler"] == {"signal": "SignalSampler", "thread": "ThreadSampler"}[sampler]
     names = {proc.frames[int(f[0])][0] for f in proc.sample_frames}
     assert "spin" in names
 

@@ -9,11 +9,7 @@ Python frames instead of addresses: frame ids (``F`` lines of ``p<pid>.txt``:
 name, file, first line) in samples and call contexts, and call-site ids (``S``
 lines: function, file, line) in the ENTER records of MPI calls.
 
-Samples come from a thread that wakes ``hz`` times a second and, when the main
-thread used CPU time since the previous tick, records its stack with
-:func:`sys._current_frames`, weighted by that CPU time (but no more than the
-wall time since the last MPI call ended, if one ended since the previous tick). Samples are skipped while the main thread is
-inside a recorded MPI call.
+Samples come from :mod:`.sampling`; none are taken inside recorded MPI calls.
 """
 
 from __future__ import annotations
@@ -27,6 +23,8 @@ import threading
 import time
 from pathlib import Path
 from types import CodeType, FrameType
+
+from .sampling import start_sampler
 
 __all__ = ["Recorder", "start_from_env", "FN", "RANK_ENV"]
 
@@ -95,13 +93,8 @@ class Recorder:
         )
         self.put(time.monotonic(), R_ENTER, fn=FN["program"], n1=-1)
         self.nregion += 1
-        self._stop = threading.Event()
-        self._sampler = None
-        if hz > 0:
-            self._sampler = threading.Thread(
-                target=self._sample_loop, args=(1.0 / hz,), name="perflow-sampler", daemon=True
-            )
-            self._sampler.start()
+        self._sampler = start_sampler(self, hz, os.environ.get("PERFLOW_RECORD_PYSAMPLER", ""))
+        self.txt(f"sampler {type(self._sampler).__name__ if self._sampler else 'none'}\n")
 
     # -- output ---------------------------------------------------------------
 
@@ -255,28 +248,14 @@ class Recorder:
 
     # -- sampling -------------------------------------------------------------
 
-    def _sample_loop(self, period: float) -> None:
-        try:
-            clock = time.pthread_getcpuclockid(self.main_ident)
-            cpu = lambda: time.clock_gettime(clock)  # noqa: E731
-        except (AttributeError, OSError):
-            cpu = time.monotonic
-        last, last_wall = cpu(), time.monotonic()
-        while not self._stop.wait(period):
-            now, wall = cpu(), time.monotonic()
-            w = now - last
-            if self.t_mpi_exit > last_wall:  # part of that CPU time went to MPI calls: not more than since the last
-                w = min(w, wall - self.t_mpi_exit)
-            last, last_wall = now, wall
-            if w <= 0 or self.in_mpi:
-                continue
-            frame = sys._current_frames().get(self.main_ident)
-            if frame is None:
-                continue
-            ids = self.stack(frame)
-            if not self.in_mpi and ids:
-                head = _SMP.pack(MAGIC | (S_SAMPLE << 32) | len(ids), time.monotonic(), w, self.nregion)
-                self._put_stack(head, ids)
+    def sample(self, t: float, weight: float, ids: list[int]) -> None:
+        """Record one sample of the main thread (frame ids innermost first)."""
+        if ids:
+            self._put_stack(_SMP.pack(MAGIC | (S_SAMPLE << 32) | len(ids), t, weight, self.nregion), ids)
+
+    def lock_held(self) -> bool:
+        """Whether the recorder is in the middle of writing (a signal handler must not sample then)."""
+        return self._lock.locked()
 
     # -- end ------------------------------------------------------------------
 
@@ -284,10 +263,9 @@ class Recorder:
         """Stop sampling, close the root region and write everything out (idempotent)."""
         if self.closed or os.getpid() != self.pid:
             return
-        self._stop.set()
         was_in_mpi, self.in_mpi = self.in_mpi, True  # no samples of the shutdown
         if self._sampler is not None:
-            self._sampler.join(timeout=1.0)
+            self._sampler.stop()
         if was_in_mpi:
             self.end(0)
         self.closed = True
