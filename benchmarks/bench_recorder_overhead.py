@@ -42,7 +42,8 @@ CASES = [
     ("imbalance", "imbalance.c", ["40", "5000000", "2"], "compute, one allreduce per step (communication-light)"),
     ("ring", "ring.c", ["400", "1000"], "halo exchange (Irecv/Isend/Waitall) every ~0.5 ms of compute"),
     ("pingpong", "pingpong.c", ["20000", "64"], "back-to-back 64-byte messages (communication-bound)"),
-    ("pyring", "pyring.py", ["300"], "mpi4py: pickled and buffer ring exchange plus Python compute"),
+    ("pyring", "pyring.py", ["60", "0", "150000"], "mpi4py: ring exchange (6 calls) per ~10 ms of Python compute"),
+    ("pyring-busy", "pyring.py", ["300", "0", "20000"], "mpi4py: the same every ~1.5 ms (communication-heavy)"),
 ]
 
 

@@ -1,8 +1,8 @@
 """mpi4py test program: a ring exchange (pickled and buffer), an allreduce and a compute kernel.
 
-Rank r sends ``{"from": r, "step": i}`` to rank r+1 (tag 21) with isend/recv,
-then a 1000-float64 buffer with Isend/Irecv/Waitall (tag 22), ITER times; then
-the last rank computes longer in ``slow_work`` before a final allreduce.
+Arguments: ITER [EXIT_STATUS [WORK]]. Rank r sends ``{"from": r, "step": i}`` to rank r+1 (tag 21) with isend/recv,
+then a 1000-float64 buffer with Isend/Irecv/Waitall (tag 22), ITER times, each followed by
+WORK (20000) iterations of compute; then the last rank computes longer in ``slow_work`` before a final allreduce.
 """
 
 import os
@@ -44,6 +44,7 @@ def main():
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     iters = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    size_of_work = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
     total = 0.0
     bench = os.environ.get("PERFLOW_BENCH")  # benchmarks: time the main phase on rank 0
     if bench:
@@ -51,7 +52,7 @@ def main():
         t0, c0 = MPI.Wtime(), time.process_time()
     for step in range(iters):
         total += exchange(comm, step)
-        total += work(20000)
+        total += work(size_of_work)
     if rank == size - 1:
         total += slow_work(400000)
     if bench:
