@@ -55,6 +55,75 @@ def _bench_seconds(text: str, what: str) -> tuple[float, float]:
     return float(m.group(1)), float(m.group(2))
 
 
+#: one rank sends to itself: Irecv + Send + Wait, N times; prints CPU ns per iteration
+_CALLS_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 200000, a = 1, b = 0;
+    struct timespec t0, t1;
+    MPI_Request r;
+    MPI_Init(&argc, &argv);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (int i = 0; i < n; i++) {
+        MPI_Irecv(&b, 1, MPI_INT, 0, 1, MPI_COMM_WORLD, &r);
+        MPI_Send(&a, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    fprintf(stderr, "per-iteration-ns %.1f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n);
+    MPI_Finalize();
+    return 0;
+}
+"""
+_CALLS_PY = """
+import sys, time
+import numpy as np
+from mpi4py import MPI
+comm, a, b, n = MPI.COMM_WORLD, np.zeros(1), np.zeros(1), int(sys.argv[1])
+c = time.process_time()
+for _ in range(n):
+    r = comm.Irecv(b, source=0, tag=1)
+    comm.Send(a, dest=0, tag=1)
+    r.Wait()
+print(f"per-iteration-ns {(time.process_time() - c) / n * 1e9:.1f}", file=sys.stderr)
+"""
+
+
+def _call_costs(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
+    """Per-call cost of the recorder: one rank, three MPI calls per iteration, best of ``reps``."""
+    src = tmpd / "calls.c"
+    src.write_text(_CALLS_C)
+    subprocess.run([tc.mpicc, "-O2", "-o", str(tmpd / "calls"), str(src)], check=True, timeout=120)
+    (tmpd / "calls.py").write_text(_CALLS_PY)
+    cases = [("C", [str(tmpd / "calls"), "200000"])]
+    try:
+        import mpi4py  # noqa: F401
+
+        cases.append(("Python", [sys.executable, str(tmpd / "calls.py"), "20000"]))
+    except ImportError:
+        pass
+    for lang, argv in cases:
+        plain, rec = [], []
+        for rep in range(reps):
+            cmd, env = launch_command(tc, 1, argv, {})
+            p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+            plain.append(float(re.search(r"per-iteration-ns ([0-9.]+)", p.stderr).group(1)))
+            err = tmpd / f"calls-{lang}-{rep}.err"
+            with open(err, "w") as fe, open(os.devnull, "w") as fo:
+                record(
+                    argv, nprocs=1, outdir=tmpd / f"calls-{lang}-{rep}", timeout=600, outputs=(), stdout=fo, stderr=fe
+                )
+            rec.append(float(re.search(r"per-iteration-ns ([0-9.]+)", err.read_text()).group(1)))
+        extra = (min(rec) - min(plain)) / 3
+        print(
+            f"per-call cost ({lang}): {extra / 1000:.2f} us CPU per MPI call (best of {reps}: "
+            f"{min(plain) / 3000:.2f} us plain, {min(rec) / 3000:.2f} us recorded; Irecv+Send+Wait to itself)"
+        )
+
+
 def _pct(a: float, b: float) -> str:
     return f"{100 * (a / b - 1):6.1f}%"
 
@@ -140,6 +209,9 @@ def main() -> int:
             )
             print(f"{'':<10} wall plain {_fmt(wp)}; recorded {_fmt(wr)}")
             print(f"{'':<10} CPU  plain {_fmt(cp)}; recorded {_fmt(cr)}")
+        if not args.only or "calls" in args.only:
+            print()
+            _call_costs(tc, tmpd, args.reps)
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\npeak RSS: post-processing (this process) {me:.0f} MiB; largest child process {kids:.0f} MiB")
