@@ -42,6 +42,18 @@ def test_pingpong_messages(recorded) -> None:  # noqa: ANN001
     assert set(run.raw.regions["name"].reindex(ev["region"][sends["pos"]])) == {"MPI_Send"}
 
 
+def test_long_run_flushes_in_chunks(recorded) -> None:  # noqa: ANN001
+    # 12,000 round trips: 72,000 event records per rank, more than two 32,768-record buffers
+    run = recorded("pingpong.c", "12000", "8", n=2)
+    p = run.p2p()
+    assert count(p, rank=0, kind=P2P.SEND, tag=10, bytes=8) == 12000
+    assert count(p, rank=1, kind=P2P.RECV, tag=10, bytes=8) == 12000
+    assert len(p) == 48000
+    ev = run.raw.region_events
+    assert len(ev["time"]) == 2 * (2 + 2 * 24000 + 2 * 2)  # root, Init, Finalize and 24,000 calls per rank
+    assert all((np.diff(ev["time"][ev["location"] == loc]) >= 0).all() for loc in (0, 1))
+
+
 @pytest.mark.parametrize("flags", [(), ("-no-pie",)], ids=["pie", "no-pie"])
 def test_pingpong_call_sites(recorded, flags: tuple) -> None:  # noqa: ANN001
     run = recorded("pingpong.c", "5", "1000", n=2, flags=flags)
