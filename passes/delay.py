@@ -114,7 +114,8 @@ def root_cause(
         ``propagating`` (cost through its own waiting; 0 with long-term
         costs), ``total``, ``percent`` (of all waiting time analysed),
         ``top_process`` / ``top_process_cost`` (the delaying process with the
-        largest share), ``causes`` (the wait kinds it caused, "kind:seconds").
+        largest share), ``causes`` (the wait kinds it caused, "kind:seconds";
+        with long-term costs, the kind of the first wait of each chain).
     by_process
         The same per (``process``, ``thread``, ``vertex``) of the delaying side.
     summary
