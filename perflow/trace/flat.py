@@ -25,7 +25,7 @@ import numpy as np
 
 from .tables import Trace
 
-__all__ = ["Locations", "FlatTimeline", "locations", "flat_timeline", "trace_cached", "njit", "window_sums"]
+__all__ = ["Locations", "FlatTimeline", "locations", "flat_timeline", "subtree_sizes", "trace_cached", "njit", "window_sums"]
 
 T = TypeVar("T")
 
@@ -265,3 +265,29 @@ def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touche
             out[v] += sign * (e - s)
         k += 1
     return ntouched
+
+
+@njit
+def _sizes(order, parent):  # type: ignore[no-untyped-def]
+    size = np.ones(order.shape[0], np.int64)
+    for q in range(order.shape[0] - 1, -1, -1):
+        i = order[q]
+        p = parent[i]
+        if p >= 0:
+            size[p] += size[i]
+    return size
+
+
+def subtree_sizes(trace: Trace) -> np.ndarray:
+    """Number of intervals in each interval's subtree, itself included (cached).
+
+    Intervals of a location are a pre-order of its instance tree, so the
+    subtree of interval ``i`` is the ``size[i]`` intervals from ``i`` on in
+    ``locations(trace).order``.
+    """
+
+    def build() -> np.ndarray:
+        locs = locations(trace)
+        return _sizes(locs.order, trace.intervals["parent"].to_numpy().astype(np.int64))
+
+    return trace_cached(trace, "subtree_sizes", build)
