@@ -47,7 +47,9 @@ def require_trace(pag: Any, pass_name: str) -> Trace:
 def check_choice(pass_name: str, setting: str, value: Any, choices: tuple[Any, ...]) -> None:
     """Raise a :class:`PassError` when a setting is not one of ``choices``."""
     if value not in choices:
-        raise PassError(f"pass {pass_name!r}: setting {setting}={value!r} is not one of {', '.join(map(repr, choices))}")
+        raise PassError(
+            f"pass {pass_name!r}: setting {setting}={value!r} is not one of {', '.join(map(repr, choices))}"
+        )
 
 
 def _names(pag: PAG) -> np.ndarray:
@@ -68,7 +70,9 @@ def waits_for(
     check_choice(pass_name, "early_reduce", early_reduce, ("latest", "earliest"))
     if int(window) < 0:
         raise PassError(f"pass {pass_name!r}: wrong_order_window must be >= 0, got {window}")
-    return wait_instances(trace, _names(pag), window=int(window), late_receiver=late_receiver, early_reduce=early_reduce)
+    return wait_instances(
+        trace, _names(pag), window=int(window), late_receiver=late_receiver, early_reduce=early_reduce
+    )
 
 
 def cp_for(pag: PAG, pass_name: str, **wait_settings: Any) -> tuple[CriticalPath, pd.DataFrame]:

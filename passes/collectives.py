@@ -45,7 +45,9 @@ def collective_wait_states(pag: PAG, *, early_reduce: str = "latest", min_amount
     min_amount : float
         Drop instances shorter than this many seconds.
     """
-    return instance_table(pag, "collective_wait_states", None, "collective", early_reduce=early_reduce, min_amount=min_amount)
+    return instance_table(
+        pag, "collective_wait_states", None, "collective", early_reduce=early_reduce, min_amount=min_amount
+    )
 
 
 @pass_(version="1", tags=("trace", "wait-states", "collective"))
@@ -65,11 +67,25 @@ def collective_waits_by_operation(pag: PAG, *, early_reduce: str = "latest") -> 
         "latest" or "earliest" (see collective_wait_states).
     """
     w = waits_for(pag, "collective_waits_by_operation", early_reduce=early_reduce)
-    cw = w[(w["instance"].to_numpy() >= 0) & (w["cause_process"].to_numpy() >= 0)].assign(kind=lambda d: d["kind"].astype(str))
-    cols = ["vertex", "name", "call_path", "kind", "amount", "instances", "max_wait", "last_arriver", "last_arriver_share"]
+    cw = w[(w["instance"].to_numpy() >= 0) & (w["cause_process"].to_numpy() >= 0)].assign(
+        kind=lambda d: d["kind"].astype(str)
+    )
+    cols = [
+        "vertex",
+        "name",
+        "call_path",
+        "kind",
+        "amount",
+        "instances",
+        "max_wait",
+        "last_arriver",
+        "last_arriver_share",
+    ]
     if not len(cw):
         return pd.DataFrame({c: [] for c in cols})
-    g = cw.groupby(["vertex", "kind"]).agg(amount=("amount", "sum"), instances=("instance", "nunique"), max_wait=("amount", "max"))
+    g = cw.groupby(["vertex", "kind"]).agg(
+        amount=("amount", "sum"), instances=("instance", "nunique"), max_wait=("amount", "max")
+    )
     by_cause = cw.groupby(["vertex", "kind", "cause_process"])["amount"].sum()
     top = by_cause.groupby(level=[0, 1]).idxmax().reindex(g.index)
     g["last_arriver"] = [t[2] for t in top]

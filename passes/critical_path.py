@@ -32,8 +32,8 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._tracekit import (
-    OUTSIDE,
     IDLE_KINDS,
+    OUTSIDE,
     call_path_column,
     cp_for,
     exclusive_by_vertex,
@@ -81,9 +81,18 @@ def critical_path_tables(
     )
     if cp.outside > 0 or outside_t > 0:
         out_row = pd.DataFrame(
-            {"vertex": [-1], "name": [OUTSIDE], "call_path": [OUTSIDE], "kind": [""], "cp_time": [cp.outside],
-             "cp_percent": [100.0 * cp.outside / length if length > 0 else 0.0], "time": [outside_t], "wait": [0.0],
-             "mean_nonwait": [outside_t / N], "cpi": [max(0.0, cp.outside - outside_t / N)]}
+            {
+                "vertex": [-1],
+                "name": [OUTSIDE],
+                "call_path": [OUTSIDE],
+                "kind": [""],
+                "cp_time": [cp.outside],
+                "cp_percent": [100.0 * cp.outside / length if length > 0 else 0.0],
+                "time": [outside_t],
+                "wait": [0.0],
+                "mean_nonwait": [outside_t / N],
+                "cpi": [max(0.0, cp.outside - outside_t / N)],
+            }
         )
         prof = pd.concat([prof.astype({"name": object}), out_row], ignore_index=True)
     prof = prof.sort_values("cp_time", ascending=False, kind="stable").reset_index(drop=True)[_PROFILE_COLS]
@@ -113,7 +122,9 @@ def critical_path_tables(
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
-def critical_path(pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest") -> dict[str, pd.DataFrame]:
+def critical_path(
+    pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
+) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
     Outputs

@@ -28,7 +28,12 @@ __all__ = ["root_cause", "delay_tables"]
 
 
 def delay_tables(
-    pag: PAG, pass_name: str, *, long_term: bool = False, late_receiver: str = "synchronous", early_reduce: str = "latest"
+    pag: PAG,
+    pass_name: str,
+    *,
+    long_term: bool = False,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
 ) -> dict[str, Any]:
     """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
     trace = require_trace(pag, pass_name)
@@ -56,9 +61,13 @@ def delay_tables(
         by_vertex["top_process_cost"] = bp["total"].groupby(level="vertex").max().reindex(by_vertex.index)
         kinds = c.assign(wait_kind=c["wait_kind"].astype(str)).groupby(["vertex", "wait_kind"])["cost"].sum()
         kinds = kinds[kinds > 0].sort_values(ascending=False)
-        by_vertex["causes"] = pd.Series(
-            {v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items()) for v, g in kinds.groupby(level=0, sort=False)}
-        ).reindex(by_vertex.index).fillna("")
+        by_vertex["causes"] = (
+            pd.Series(
+                {v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items()) for v, g in kinds.groupby(level=0, sort=False)}
+            )
+            .reindex(by_vertex.index)
+            .fillna("")
+        )
     else:
         by_vertex["top_process"] = pd.Series(dtype=np.int64)
         by_vertex["top_process_cost"] = pd.Series(dtype=np.float64)

@@ -180,7 +180,9 @@ def useful_time(pag: PAG, non_useful: Sequence[str] = DEFAULT_NON_USEFUL) -> pd.
     x = m["time_exc"].to_numpy(dtype=np.float64) * useful[v]
     s = pd.Series(x, index=m.index).groupby(level=["process", "thread"]).sum()
     locs = pag.locations
-    full = pd.MultiIndex.from_arrays([locs["process"].to_numpy(), locs["thread"].to_numpy()], names=["process", "thread"])
+    full = pd.MultiIndex.from_arrays(
+        [locs["process"].to_numpy(), locs["thread"].to_numpy()], names=["process", "thread"]
+    )
     return s.reindex(full, fill_value=0.0)
 
 
@@ -194,7 +196,11 @@ def _runtime(pag: PAG) -> float:
     roots = pag.roots
     v = np.asarray(m.index.codes[0])
     sel = np.isin(v, roots)
-    per_loc = pd.Series(m["time_inc"].to_numpy(dtype=np.float64)[sel], index=m.index[sel]).groupby(level=["process", "thread"]).sum()
+    per_loc = (
+        pd.Series(m["time_inc"].to_numpy(dtype=np.float64)[sel], index=m.index[sel])
+        .groupby(level=["process", "thread"])
+        .sum()
+    )
     return float(per_loc.max()) if len(per_loc) else 0.0
 
 
@@ -252,7 +258,9 @@ def _counter_total(pag: PAG, name: str, non_useful: Sequence[str]) -> float | No
 
 
 @pass_(version="1", tags=("trace", "profile", "pop", "scaling"))
-def pop_scaling(pags: list[PAG], *, scaling: str = "strong", reference: int | None = None, non_useful: list[str] | None = None) -> pd.DataFrame:
+def pop_scaling(
+    pags: list[PAG], *, scaling: str = "strong", reference: int | None = None, non_useful: list[str] | None = None
+) -> pd.DataFrame:
     """POP metrics across runs of one program at different scales.
 
     One row per run, sorted by ``locations``: ``run`` (position in the input),
@@ -288,14 +296,30 @@ def pop_scaling(pags: list[PAG], *, scaling: str = "strong", reference: int | No
     cyc = [_counter_total(p, "PAPI_TOT_CYC", nu) for p in pags]
     have = all(x is not None for x in ins + cyc)
     s = pop_scalability(
-        df["useful_total"], df["locations"], df["parallel_efficiency"], scaling=scaling, reference=ref,
-        instructions=ins if have else None, cycles=cyc if have else None,
+        df["useful_total"],
+        df["locations"],
+        df["parallel_efficiency"],
+        scaling=scaling,
+        reference=ref,
+        instructions=ins if have else None,
+        cycles=cyc if have else None,
     )
     for k, v in s.items():
         df[k] = v
     df["speedup"] = df["runtime"].iloc[ref] / df["runtime"]
-    first = ["run", "locations", "runtime", "speedup", "useful_total", "parallel_efficiency", "load_balance",
-             "communication_efficiency", "serialisation_efficiency", "transfer_efficiency",
-             "computation_scalability", "global_efficiency"]
+    first = [
+        "run",
+        "locations",
+        "runtime",
+        "speedup",
+        "useful_total",
+        "parallel_efficiency",
+        "load_balance",
+        "communication_efficiency",
+        "serialisation_efficiency",
+        "transfer_efficiency",
+        "computation_scalability",
+        "global_efficiency",
+    ]
     rest = [c for c in ("instruction_scalability", "ipc_scalability", "frequency_scalability") if c in df.columns]
     return df[first + rest].sort_values("locations", kind="stable").reset_index(drop=True)

@@ -155,17 +155,29 @@ def variance(
     if counter is None:
         counter = next((c for c in _COUNTER_GUESSES if c in ivcols), None)
     elif counter not in ivcols:
-        raise PassError(f"pass 'variance': the trace intervals have no counter column {counter!r} (columns: {', '.join(ivcols)})")
+        raise PassError(
+            f"pass 'variance': the trace intervals have no counter column {counter!r} (columns: {', '.join(ivcols)})"
+        )
     vt = pag.vertex_table
     names = vt["name"].astype(str).to_numpy()
     w = waits_for(pag, "variance") if exclude_waits else None
     inst = snippet_table(
-        trace, names, vt["kind"].astype(str).to_numpy(), waits=w, counter=counter, tolerance=tolerance,
-        min_instances=int(min_instances), per_process=per_process,
+        trace,
+        names,
+        vt["kind"].astype(str).to_numpy(),
+        waits=w,
+        counter=counter,
+        tolerance=tolerance,
+        min_instances=int(min_instances),
+        per_process=per_process,
     )
     fv, tv = inst["from_vertex"].to_numpy(), inst["to_vertex"].to_numpy()
     comm = (inst["kind"] == "communication").to_numpy()
-    site = np.where(comm, names[fv] if len(fv) else fv, np.char.add(np.char.add(names[fv].astype(str), " -> "), names[tv].astype(str)) if len(fv) else fv)
+    site = np.where(
+        comm,
+        names[fv] if len(fv) else fv,
+        np.char.add(np.char.add(names[fv].astype(str), " -> "), names[tv].astype(str)) if len(fv) else fv,
+    )
     inst.insert(inst.columns.get_loc("to_vertex") + 1, "site", pd.Categorical(site))
     inst["slow"] = inst["perf"].to_numpy() < threshold
     t0, t1 = trace.span
@@ -174,12 +186,21 @@ def variance(
     total = performance_matrix(p, a, b, x, t0, t1, slices, procs)
     mcomp = performance_matrix(p[~comm], a[~comm], b[~comm], x[~comm], t0, t1, slices, procs)
     mcomm = performance_matrix(p[comm], a[comm], b[comm], x[comm], t0, t1, slices, procs)
-    matrix = pd.DataFrame(total.values, index=pd.Index(procs, name="process"), columns=pd.Index(total.edges[:-1], name="time"))
+    matrix = pd.DataFrame(
+        total.values, index=pd.Index(procs, name="process"), columns=pd.Index(total.edges[:-1], name="time")
+    )
     matrix.attrs["edges"] = total.edges.tolist()
     groups = (
         inst.groupby("group")
-        .agg(kind=("kind", "first"), site=("site", "first"), instances=("time", "size"), t_min=("time", "min"),
-             t_median=("time", "median"), t_max=("time", "max"), slow=("slow", "sum"))
+        .agg(
+            kind=("kind", "first"),
+            site=("site", "first"),
+            instances=("time", "size"),
+            t_min=("time", "min"),
+            t_median=("time", "median"),
+            t_max=("time", "max"),
+            slow=("slow", "sum"),
+        )
         .reset_index()
     )
     return {"instances": inst, "matrix": matrix, "slow": slow_regions(total, mcomp, mcomm, threshold), "groups": groups}

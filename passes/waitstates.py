@@ -88,8 +88,8 @@ def wait_states(
     kinds : list of str, optional
         Keep only these kinds (default: all).
     wrong_order_window : int
-        Late Sender instances remembered per location to detect messages received
-        in the wrong order (0 turns the test off).
+        Late Sender instances remembered per location for the wrong-order test
+        (messages received in another order than sent; 0: off).
     late_receiver : str
         Sends that can suffer Late Receiver: "synchronous" (MPI_Ssend/Issend),
         "blocking" (also standard blocking sends) or "none".
@@ -100,8 +100,14 @@ def wait_states(
         Drop instances shorter than this many seconds.
     """
     return instance_table(
-        pag, "wait_states", kinds, None, wrong_order_window=wrong_order_window, late_receiver=late_receiver,
-        early_reduce=early_reduce, min_amount=min_amount,
+        pag,
+        "wait_states",
+        kinds,
+        None,
+        wrong_order_window=wrong_order_window,
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
+        min_amount=min_amount,
     )
 
 
@@ -127,7 +133,12 @@ def p2p_wait_states(
         Drop instances shorter than this many seconds.
     """
     return instance_table(
-        pag, "p2p_wait_states", None, "p2p", wrong_order_window=wrong_order_window, late_receiver=late_receiver,
+        pag,
+        "p2p_wait_states",
+        None,
+        "p2p",
+        wrong_order_window=wrong_order_window,
+        late_receiver=late_receiver,
         min_amount=min_amount,
     )
 
@@ -153,14 +164,30 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     """
     w = waits_for(pag, "late_sender", window=wrong_order_window)
     ls = w[w["kind"].isin([*_LS_KINDS, "late_sender_completion"]).to_numpy()]
-    cols = ["vertex", "name", "call_path", "late_sender", "wrong_order_same", "wrong_order_diff", "late_sender_total",
-            "completion", "instances", "max_process", "max_process_time", "waited_for"]
+    cols = [
+        "vertex",
+        "name",
+        "call_path",
+        "late_sender",
+        "wrong_order_same",
+        "wrong_order_diff",
+        "late_sender_total",
+        "completion",
+        "instances",
+        "max_process",
+        "max_process_time",
+        "waited_for",
+    ]
     if not len(ls):
         return pd.DataFrame({c: [] for c in cols})
     piv = ls.pivot_table(index="vertex", columns="kind", values="amount", aggfunc="sum", observed=True, fill_value=0.0)
     out = pd.DataFrame(index=piv.index)
-    for src, dst in (("late_sender", "late_sender"), ("late_sender_wrong_order_same", "wrong_order_same"),
-                     ("late_sender_wrong_order_diff", "wrong_order_diff"), ("late_sender_completion", "completion")):
+    for src, dst in (
+        ("late_sender", "late_sender"),
+        ("late_sender_wrong_order_same", "wrong_order_same"),
+        ("late_sender_wrong_order_diff", "wrong_order_diff"),
+        ("late_sender_completion", "completion"),
+    ):
         out[dst] = piv[src] if src in piv.columns else 0.0
     out["late_sender_total"] = out["late_sender"] + out["wrong_order_same"] + out["wrong_order_diff"]
     idle = ls[ls["kind"].isin(_LS_KINDS).to_numpy()]
@@ -186,7 +213,9 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
 
 
 @pass_(version="1", tags=("trace", "wait-states"))
-def wait_state_summary(pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False) -> pd.DataFrame:
+def wait_state_summary(
+    pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False
+) -> pd.DataFrame:
     """Aggregate wait-state instances per call path and kind, per process, or per kind.
 
     ``by="vertex"``: one row per (call path, kind) with ``vertex``, ``name``,
@@ -214,7 +243,9 @@ def wait_state_summary(pag: PAG, waits: pd.DataFrame | None = None, *, by: str =
     w = waits if waits is not None else waits_for(pag, "wait_state_summary")
     missing = [c for c in ("process", "thread", "kind", "amount", "vertex") if c not in w.columns]
     if missing:
-        raise PassError(f"pass 'wait_state_summary': the waits table lacks the columns {missing} (expected {list(WAIT_COLUMNS)})")
+        raise PassError(
+            f"pass 'wait_state_summary': the waits table lacks the columns {missing} (expected {list(WAIT_COLUMNS)})"
+        )
     if idle_only:
         w = w[w["kind"].astype(str).map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True).to_numpy()]
     t0, t1 = trace.span
@@ -235,7 +266,11 @@ def wait_state_summary(pag: PAG, waits: pd.DataFrame | None = None, *, by: str =
         g["percent"] = 100.0 * g["amount"] / span
         return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
     w2 = w.assign(kind=kind)
-    g = w2.groupby(["vertex", "kind"])["amount"].agg(["sum", "size"]).rename(columns={"sum": "amount", "size": "instances"})
+    g = (
+        w2.groupby(["vertex", "kind"])["amount"]
+        .agg(["sum", "size"])
+        .rename(columns={"sum": "amount", "size": "instances"})
+    )
     pp = w2.groupby(["vertex", "kind", "process"])["amount"].sum()
     g["processes"] = pp.groupby(level=[0, 1]).size()
     idx = pp.groupby(level=[0, 1]).idxmax()

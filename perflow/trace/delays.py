@@ -92,11 +92,33 @@ def _find_i64(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 @njit
 def _kernel(  # type: ignore[no-untyped-def]
-    order, w_loc, w_start, w_amount, w_cloc, w_ctime, w_kind,
-    time, vertex, offsets, lstart, nvert, nloc,
-    mkey, mta, mtb,
-    co, c_leave, c_inst, io, i_loc, i_leave,
-    wo, ws_start, ws_end, ws_vertex, ws_id,
+    order,
+    w_loc,
+    w_start,
+    w_amount,
+    w_cloc,
+    w_ctime,
+    w_kind,
+    time,
+    vertex,
+    offsets,
+    lstart,
+    nvert,
+    nloc,
+    mkey,
+    mta,
+    mtb,
+    co,
+    c_leave,
+    c_inst,
+    io,
+    i_loc,
+    i_leave,
+    wo,
+    ws_start,
+    ws_end,
+    ws_vertex,
+    ws_id,
     long_term,
 ):
     nw = order.shape[0]
@@ -252,7 +274,6 @@ def delay_costs(trace: Trace, waits: pd.DataFrame, n_vertices: int, *, long_term
     flat = flat_timeline(trace)
     L = len(locs)
     iv = trace.intervals
-    enter = iv["enter"].to_numpy()
     leave = iv["leave"].to_numpy()
     idle = waits[waits["kind"].isin(IDLE_KINDS).to_numpy()]
     w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
@@ -290,21 +311,41 @@ def delay_costs(trace: Trace, waits: pd.DataFrame, n_vertices: int, *, long_term
     op = c["op"].to_numpy()
     barrier = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE])
     n_inst = int(inst.max()) + 1 if len(inst) else 0
-    moved = np.bincount(inst, weights=(c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), minlength=n_inst)
+    moved = np.bincount(
+        inst, weights=(c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), minlength=n_inst
+    )
     csync = (cl >= 0) & (barrier | (moved[inst] > 0 if len(inst) else barrier))
     cr = np.flatnonzero(csync)
     by_loc = cr[np.lexsort((cleave[cr], cl[cr]))]
     by_inst = cr[np.lexsort((cl[cr], inst[cr]))]
     o_w, o_v, o_c, o_p, unattributed, lost = _kernel(
-        order.astype(np.int64), w_loc.astype(np.int64), start.astype(np.float64),
-        idle["amount"].to_numpy().astype(np.float64), w_cloc.astype(np.int64),
-        idle["cause_time"].to_numpy().astype(np.float64), w_kind,
-        flat.time, flat.vertex, flat.offsets, flat.start(), int(n_vertices), int(L),
-        mkey[mo].astype(np.int64), mta[mo].astype(np.float64), mtb[mo].astype(np.float64),
-        _offsets(cl[by_loc], L), cleave[by_loc].astype(np.float64), inst[by_loc],
-        _offsets(inst[by_inst], n_inst), cl[by_inst].astype(np.int64), cleave[by_inst].astype(np.float64),
-        _offsets(ws_loc, L), start[ws_order].astype(np.float64), tau[ws_order].astype(np.float64),
-        idle["vertex"].to_numpy().astype(np.int64)[ws_order], ws_order.astype(np.int64),
+        order.astype(np.int64),
+        w_loc.astype(np.int64),
+        start.astype(np.float64),
+        idle["amount"].to_numpy().astype(np.float64),
+        w_cloc.astype(np.int64),
+        idle["cause_time"].to_numpy().astype(np.float64),
+        w_kind,
+        flat.time,
+        flat.vertex,
+        flat.offsets,
+        flat.start(),
+        int(n_vertices),
+        int(L),
+        mkey[mo].astype(np.int64),
+        mta[mo].astype(np.float64),
+        mtb[mo].astype(np.float64),
+        _offsets(cl[by_loc], L),
+        cleave[by_loc].astype(np.float64),
+        inst[by_loc],
+        _offsets(inst[by_inst], n_inst),
+        cl[by_inst].astype(np.int64),
+        cleave[by_inst].astype(np.float64),
+        _offsets(ws_loc, L),
+        start[ws_order].astype(np.float64),
+        tau[ws_order].astype(np.float64),
+        idle["vertex"].to_numpy().astype(np.int64)[ws_order],
+        ws_order.astype(np.int64),
         bool(long_term),
     )
     dloc = w_cloc[o_w]

@@ -25,7 +25,16 @@ import numpy as np
 
 from .tables import Trace
 
-__all__ = ["Locations", "FlatTimeline", "locations", "flat_timeline", "subtree_sizes", "trace_cached", "njit", "window_sums"]
+__all__ = [
+    "Locations",
+    "FlatTimeline",
+    "locations",
+    "flat_timeline",
+    "subtree_sizes",
+    "trace_cached",
+    "njit",
+    "window_sums",
+]
 
 T = TypeVar("T")
 

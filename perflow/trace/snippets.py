@@ -95,7 +95,9 @@ def _bytes_per_interval(trace: Trace) -> np.ndarray:
     c = trace.collectives
     iv = c["interval"].to_numpy()
     ok = iv >= 0
-    b += np.bincount(iv[ok], weights=(c["sent"].to_numpy() + c["received"].to_numpy())[ok].astype(np.float64), minlength=n)
+    b += np.bincount(
+        iv[ok], weights=(c["sent"].to_numpy() + c["received"].to_numpy())[ok].astype(np.float64), minlength=n
+    )
     return b
 
 
@@ -196,7 +198,9 @@ def snippet_table(
             "thread": locs.thread[loc].astype(np.int32),
             "start": start[keep],
             "end": end[keep],
-            "kind": pd.Categorical(np.where(kind[keep] == 0, "computation", "communication"), categories=["computation", "communication"]),
+            "kind": pd.Categorical(
+                np.where(kind[keep] == 0, "computation", "communication"), categories=["computation", "communication"]
+            ),
             "group": g.astype(np.int64),
             "from_vertex": np.r_[vtx[a], vtx[cc]][keep],
             "to_vertex": np.r_[vtx[b], vtx[cc]][keep],
@@ -222,7 +226,13 @@ class Matrix:
 
 
 def performance_matrix(
-    process: np.ndarray, start: np.ndarray, end: np.ndarray, perf: np.ndarray, t0: float, t1: float, slices: int,
+    process: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    perf: np.ndarray,
+    t0: float,
+    t1: float,
+    slices: int,
     processes: np.ndarray | None = None,
 ) -> Matrix:
     """Overlap-weighted mean of ``perf`` per (process, time slice), in linear time (difference arrays)."""
