@@ -83,6 +83,20 @@ def slow_regions(total: Matrix, comp: Matrix, comm: Matrix, threshold: float) ->
     return out.sort_values(["perf", "process", "start"], kind="stable").reset_index(drop=True)
 
 
+def _site_labels(inst: pd.DataFrame, names: np.ndarray, comm: np.ndarray) -> pd.Categorical:
+    """ "A -> B" (computation) or the call's name (communication), built once per group (a group has one site)."""
+    g = inst["group"].to_numpy()
+    if not len(g):
+        return pd.Categorical([])
+    ng = int(g.max()) + 1
+    first = np.full(ng, len(g), dtype=np.int64)
+    np.minimum.at(first, g, np.arange(len(g)))
+    fv, tv = inst["from_vertex"].to_numpy()[first], inst["to_vertex"].to_numpy()[first]
+    labels = [str(names[f]) if c else f"{names[f]} -> {names[t]}" for f, t, c in zip(fv, tv, comm[first])]
+    cats, lcode = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+    return pd.Categorical.from_codes(lcode.ravel()[g], categories=[str(c) for c in cats])
+
+
 @pass_(
     version="1",
     tags=("trace", "variance"),
@@ -171,14 +185,8 @@ def variance(
         min_instances=int(min_instances),
         per_process=per_process,
     )
-    fv, tv = inst["from_vertex"].to_numpy(), inst["to_vertex"].to_numpy()
     comm = (inst["kind"] == "communication").to_numpy()
-    site = np.where(
-        comm,
-        names[fv] if len(fv) else fv,
-        np.char.add(np.char.add(names[fv].astype(str), " -> "), names[tv].astype(str)) if len(fv) else fv,
-    )
-    inst.insert(inst.columns.get_loc("to_vertex") + 1, "site", pd.Categorical(site))
+    inst.insert(inst.columns.get_loc("to_vertex") + 1, "site", _site_labels(inst, names, comm))
     inst["slow"] = inst["perf"].to_numpy() < threshold
     t0, t1 = trace.span
     procs = np.unique(trace.intervals["process"].to_numpy())

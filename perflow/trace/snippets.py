@@ -84,6 +84,16 @@ def cluster_within(group: np.ndarray, values: np.ndarray, tol: float = 0.02) -> 
     return out
 
 
+def _combine(columns: list[np.ndarray]) -> np.ndarray:
+    """One dense int64 id per distinct row of several integer columns (factorised pairwise: no overflow)."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for col in columns:
+        codes, uniq = pd.factorize(np.asarray(col, dtype=np.int64))
+        key, _ = pd.factorize(key * max(len(uniq), 1) + codes)
+        key = key.astype(np.int64)
+    return key
+
+
 def _bytes_per_interval(trace: Trace) -> np.ndarray:
     n = len(trace.intervals)
     b = np.zeros(n, dtype=np.float64)
@@ -149,7 +159,6 @@ def snippet_table(
     count = hi - lo
     vprefix = np.r_[0, np.cumsum(vtx[order] + 1)]
     vsum = vprefix[hi] - vprefix[lo]
-    key_comp = pd.DataFrame({"a": vtx[a], "b": vtx[b], "n": count, "s": vsum})
     t_comp = leave[a].copy()
     e_comp = enter[b].copy()
     comp_counter = None
@@ -173,12 +182,17 @@ def snippet_table(
         wk = waits[waits["interval"].to_numpy() >= 0]
         wsum = np.bincount(wk["interval"].to_numpy(), weights=wk["amount"].to_numpy(), minlength=n)
         c_time = np.maximum(0.0, c_time - wsum[cc])
-    key_comm = pd.DataFrame({"a": vtx[cc], "b": vtx[cc], "n": -1, "s": nb[cc].astype(np.int64)})
-    keys = pd.concat([key_comp, key_comm], ignore_index=True)
     kind = np.r_[np.zeros(len(a), np.int8), np.ones(len(cc), np.int8)]
+    keys = [
+        np.r_[vtx[a], vtx[cc]],
+        np.r_[vtx[b], vtx[cc]],
+        np.r_[count, np.full(len(cc), -1)],
+        np.r_[vsum, nb[cc].astype(np.int64)],
+        kind,
+    ]
     if per_process:
-        keys["loc"] = np.r_[locs.of_interval[a], locs.of_interval[cc]]
-    group = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy().astype(np.int64)
+        keys.append(np.r_[locs.of_interval[a], locs.of_interval[cc]])
+    group = _combine(keys)
     time = np.r_[e_comp - t_comp, c_time]
     start = np.r_[t_comp, enter[cc]]
     end = np.r_[e_comp, leave[cc]]
@@ -198,9 +212,7 @@ def snippet_table(
             "thread": locs.thread[loc].astype(np.int32),
             "start": start[keep],
             "end": end[keep],
-            "kind": pd.Categorical(
-                np.where(kind[keep] == 0, "computation", "communication"), categories=["computation", "communication"]
-            ),
+            "kind": pd.Categorical.from_codes(kind[keep], categories=["computation", "communication"]),
             "group": g.astype(np.int64),
             "from_vertex": np.r_[vtx[a], vtx[cc]][keep],
             "to_vertex": np.r_[vtx[b], vtx[cc]][keep],
@@ -243,32 +255,27 @@ def performance_matrix(
     num = np.zeros((P, S + 1))
     den = np.zeros((P, S + 1))
     if len(process):
-        row = np.searchsorted(procs, process)
+        row = np.searchsorted(procs, process).astype(np.int64)
         a = np.clip(start, t0, t1)
         b = np.clip(end, t0, t1)
         s0 = np.clip(((a - t0) // w).astype(np.int64), 0, S - 1)
         s1 = np.clip(((b - t0) // w).astype(np.int64), 0, S - 1)
         one = s0 == s1
-        # same slice: the whole overlap there
-        np.add.at(num, (row[one], s0[one]), (b - a)[one] * perf[one])
-        np.add.at(den, (row[one], s0[one]), (b - a)[one])
-        m = ~one
-        r, x0, x1, p = row[m], s0[m], s1[m], perf[m]
-        head = edges[x0 + 1] - a[m]
-        tail = b[m] - edges[x1]
-        np.add.at(num, (r, x0), head * p)
-        np.add.at(den, (r, x0), head)
-        np.add.at(num, (r, x1), tail * p)
-        np.add.at(den, (r, x1), tail)
-        full = x1 > x0 + 1  # slices strictly between: whole width, via a difference array
-        dn = np.zeros((P, S + 1))
-        dd = np.zeros((P, S + 1))
-        np.add.at(dn, (r[full], x0[full] + 1), w * p[full])
-        np.add.at(dn, (r[full], x1[full]), -w * p[full])
-        np.add.at(dd, (r[full], x0[full] + 1), w)
-        np.add.at(dd, (r[full], x1[full]), -w)
-        num += np.cumsum(dn, axis=1)
-        den += np.cumsum(dd, axis=1)
+        # the first slice gets the overlap up to its end (the whole instance when it ends there too),
+        # the last slice the rest, the slices between the full width (through a difference array)
+        head = np.where(one, b - a, edges[np.minimum(s0 + 1, S)] - a)
+        tail = np.where(one, 0.0, b - edges[s1])
+        full = (s1 > s0 + 1).astype(np.float64) * w
+        idx = [row * (S + 1) + s0, row * (S + 1) + s1, row * (S + 1) + s0 + 1, row * (S + 1) + s1]
+        size = P * (S + 1)
+
+        def acc(wts: list[np.ndarray]) -> np.ndarray:
+            return np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=size).reshape(P, S + 1)
+
+        num = acc([head * perf, tail * perf, np.zeros(len(a)), np.zeros(len(a))])
+        den = acc([head, tail, np.zeros(len(a)), np.zeros(len(a))])
+        num += np.cumsum(acc([np.zeros(len(a)), np.zeros(len(a)), full * perf, -full * perf]), axis=1)
+        den += np.cumsum(acc([np.zeros(len(a)), np.zeros(len(a)), full, -full]), axis=1)
     num, den = num[:, :S], den[:, :S]
     with np.errstate(invalid="ignore", divide="ignore"):
         vals = np.where(den > 0, num / den, np.nan)
