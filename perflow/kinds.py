@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-class VertexKind(str, enum.Enum):
+class VertexKind(enum.StrEnum):
     """What a top-down vertex (a code region in a calling context) is."""
 
     ROOT = "root"
@@ -40,9 +40,6 @@ class VertexKind(str, enum.Enum):
     PYTHON = "python"
     MEASUREMENT = "measurement"
     UNKNOWN = "unknown"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class CollectiveOp(enum.IntEnum):
@@ -130,7 +127,7 @@ class ThreadEv(enum.IntEnum):
     END = 7
 
 
-class MPIClass(str, enum.Enum):
+class MPIClass(enum.StrEnum):
     """Coarse class of an MPI call, used by breakdowns and wait-state analyses."""
 
     P2P = "p2p"

@@ -51,8 +51,26 @@ R_MAIN, R_INIT, R_FIN, R_STEP, R_COMP, R_EXCH, R_IRECV, R_ISEND, R_WAIT, R_ALLRE
 # per iteration: (kind, region) of the 18 region events in stream order
 _ITER_KIND = np.array([0, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 1], dtype=np.int8)
 _ITER_REGION = np.array(
-    [R_STEP, R_COMP, R_COMP, R_EXCH, R_IRECV, R_IRECV, R_IRECV, R_IRECV, R_ISEND, R_ISEND, R_ISEND, R_ISEND,
-     R_WAIT, R_WAIT, R_EXCH, R_ALLRED, R_ALLRED, R_STEP],
+    [
+        R_STEP,
+        R_COMP,
+        R_COMP,
+        R_EXCH,
+        R_IRECV,
+        R_IRECV,
+        R_IRECV,
+        R_IRECV,
+        R_ISEND,
+        R_ISEND,
+        R_ISEND,
+        R_ISEND,
+        R_WAIT,
+        R_WAIT,
+        R_EXCH,
+        R_ALLRED,
+        R_ALLRED,
+        R_STEP,
+    ],
     dtype=np.int32,
 )
 
@@ -121,11 +139,32 @@ def raw_trace(**kwargs: Any) -> RawTrace:
     fin_leave = fin_enter + 10 * e
 
     # region events: (P, 3 + 18N + 3)
-    it_t = np.stack(
-        [np.zeros((N, P)), np.zeros((N, P)), a0, a0, a0, a0 + e, a0 + e, send_right, send_right, send_left,
-         send_left, w0, w0, w1, w1, w1, np.zeros((N, P)), np.zeros((N, P))],
-        axis=2,
-    ) + T[:, None, None]  # (N, P, 18)
+    it_t = (
+        np.stack(
+            [
+                np.zeros((N, P)),
+                np.zeros((N, P)),
+                a0,
+                a0,
+                a0,
+                a0 + e,
+                a0 + e,
+                send_right,
+                send_right,
+                send_left,
+                send_left,
+                w0,
+                w0,
+                w1,
+                w1,
+                w1,
+                np.zeros((N, P)),
+                np.zeros((N, P)),
+            ],
+            axis=2,
+        )
+        + T[:, None, None]
+    )  # (N, P, 18)
     it_t[:, :, 16:] = L[:, None, None]
     per = 6 + 18 * N
     times = np.empty((P, per))
@@ -148,14 +187,25 @@ def raw_trace(**kwargs: Any) -> RawTrace:
     # point-to-point: (P, N, 8)
     base = (ranks[:, None] * per + 3 + 18 * np.arange(N)[None, :])[:, :, None]  # index of the timestep enter
     p2p_pos = base + np.array([5, 7, 9, 11, 13, 13, 13, 13])[None, None, :]
-    p2p_kind = np.array([P2P.IRECV_REQUEST, P2P.IRECV_REQUEST, P2P.ISEND, P2P.ISEND, P2P.IRECV, P2P.IRECV,
-                         P2P.ISEND_COMPLETE, P2P.ISEND_COMPLETE], dtype=np.int8)
+    p2p_kind = np.array(
+        [
+            P2P.IRECV_REQUEST,
+            P2P.IRECV_REQUEST,
+            P2P.ISEND,
+            P2P.ISEND,
+            P2P.IRECV,
+            P2P.IRECV,
+            P2P.ISEND_COMPLETE,
+            P2P.ISEND_COMPLETE,
+        ],
+        dtype=np.int8,
+    )
     Tt = T[None, :, None]
     cp = c.T[:, :, None]  # (P, N, 1)
     w1p = w1.T[:, :, None]
-    p2p_time = np.concatenate(
-        [cp + 0, cp + e, cp + 2 * e, cp + 3 * e, w1p, w1p, w1p, w1p], axis=2
-    ) + Tt  # same expressions as the enclosing region events
+    p2p_time = (
+        np.concatenate([cp + 0, cp + e, cp + 2 * e, cp + 3 * e, w1p, w1p, w1p, w1p], axis=2) + Tt
+    )  # same expressions as the enclosing region events
     peer = np.zeros((P, N, 8), dtype=np.int32)
     peer[:, :, [0, 1, 6, 7]] = -1
     peer[:, :, 2] = right[:, None]
@@ -193,8 +243,10 @@ def raw_trace(**kwargs: Any) -> RawTrace:
         "pos": (base + 16).repeat(2, axis=2).ravel(),
     }
     regions = pd.DataFrame(
-        [{"name": n, "role": r, "paradigm": p, "file": "synthetic.c", "line": 10 * (i + 1), "module": "synthetic"}
-         for i, (n, r, p) in enumerate(_REGIONS)]
+        [
+            {"name": n, "role": r, "paradigm": p, "file": "synthetic.c", "line": 10 * (i + 1), "module": "synthetic"}
+            for i, (n, r, p) in enumerate(_REGIONS)
+        ]
     )
     return RawTrace(
         locations=pd.DataFrame({"process": ranks, "thread": 0, "name": [f"rank {p}" for p in ranks], "type": "cpu"}),
@@ -204,8 +256,12 @@ def raw_trace(**kwargs: Any) -> RawTrace:
         coll_events=coll_events,
         comms={0: ranks.copy()},
         comm_names={0: "MPI_COMM_WORLD"},
-        attrs={"source": "perflow.synthetic", "creator": "perflow.synthetic", "late_instances": int(late.sum()),
-               **{f"synthetic_{k}": v for k, v in asdict(s).items() if v is not None}},
+        attrs={
+            "source": "perflow.synthetic",
+            "creator": "perflow.synthetic",
+            "late_instances": int(late.sum()),
+            **{f"synthetic_{k}": v for k, v in asdict(s).items() if v is not None},
+        },
     )
 
 
@@ -249,8 +305,16 @@ def trace(
         Return the :class:`RawTrace` instead of building the PAG.
     """
     r = raw_trace(
-        nprocs=nprocs, iterations=iterations, seed=seed, compute_time=compute_time, imbalance=imbalance,
-        slow_rank=slow_rank, slow_factor=slow_factor, late_sender=late_sender, late_delay=late_delay, noise=noise,
+        nprocs=nprocs,
+        iterations=iterations,
+        seed=seed,
+        compute_time=compute_time,
+        imbalance=imbalance,
+        slow_rank=slow_rank,
+        slow_factor=slow_factor,
+        late_sender=late_sender,
+        late_delay=late_delay,
+        noise=noise,
         msg_bytes=msg_bytes,
     )
     if raw:
@@ -276,8 +340,11 @@ def profile(nvertices: int = 1000, nprocs: int = 64, *, fanout: int = 4, seed: i
     parent = np.r_[-1, (np.arange(1, nvertices) - 1) // max(fanout, 1)]
     is_mpi = rng.random(nvertices) < 0.1
     is_mpi[0] = False
-    names = np.where(is_mpi, np.array([f"MPI_{n}" for n in ("Allreduce", "Send", "Recv", "Wait")])[rng.integers(0, 4, nvertices)],
-                     np.char.add("func_", np.arange(nvertices).astype(str)))
+    names = np.where(
+        is_mpi,
+        np.array([f"MPI_{n}" for n in ("Allreduce", "Send", "Recv", "Wait")])[rng.integers(0, 4, nvertices)],
+        np.char.add("func_", np.arange(nvertices).astype(str)),
+    )
     kinds = np.where(is_mpi, VertexKind.MPI.value, VertexKind.FUNCTION.value)
     vt = pd.DataFrame({"name": names, "kind": kinds, "parent": parent, "file": "app.c", "line": np.arange(nvertices)})
     base = rng.lognormal(-7, 1.5, size=nvertices)
@@ -286,4 +353,6 @@ def profile(nvertices: int = 1000, nprocs: int = 64, *, fanout: int = 4, seed: i
     exc = base[v] * (1 + imbalance * rng.random(nvertices * nprocs))
     visits = np.repeat(rng.integers(1, 100, size=nvertices), nprocs).astype(np.float64)
     m = pd.DataFrame({"vertex": v, "process": p, "time_exc": exc, "visits": visits})
-    return complete_time_metrics(PAG.from_frames(vt, m, attrs={"source": "perflow.synthetic.profile", "nprocs": nprocs}))
+    return complete_time_metrics(
+        PAG.from_frames(vt, m, attrs={"source": "perflow.synthetic.profile", "nprocs": nprocs})
+    )

@@ -107,14 +107,18 @@ class PassSpec:
         for p in self.inputs:
             if p.name == name:
                 return p
-        raise PassError(f"pass {self.name!r} has no input {name!r}; inputs are {', '.join(p.name for p in self.inputs) or 'none'}")
+        raise PassError(
+            f"pass {self.name!r} has no input {name!r}; inputs are {', '.join(p.name for p in self.inputs) or 'none'}"
+        )
 
     def output(self, name: str) -> Port:
         """The output port called ``name``."""
         for p in self.outputs:
             if p.name == name:
                 return p
-        raise PassError(f"pass {self.name!r} has no output {name!r}; outputs are {', '.join(p.name for p in self.outputs)}")
+        raise PassError(
+            f"pass {self.name!r} has no output {name!r}; outputs are {', '.join(p.name for p in self.outputs)}"
+        )
 
     def setting(self, name: str) -> Setting:
         """The setting called ``name``."""
@@ -138,7 +142,11 @@ def _param_docs(doc: str) -> dict[str, str]:
     in_params = False
     current = None
     for i, line in enumerate(lines):
-        if line.strip() in ("Parameters", "Settings", "Inputs") and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}:
+        if (
+            line.strip() in ("Parameters", "Settings", "Inputs")
+            and i + 1 < len(lines)
+            and set(lines[i + 1].strip()) == {"-"}
+        ):
             in_params = True
             continue
         if in_params and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and line.strip():
@@ -215,7 +223,15 @@ def make_spec(
         ann = hints.get(p.name, Any)
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             has_default = p.default is not p.empty
-            inputs.append(Port(p.name, ann, required=not has_default, default=p.default if has_default else None, doc=pdoc.get(p.name, "")))
+            inputs.append(
+                Port(
+                    p.name,
+                    ann,
+                    required=not has_default,
+                    default=p.default if has_default else None,
+                    doc=pdoc.get(p.name, ""),
+                )
+            )
         elif p.kind is p.KEYWORD_ONLY:
             settings.append(Setting(p.name, ann, p.default, pdoc.get(p.name, "")))
         else:

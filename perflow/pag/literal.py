@@ -36,7 +36,7 @@ def _values(v: Any, where: str) -> list[tuple[int, int, float]]:
     if isinstance(v, Mapping):
         out = []
         for k, x in v.items():
-            p, t = (k if isinstance(k, tuple) else (k, 0))
+            p, t = k if isinstance(k, tuple) else (k, 0)
             out.append((int(p), int(t), float(x)))
         return out
     if isinstance(v, Sequence | np.ndarray) and not isinstance(v, str):
@@ -109,7 +109,12 @@ def _pivot(cells: dict[str, list[tuple[int, int, int, float]]]) -> pd.DataFrame:
         a = np.asarray(vals, dtype=np.float64).reshape(-1, 4)
         frames.append(
             pd.DataFrame(
-                {"vertex": a[:, 0].astype(np.int64), "process": a[:, 1].astype(np.int64), "thread": a[:, 2].astype(np.int64), m: a[:, 3]}
+                {
+                    "vertex": a[:, 0].astype(np.int64),
+                    "process": a[:, 1].astype(np.int64),
+                    "thread": a[:, 2].astype(np.int64),
+                    m: a[:, 3],
+                }
             ).set_index(["vertex", "process", "thread"])
         )
     if not frames:
@@ -164,10 +169,20 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
     else:
         v = np.asarray(m.index.codes[0])
         p = m.index.levels[1].to_numpy()[m.index.codes[1]]
-        pidx = np.searchsorted(procs, p)
-        dense = {k: np.zeros((len(vt), len(procs))) for k in names}
-        for k in names:
-            np.add.at(dense[k], (v, pidx), m[k].to_numpy(dtype=np.float64))
+        t = m.index.levels[2].to_numpy()[m.index.codes[2]]
+        dense_ok = (m.index.levels[2].to_numpy() == 0).all() and procs == list(range(len(procs)))
+        counts = np.bincount(v, minlength=len(vt))
+        starts = np.cumsum(counts) - counts
+        cols = {k: m[k].to_numpy(dtype=np.float64) for k in names}
+
+        def values(i: int, k: str) -> Any:
+            lo, hi = starts[i], starts[i] + counts[i]
+            if dense_ok and counts[i] == len(procs):
+                return cols[k][lo:hi].tolist()
+            return {
+                (int(pp), int(tt)) if tt else int(pp): float(x) for pp, tt, x in zip(p[lo:hi], t[lo:hi], cols[k][lo:hi])
+            }
+
     inv = {v: k for k, v in _HATCHET_NAMES.items()}
     for i in range(len(vt)):
         if hatchet:
@@ -179,7 +194,7 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
             node = {
                 "name": str(vt["name"].iat[i]),
                 "kind": str(vt["kind"].iat[i]),
-                "metrics": {k: dense[k][i].tolist() for k in names},
+                "metrics": {k: values(i, k) for k in names},
             }
             if str(vt["file"].iat[i]):
                 node["file"] = str(vt["file"].iat[i])

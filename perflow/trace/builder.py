@@ -60,7 +60,9 @@ class TraceBuilder:
         self._open: dict[tuple[int, int], list[int]] = {}
 
     # ------------------------------------------------------------- definitions
-    def define_region(self, name: str, *, role: str = "function", paradigm: str | None = None, file: str = "", line: int = 0) -> int:
+    def define_region(
+        self, name: str, *, role: str = "function", paradigm: str | None = None, file: str = "", line: int = 0
+    ) -> int:
         """Define (or look up) a region; MPI_* names get the MPI paradigm."""
         if name not in self._regions:
             if paradigm is None:
@@ -104,15 +106,32 @@ class TraceBuilder:
             raise TraceError(f"process {p}: leave at {t} is earlier than the previous event")
         loc["region"].append((float(t), 1, stack.pop()))
 
-    def _p2p(self, p: int, t: float, kind: P2P, peer: int, tag: int, nbytes: int, request: int, comm: int, thread: int) -> None:
+    def _p2p(
+        self, p: int, t: float, kind: P2P, peer: int, tag: int, nbytes: int, request: int, comm: int, thread: int
+    ) -> None:
         loc = self._loc(p, thread)
-        loc["p2p"].append((float(t), int(kind), int(peer), int(comm), int(tag), int(nbytes), int(request), len(loc["region"])))
+        loc["p2p"].append(
+            (float(t), int(kind), int(peer), int(comm), int(tag), int(nbytes), int(request), len(loc["region"]))
+        )
 
-    def send(self, p: int, t: float, to: int, *, tag: int = 0, bytes: int = 0, comm: int = 0, sync: bool = False, thread: int = 0) -> None:  # noqa: A002
+    def send(
+        self,
+        p: int,
+        t: float,
+        to: int,
+        *,
+        tag: int = 0,
+        bytes: int = 0,
+        comm: int = 0,
+        sync: bool = False,
+        thread: int = 0,
+    ) -> None:  # noqa: A002
         """A blocking send event (``sync=True`` for MPI_Ssend semantics)."""
         self._p2p(p, t, P2P.SSEND if sync else P2P.SEND, to, tag, bytes, -1, comm, thread)
 
-    def isend(self, p: int, t: float, to: int, request: int, *, tag: int = 0, bytes: int = 0, comm: int = 0, thread: int = 0) -> None:  # noqa: A002
+    def isend(
+        self, p: int, t: float, to: int, request: int, *, tag: int = 0, bytes: int = 0, comm: int = 0, thread: int = 0
+    ) -> None:  # noqa: A002
         """A non-blocking send posted with request id ``request``."""
         self._p2p(p, t, P2P.ISEND, to, tag, bytes, request, comm, thread)
 
@@ -128,7 +147,9 @@ class TraceBuilder:
         """A non-blocking receive posted with request id ``request``."""
         self._p2p(p, t, P2P.IRECV_REQUEST, -1, -1, 0, request, 0, thread)
 
-    def irecv(self, p: int, t: float, frm: int, request: int, *, tag: int = 0, bytes: int = 0, comm: int = 0, thread: int = 0) -> None:  # noqa: A002
+    def irecv(
+        self, p: int, t: float, frm: int, request: int, *, tag: int = 0, bytes: int = 0, comm: int = 0, thread: int = 0
+    ) -> None:  # noqa: A002
         """Completion of non-blocking receive ``request`` with a message from ``frm``."""
         self._p2p(p, t, P2P.IRECV, frm, tag, bytes, request, comm, thread)
 
@@ -137,10 +158,23 @@ class TraceBuilder:
         loc = self._loc(p, thread)
         loc["coll"].append((float(t), int(CollEv.BEGIN), -1, 0, -1, 0, 0, len(loc["region"])))
 
-    def coll_end(self, p: int, t: float, op: str | int, *, root: int = -1, sent: int = 0, received: int = 0, comm: int = 0, thread: int = 0) -> None:
+    def coll_end(
+        self,
+        p: int,
+        t: float,
+        op: str | int,
+        *,
+        root: int = -1,
+        sent: int = 0,
+        received: int = 0,
+        comm: int = 0,
+        thread: int = 0,
+    ) -> None:
         """End of a collective operation, with its operation, root and bytes."""
         loc = self._loc(p, thread)
-        loc["coll"].append((float(t), int(CollEv.END), _op(op), int(comm), int(root), int(sent), int(received), len(loc["region"])))
+        loc["coll"].append(
+            (float(t), int(CollEv.END), _op(op), int(comm), int(root), int(sent), int(received), len(loc["region"]))
+        )
 
     def metric(self, p: int, t: float, name: str, value: float, *, thread: int = 0) -> None:
         """A sample of an accumulated metric (a counter) on process ``p``."""
@@ -205,7 +239,13 @@ class TraceBuilder:
         nprocs = self._nprocs or (max(p for p, _ in keys) + 1 if keys else 0)
         tables: dict[str, dict[str, list[Any]]] = {
             n: {c: [] for c in cols}
-            for n, cols in (("region", REGION_COLUMNS), ("p2p", P2P_COLUMNS), ("coll", COLL_COLUMNS), ("metric", METRIC_COLUMNS), ("sample", SAMPLE_COLUMNS))
+            for n, cols in (
+                ("region", REGION_COLUMNS),
+                ("p2p", P2P_COLUMNS),
+                ("coll", COLL_COLUMNS),
+                ("metric", METRIC_COLUMNS),
+                ("sample", SAMPLE_COLUMNS),
+            )
         }
         offset = 0
         for li, key in enumerate(keys):
@@ -243,7 +283,12 @@ class TraceBuilder:
         )
         return RawTrace(
             locations=pd.DataFrame(
-                {"process": [k[0] for k in keys], "thread": [k[1] for k in keys], "name": [f"rank {k[0]} thread {k[1]}" for k in keys], "type": "cpu"}
+                {
+                    "process": [k[0] for k in keys],
+                    "thread": [k[1] for k in keys],
+                    "name": [f"rank {k[0]} thread {k[1]}" for k in keys],
+                    "type": "cpu",
+                }
             ),
             regions=pd.DataFrame(self._region_rows, columns=["name", "role", "paradigm", "file", "line", "module"]),
             region_events={c: np.asarray(v) for c, v in tables["region"].items()},

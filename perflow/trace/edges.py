@@ -95,9 +95,7 @@ def _interval_rows(view: ParallelView, trace: Trace, rows: np.ndarray) -> np.nda
     out = np.full(len(rows), -1, dtype=np.int64)
     ok = rows >= 0
     r = rows[ok]
-    out[ok] = view.rows(
-        iv["vertex"].to_numpy()[r], iv["process"].to_numpy()[r], iv["thread"].to_numpy()[r]
-    )
+    out[ok] = view.rows(iv["vertex"].to_numpy()[r], iv["process"].to_numpy()[r], iv["thread"].to_numpy()[r])
     return out
 
 
@@ -116,7 +114,9 @@ def message_edges(view: ParallelView, trace: Trace) -> pd.DataFrame:
     """Aggregate matched messages into ``p2p`` edges."""
     m = trace.messages
     if not len(m):
-        return _group(np.zeros(0, np.int64), np.zeros(0, np.int64), "p2p", bytes=np.zeros(0), time=np.zeros(0), wait=np.zeros(0))
+        return _group(
+            np.zeros(0, np.int64), np.zeros(0, np.int64), "p2p", bytes=np.zeros(0), time=np.zeros(0), wait=np.zeros(0)
+        )
     src = _interval_rows(view, trace, m["send_interval"].to_numpy())
     dst = _interval_rows(view, trace, m["recv_interval"].to_numpy())
     transfer = np.maximum(0.0, m["recv_time"].to_numpy() - m["send_time"].to_numpy())

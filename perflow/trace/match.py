@@ -226,7 +226,9 @@ def collective_table(
         j = nth_pairs(loc[ends], loc[begins])
         iv = enclosing[ends]
         enter = intervals["enter"].to_numpy()
-        begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], np.where(iv >= 0, enter[np.maximum(iv, 0)], ev["time"][ends]))
+        begin_t = np.where(
+            j >= 0, ev["time"][begins[np.maximum(j, 0)]], np.where(iv >= 0, enter[np.maximum(iv, 0)], ev["time"][ends])
+        )
         comm = ev["comm"][ends].astype(np.int64)
         root_local = ev["root"][ends].astype(np.int64)
         root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
@@ -258,7 +260,9 @@ def collective_table(
     return conform("collectives", df.drop(columns=["key_comm", "seq"]))
 
 
-def _synthesised(raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, infer: bool) -> pd.DataFrame:
+def _synthesised(
+    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, infer: bool
+) -> pd.DataFrame:
     names = raw.regions["name"].astype(str).to_numpy()
     ops = np.full(len(names), -1, dtype=np.int64)
     for i, nm in enumerate(names):

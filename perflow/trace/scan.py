@@ -76,7 +76,9 @@ def scan_regions_py(location: np.ndarray, kind: np.ndarray, region: np.ndarray, 
     for i in range(n):
         if i > 0 and location[i] != location[i - 1] and stack:
             if not close_open:
-                return _result(enter, leave, parent, callpath, cp_parent, cp_region, open_after, 3, int(location[i - 1]))
+                return _result(
+                    enter, leave, parent, callpath, cp_parent, cp_region, open_after, 3, int(location[i - 1])
+                )
             stack.clear()
         if kind[i] == 0:
             par = stack[-1] if stack else -1
@@ -109,7 +111,9 @@ def scan_regions_py(location: np.ndarray, kind: np.ndarray, region: np.ndarray, 
 
 def _result(enter, leave, parent, callpath, cp_parent, cp_region, open_after, error, error_at) -> ScanResult:  # type: ignore[no-untyped-def]
     a = lambda x: np.asarray(x, dtype=np.int64)  # noqa: E731
-    return ScanResult(a(enter), a(leave), a(parent), a(callpath), a(cp_parent), a(cp_region), open_after, error, error_at)
+    return ScanResult(
+        a(enter), a(leave), a(parent), a(callpath), a(cp_parent), a(cp_region), open_after, error, error_at
+    )
 
 
 try:  # pragma: no cover - exercised whenever numba is installed

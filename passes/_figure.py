@@ -1,0 +1,222 @@
+"""Shared helpers of the plot passes: figures without pyplot, axis units, colours, per-process data.
+
+Every figure is a :class:`matplotlib.figure.Figure` with an Agg canvas
+attached and no pyplot state, so plot passes can run in threads of the flow
+scheduler and never open windows. Close nothing: the figure is garbage
+collected with its last reference.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from perflow.errors import PassError
+from perflow.pag.pag import PAG
+from perflow.pag.sets import VertexSet
+
+from ._render import as_frame, guess_unit, numeric, require_columns
+
+__all__ = [
+    "new_figure",
+    "save_figure",
+    "axis_scale",
+    "CATEGORY_COLORS",
+    "CATEGORIES",
+    "palette",
+    "per_process",
+    "vertex_ids",
+    "vertex_labels",
+]
+
+log = logging.getLogger(__name__)
+
+#: Breakdown categories in display order, and their colours.
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "other")
+CATEGORY_COLORS = {
+    "computation": "#8fbc8f",
+    "p2p": "#4c72b0",
+    "collective": "#dd8452",
+    "sync": "#8172b3",
+    "wait": "#c44e52",
+    "io": "#937860",
+    "mpi": "#64b5cd",
+    "other": "#bbbbbb",
+    "idle": "#eeeeee",
+}
+
+
+def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Figure:
+    """A new figure with an Agg canvas (no pyplot, no global state)."""
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def save_figure(fig: Figure, path: str | Path | None, *, dpi: int | None = None) -> Path | None:
+    """Save ``fig`` to ``path`` (format from the suffix) when a path is given."""
+    if path is None or path == "":
+        return None
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
+    log.info("wrote %s", p)
+    return p
+
+
+def axis_scale(values: np.ndarray, unit: str) -> tuple[float, str]:
+    """A factor and unit name that bring ``values`` to a readable axis range (``(1e3, "ms")``)."""
+    finite = np.abs(values[np.isfinite(values)]) if len(values) else np.zeros(0)
+    top = float(finite.max()) if len(finite) else 0.0
+    if unit == "s":
+        for f, name in ((1.0, "s"), (1e3, "ms"), (1e6, "us")):
+            if top * f >= 1.0:
+                return f, name
+        return (1e9, "ns") if top > 0 else (1.0, "s")
+    if unit == "bytes":
+        for k, name in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
+            if top >= 1024**k:
+                return 1.0 / 1024**k, name
+        return 1.0, "B"
+    if unit in ("%", "ratio"):
+        return (100.0 if unit == "ratio" else 1.0), "%"
+    return 1.0, ""
+
+
+def palette(n: int) -> list[Any]:
+    """``n`` distinct colours (tab10, then tab20, then a sampled colormap)."""
+    import matplotlib
+
+    if n <= 10:
+        return [matplotlib.colormaps["tab10"](i) for i in range(n)]
+    if n <= 20:
+        return [matplotlib.colormaps["tab20"](i) for i in range(n)]
+    cmap = matplotlib.colormaps["turbo"]
+    return [cmap(x) for x in np.linspace(0.05, 0.95, n)]
+
+
+# ---------------------------------------------------------------------- vertices
+def vertex_ids(pag: PAG, vertices: Sequence[int | str] | VertexSet | None, who: str) -> np.ndarray:
+    """Vertex ids from ids, names or call paths (each name must be unique), or a VertexSet."""
+    if vertices is None:
+        return np.zeros(0, dtype=np.int64)
+    if isinstance(vertices, VertexSet):
+        return np.asarray(vertices.ids, dtype=np.int64)
+    if isinstance(vertices, str | int | np.integer):
+        vertices = [vertices]
+    out = []
+    for v in vertices:
+        try:
+            out.append(pag.vertex(int(v) if isinstance(v, int | np.integer) else str(v)).id)
+        except Exception as exc:  # PAGError with a clear message
+            raise PassError(f"{who}: {exc}") from None
+    return np.asarray(out, dtype=np.int64)
+
+
+def vertex_labels(pag: PAG, ids: np.ndarray, label: str = "name") -> list[str]:
+    """Display labels of vertices: names (duplicates get their id appended) or call paths."""
+    if label == "call_path":
+        return [str(x) for x in pag.call_paths().to_numpy()[ids]]
+    names = [str(x) for x in pag.vertex_table["name"].to_numpy()[ids]]
+    dup = {n for n in names if names.count(n) > 1}
+    return [f"{n} [{i}]" if n in dup else n for n, i in zip(names, ids.tolist())]
+
+
+def per_process(
+    data: Any,
+    pag: PAG | None,
+    *,
+    metric: str,
+    vertices: Sequence[int | str] | None,
+    k: int,
+    rank_agg: str,
+    label: str,
+    process: str,
+    who: str,
+) -> tuple[list[str], np.ndarray, np.ndarray, str]:
+    """Per-process values of one metric for a few vertices (dense: no data counts as 0).
+
+    ``data`` is a PAG (vertices: the ``vertices`` setting, else the top ``k``
+    by ``rank_agg`` of the metric), a VertexSet (its first ``k`` vertices), a
+    long table with ``process``, ``metric`` and ``label`` columns, or a table
+    with a ``vertex`` column naming vertices of ``pag``.
+
+    Returns
+    -------
+    labels : list of str
+        One per vertex (row of ``values``).
+    processes : numpy.ndarray
+        Process ids (columns of ``values``).
+    values : numpy.ndarray
+        ``(len(labels), len(processes))`` float64 array.
+    unit : str
+        Unit of the metric.
+    """
+    if isinstance(data, pd.DataFrame | pd.Series):
+        df = as_frame(data, who)
+        if process in df.columns:
+            require_columns(df, [metric], who, setting="metric")
+            lab = (
+                label
+                if label in df.columns
+                else next((c for c in ("name", "call_path", "vertex") if c in df.columns), None)
+            )
+            if lab is None:
+                raise PassError(f"{who}: the input has no column {label!r} (setting label) to name the series by")
+            vals = numeric(df, metric, who)
+            long = pd.DataFrame({"label": df[lab].astype(str).to_numpy(), "process": df[process].to_numpy(), "v": vals})
+            wide = long.pivot_table(
+                index="label", columns="process", values="v", aggfunc="sum", fill_value=0.0, sort=False
+            )
+            order = list(dict.fromkeys(long["label"]))[: max(k, 1)]
+            wide = wide.loc[order]
+            return order, wide.columns.to_numpy(), wide.to_numpy(dtype=np.float64), guess_unit(metric)
+        if "vertex" in df.columns and pag is not None:
+            ids = df["vertex"].to_numpy(dtype=np.int64)[: max(k, 1)]
+        elif "vertex" in df.columns:
+            raise PassError(f"{who}: the table names vertices but no PAG was given to read per-process values from")
+        else:
+            raise PassError(f"{who}: the input has no column {process!r} (setting process) and no 'vertex' column")
+    elif isinstance(data, VertexSet):
+        pag = data.pag
+        ids = np.asarray(data.ids[: max(k, 1)], dtype=np.int64)
+    elif isinstance(data, PAG):
+        pag = data
+        ids = vertex_ids(pag, vertices, who)
+        if not len(ids):
+            try:
+                ids = pag.vertices.sort_by(metric, rank_agg).top(k).ids
+            except Exception as exc:
+                raise PassError(f"{who}: {exc}") from None
+    else:
+        raise PassError(f"{who}: expected a PAG, a VertexSet or a DataFrame, got a {type(data).__name__}")
+    assert pag is not None
+    ids = ids[np.sort(np.unique(ids, return_index=True)[1])]  # drop repeats, keep order
+    try:
+        pag._check_metric(metric)
+    except Exception as exc:
+        raise PassError(f"{who}: {exc}") from None
+    procs = pag.processes
+    m = pag.metrics
+    vcodes = np.asarray(m.index.codes[0], dtype=np.int64)
+    rows = np.flatnonzero(np.isin(vcodes, ids))
+    pvals = m.index.get_level_values("process").to_numpy()[rows]
+    lut = np.full(pag.n_vertices, -1, dtype=np.int64)
+    lut[ids] = np.arange(len(ids))
+    r = lut[vcodes[rows]]
+    values = np.zeros((len(ids), len(procs)))
+    np.add.at(values, (r, np.searchsorted(procs, pvals)), m[metric].to_numpy(dtype=np.float64)[rows])
+    unit = pag.metric_info[metric].unit if metric in pag.metric_info else guess_unit(metric)
+    return vertex_labels(pag, ids, label), procs, values, unit
+
+
+def unit_label(name: str, unit: str) -> str:
+    """``"time_exc (ms)"`` or just ``"visits"``."""
+    return f"{name} ({unit})" if unit else name
