@@ -120,3 +120,13 @@ def test_error_without_trace():
         critical_path(synthetic.profile(10, 2))
     with pytest.raises(PassError, match="pass 'critical_path_imbalance' needs a trace-backed PAG"):
         critical_path_imbalance(synthetic.profile(10, 2))
+
+
+def test_tables_feed_the_timeline():
+    from passes.timeline import plot_timeline
+    from passes.waitstates import wait_states
+
+    pag = synthetic.trace(nprocs=4, iterations=5, slow_rank=1, seed=1)
+    fig = plot_timeline(pag, wait_states(pag), critical_path(pag)["segments"])
+    labels = {c.get_label() for ax in fig.axes for c in ax.collections}
+    assert {"wait states", "critical path"} <= labels
