@@ -1,0 +1,50 @@
+"""The trace passes on the shipped sample examples/data/ring8.pag (a saved and reloaded trace PAG).
+
+The sample is a synthetic 8-rank ring with a slow rank (3, 1.8x), 30 % linear load imbalance and
+occasional late senders (see examples/make_samples.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import passes  # noqa: F401
+import perflow
+from passes.critical_path import critical_path
+from passes.delay import root_cause
+from passes.pop import pop_metrics
+from passes.variance import variance
+from passes.waitstates import late_sender, wait_states
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "data" / "ring8.pag"
+
+
+@pytest.fixture(scope="module")
+def ring8():
+    if not SAMPLE.exists():
+        pytest.skip("examples/data/ring8.pag is not in this checkout")
+    return perflow.load(SAMPLE)
+
+
+def test_sample_findings(ring8):
+    assert ring8.trace is not None
+    w = wait_states(ring8)
+    assert w.attrs["clock_violations"] == 0
+    ls = late_sender(ring8)
+    assert ls["name"].astype(str).tolist() == ["MPI_Waitall"]
+    # rank 3 is waited for most in the exchange
+    assert ls["waited_for"].iloc[0].startswith("3:")
+    cp = critical_path(ring8)
+    seg = cp["segments"]
+    comp = seg[seg["name"].astype(str) == "compute"]
+    share = (comp["end"] - comp["start"]).groupby(comp["process"]).sum() / (comp["end"] - comp["start"]).sum()
+    # the late senders pull the path to other ranks now and then; the slow rank holds the largest part
+    assert share.idxmax() == 3 and share[3] > 0.35
+    top = root_cause(ring8, long_term=True)["by_process"].iloc[0]
+    assert (top["process"], top["name"]) == (3, "compute")
+    pop = pop_metrics(ring8).set_index("metric")["value"]
+    assert 0.4 < pop["load_balance"] < 0.8  # slow rank 3 and 30 % imbalance
+    slow = variance(ring8, slices=10)["slow"]
+    assert 3 in set(slow["process"])
