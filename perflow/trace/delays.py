@@ -9,7 +9,9 @@ collective, ...):
    (its send-call leave on the sender, its receive-completion leave on the
    receiver) or collective instance both took part in (their leaves), that
    lies before the wait on both sides -- or at the start of each location
-   when there is none; it ends where ``R`` starts to wait and where ``S``
+   when there is none (the search looks back a bounded number of steps; when it
+   finds nothing, each side's own last collective bounds its interval, which keeps
+   the cost linear); it ends where ``R`` starts to wait and where ``S``
    enters the call that releases ``R`` (``cause_time``);
 2. the *delay* of call path ``c`` is ``d(c) = max(0, N_S(c) - N_R(c))``,
    ``N_X(c)`` being ``c``'s exclusive time on ``X`` within the interval minus
@@ -168,11 +170,21 @@ def _kernel(  # type: ignore[no-untyped-def]
             k = _find_i64(i_loc, io[inst], io[inst + 1], S)
             if k < io[inst + 1] and i_loc[k] == S and i_leave[k] <= Y:
                 if c_leave[j] > best:
+                    best = c_leave[j]
                     sR = max(lstart[R], c_leave[j])
                     sS = max(lstart[S], i_leave[k])
                 break
             j -= 1
             steps += 1
+        if best == -np.inf:
+            # nothing shared found within the search budget: each side's own last collective bounds
+            # its interval (keeps the cost linear; exact whenever the two do share one)
+            j = _last_le(c_leave, co[R], co[R + 1], X)
+            if j >= co[R]:
+                sR = max(sR, c_leave[j])
+            j = _last_le(c_leave, co[S], co[S + 1], Y)
+            if j >= co[S]:
+                sS = max(sS, c_leave[j])
         total = w_amount[w] + inflow[w]
         # exclusive time in the windows
         nt = 0
