@@ -51,27 +51,32 @@ except ImportError:  # pragma: no cover
         return f
 
 
-_CACHE: dict[int, tuple[weakref.ref[Any], dict[Any, Any]]] = {}
+_CACHE: dict[int, tuple[weakref.ref[Any], dict[Any, Any], dict[Any, threading.Lock]]] = {}
 _LOCK = threading.Lock()
 
 
 def trace_cached(trace: Trace, key: Any, factory: Callable[[], T]) -> T:
     """Return ``factory()`` computed once per (trace object, key).
 
-    Entries go away with the trace. Callers must not mutate what they get back.
+    Entries go away with the trace. Threads asking for the same entry at the
+    same time (steps of a flow running concurrently) wait for one computation.
+    Callers must not mutate what they get back.
     """
     tid = id(trace)
     with _LOCK:
         entry = _CACHE.get(tid)
         if entry is None or entry[0]() is not trace:
             ref = weakref.ref(trace, lambda _r, tid=tid: _CACHE.pop(tid, None))
-            entry = (ref, {})
+            entry = (ref, {}, {})
             _CACHE[tid] = entry
-        store = entry[1]
+        store, locks = entry[1], entry[2]
         if key in store:
             return store[key]  # type: ignore[no-any-return]
-    value = factory()
-    with _LOCK:
+        lock = locks.setdefault(key, threading.Lock())
+    with lock:
+        if key in store:
+            return store[key]  # type: ignore[no-any-return]
+        value = factory()
         store[key] = value
     return value
 
