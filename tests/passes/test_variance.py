@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import passes  # noqa: F401
+import perflow
 from passes.variance import variance
 from perflow import synthetic
 from perflow.errors import PassError
@@ -105,3 +106,22 @@ def test_errors():
         variance(pag, counter="PAPI_TOT_INS")
     with pytest.raises(PassError, match="pass 'variance' needs a trace-backed PAG"):
         variance(synthetic.profile(10, 2))
+
+
+def test_instruction_counter_splits_groups():
+    pag = _snippet_trace([100] * 5 + [200] * 5)
+    iv = pag.trace.intervals.copy()
+    work = (pag.vertex_table["name"].astype(str) == "work").to_numpy()[iv["vertex"].to_numpy()]
+    # the slow half of the instances also executes twice the instructions: different work, not variance
+    iv["PAPI_TOT_INS"] = 0.0
+    iv.loc[work, "PAPI_TOT_INS"] = [1e6] * 5 + [2e6] * 5
+    tr = pag.trace
+    with_ctr = perflow.PAG(
+        pag.vertex_table, pag.metrics, trace=perflow.Trace(iv, tr.messages, tr.collectives, tr.comms, tr.comm_names)
+    )
+    plain = variance(pag)["instances"]
+    assert plain[plain["kind"] == "computation"]["slow"].sum() == 5
+    counted = variance(with_ctr)["instances"]  # PAPI_TOT_INS is picked up by default
+    comp = counted[counted["kind"] == "computation"]
+    assert comp["group"].nunique() == 2 and not comp["slow"].any()
+    assert variance(with_ctr, counter="PAPI_TOT_INS")["slow"].empty

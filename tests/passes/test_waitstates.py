@@ -184,6 +184,8 @@ def test_errors_name_the_pass():
     for name in ("wait_states", "p2p_wait_states", "late_sender", "wait_state_summary"):
         with pytest.raises(PassError, match=rf"pass '{name}' needs a trace-backed PAG"):
             get_pass(name)(prof)
+    with pytest.raises(PassError, match="pass 'wait_states' needs a PAG as input, got DataFrame"):
+        wait_states(prof.metrics)
     pag = synthetic.trace(nprocs=2, iterations=2)
     with pytest.raises(PassError, match="unknown wait-state kind"):
         wait_states(pag, kinds=["late_snder"])
