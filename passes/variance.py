@@ -34,13 +34,26 @@ def slow_regions(total: Matrix, comp: Matrix, comm: Matrix, threshold: float) ->
     """Runs of slow slices (``total`` below ``threshold``) per process, with their cause.
 
     Columns: ``process``, ``start``, ``end``, ``slices``, ``perf`` (weighted
-    mean over the run), ``computation``, ``communication`` (the same for each
+    mean over the run), ``lost`` (``(end - start) * (1 - perf)``: the time lost
+    against the fastest instances; the sort key, largest first),
+    ``computation``, ``communication`` (the same for each
     kind of snippet, NaN when absent), ``kind`` ("computation",
     "communication" or "both": which kind is below the threshold, else the
     slower one), ``share_of_processes`` (mean fraction of processes slow in
     those slices: near 1 means the whole machine slowed down).
     """
-    cols = ["process", "start", "end", "slices", "perf", "computation", "communication", "kind", "share_of_processes"]
+    cols = [
+        "process",
+        "start",
+        "end",
+        "slices",
+        "perf",
+        "lost",
+        "computation",
+        "communication",
+        "kind",
+        "share_of_processes",
+    ]
     slow = np.nan_to_num(total.values, nan=np.inf) < threshold
     P, S = slow.shape
     if not slow.any():
@@ -74,13 +87,16 @@ def slow_regions(total: Matrix, comp: Matrix, comm: Matrix, threshold: float) ->
             "end": total.edges[se],
             "slices": se - ss,
             "perf": perf,
+            "lost": (total.edges[se] - total.edges[ss]) * (1.0 - perf),
             "computation": pc,
             "communication": pm,
             "kind": kind,
             "share_of_processes": (cf[se] - cf[ss]) / (se - ss),
         }
     )
-    return out.sort_values(["perf", "process", "start"], kind="stable").reset_index(drop=True)
+    return out.sort_values(["lost", "process", "start"], ascending=[False, True, True], kind="stable").reset_index(
+        drop=True
+    )
 
 
 def _site_labels(inst: pd.DataFrame, names: np.ndarray, comm: np.ndarray) -> pd.Categorical:
@@ -128,9 +144,10 @@ def variance(
         overlap-weighted mean ``perf``; NaN where no snippet ran.
     slow
         Runs of slow slices per process: ``process``, ``start``, ``end``,
-        ``slices``, ``perf``, ``computation``, ``communication``, ``kind``
-        (which kind of snippet slowed down), ``share_of_processes`` (near 1:
-        the whole machine was slow then). Slowest first.
+        ``slices``, ``perf``, ``lost`` (``(end - start) * (1 - perf)``, s),
+        ``computation``, ``communication``, ``kind`` (which kind of snippet
+        slowed down), ``share_of_processes`` (near 1: the whole machine was
+        slow then). Most time lost first.
     groups
         One row per fixed-workload group: ``group``, ``kind``, ``site``,
         ``instances``, ``t_min``, ``t_median``, ``t_max`` (s), ``slow`` (instances below
