@@ -9,6 +9,7 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
+from perflow.pag.tree import descendants_mask
 from perflow.trace.critical import CriticalPath, critical_path
 from perflow.trace.flat import flat_timeline, locations, trace_cached
 from perflow.trace.tables import Trace
@@ -22,6 +23,7 @@ __all__ = [
     "call_path_column",
     "check_choice",
     "mpi_vertex_mask",
+    "non_useful_mask",
     "exclusive_by_vertex",
     "OUTSIDE",
 ]
@@ -102,8 +104,23 @@ def call_path_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
 
 
 def mpi_vertex_mask(pag: PAG) -> np.ndarray:
-    """Per vertex: is it an MPI call."""
-    return (pag.vertex_table["kind"].astype(str) == "mpi").to_numpy()
+    """Per vertex: is it an MPI call or inside one (the MPI library's own functions, as sampled call paths show)."""
+    return non_useful_mask(pag, ("mpi",))
+
+
+def non_useful_mask(pag: PAG, kinds: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Per vertex: its kind is in ``kinds``, or it lies below an MPI vertex (time inside an MPI call is MPI time).
+
+    Only MPI calls extend to their callees: an OpenMP construct or a threading call
+    contains user code.
+    """
+    kind = pag.vertex_table["kind"].astype(str).to_numpy()
+    mask = np.isin(kind, list(kinds))
+    if "mpi" in kinds:
+        mpi = np.flatnonzero(kind == "mpi")
+        if len(mpi):
+            mask |= descendants_mask(pag.tree, mpi)
+    return mask
 
 
 def exclusive_by_vertex(pag: PAG, pass_name: str) -> tuple[np.ndarray, float]:

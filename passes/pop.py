@@ -1,8 +1,9 @@
 """POP efficiency metrics (the POP Centre of Excellence's hierarchy), for one run and across runs.
 
 With ``U_p`` the useful (computation) time of location ``p`` (time outside
-MPI, OpenMP and threading runtime calls), ``T`` the runtime and ``T_ideal``
-the runtime on an ideal network (:mod:`passes.critical_path`):
+MPI calls and their callees, and outside OpenMP and threading runtime calls),
+``T`` the runtime and ``T_ideal`` the runtime on an ideal network
+(:mod:`passes.critical_path`):
 
 ===========================  ==========================================
 load balance                 ``LB = mean(U) / max(U)``
@@ -35,7 +36,7 @@ from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
-from ._tracekit import check_choice
+from ._tracekit import check_choice, non_useful_mask
 
 __all__ = ["pop_efficiencies", "pop_scalability", "useful_time", "pop_metrics", "pop_scaling", "DEFAULT_NON_USEFUL"]
 
@@ -170,13 +171,15 @@ def pop_scalability(
 
 
 def useful_time(pag: PAG, non_useful: Sequence[str] = DEFAULT_NON_USEFUL) -> pd.Series:
-    """Useful time per (process, thread): exclusive time of the vertices whose kind is not in ``non_useful``."""
+    """Useful time per (process, thread): exclusive time of the vertices whose kind is not in ``non_useful``.
+
+    Callees of MPI calls (the MPI library's functions in sampled call paths) are MPI time too.
+    """
     m = pag.metrics
     if "time_exc" not in m.columns:
         raise PassError("POP metrics need the metric 'time_exc'")
-    kinds = pag.vertex_table["kind"].astype(str).to_numpy()
     v = np.asarray(m.index.codes[0])
-    useful = ~np.isin(kinds, list(non_useful))
+    useful = ~non_useful_mask(pag, tuple(non_useful))
     x = m["time_exc"].to_numpy(dtype=np.float64) * useful[v]
     s = pd.Series(x, index=m.index).groupby(level=["process", "thread"]).sum()
     locs = pag.locations
@@ -227,7 +230,7 @@ def pop_metrics(pag: PAG, *, non_useful: list[str] | None = None) -> pd.DataFram
     One row per metric with ``metric``, ``value``, ``level`` (0 parallel
     efficiency, 1 its factors, 2 the factors of communication efficiency,
     -1 raw numbers) and ``description``. Useful time is exclusive time outside
-    MPI, OpenMP and threading calls, per (process, thread). Serialisation and
+    MPI calls (and their callees), OpenMP and threading calls, per (process, thread). Serialisation and
     transfer efficiency need a trace (the ideal runtime comes from the
     critical path); for profiles they are NaN and the runtime is the largest
     root inclusive time of a location.
@@ -247,8 +250,7 @@ def _counter_total(pag: PAG, name: str, non_useful: Sequence[str]) -> float | No
     if name not in pag.metric_names:
         return None
     mi = pag.metric_info.get(name)
-    kinds = pag.vertex_table["kind"].astype(str).to_numpy()
-    useful = ~np.isin(kinds, list(non_useful))
+    useful = ~non_useful_mask(pag, tuple(non_useful))
     col = pag.aggregate(name, "sum").to_numpy()
     if mi is not None and mi.mode == "inclusive":  # exclusive share: own minus children
         parent = pag.vertex_table["parent"].to_numpy()

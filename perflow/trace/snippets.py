@@ -11,7 +11,8 @@ same every time it runs:
   MPI_Init), identified by its call path and the bytes it moves; given a
   wait-state table it is timed without its wait-state time (completion parts
   included), so that waiting caused by others is not taken for slow
-  communication.
+  communication. A trace that records no messages and no collective bytes
+  (HPCToolkit, Chrome traces) gives computation snippets only.
 
 With a per-instance instruction counter (an interval column), instances of a
 group are further split so that counts within a cluster stay within a
@@ -177,6 +178,9 @@ def snippet_table(
     # communication snippets
     nb = _bytes_per_interval(trace)
     cc = calls[~setup_v[vtx[calls]]]
+    coll = trace.collectives
+    if not len(trace.messages) and not (coll["sent"].to_numpy() + coll["received"].to_numpy()).any():
+        cc = cc[:0]  # the trace records no communication (HPCToolkit, Chrome): the work of a call is unknown
     c_time = leave[cc] - enter[cc]
     if waits is not None and len(waits):
         wk = waits[waits["interval"].to_numpy() >= 0]

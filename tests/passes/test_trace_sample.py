@@ -48,3 +48,24 @@ def test_sample_findings(ring8):
     assert 0.4 < pop["load_balance"] < 0.8  # slow rank 3 and 30 % imbalance
     slow = variance(ring8, slices=10)["slow"]
     assert 3 in set(slow["process"])
+
+
+def test_hpctoolkit_trace_of_a_ping_pong():
+    """A real trace (HPCToolkit 2023+, MPI ping-pong, 2 ranks): sampled call paths inside the MPI calls."""
+    from tests.conftest import shared
+
+    pag = perflow.read(shared("hpctoolkit", "ping-pong-v4"))
+    assert pag.trace is not None and len(pag.trace.messages) == 0
+    w = wait_states(pag)
+    # MPI_Finalize is a world barrier: rank 0 arrives first and waits for rank 1
+    assert list(zip(w["process"], w["kind"].astype(str), w["name"].astype(str), w["cause_process"])) == [
+        (0, "wait_barrier", "MPI_Finalize", 1)
+    ]
+    s = critical_path(pag)["summary"].iloc[0]
+    assert s["end"] == pytest.approx(pag.trace.span[1])
+    # a ping-pong is all communication: the MPI library's functions below MPI_Send/MPI_Recv are MPI time
+    assert s["mpi_on_path"] == pytest.approx(s["length"], rel=1e-6)
+    pop = pop_metrics(pag).set_index("metric")["value"]
+    assert pop["useful_total"] == 0.0 and pop["parallel_efficiency"] == 0.0
+    # without message records the work of an MPI call is unknown: no communication snippets are compared
+    assert variance(pag)["instances"].empty
