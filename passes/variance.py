@@ -208,9 +208,9 @@ def variance(
     t0, t1 = trace.span
     procs = np.unique(trace.intervals["process"].to_numpy())
     p, a, b, x = (inst[c].to_numpy() for c in ("process", "start", "end", "perf"))
-    total = performance_matrix(p, a, b, x, t0, t1, slices, procs)
     mcomp = performance_matrix(p[~comm], a[~comm], b[~comm], x[~comm], t0, t1, slices, procs)
     mcomm = performance_matrix(p[comm], a[comm], b[comm], x[comm], t0, t1, slices, procs)
+    total = mcomp + mcomm
     matrix = pd.DataFrame(
         total.values, index=pd.Index(procs, name="process"), columns=pd.Index(total.edges[:-1], name="time")
     )

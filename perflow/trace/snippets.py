@@ -49,7 +49,9 @@ def normalised_performance(times: np.ndarray, group: np.ndarray | None = None) -
     if group is None:
         g = np.zeros(len(t), dtype=np.int64)
     else:
-        g = pd.factorize(np.asarray(group))[0].astype(np.int64)
+        g = np.asarray(group)
+        dense = g.dtype.kind in "iu" and len(g) and g.min() >= 0 and g.max() < 4 * len(g) + 16
+        g = g.astype(np.int64) if dense else pd.factorize(g)[0].astype(np.int64)
     if not len(t):
         return np.zeros(0)
     tmin = np.full(int(g.max()) + 1, np.inf)
@@ -85,13 +87,30 @@ def cluster_within(group: np.ndarray, values: np.ndarray, tol: float = 0.02) -> 
     return out
 
 
-def _combine(columns: list[np.ndarray]) -> np.ndarray:
-    """One dense int64 id per distinct row of several integer columns (factorised pairwise: no overflow)."""
-    key = np.zeros(len(columns[0]), dtype=np.int64)
-    for col in columns:
+def _combine(small: list[tuple[np.ndarray, int]], large: list[np.ndarray]) -> np.ndarray:
+    """One dense int64 id per distinct row of integer columns.
+
+    ``small`` columns come with their range (values in ``0..range-1``) and are
+    mixed arithmetically while the product fits in int64; ``large`` ones (and
+    the rest) are factorised pairwise, so nothing overflows.
+    """
+    n = len(small[0][0]) if small else len(large[0])
+    key = np.zeros(n, dtype=np.int64)
+    span = 1
+    rest = list(large)
+    for col, rng in small:
+        rng = max(int(rng), 1)
+        if span * rng < (1 << 62):
+            key = key * rng + np.asarray(col, dtype=np.int64)
+            span *= rng
+        else:
+            rest.append(col)
+    for col in rest:
         codes, uniq = pd.factorize(np.asarray(col, dtype=np.int64))
         key, _ = pd.factorize(key * max(len(uniq), 1) + codes)
         key = key.astype(np.int64)
+    if not rest:
+        key = pd.factorize(key)[0].astype(np.int64)
     return key
 
 
@@ -186,40 +205,37 @@ def snippet_table(
         wk = waits[waits["interval"].to_numpy() >= 0]
         wsum = np.bincount(wk["interval"].to_numpy(), weights=wk["amount"].to_numpy(), minlength=n)
         c_time = np.maximum(0.0, c_time - wsum[cc])
+    first = np.r_[a, cc]  # the call opening each snippet (computation) or the call itself
+    last = np.r_[b, cc]
     kind = np.r_[np.zeros(len(a), np.int8), np.ones(len(cc), np.int8)]
-    keys = [
-        np.r_[vtx[a], vtx[cc]],
-        np.r_[vtx[b], vtx[cc]],
-        np.r_[count, np.full(len(cc), -1)],
-        np.r_[vsum, nb[cc].astype(np.int64)],
-        kind,
-    ]
+    fv, tv, loc = vtx[first], vtx[last], locs.of_interval[first]
+    nvert = int(vtx.max(initial=0)) + 1
+    small = [(fv, nvert), (tv, nvert), (kind, 2)]
     if per_process:
-        keys.append(np.r_[locs.of_interval[a], locs.of_interval[cc]])
-    group = _combine(keys)
+        small.append((loc, len(locs)))
+    group = _combine(small, [np.r_[count, np.full(len(cc), -1)], np.r_[vsum, nb[cc].astype(np.int64)]])
     time = np.r_[e_comp - t_comp, c_time]
-    start = np.r_[t_comp, enter[cc]]
-    end = np.r_[e_comp, leave[cc]]
     if counter is not None:
         cval = iv[counter].to_numpy(dtype=np.float64)
-        cnt = np.r_[comp_counter, cval[cc]]
-        group = cluster_within(group, cnt, tolerance)
+        group = cluster_within(group, np.r_[comp_counter, cval[cc]], tolerance)
     ok = time > 0
     sizes = np.bincount(group[ok], minlength=int(group.max(initial=-1)) + 1)
-    keep = ok & (sizes[group] >= min_instances) if len(sizes) else ok
-    g = pd.factorize(group[keep])[0]
-    loc = np.r_[locs.of_interval[a], locs.of_interval[cc]][keep]
+    keep = np.flatnonzero(ok & (sizes[group] >= min_instances) if len(sizes) else ok)
+    g = pd.factorize(group[keep])[0].astype(np.int64)
+    loc = loc[keep]
+    ka = keep[keep < len(a)]
+    kc = keep[keep >= len(a)] - len(a)
     perf = normalised_performance(time[keep], g)
     return pd.DataFrame(
         {
             "process": locs.process[loc].astype(np.int32),
             "thread": locs.thread[loc].astype(np.int32),
-            "start": start[keep],
-            "end": end[keep],
+            "start": np.r_[t_comp[ka], enter[cc[kc]]],
+            "end": np.r_[e_comp[ka], leave[cc[kc]]],
             "kind": pd.Categorical.from_codes(kind[keep], categories=["computation", "communication"]),
-            "group": g.astype(np.int64),
-            "from_vertex": np.r_[vtx[a], vtx[cc]][keep],
-            "to_vertex": np.r_[vtx[b], vtx[cc]][keep],
+            "group": g,
+            "from_vertex": fv[keep],
+            "to_vertex": tv[keep],
             "time": time[keep],
             "perf": perf,
         }
@@ -240,6 +256,14 @@ class Matrix:
     values: np.ndarray
     weight: np.ndarray
 
+    def __add__(self, other: Matrix) -> Matrix:
+        """The matrix of both sets of instances together (same processes and slices)."""
+        num = np.nan_to_num(self.values) * self.weight + np.nan_to_num(other.values) * other.weight
+        den = self.weight + other.weight
+        with np.errstate(invalid="ignore", divide="ignore"):
+            vals = np.where(den > 0, num / den, np.nan)
+        return Matrix(self.processes, self.edges, vals, den)
+
 
 def performance_matrix(
     process: np.ndarray,
@@ -251,13 +275,17 @@ def performance_matrix(
     slices: int,
     processes: np.ndarray | None = None,
 ) -> Matrix:
-    """Overlap-weighted mean of ``perf`` per (process, time slice), in linear time (difference arrays)."""
+    """Overlap-weighted mean of ``perf`` per (process, time slice), in linear time.
+
+    Each instance adds its overlap with its first and last slice directly and
+    the full width of the slices in between through a difference array.
+    """
     procs = np.unique(process) if processes is None else np.asarray(processes)
     P, S = len(procs), max(int(slices), 1)
     edges = np.linspace(t0, t1, S + 1)
     w = (t1 - t0) / S if t1 > t0 else 1.0
-    num = np.zeros((P, S + 1))
-    den = np.zeros((P, S + 1))
+    num = np.zeros(P * S)
+    den = np.zeros(P * S)
     if len(process):
         row = np.searchsorted(procs, process).astype(np.int64)
         a = np.clip(start, t0, t1)
@@ -265,22 +293,23 @@ def performance_matrix(
         s0 = np.clip(((a - t0) // w).astype(np.int64), 0, S - 1)
         s1 = np.clip(((b - t0) // w).astype(np.int64), 0, S - 1)
         one = s0 == s1
-        # the first slice gets the overlap up to its end (the whole instance when it ends there too),
-        # the last slice the rest, the slices between the full width (through a difference array)
         head = np.where(one, b - a, edges[np.minimum(s0 + 1, S)] - a)
-        tail = np.where(one, 0.0, b - edges[s1])
-        full = (s1 > s0 + 1).astype(np.float64) * w
-        idx = [row * (S + 1) + s0, row * (S + 1) + s1, row * (S + 1) + s0 + 1, row * (S + 1) + s1]
-        size = P * (S + 1)
-
-        def acc(wts: list[np.ndarray]) -> np.ndarray:
-            return np.bincount(np.concatenate(idx), weights=np.concatenate(wts), minlength=size).reshape(P, S + 1)
-
-        num = acc([head * perf, tail * perf, np.zeros(len(a)), np.zeros(len(a))])
-        den = acc([head, tail, np.zeros(len(a)), np.zeros(len(a))])
-        num += np.cumsum(acc([np.zeros(len(a)), np.zeros(len(a)), full * perf, -full * perf]), axis=1)
-        den += np.cumsum(acc([np.zeros(len(a)), np.zeros(len(a)), full, -full]), axis=1)
-    num, den = num[:, :S], den[:, :S]
+        num += np.bincount(row * S + s0, weights=head * perf, minlength=P * S)
+        den += np.bincount(row * S + s0, weights=head, minlength=P * S)
+        m = np.flatnonzero(~one)
+        if len(m):
+            tail = b[m] - edges[s1[m]]
+            num += np.bincount(row[m] * S + s1[m], weights=tail * perf[m], minlength=P * S)
+            den += np.bincount(row[m] * S + s1[m], weights=tail, minlength=P * S)
+            f = m[s1[m] > s0[m] + 1]
+            if len(f):
+                lo, hi = row[f] * (S + 1) + s0[f] + 1, row[f] * (S + 1) + s1[f]
+                idx = np.r_[lo, hi]
+                dn = np.bincount(idx, weights=np.r_[w * perf[f], -w * perf[f]], minlength=P * (S + 1))
+                dd = np.bincount(idx, weights=np.r_[np.full(len(f), w), np.full(len(f), -w)], minlength=P * (S + 1))
+                num += np.cumsum(dn.reshape(P, S + 1), axis=1)[:, :S].ravel()
+                den += np.cumsum(dd.reshape(P, S + 1), axis=1)[:, :S].ravel()
+    num, den = num.reshape(P, S), den.reshape(P, S)
     with np.errstate(invalid="ignore", divide="ignore"):
         vals = np.where(den > 0, num / den, np.nan)
     return Matrix(procs, edges, vals, den)
