@@ -195,6 +195,8 @@ def _breakdown_table(
             raise PassError(f"{who}: no row column found (looked for process, name, call_path, vertex); set `by`")
     require_columns(df, [by], who, setting="by")
     if category in df.columns:  # long format
+        if value not in df.columns and value == "time" and "value" in df.columns:
+            value = "value"  # the breakdown pass's long form
         require_columns(df, [value], who, setting="value")
         long = pd.DataFrame(
             {"by": df[by].to_numpy(), "cat": df[category].astype(str).to_numpy(), "v": numeric(df, value, who)}

@@ -25,13 +25,24 @@ __all__ = ["plot_scaling", "fit_log2"]
 
 
 def fit_log2(nprocs: np.ndarray, time: np.ndarray) -> tuple[float, float]:
-    """Least-squares fit of ``time = a + b log2(nprocs)``; returns ``(a, b)`` (b = 0 with one distinct P)."""
-    x = np.log2(np.asarray(nprocs, dtype=np.float64))
-    y = np.asarray(time, dtype=np.float64)
+    """Least-squares fit of ``log2 T = a + b log2 P`` (the scalability pass's model); returns ``(a, b)``.
+
+    Zero and negative times are left out; with fewer than two distinct process
+    counts left, ``b`` is 0 and ``a`` the log2 of the mean time.
+    """
+    p = np.asarray(nprocs, dtype=np.float64)
+    t = np.asarray(time, dtype=np.float64)
+    ok = t > 0
+    x, y = np.log2(p[ok]), np.log2(t[ok])
     if len(np.unique(x)) < 2:
-        return float(y.mean()) if len(y) else float("nan"), 0.0
+        return (float(np.log2(t[ok].mean())) if ok.any() else float("nan")), 0.0
     b, a = np.polyfit(x, y, 1)
     return float(a), float(b)
+
+
+def model(a: float, b: float, nprocs: np.ndarray | float) -> np.ndarray:
+    """The fitted time ``2 ** (a + b log2 P)``."""
+    return np.exp2(a + b * np.log2(np.asarray(nprocs, dtype=np.float64)))
 
 
 def _label_column(df: pd.DataFrame, label: str, who: str) -> str:
@@ -51,8 +62,8 @@ def plot_scaling(
     label: str = "name",
     nprocs: str = "nprocs",
     time: str = "time",
-    a: str = "a",
-    b: str = "b",
+    a: str = "intercept",
+    b: str = "slope",
     target: int | None = None,
     k: int = 8,
     title: str | None = None,
@@ -60,22 +71,24 @@ def plot_scaling(
     height: float = 5.0,
     path: str | None = None,
 ) -> Figure:
-    """Log-log curves of time against process count per vertex, with the fitted ``a + b log2 P``.
+    """Log-log curves of time against process count per vertex, with the fit ``log2 T = a + b log2 P``.
 
     Parameters
     ----------
     data : DataFrame
         Tidy measurements: one row per (vertex, run) with ``label``, ``nprocs`` and ``time`` columns.
     fits : DataFrame, optional
-        One row per vertex with ``label``, ``a`` and ``b`` columns (the
-        scalability analysis output). Without it, each curve is fitted here
-        by least squares.
+        One row per vertex with ``label`` and the fit's intercept ``a`` and
+        slope ``b`` of ``log2 T = a + b log2 P`` (the ``scalability`` pass's
+        ``intercept`` and ``slope`` columns). Without it, each curve is
+        fitted here by least squares.
     label : str
         Column naming the vertex (default ``name``; falls back to call_path, vertex).
     nprocs, time : str
         Process-count and time columns of ``data``.
     a, b : str
-        Intercept and slope columns of ``fits``.
+        Intercept and slope columns of ``fits`` (``a``/``b`` are used when the
+        named columns are absent and those exist).
     target : int, optional
         Process count to extrapolate to (default: the ``target`` column of ``fits``, if any).
     k : int
@@ -91,8 +104,8 @@ def plot_scaling(
     -------
     matplotlib.figure.Figure
         Per vertex, a measured line (label: the vertex), a fit line (``"<vertex> fit"``,
-        whose y data is ``a + b log2 P``) and, with a target, a prediction marker
-        (``"<vertex> @ P=<target>"``). Non-positive fitted values are not drawn (log axis).
+        whose y data is ``2 ** (a + b log2 P)``) and, with a target, a prediction marker
+        (``"<vertex> @ P=<target>"``).
     """
     who = "plot_scaling"
     df = as_frame(data, who)
@@ -108,6 +121,8 @@ def plot_scaling(
     if fits is not None:
         fdf = as_frame(fits, who)
         flab = _label_column(fdf, label, who)
+        if a not in fdf.columns and b not in fdf.columns and {"a", "b"} <= set(fdf.columns):
+            a, b = "a", "b"
         require_columns(fdf, [a], who, setting="a")
         require_columns(fdf, [b], who, setting="b")
         for n, av, bv in zip(fdf[flab].astype(str), numeric(fdf, a, who), numeric(fdf, b, who)):
@@ -132,10 +147,10 @@ def plot_scaling(
         if not np.isfinite(av) or not np.isfinite(bv):
             continue
         xs = np.unique(np.r_[x, xmax]) if target else x
-        fit = av + bv * np.log2(xs)
-        ax.plot(xs, np.where(fit > 0, fit, np.nan), "--", color=color, label=f"{name} fit")
+        fit = model(av, bv, xs)
+        ax.plot(xs, fit, "--", color=color, label=f"{name} fit")
         if target:
-            pred = av + bv * np.log2(target)
+            pred = float(model(av, bv, target))
             ax.plot(
                 [target], [pred if pred > 0 else np.nan], "*", color=color, markersize=12, label=f"{name} @ P={target}"
             )
@@ -153,8 +168,8 @@ def plot_scaling(
         ax.axvline(target, color="gray", linestyle=":", linewidth=1)
     ax.set_xlabel("processes")
     ax.set_ylabel(f"{time} (s)")
-    ax.set_title(title or "scaling: T(P) = a + b log2 P")
-    handles.append(Line2D([], [], color="gray", linestyle="--", label="fit a + b log2 P"))
+    ax.set_title(title or "scaling: log2 T = a + b log2 P")
+    handles.append(Line2D([], [], color="gray", linestyle="--", label="fit log2 T = a + b log2 P"))
     if target:
         handles.append(
             Line2D([], [], color="gray", marker="*", linestyle="", markersize=10, label=f"prediction at P={target}")

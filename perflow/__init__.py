@@ -25,6 +25,7 @@ from .errors import (
     TraceError,
     ValidationError,
 )
+from .flow import Flow, FlowResult, load_flow, pass_, run
 from .kinds import CollectiveOp, MPIClass, VertexKind
 from .pag.pag import PAG, MetricInfo
 from .pag.parallel import ParallelEdgeSet, ParallelVertexSet, ParallelView
@@ -58,6 +59,11 @@ __all__ = [
     "read",
     "formats",
     "synthetic",
+    "Flow",
+    "FlowResult",
+    "run",
+    "load_flow",
+    "pass_",
     "PerflowError",
     "FormatError",
     "PAGError",

@@ -182,6 +182,9 @@ _SETUP_RE = re.compile(
 )
 
 
+_LEADING_IDENT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def mpi_class(name: str) -> MPIClass | None:
     """Classify an MPI function name, or return ``None`` for a non-MPI name.
 
@@ -197,7 +200,8 @@ def mpi_class(name: str) -> MPIClass | None:
         ``SYNC`` for barriers, ``COLLECTIVE`` for data collectives, ``P2P`` for
         point-to-point calls, ``WAIT`` for request completion, and so on.
     """
-    n = name.strip()
+    m = _LEADING_IDENT.match(name)  # TAU and others append "()" or a signature: "MPI_Send()"
+    n = m.group(1) if m else name.strip()
     if n[:5].upper() == "PMPI_":
         n = n[1:]
     if n[:4].upper() != "MPI_" or len(n) < 5:

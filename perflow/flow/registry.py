@@ -257,11 +257,34 @@ def make_spec(
     )
 
 
+def _builtin(spec: PassSpec) -> bool:
+    return spec.module == "passes" or spec.module.startswith("passes.")
+
+
 def register(spec: PassSpec) -> PassSpec:
-    """Add a pass to the registry (a second registration of a name from another function is an error)."""
+    """Add a pass to the registry.
+
+    Registering a name again from the same function (a re-run notebook cell, a
+    reloaded module) replaces it. A pass of your own takes precedence over a
+    built-in pass of the same name, whichever registers first (a warning says
+    so). Two different functions of your own under one name are an error.
+    """
     old = _REGISTRY.get(spec.name)
     if old is not None and (old.module, old.func.__qualname__) != (spec.module, spec.func.__qualname__):
-        raise PassError(f"pass name {spec.name!r} is already registered by {old.module}.{old.func.__qualname__}")
+        where = f"{old.module}.{old.func.__qualname__}"
+        if _builtin(old) and not _builtin(spec):
+            log.warning("pass %r from %s replaces the built-in pass %s", spec.name, spec.module, where)
+        elif _builtin(spec) and not _builtin(old):
+            log.warning(
+                "the built-in pass %s.%s is hidden by your pass %r from %s",
+                spec.module,
+                spec.func.__qualname__,
+                spec.name,
+                old.module,
+            )
+            return old
+        else:
+            raise PassError(f"pass name {spec.name!r} is already registered by {where}")
     _REGISTRY[spec.name] = spec
     return spec
 

@@ -36,10 +36,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .pag import PAG
 
-__all__ = ["ParallelView", "ParallelVertexSet", "ParallelEdgeSet", "EDGE_KINDS"]
+__all__ = ["ParallelView", "ParallelVertexSet", "ParallelEdgeSet", "EDGE_KINDS", "edge_kinds"]
 
 EDGE_KINDS = ("call", "p2p", "collective", "thread")
 _EDGE_DTYPE = pd.CategoricalDtype(list(EDGE_KINDS))
+
+
+def edge_kinds(kind: str, n: int) -> pd.Categorical:
+    """``n`` copies of one edge kind as a categorical (no per-row strings)."""
+    return pd.Categorical.from_codes(np.full(n, EDGE_KINDS.index(kind), dtype=np.int8), dtype=_EDGE_DTYPE)
 
 
 class ParallelView:
@@ -125,7 +130,10 @@ class ParallelView:
         elif self._pag._comm is not None:
             parts.append(self._explicit_edges(self._pag._comm))
         df = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
-        df["kind"] = pd.Categorical(df["kind"].astype(str), dtype=_EDGE_DTYPE)
+        kind = df["kind"]
+        if not isinstance(kind.dtype, pd.CategoricalDtype) or list(kind.cat.categories) != list(EDGE_KINDS):
+            kind = pd.Categorical(kind.astype(str), dtype=_EDGE_DTYPE)
+        df["kind"] = kind
         return df
 
     def _call_edges(self) -> pd.DataFrame:
@@ -143,7 +151,7 @@ class ParallelView:
             {
                 "src": src[dst],
                 "dst": dst,
-                "kind": np.full(n, "call", dtype=object),
+                "kind": edge_kinds("call", n),
                 "count": self._count_column(dst),
                 "bytes": np.zeros(n, dtype=np.int64),
                 "time": np.zeros(n),
@@ -172,7 +180,7 @@ class ParallelView:
             {
                 "src": src,
                 "dst": dst,
-                "kind": col("kind", "p2p"),
+                "kind": pd.Categorical(col("kind", "p2p").astype(str), dtype=_EDGE_DTYPE),
                 "count": col("count", 1).astype(np.int64),
                 "bytes": col("bytes", 0).astype(np.int64),
                 "time": col("time", 0.0).astype(np.float64),

@@ -155,7 +155,9 @@ def build_pag(
         sample_rows, cp_parent, cp_region = _attach_samples(raw, res, cp_parent, cp_region)
 
     child_inc = np.bincount(res.parent[res.parent >= 0], weights=inc[res.parent >= 0], minlength=len(inc))
-    exc = np.maximum(inc - child_inc, 0.0)  # children nest inside their parent: only rounding goes below 0
+    exc = inc - child_inc
+    # children nest inside their parent, so what is left below the timestamps' rounding error is zero
+    exc[exc < 1e-12 * np.maximum(np.abs(t_leave), 1.0)] = 0.0
 
     # --- aggregate per (call path, location)
     nloc = max(len(locs), 1)

@@ -106,7 +106,9 @@ def _group(src: np.ndarray, dst: np.ndarray, kind: str, **vals: np.ndarray) -> p
         return pd.DataFrame(columns=["src", "dst", "kind", "count", "bytes", "time", "wait"])
     df["count"] = 1
     g = df.groupby(["src", "dst"], sort=True).sum().reset_index()
-    g["kind"] = kind
+    from ..pag.parallel import edge_kinds
+
+    g["kind"] = edge_kinds(kind, len(g))
     return g[["src", "dst", "kind", "count", "bytes", "time", "wait"]]
 
 

@@ -208,9 +208,12 @@ def test_comm_matrix_errors(ping: perflow.PAG) -> None:
 # ---------------------------------------------------------------------- scaling
 @pytest.fixture
 def scaling() -> tuple[pd.DataFrame, pd.DataFrame]:
-    true = {"solve": (10.0, -2.0), "MPI_Allreduce": (0.1, 0.3)}
-    rows = [{"name": n, "nprocs": p, "time": a + b * np.log2(p)} for n, (a, b) in true.items() for p in (2, 4, 8, 16)]
-    fits = pd.DataFrame({"name": list(true), "a": [a for a, _ in true.values()], "b": [b for _, b in true.values()]})
+    # log2 T = a + b log2 P: solve halves with every doubling (b = -1), the allreduce grows (b = 0.5)
+    true = {"solve": (4.0, -1.0), "MPI_Allreduce": (-3.0, 0.5)}
+    rows = [{"name": n, "nprocs": p, "time": 2 ** (a + b * np.log2(p))} for n, (a, b) in true.items() for p in (2, 4, 8, 16)]
+    fits = pd.DataFrame(
+        {"name": list(true), "intercept": [a for a, _ in true.values()], "slope": [b for _, b in true.values()]}
+    )
     return pd.DataFrame(rows), fits
 
 
@@ -229,11 +232,10 @@ def test_scaling_with_fits(scaling: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     ln = lines_by_label(fig)
     x, y = ln["MPI_Allreduce fit"]
     np.testing.assert_allclose(x, [2, 4, 8, 16, 64])
-    np.testing.assert_allclose(y, 0.1 + 0.3 * np.log2(x))
-    np.testing.assert_allclose(ln["MPI_Allreduce @ P=64"][1], [1.9])
-    np.testing.assert_allclose(ln["solve"][1], [8, 6, 4, 2])
-    # solve's model is negative at P=64: not drawn on a log axis
-    assert np.isnan(ln["solve fit"][1][-1]) and np.isnan(ln["solve @ P=64"][1][0])
+    np.testing.assert_allclose(y, 2 ** (-3 + 0.5 * np.log2(x)))
+    np.testing.assert_allclose(ln["MPI_Allreduce @ P=64"][1], [1.0])  # 2^(-3 + 0.5 * 6)
+    np.testing.assert_allclose(ln["solve"][1], [8, 4, 2, 1])
+    np.testing.assert_allclose(ln["solve @ P=64"][1], [0.25])
     # the largest time at the largest scale comes first
     assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["solve", "MPI_Allreduce"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2", "4", "8", "16", "64"]
@@ -241,20 +243,23 @@ def test_scaling_with_fits(scaling: tuple[pd.DataFrame, pd.DataFrame]) -> None:
 
 def test_scaling_fits_itself(scaling: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     data, _ = scaling
-    a, b = fit_log2(np.array([2, 4, 8]), np.array([1.0, 1.5, 2.0]))
-    assert a == pytest.approx(0.5) and b == pytest.approx(0.5)
+    # the worked example: T = [8, 4, 2, 1] at P = 4, 8, 16, 32 gives b = -1 (and 0.5 at P = 64)
+    a, b = fit_log2(np.array([4, 8, 16, 32]), np.array([8.0, 4.0, 2.0, 1.0]))
+    assert b == pytest.approx(-1.0) and 2 ** (a + b * 6) == pytest.approx(0.5)
+    a, b = fit_log2(np.array([4, 8, 16, 32]), np.array([0.5, 0.6, 0.7, 0.8]))
+    assert b == pytest.approx(0.2257, abs=1e-4) and 2 ** (a + b * 6) == pytest.approx(0.947, abs=1e-3)
     fig = plot_scaling(data.rename(columns={"name": "region", "time": "t"}), label="region", time="t", k=1)
     ln = lines_by_label(fig)
     assert set(ln) == {"solve", "solve fit"}
-    np.testing.assert_allclose(ln["solve fit"][1], [8, 6, 4, 2])
+    np.testing.assert_allclose(ln["solve fit"][1], [8, 4, 2, 1])
 
 
 def test_scaling_errors(scaling: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     data, fits = scaling
     with pytest.raises(PassError, match="no column 'P' \\(setting nprocs='P'\\)"):
         plot_scaling(data, nprocs="P")
-    with pytest.raises(PassError, match="no column 'slope' \\(setting b='slope'\\)"):
-        plot_scaling(data, fits, b="slope")
+    with pytest.raises(PassError, match="no column 'beta' \\(setting b='beta'\\)"):
+        plot_scaling(data, fits, b="beta")
     with pytest.raises(PassError, match="must be positive"):
         plot_scaling(data.assign(nprocs=0))
 

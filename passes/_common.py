@@ -1,0 +1,333 @@
+"""Helpers shared by the profile-analysis passes (not a pass family: nothing here is registered).
+
+The central helper is :func:`grouped`: one metric per (vertex, group), where a
+group is a process (threads summed) or a (process, thread) location, built
+from the integer codes of the metrics index without any per-row Python work.
+Per-vertex statistics across groups (:func:`vertex_stats`) use *dense*
+semantics, as :meth:`perflow.PAG.aggregate` does: a group without a row for a
+vertex counts as 0.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflow.errors import PassError
+from perflow.kinds import MPIClass, VertexKind, mpi_class
+from perflow.pag.pag import PAG
+from perflow.pag.parallel import ParallelVertexSet
+from perflow.pag.selection import Selection
+from perflow.pag.sets import VertexSet
+
+__all__ = [
+    "Grouped",
+    "grouped",
+    "vertex_stats",
+    "as_pag",
+    "selected_vertices",
+    "resolve_metric",
+    "vertex_columns",
+    "categories",
+    "CATEGORIES",
+    "run_scale",
+    "names_of",
+    "kinds_of",
+    "edge_mask",
+    "edge_kinds",
+]
+
+ACROSS = ("process", "location")
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """One metric reduced to one value per (vertex, group).
+
+    Attributes
+    ----------
+    vertex : numpy.ndarray
+        Vertex id of each row (sorted, then by group).
+    group : numpy.ndarray
+        Group code of each row (``0..n_groups-1``).
+    value : numpy.ndarray
+        float64 metric value of each row.
+    n_vertices, n_groups : int
+        Sizes of the dense (vertex x group) matrix the rows are a sparse form of.
+    process, thread : numpy.ndarray
+        Process id and thread id of each group (thread is -1 for process groups).
+    """
+
+    vertex: np.ndarray
+    group: np.ndarray
+    value: np.ndarray
+    n_vertices: int
+    n_groups: int
+    process: np.ndarray
+    thread: np.ndarray
+
+    def dense(self) -> np.ndarray:
+        """The (n_vertices, n_groups) matrix, zeros where there is no row."""
+        out = np.zeros((self.n_vertices, max(self.n_groups, 1)))
+        out[self.vertex, self.group] = self.value
+        return out
+
+
+def grouped(pag: PAG, metric: str, across: str = "process") -> Grouped:
+    """Values of ``metric`` per (vertex, process) with threads summed, or per (vertex, location).
+
+    Parameters
+    ----------
+    pag : PAG
+    metric : str
+        A metric column.
+    across : {"process", "location"}
+        ``"process"`` sums the threads of each process; ``"location"`` keeps
+        every (process, thread) as its own group.
+    """
+    pag._check_metric(metric)
+    if across not in ACROSS:
+        raise PassError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
+    m = pag._metrics
+    idx = m.index
+    v = np.asarray(idx.codes[0], dtype=np.int64)
+    pc = np.asarray(idx.codes[1], dtype=np.int64)
+    tc = np.asarray(idx.codes[2], dtype=np.int64)
+    plev = idx.levels[1].to_numpy().astype(np.int64)
+    tlev = idx.levels[2].to_numpy().astype(np.int64)
+    x = m[metric].to_numpy(dtype=np.float64, na_value=np.nan)
+    x = np.nan_to_num(x, nan=0.0)
+    if across == "location":
+        loc = pag.locations
+        lp, lt = loc["process"].to_numpy(), loc["thread"].to_numpy()
+        lkey = np.searchsorted(plev, lp) * max(len(tlev), 1) + np.searchsorted(tlev, lt)
+        g = np.searchsorted(lkey, pc * max(len(tlev), 1) + tc)
+        return Grouped(v, g, x, pag.n_vertices, len(loc), lp.astype(np.int64), lt.astype(np.int64))
+    if len(tlev) > 1 and len(v):
+        key = v * max(len(plev), 1) + pc
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        x = np.add.reduceat(x, starts)
+        v, pc = v[starts], pc[starts]
+    return Grouped(v, pc, x, pag.n_vertices, len(plev), plev, np.full(len(plev), -1, dtype=np.int64))
+
+
+def vertex_stats(g: Grouped) -> dict[str, np.ndarray]:
+    """Per-vertex statistics across groups, dense semantics (a missing group counts 0).
+
+    Returns ``sum``, ``mean``, ``max``, ``min``, ``std`` (population), ``count``
+    (groups with a row), ``argmax`` (group code of the maximum; the lowest on
+    ties; -1 when the maximum is a missing group's 0) and ``n`` (groups).
+    """
+    nv, n = g.n_vertices, max(g.n_groups, 1)
+    v, x = g.vertex, g.value
+    count = np.bincount(v, minlength=nv)
+    s = np.bincount(v, weights=x, minlength=nv)
+    s2 = np.bincount(v, weights=x * x, minlength=nv)
+    mean = s / n
+    std = np.sqrt(np.maximum(s2 / n - mean * mean, 0.0))
+    mx = np.zeros(nv)
+    mn = np.zeros(nv)
+    has = count > 0
+    if len(x):
+        starts = np.cumsum(count) - count
+        mx[has] = np.maximum.reduceat(x, starts[has])
+        mn[has] = np.minimum.reduceat(x, starts[has])
+    absent = count < n
+    mx[absent & has] = np.maximum(mx[absent & has], 0.0)
+    mn[absent & has] = np.minimum(mn[absent & has], 0.0)
+    argmax = np.full(nv, -1, dtype=np.int64)
+    hit = x == mx[v]
+    rows = np.flatnonzero(hit)
+    if len(rows):
+        first = np.unique(v[rows], return_index=True)
+        argmax[first[0]] = g.group[rows[first[1]]]
+    return {
+        "sum": s,
+        "mean": mean,
+        "max": mx,
+        "min": mn,
+        "std": std,
+        "count": count,
+        "argmax": argmax,
+        "n": np.full(nv, n, dtype=np.int64),
+    }
+
+
+def as_pag(data: PAG | Selection) -> PAG:
+    """The PAG of a PAG or of a vertex/edge selection."""
+    if isinstance(data, PAG):
+        return data
+    if isinstance(data, Selection):
+        return data.pag
+    raise PassError(f"expected a PAG or a vertex set, got {type(data).__name__}")
+
+
+def selected_vertices(data: PAG | Selection) -> np.ndarray | None:
+    """Top-down vertex ids a selection restricts to (``None`` for a whole PAG)."""
+    if isinstance(data, VertexSet):
+        return data.ids
+    if isinstance(data, ParallelVertexSet):
+        return data.vertices().ids
+    return None
+
+
+def resolve_metric(pag: PAG, metric: str, mode: str | None = None) -> str:
+    """The metric column for ``metric`` and ``mode``.
+
+    ``metric`` is a column (``"time_exc"``) or a base name (``"time"``). With
+    ``mode=None`` a column is used as named and a base name means its
+    exclusive variant; ``mode="exclusive"``/``"inclusive"`` picks the
+    ``*_exc``/``*_inc`` variant of either.
+    """
+    if mode not in (None, "exclusive", "inclusive"):
+        raise PassError(f"mode must be 'exclusive' or 'inclusive', not {mode!r}")
+    names = pag.metric_names
+    if mode is None:
+        if metric in names:
+            return metric
+        if metric + "_exc" in names:
+            return metric + "_exc"
+        pag._check_metric(metric)
+    suffix = "_exc" if mode == "exclusive" else "_inc"
+    base = metric.removesuffix("_exc").removesuffix("_inc")
+    if base + suffix in names:
+        return base + suffix
+    if metric in names:
+        info_mode = pag.metric_info[metric].mode
+        if info_mode == mode or (mode == "exclusive" and info_mode != "inclusive"):
+            return metric
+        raise PassError(f"metric {metric!r} has no {mode} variant in this PAG (metrics: {', '.join(names)})")
+    pag._check_metric(base + suffix)
+    return base + suffix
+
+
+def _from_categorical(col: pd.Series) -> np.ndarray:
+    cats = np.append(np.asarray(col.cat.categories.astype(str), dtype=object), "")
+    return cats[col.cat.codes.to_numpy()]  # code -1 (missing) picks the trailing ""
+
+
+def names_of(pag: PAG) -> np.ndarray:
+    """Vertex names as an object array (one string conversion per distinct name)."""
+    return _from_categorical(pag._vertices["name"])
+
+
+def kinds_of(pag: PAG) -> np.ndarray:
+    """Vertex kinds (their string values) as an object array."""
+    return _from_categorical(pag._vertices["kind"])
+
+
+def edge_mask(et: pd.DataFrame, kinds: Any) -> np.ndarray:
+    """Rows of an edge table whose ``kind`` is one of ``kinds`` (compares categorical codes)."""
+    col = et["kind"]
+    want = [kinds] if isinstance(kinds, str) else list(kinds)
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in col.cat.categories]
+        codes = [cats.index(k) for k in want if k in cats]
+        return np.isin(col.cat.codes.to_numpy(), codes)
+    return np.isin(col.to_numpy().astype(str), want)
+
+
+def edge_kinds(et: pd.DataFrame) -> np.ndarray:
+    """The ``kind`` column of an edge table as an object array of strings."""
+    col = et["kind"]
+    return _from_categorical(col) if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy().astype(object)
+
+
+def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> pd.DataFrame:
+    """``vertex``, ``name``, ``kind``, ``call_path`` columns for vertex ids.
+
+    With ``categorical=True`` the text columns are pandas categoricals (cheap
+    for tables with one row per (vertex, process), where ids repeat).
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    cols: dict[str, Any] = {"vertex": ids}
+    if categorical:
+        vt = pag._vertices
+        for c in ("name", "kind"):
+            cols[c] = pd.Categorical.from_codes(vt[c].cat.codes.to_numpy()[ids], vt[c].cat.categories.astype(str))
+        codes, uniq = pd.factorize(pag.call_paths())
+        cols["call_path"] = pd.Categorical.from_codes(codes[ids], pd.Index(uniq).astype(str))
+    else:
+        cols["name"] = names_of(pag)[ids]
+        cols["kind"] = kinds_of(pag)[ids]
+        cols["call_path"] = pag.call_paths().to_numpy()[ids]
+    return pd.DataFrame(cols)
+
+
+#: Breakdown categories, in display order.
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi")
+_MPI_CATEGORY = {
+    MPIClass.P2P: "p2p",
+    MPIClass.WAIT: "p2p",
+    MPIClass.COLLECTIVE: "collective",
+    MPIClass.SYNC: "sync",
+    MPIClass.IO: "io",
+    MPIClass.RMA: "mpi",
+    MPIClass.SETUP: "mpi",
+    MPIClass.OTHER: "mpi",
+}
+_SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+_IDENT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
+_CATEGORY_CACHE: weakref.WeakKeyDictionary[PAG, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def categories(pag: PAG) -> np.ndarray:
+    """The breakdown category of every vertex (an array of strings from :data:`CATEGORIES`).
+
+    MPI vertices are classified by :func:`perflow.kinds.mpi_class` of their
+    name (its leading identifier, so TAU's ``MPI_Bcast()`` counts as ``MPI_Bcast``): point-to-point calls and request completion (Wait/Test) are
+    ``p2p``, data collectives ``collective``, barriers and MPI_Init/Finalize
+    (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi`` (the
+    name decides, whatever kind the source gave the vertex). Other vertices
+    of kind ``io`` are ``io``; everything else is ``computation``.
+    The work is one classification per distinct name.
+    """
+    cached = _CATEGORY_CACHE.get(pag)
+    if cached is not None:
+        return cached
+    vt = pag._vertices
+    names = vt["name"]
+    cats = names.cat.categories.astype(str)
+    code = names.cat.codes.to_numpy()
+    kind = kinds_of(pag)
+    per_name = np.empty(len(cats) + 1, dtype=object)
+    for i, full in enumerate(cats):
+        m = _IDENT.match(full)  # "MPI_Bcast()" (TAU), "MPI_Send [THROTTLED]" -> the function name
+        nm = m.group(1) if m else full
+        c = mpi_class(nm)
+        if nm in _SYNC_NAMES:
+            per_name[i] = "sync"
+        else:
+            per_name[i] = _MPI_CATEGORY[c] if c is not None else "computation"
+    per_name[-1] = "computation"
+    out = per_name[code]
+    out[(kind == VertexKind.IO.value) & (out == "computation")] = "io"
+    out = out.astype(str)
+    out.flags.writeable = False
+    _CATEGORY_CACHE[pag] = out
+    return out
+
+
+_SCALE_KEYS = ("nprocs", "mpi.world.size", "jobsize", "num_ranks", "ranks", "np")
+
+
+def run_scale(pag: PAG, key: str | None = None) -> float:
+    """The process count of a run: ``attrs[key]``, else ``attrs["nprocs"]`` (or a common alias), else processes with data."""
+    keys = (key,) if key else _SCALE_KEYS
+    for k in keys:
+        val: Any = pag.attrs.get(k)
+        if val is not None:
+            try:
+                f = float(val)
+            except (TypeError, ValueError):
+                raise PassError(f"run attribute {k!r} is {val!r}, not a number") from None
+            if f > 0:
+                return f
+    if key:
+        raise PassError(f"run has no attribute {key!r} (attributes: {', '.join(map(str, pag.attrs)) or 'none'})")
+    return float(len(pag.processes))

@@ -1,0 +1,248 @@
+"""Time breakdown: computation, point-to-point, collective, synchronisation, I/O and waiting.
+
+Each vertex falls in one category (see :func:`passes._common.categories`):
+MPI calls by :func:`perflow.kinds.mpi_class` of their name (point-to-point
+and request completion are ``p2p``, data collectives ``collective``, barriers
+and MPI_Init/Finalize ``sync``, MPI-IO ``io``, other MPI calls
+``mpi``), other I/O vertices ``io``, everything else ``computation``.
+The breakdown sums an exclusive metric (by default ``time_exc``) per
+category, so the categories of a process add up to its total time.
+
+For a trace, the time a call spends waiting is moved out of its category
+into ``wait``: the Late Sender time of every message
+(:func:`perflow.trace.edges.late_sender_wait`, charged to the call path and
+process that completed the receive) and the waiting time of every
+synchronising collective participant
+(:func:`perflow.trace.edges.collective_wait`, charged to the call). The
+waiting time charged to a (vertex, process) is capped at its exclusive time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+
+from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
+
+__all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
+
+BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
+
+
+def waiting_time(pag: PAG) -> pd.DataFrame:
+    """Waiting time per (vertex, process) of a trace-backed PAG: Late Sender plus collective waits.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vertex``, ``process``, ``late_sender``, ``collective``, ``wait``
+        (their sum); empty for a PAG without a trace.
+    """
+    from perflow.trace.edges import collective_wait, late_sender_wait
+
+    cols = ["vertex", "process", "late_sender", "collective", "wait"]
+    tr = pag.trace
+    if tr is None or not tr.n_intervals:
+        return pd.DataFrame(
+            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
+        )
+    iv = tr.intervals
+    ivv, ivp = iv["vertex"].to_numpy().astype(np.int64), iv["process"].to_numpy().astype(np.int64)
+    parts = []
+    m = tr.messages
+    if len(m):
+        ri = m["recv_interval"].to_numpy()
+        w = late_sender_wait(tr)
+        ok = (ri >= 0) & (w > 0)
+        parts.append((ivv[ri[ok]], ivp[ri[ok]], w[ok], 0))
+    c = tr.collectives
+    if len(c):
+        ci = c["interval"].to_numpy()
+        w = collective_wait(tr)
+        ok = (ci >= 0) & (w > 0)
+        parts.append((ivv[ci[ok]], ivp[ci[ok]], w[ok], 1))
+    if not parts:
+        return pd.DataFrame(
+            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
+        )
+    v = np.concatenate([p[0] for p in parts])
+    p = np.concatenate([p[1] for p in parts])
+    w = np.concatenate([p[2] for p in parts])
+    which = np.concatenate([np.full(len(p[0]), p[3]) for p in parts])
+    df = pd.DataFrame(
+        {
+            "vertex": v,
+            "process": p,
+            "late_sender": np.where(which == 0, w, 0.0),
+            "collective": np.where(which == 1, w, 0.0),
+        }
+    )
+    out = df.groupby(["vertex", "process"], sort=True).sum().reset_index()
+    out["wait"] = out["late_sender"] + out["collective"]
+    return out
+
+
+@pass_(version="1", tags=("profile", "trace", "breakdown"))
+def breakdown(
+    pag: PAG,
+    *,
+    metric: str = "time_exc",
+    by: str = "process",
+    waiting: bool = True,
+    wide: bool = False,
+) -> pd.DataFrame:
+    """Split a metric per process (or vertex) into computation, MPI classes, I/O and waiting time.
+
+    ``value[g, c] = sum of the metric over the (vertex, process) pairs of
+    group g whose vertex is in category c``, with waiting time moved from
+    the waiting calls' categories to ``wait`` for traces (see the module
+    docstring); ``share = value / sum over the categories of g``.
+
+    Parameters
+    ----------
+    pag : PAG
+    metric : str
+        An exclusive metric (default ``time_exc``), so categories add up.
+    by : {"process", "vertex", "vertex_process", "total"}
+        Group rows per process (a stacked bar per rank), per vertex, per
+        (vertex, process), or one group for the whole run.
+    waiting : bool
+        For traces and time metrics: separate waiting time (Late Sender and
+        collective waits) into the ``wait`` category.
+    wide : bool
+        One row per group with one column per category (plus ``total``)
+        instead of the tidy long form.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Tidy: the group columns (``process``; or ``vertex``, ``name``,
+        ``call_path``; or both; none for ``total``), then ``category``,
+        ``value`` and ``share``. Per process and in total every category of
+        :data:`passes._common.CATEGORIES` has a row (maybe 0); per vertex only
+        non-zero ones. Wide: the group columns, one column per category, ``total``.
+    """
+    pag = as_pag(pag)
+    if by not in BREAKDOWN_BY:
+        raise PassError(f"by must be one of {', '.join(BREAKDOWN_BY)}, not {by!r}")
+    col = resolve_metric(pag, metric)
+    info = pag.metric_info[col]
+    if info.mode == "inclusive":
+        raise PassError(f"breakdown needs an exclusive metric; {col!r} is inclusive (use its *_exc variant)")
+    g = grouped(pag, col, "process")
+    cat_names = list(CATEGORIES)
+    cat_code = {c: i for i, c in enumerate(cat_names)}
+    vcat = np.array([cat_code[c] for c in categories(pag)], dtype=np.int64) if pag.n_vertices else np.zeros(0, np.int64)
+    x = g.value.copy()
+    rows_v, rows_g = g.vertex, g.group
+    rcat = vcat[rows_v]
+    wait = np.zeros(len(x))
+    if waiting and pag.trace is not None and info.unit == "s":
+        wt = waiting_time(pag)
+        if len(wt):
+            npg = max(g.n_groups, 1)
+            key = rows_v * npg + rows_g
+            wkey = wt["vertex"].to_numpy() * npg + np.searchsorted(g.process, wt["process"].to_numpy())
+            pos = np.searchsorted(key, wkey)
+            ok = (pos < len(key)) & (key[np.minimum(pos, len(key) - 1)] == wkey)
+            np.add.at(wait, pos[ok], wt["wait"].to_numpy()[ok])
+            wait = np.clip(wait, 0.0, np.maximum(x, 0.0))
+    x = x - wait
+    nc = len(cat_names)
+    wcode = cat_code["wait"]
+    floor = 1e-9 * float(np.abs(g.value).max()) if len(g.value) else 0.0
+    if by == "vertex_process":
+        return _per_row(pag, g, col, x, wait, rcat, wcode, cat_names, floor, wide)
+    if by == "process":
+        grp, n_grp = rows_g, g.n_groups
+    elif by == "total":
+        grp, n_grp = np.zeros(len(x), dtype=np.int64), 1
+    else:
+        grp, n_grp = rows_v, pag.n_vertices
+    acc = np.bincount(grp * nc + rcat, weights=x, minlength=n_grp * nc)
+    acc += np.bincount(grp * nc + wcode, weights=wait, minlength=n_grp * nc)
+    mat = acc.reshape(n_grp, nc)
+    if by == "vertex":
+        # rounding residue of exclusive times (1e-9 of the largest value) is no time
+        mat[np.abs(mat) <= floor] = 0.0
+        present = np.flatnonzero(np.any(mat != 0, axis=1))
+    else:
+        present = np.arange(n_grp)
+    tot = mat.sum(axis=1)
+    keys = _group_columns(pag, g, by, present, rows_v, rows_g)
+    if wide:
+        df = keys.copy()
+        for i, c in enumerate(cat_names):
+            df[c] = mat[present, i]
+        df["total"] = tot[present]
+        return df.reset_index(drop=True)
+    sub = mat[present]
+    if by == "vertex":
+        gi, ci = np.nonzero(sub)
+    else:
+        gi = np.repeat(np.arange(len(present)), nc)
+        ci = np.tile(np.arange(nc), len(present))
+    return _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by)
+
+
+def _long(
+    df: pd.DataFrame, ci: np.ndarray, value: np.ndarray, total: np.ndarray, cat_names: list[str], col: str, by: str
+) -> pd.DataFrame:
+    df["category"] = pd.Categorical.from_codes(ci, categories=cat_names)
+    df["value"] = value
+    df["share"] = np.where(total != 0, value / np.where(total != 0, total, 1.0), 0.0)
+    df.attrs.update({"metric": col, "by": by})
+    return df
+
+
+def _per_row(
+    pag: PAG,
+    g: Grouped,
+    col: str,
+    x: np.ndarray,
+    wait: np.ndarray,
+    rcat: np.ndarray,
+    wcode: int,
+    cat_names: list[str],
+    floor: float,
+    wide: bool,
+) -> pd.DataFrame:
+    """Breakdown per (vertex, process): each row has at most two categories, its own and ``wait``."""
+    x = np.where(np.abs(x) <= floor, 0.0, x)
+    wait = np.where(wait <= floor, 0.0, wait)
+    tot = x + wait
+    present = np.flatnonzero((x != 0) | (wait != 0))
+    keys = _group_columns(pag, g, "vertex_process", present, g.vertex, g.group)
+    if wide:
+        df = keys.copy()
+        xp, wp, cp = x[present], wait[present], rcat[present]
+        for i, c in enumerate(cat_names):
+            df[c] = np.where(cp == i, xp, 0.0) + (wp if i == wcode else 0.0)
+        df["total"] = tot[present]
+        return df
+    own = x[present] != 0
+    wt = wait[present] != 0
+    gi = np.r_[np.flatnonzero(own), np.flatnonzero(wt)]
+    ci = np.r_[rcat[present][own], np.full(int(wt.sum()), wcode)]
+    val = np.r_[x[present][own], wait[present][wt]]
+    order = np.lexsort((ci, gi))
+    gi, ci, val = gi[order], ci[order], val[order]
+    return _long(keys.iloc[gi].reset_index(drop=True), ci, val, tot[present][gi], cat_names, col, "vertex_process")
+
+
+def _group_columns(
+    pag: PAG, g: Grouped, by: str, present: np.ndarray, rows_v: np.ndarray, rows_g: np.ndarray
+) -> pd.DataFrame:
+    if by == "process":
+        return pd.DataFrame({"process": g.process[present]})
+    if by == "total":
+        return pd.DataFrame(index=np.arange(len(present)))
+    if by == "vertex":
+        return vertex_columns(pag, present).drop(columns="kind")
+    df = vertex_columns(pag, rows_v[present], categorical=True).drop(columns="kind")
+    df["process"] = g.process[rows_g[present]]
+    return df

@@ -1,0 +1,44 @@
+"""``perflow flows [NAME]``: list the flows shipped with perflow, or show one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``flows`` subcommand."""
+    p = sub.add_parser(
+        "flows",
+        help="list the shipped analysis flows, or show one",
+        description="Without NAME, list the flows shipped with perflow (run one with `perflow run NAME`). "
+        "With NAME, print it as YAML (a starting point for your own flow).",
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="a shipped flow to print")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List or print shipped flows."""
+    import flows
+
+    if args.name:
+        if args.name not in flows.names():
+            from ..flow.problems import did_you_mean
+
+            raise FileNotFoundError(f"no shipped flow {args.name!r}{did_you_mean(args.name, flows.names())}")
+        path = flows.path(args.name)
+        text = path.read_text(encoding="utf-8") if path.suffix != ".py" else flows.find(args.name).to_yaml()
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return 0
+    desc = flows.describe()
+    if not desc:
+        print("no shipped flows", file=sys.stderr)
+        return 0
+    width = max(len(n) for n in desc)
+    for name, summary in desc.items():
+        print(f"{name:<{width}}  {summary}", file=sys.stdout)
+    return 0

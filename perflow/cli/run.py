@@ -1,0 +1,184 @@
+"""``perflow run FLOW``: run an analysis flow on performance data."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+__all__ = ["register", "run", "parse_inputs", "parse_settings", "Progress"]
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: Any) -> None:
+    """Add the ``run`` subcommand."""
+    p = sub.add_parser(
+        "run",
+        help="run an analysis flow",
+        description="Run FLOW (a YAML or Python flow file, or the name of a shipped flow: see `perflow flows`), "
+        "write its outputs to --output and print its reports.",
+    )
+    p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name")
+    p.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a flow input (repeatable); a flow with one input also takes a bare PATH",
+    )
+    p.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="STEP.SETTING=VALUE",
+        help="change a setting (repeatable); VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]",
+    )
+    p.add_argument(
+        "-o", "--output", metavar="DIR", help="write every output to DIR (CSV, JSON, PNG, TXT, HTML, saved PAG)"
+    )
+    p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="steps to run at once (default: CPUs)")
+    p.add_argument("--cache", metavar="DIR", help="reuse step results cached in DIR across runs")
+    p.add_argument(
+        "--allow-import",
+        action="store_true",
+        help="let the flow import Python code it names (module:function passes, .py sub-flows)",
+    )
+    p.add_argument(
+        "--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)"
+    )
+    p.set_defaults(func=run)
+
+
+def _yaml_scalar(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return text
+
+
+def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
+    """``NAME=VALUE`` (or a bare value for a flow with one input) -> {name: value}."""
+    from ..errors import ValidationError
+    from ..flow.flow import NAME_RE
+
+    out: dict[str, Any] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if eq and NAME_RE.match(name) and (name in flow.inputs or len(flow.inputs) != 1):
+            pass
+        elif len(flow.inputs) == 1:
+            name, value = next(iter(flow.inputs)), item
+        else:
+            names = ", ".join(flow.inputs) or "none"
+            raise ValidationError(
+                [f"--input {item!r} has no NAME=; flow {flow.name!r} has the inputs {names}"], flow.source
+            )
+        if name in out:
+            raise ValidationError([f"--input {name} is given twice"], flow.source)
+        tp = flow.inputs[name].type if name in flow.inputs else None
+        out[name] = _yaml_scalar(value) if tp in (int, float, bool, list, dict) else value
+    return out
+
+
+def parse_settings(items: list[str]) -> dict[str, Any]:
+    """``STEP.SETTING=VALUE`` items -> {"STEP.SETTING": value parsed as YAML}."""
+    from ..errors import ValidationError
+
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or "." not in key:
+            raise ValidationError([f"--set {item!r}: expected STEP.SETTING=VALUE"])
+        out[key.strip()] = _yaml_scalar(value)
+    return out
+
+
+class Progress:
+    """A hook printing one line per finished step on a stream."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def after_step(self, ev: Any) -> None:
+        extra = f" in {ev.seconds:.2f} s" if ev.status in ("done", "cached") else ""
+        err = f": {type(ev.error.error).__name__}: {ev.error.error}" if ev.error is not None else ""
+        print(
+            f"[{ev.number}/{ev.total}] {ev.step} ({ev.pass_name}) {ev.status}{extra}{err}", file=self.stream, flush=True
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, configure and run the flow; write and print its outputs."""
+    import traceback
+
+    from ..errors import FlowError, ValidationError
+    from ..flow.api import run as run_flow
+    from ..flow.loader import load_flow
+    from ..flow.outputs import as_text, write_value
+    from ..flow.types import type_label
+
+    flow = load_flow(args.flow, allow_import=args.allow_import, validate=False)
+    try:
+        settings = parse_settings(args.set)
+        for key, value in settings.items():
+            flow.set(key, value)
+    except FlowError as exc:
+        if isinstance(exc, ValidationError):
+            raise
+        raise ValidationError([f"--set: {exc}"], flow.source) from None
+    inputs = parse_inputs(flow, args.input)
+    show = args.progress or (sys.stderr.isatty() and not args.quiet)
+    if args.jobs is not None and args.jobs < 1:
+        raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
+    if not args.debug:  # failures are printed below, once
+        logging.getLogger("perflow.flow.scheduler").setLevel(logging.ERROR)
+    result = run_flow(
+        flow,
+        inputs,
+        jobs=args.jobs,
+        cache=args.cache,
+        hooks=[Progress()] if show else [],
+        allow_import=args.allow_import,
+    )
+    printed = []
+    hidden = []
+    has_report = any(isinstance(v, str) for v in result.outputs.values())
+    for name, value in result.outputs.items():
+        where = write_value(value, args.output, name) if args.output else None
+        # when the flow has a text report, the terminal shows the report(s) only
+        text = as_text(value) if (isinstance(value, str) or not has_report) else None
+        if text is not None:
+            printed.append((name, text))
+        elif where is None:
+            hidden.append(name)
+    if hidden and not args.quiet:
+        print(
+            f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "
+            "use --output DIR to save every output",
+            file=sys.stderr,
+        )
+    for name, text in printed:
+        if len(printed) > 1:
+            print(f"== {name} ==")
+        print(text)
+        if len(printed) > 1:
+            print()
+    if not args.quiet:
+        dest = f"; outputs written to {args.output}" if args.output else ""
+        print(f"perflow: {result.summary()}{dest}", file=sys.stderr)
+    for err in result.errors.values():
+        if args.debug:
+            traceback.print_exception(err)
+        print(f"perflow: error: {err}", file=sys.stderr)
+    if result.ok:
+        return 0
+    from .main import EXIT_FAILED, EXIT_USAGE, _usage_error
+
+    # unreadable or missing input data is the caller's mistake, not a failed analysis
+    return EXIT_USAGE if all(_usage_error(e.error) for e in result.errors.values()) else EXIT_FAILED

@@ -1,0 +1,201 @@
+"""Port and setting types by name, for YAML flows and listings.
+
+YAML flows name types with short words (``PAG``, ``DataFrame``, ``path``,
+``int``, ...). :func:`resolve_type` turns a name into the Python type and
+:func:`type_label` does the reverse. A name that is not in the table stays a
+string: it is shown as is and is compatible with every type (it cannot be
+checked), so an unusual type never makes a flow invalid by itself.
+
+Types whose classes are expensive to import (matplotlib's ``Figure``) are
+resolved lazily.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import operator
+import os
+import pathlib
+import types
+import typing
+from typing import Any, get_args, get_origin
+
+from .registry import type_name
+
+__all__ = ["TYPE_NAMES", "resolve_type", "type_label", "shallow_check", "coerce_value", "describe_value"]
+
+#: name -> "module:attribute" (imported on first use) or a builtin type.
+TYPE_NAMES: dict[str, Any] = {
+    "any": Any,
+    "PAG": "perflow.pag.pag:PAG",
+    "VertexSet": "perflow.pag.sets:VertexSet",
+    "EdgeSet": "perflow.pag.sets:EdgeSet",
+    "ParallelVertexSet": "perflow.pag.parallel:ParallelVertexSet",
+    "ParallelEdgeSet": "perflow.pag.parallel:ParallelEdgeSet",
+    "Trace": "perflow.trace.tables:Trace",
+    "DataFrame": "pandas:DataFrame",
+    "Series": "pandas:Series",
+    "Figure": "matplotlib.figure:Figure",
+    "path": pathlib.Path,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "tuple": tuple,
+    "set": set,
+    "dict": dict,
+    "None": type(None),
+}
+_RESOLVED: dict[str, Any] = {}
+
+
+def _resolve_name(name: str) -> Any:
+    if name in _RESOLVED:
+        return _RESOLVED[name]
+    target = TYPE_NAMES.get(name, name)
+    if isinstance(target, str):
+        if name not in TYPE_NAMES:
+            return name
+        mod, _, attr = target.partition(":")
+        target = getattr(importlib.import_module(mod), attr)
+    _RESOLVED[name] = target
+    return target
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+def resolve_type(name: str) -> Any:
+    """The Python type a name stands for: a :data:`TYPE_NAMES` entry, ``A | B`` or ``list[A]``.
+
+    A name that is not understood is returned as is (a string type fits every port).
+    """
+    text = name.strip()
+    alts = _split_top(text, "|")
+    if len(alts) > 1:
+        members = [resolve_type(a) for a in alts]
+        if any(isinstance(m, str) for m in members):
+            return name
+        return functools.reduce(operator.or_, members)
+    if text.endswith("]") and "[" in text:
+        head, _, inner = text[:-1].partition("[")
+        origin = _resolve_name(head.strip())
+        args = [... if a == "..." else resolve_type(a) for a in _split_top(inner, ",")]
+        if isinstance(origin, str) or any(isinstance(a, str) for a in args):
+            return name
+        try:
+            return origin[tuple(args)] if len(args) > 1 else origin[args[0]]
+        except TypeError:
+            return name
+    return _resolve_name(text)
+
+
+def type_label(tp: Any) -> str:
+    """The YAML name of a type (the inverse of :func:`resolve_type`; a readable string otherwise)."""
+    if tp is Any or tp is inspect.Parameter.empty or tp is None:
+        return "any"
+    if tp is ...:
+        return "..."
+    if isinstance(tp, str):
+        return tp
+    if _is_union(tp):
+        return " | ".join(type_label(a) for a in get_args(tp))
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is not None and args and origin is not typing.Literal:
+        return f"{type_label(origin)}[{', '.join(type_label(a) for a in args)}]"
+    for name, target in TYPE_NAMES.items():
+        if target is tp:
+            return name
+        if isinstance(target, str) and isinstance(tp, type):
+            mod, _, attr = target.partition(":")
+            if tp.__name__ == attr and (tp.__module__ == mod or tp.__module__.startswith(mod + ".")):
+                return name
+    return type_name(tp)
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def shallow_check(value: Any, tp: Any) -> bool:
+    """Whether ``value`` is an instance of the outer type of ``tp`` (elements are not checked).
+
+    Cheap enough to run on every value a step produces: ``list[int]`` only
+    checks for a list. Unknown (string) types and ``Any`` accept everything.
+    """
+    if tp is Any or tp is inspect.Parameter.empty or isinstance(tp, str) or tp is None:
+        return True
+    if _is_union(tp):
+        return any(shallow_check(value, a) for a in get_args(tp))
+    if tp is type(None):
+        return value is None
+    if get_origin(tp) is typing.Literal:
+        return value in get_args(tp)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is pathlib.Path:
+        return isinstance(value, os.PathLike)
+    origin = get_origin(tp) or tp
+    if isinstance(origin, type):
+        try:
+            return isinstance(value, origin)
+        except TypeError:  # some typing constructs refuse isinstance
+            return True
+    return True
+
+
+def coerce_value(value: Any, tp: Any) -> Any:
+    """Convert values that YAML and the command line cannot express to the declared type.
+
+    ``str`` becomes :class:`pathlib.Path` for a path, a list becomes a tuple
+    (or set) for a tuple-typed (set-typed) value, an int becomes a float for a
+    float. Anything else is returned unchanged.
+    """
+    if tp is Any or isinstance(tp, str) or value is None:
+        return value
+    if _is_union(tp):
+        for a in get_args(tp):
+            if shallow_check(value, a):
+                return coerce_value(value, a)
+        return value
+    origin = get_origin(tp) or tp
+    if origin is pathlib.Path and isinstance(value, str):
+        return pathlib.Path(value)
+    if origin is tuple and isinstance(value, list):
+        return tuple(value)
+    if origin in (set, frozenset) and isinstance(value, list):
+        return origin(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def describe_value(value: Any, limit: int = 80) -> str:
+    """A one-line description of a value for error notes and listings."""
+    import reprlib
+
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "columns"):
+        return f"{type(value).__name__} ({shape[0]} rows x {shape[1]} columns)"
+    if shape is not None:
+        return f"{type(value).__name__} shape {tuple(shape)}"
+    if type(value).__name__ == "PAG":
+        return f"PAG ({getattr(value, 'n_vertices', '?')} vertices)"
+    r = reprlib.Repr()
+    r.maxstring = limit
+    r.maxother = limit
+    return r.repr(value)

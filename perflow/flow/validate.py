@@ -1,0 +1,382 @@
+"""Checking a flow before anything runs; every problem is reported together.
+
+:func:`analyse` resolves each step's target (a registered pass, a dotted
+path, a function or a sub-flow) to a :class:`Node` (its inputs, outputs and
+settings), then checks names, references, input and setting completeness,
+setting types (:func:`perflow.flow.registry.check_value`), port types
+(:func:`perflow.flow.registry.is_compatible`), cycles and unused inputs.
+The scheduler plans from the same analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ValidationError
+from .flow import MISSING, NAME_RE, Flow, Ref, Step
+from .parts import iter_refs
+from .problems import Problem, did_you_mean, locate
+from .registry import Port, Setting, check_value, get_pass, is_compatible
+from .types import coerce_value, shallow_check, type_label
+from .yaml_io import INVALID
+
+__all__ = ["Node", "Analysis", "analyse", "find_problems", "validate", "Problem"]
+
+
+@dataclass(frozen=True)
+class Node:
+    """What a step runs, seen from the flow: a pass or a sub-flow, with its ports and settings."""
+
+    label: str
+    inputs: tuple[Port, ...]
+    outputs: tuple[Port, ...]
+    settings: tuple[Setting, ...] = ()
+    spec: Any = None  # PassSpec
+    flow: Flow | None = None
+    sub: Analysis | None = None
+
+    @property
+    def what(self) -> str:
+        """``pass 'name'`` or ``flow 'name'`` for messages."""
+        return f"flow {self.label[5:]!r}" if self.flow is not None else f"pass {self.label!r}"
+
+    def port(self, name: str) -> Port | None:
+        return next((p for p in self.inputs if p.name == name), None)
+
+
+@dataclass
+class Analysis:
+    """The result of :func:`analyse`: resolved steps, the flow's outputs, its problems."""
+
+    flow: Flow
+    nodes: dict[str, Node] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+    output_types: dict[str, Any] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+
+
+def _quote(value: Any) -> str:
+    r = repr(value)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+class _Checker:
+    def __init__(self, flow: Flow, allow_import: bool, stack: tuple[int, ...]) -> None:
+        self.flow = flow
+        self.allow_import = allow_import
+        self.stack = stack + (id(flow),)
+        self.a = Analysis(flow)
+
+    def problem(self, path: str, message: str) -> None:
+        self.a.problems.append(Problem(path, message, *locate(self.flow.locations, path)))
+
+    # ---------------------------------------------------------------- resolution
+    def node(self, step: Step) -> Node | None:
+        path = f"steps.{step.name}"
+        t = step.target
+        if t is None:  # unreadable in the file; already reported
+            return None
+        if isinstance(t, str) and t.startswith("flow:"):
+            from .loader import resolve_flow_ref
+            from .yaml_io import source_dir
+
+            try:
+                t = resolve_flow_ref(t[5:], source_dir(self.flow), allow_import=self.allow_import)
+            except Exception as exc:  # missing file, refused import, unreadable flow
+                self.problem(f"{path}.flow", str(exc))
+                return None
+        if isinstance(t, Flow):
+            return self.subflow(step, t, path)
+        try:
+            spec = get_pass(t, allow_import=self.allow_import)
+        except Exception as exc:
+            self.problem(f"{path}.pass", str(exc))
+            return None
+        return Node(spec.name, spec.inputs, spec.outputs, spec.settings, spec=spec)
+
+    def subflow(self, step: Step, sub: Flow, path: str) -> Node | None:
+        if id(sub) in self.stack:
+            self.problem(f"{path}.flow", f"flow {sub.name!r} contains itself")
+            return None
+        an = _Checker(sub, self.allow_import, self.stack).run()
+        for p in an.problems:
+            if sub.source and sub.source != self.flow.source:
+                self.problem(f"{path}.flow", f"in flow {sub.origin or sub.name!r} ({sub.source}): {p}")
+            else:
+                inner = f"{path}.flow.{p.path}" if p.path else f"{path}.flow"
+                if p.line is not None:
+                    self.a.problems.append(Problem(inner, p.message, p.line, p.column))
+                else:
+                    self.problem(inner, p.message)
+        ins = tuple(
+            Port(i.name, i.type, required=i.required, default=None if i.required else i.default, doc=i.doc)
+            for i in sub.inputs.values()
+        )
+        outs = tuple(Port(n, an.output_types.get(n, Any)) for n in an.outputs)
+        return Node(f"flow:{sub.origin or sub.name}", ins, outs, (), flow=sub, sub=an)
+
+    def source_type(self, ref: Ref) -> Any:
+        if ref.is_input:
+            return self.flow.inputs[ref.name].type if ref.name in self.flow.inputs else Any
+        node = self.a.nodes.get(ref.step)
+        if node is None:
+            return Any
+        port = next((p for p in node.outputs if p.name == ref.name), None) if ref.name else node.outputs[0]
+        return port.type if port is not None else Any
+
+    def ref(self, text: str, path: str, what: str) -> Ref | None:
+        """Parse and check a reference; record problems and return it if usable."""
+        try:
+            r = Ref.parse(text)
+        except ValueError as exc:
+            self.problem(path, str(exc))
+            return None
+        f = self.flow
+        if r.is_input:
+            if r.name not in f.inputs:
+                self.problem(
+                    path, f"undefined flow input {r.name!r}{did_you_mean(r.name, f.inputs)} (declare it under 'inputs')"
+                )
+                return None
+            return r
+        if r.step not in f.steps:
+            self.problem(path, f"{what} refers to unknown step {r.step!r}{did_you_mean(r.step, f.steps)}")
+            return None
+        node = self.a.nodes.get(r.step)
+        if node is None:  # that step is broken; already reported
+            return r
+        outs = [p.name for p in node.outputs]
+        if r.name is None and len(outs) != 1:
+            self.problem(
+                path, f"step {r.step!r} has several outputs ({', '.join(outs)}); name one, e.g. '{r.step}.{outs[0]}'"
+            )
+            return None
+        if r.name is not None and r.name not in outs:
+            self.problem(
+                path,
+                f"step {r.step!r} ({node.what}) has no output {r.name!r}{did_you_mean(r.name, outs)} "
+                f"(outputs: {', '.join(outs)})",
+            )
+            return None
+        return r
+
+    # ---------------------------------------------------------------- checks
+    def names(self) -> None:
+        f = self.flow
+        for kind, names in (("input", f.inputs), ("step", f.steps), ("output", f.outputs)):
+            for n in names:
+                if not isinstance(n, str) or not NAME_RE.match(n):
+                    self.problem(
+                        f"{kind}s.{n}",
+                        f"invalid {kind} name {n!r}: use letters, digits, '_' and '-', starting with a letter",
+                    )
+        if not f.steps:
+            self.problem("steps", "the flow has no steps")
+
+    def step(self, step: Step, node: Node) -> None:
+        path = f"steps.{step.name}"
+        ports = {p.name: p for p in node.inputs}
+        for port_name, value in step.inputs.items():
+            ipath = f"{path}.inputs.{port_name}"
+            if port_name not in ports:
+                self.problem(
+                    ipath,
+                    f"{node.what} has no input {port_name!r}{did_you_mean(port_name, ports)} "
+                    f"(inputs: {', '.join(ports) or 'none'})",
+                )
+                continue
+            expected = ports[port_name].type
+            if isinstance(value, list | dict):  # several references, given to the pass as a list or dict
+                for sub, text in iter_refs(value):
+                    self.ref(text, f"{ipath}{sub}", f"input {port_name + sub!r}")
+                if not is_compatible(type(value), expected):
+                    self.problem(
+                        ipath,
+                        f"type mismatch: input {port_name!r} of {node.what} expects {type_label(expected)}, "
+                        f"but a {type(value).__name__} of references gives a {type(value).__name__}",
+                    )
+                continue
+            r = self.ref(value, ipath, f"input {port_name!r}")
+            if r is None or (r.step is not None and r.step not in self.a.nodes):
+                continue
+            produced = self.source_type(r)
+            if not is_compatible(produced, expected):
+                self.problem(
+                    ipath,
+                    f"type mismatch: input {port_name!r} of {node.what} expects {type_label(expected)}, "
+                    f"but {str(r)!r} gives {type_label(produced)}",
+                )
+        for p in node.inputs:
+            if p.required and p.name not in step.inputs:
+                self.problem(f"{path}.inputs", f"missing input {p.name!r} ({type_label(p.type)}) of {node.what}")
+        if node.flow is not None:
+            if step.settings:
+                self.problem(
+                    f"{path}.settings", "a step that runs a flow takes no settings (set the sub-flow's steps instead)"
+                )
+            return
+        sets = {s.name: s for s in node.settings}
+        for k, v in step.settings.items():
+            spath = f"{path}.settings.{k}"
+            if k not in sets:
+                self.problem(
+                    spath,
+                    f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} (settings: {', '.join(sets) or 'none'})",
+                )
+            elif v is not INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
+                self.problem(
+                    spath,
+                    f"setting {k!r} of {node.what} expects {type_label(sets[k].type)}, "
+                    f"got {type(v).__name__} {_quote(v)}",
+                )
+        for s in node.settings:
+            if s.required and s.name not in step.settings:
+                self.problem(f"{path}.settings", f"missing setting {s.name!r} ({type_label(s.type)}) of {node.what}")
+
+    def inputs(self) -> None:
+        used = set()
+        for s in self.flow.steps.values():
+            used.update(
+                t[6:] for _, t in iter_refs(list(s.inputs.values())) if isinstance(t, str) and t.startswith("input:")
+            )
+        used.update(
+            o.source[6:]
+            for o in self.flow.outputs.values()
+            if isinstance(o.source, str) and o.source.startswith("input:")
+        )
+        for i in self.flow.inputs.values():
+            if i.name not in used:
+                self.problem(f"inputs.{i.name}", f"flow input {i.name!r} is not used by any step or output")
+            if i.default is not MISSING and not shallow_check(coerce_value(i.default, i.type), i.type):
+                self.problem(
+                    f"inputs.{i.name}.default",
+                    f"default of input {i.name!r} is {type(i.default).__name__} "
+                    f"{_quote(i.default)}, not {type_label(i.type)}",
+                )
+
+    def outputs(self) -> None:
+        f = self.flow
+        if f.outputs:
+            for o in f.outputs.values():
+                r = self.ref(o.source, f"outputs.{o.name}", f"output {o.name!r}")
+                if r is not None:
+                    self.a.outputs[o.name] = str(r)
+                    self.a.output_types[o.name] = self.source_type(r)
+            return
+        consumed = set()
+        for s in f.steps.values():
+            for _, t in iter_refs(list(s.inputs.values())):
+                try:
+                    r = Ref.parse(t)
+                except ValueError:
+                    continue
+                consumed.add((r.step, r.name))
+                consumed.add((r.step, None))
+        for name, node in self.a.nodes.items():
+            if (name, None) in consumed:
+                continue
+            if len(node.outputs) == 1:
+                self.a.outputs[name] = name
+                self.a.output_types[name] = node.outputs[0].type
+            else:
+                for p in node.outputs:
+                    self.a.outputs[f"{name}.{p.name}"] = f"{name}.{p.name}"
+                    self.a.output_types[f"{name}.{p.name}"] = p.type
+
+    def cycles(self) -> None:
+        deps: dict[str, list[str]] = {}
+        for s in self.flow.steps.values():
+            ds = []
+            for _, t in iter_refs(list(s.inputs.values())):
+                try:
+                    r = Ref.parse(t)
+                except ValueError:
+                    continue
+                if r.step in self.flow.steps:
+                    ds.append(r.step)
+            deps[s.name] = ds
+        state: dict[str, int] = {}
+        order: list[str] = []
+        seen_cycles: set[frozenset[str]] = set()
+        for start in deps:
+            if start in state:
+                continue
+            stack: list[tuple[str, int]] = [(start, 0)]
+            path: list[str] = [start]
+            state[start] = 1
+            while stack:
+                name, i = stack[-1]
+                if i < len(deps[name]):
+                    stack[-1] = (name, i + 1)
+                    d = deps[name][i]
+                    if state.get(d) == 1:
+                        cyc = path[path.index(d) :]
+                        if frozenset(cyc) not in seen_cycles:
+                            seen_cycles.add(frozenset(cyc))
+                            self.problem(f"steps.{d}", "cycle: " + " -> ".join([*cyc, d]))
+                    elif d not in state:
+                        state[d] = 1
+                        stack.append((d, 0))
+                        path.append(d)
+                else:
+                    state[name] = 2
+                    order.append(name)
+                    stack.pop()
+                    path.pop()
+        self.a.order = order if not seen_cycles else []
+
+    def run(self) -> Analysis:
+        f = self.flow
+        self.a.problems.extend(f.load_problems)
+        if any(p.message.startswith("invalid YAML") for p in f.load_problems):
+            return self.a
+        self.names()
+        for s in f.steps.values():
+            node = self.node(s)
+            if node is not None:
+                self.a.nodes[s.name] = node
+        for s in f.steps.values():
+            if s.name in self.a.nodes:
+                self.step(s, self.a.nodes[s.name])
+            else:  # still check its references
+                for port, value in s.inputs.items():
+                    for sub, text in iter_refs(value):
+                        self.ref(text, f"steps.{s.name}.inputs.{port}{sub}", f"input {port + sub!r}")
+        self.inputs()
+        self.outputs()
+        self.cycles()
+        seen: set[Problem] = set()
+        unique = [p for p in self.a.problems if not (p in seen or seen.add(p))]  # type: ignore[func-returns-value]
+        self.a.problems = sorted(unique, key=self.rank)
+        return self.a
+
+    def rank(self, p: Problem) -> tuple[int, int]:
+        """Sort key: problems in the order of the flow's sections and steps."""
+        head, _, rest = p.path.partition(".")
+        head = head.split("[")[0]
+        if head == "steps":
+            step = rest.split(".")[0]
+            return (2, list(self.flow.steps).index(step) if step in self.flow.steps else -1)
+        return ({"inputs": 1, "outputs": 3}.get(head, 0), 0)
+
+
+def analyse(flow: Flow, *, allow_import: bool = False, _stack: tuple[int, ...] = ()) -> Analysis:
+    """Resolve and check ``flow``; the problems are in ``.problems`` (empty when valid)."""
+    return _Checker(flow, allow_import, _stack).run()
+
+
+def find_problems(flow: Flow, *, allow_import: bool = False) -> list[Problem]:
+    """Every problem of ``flow``."""
+    return analyse(flow, allow_import=allow_import).problems
+
+
+def validate(flow: Flow, *, allow_import: bool = False) -> Analysis:
+    """Check ``flow``; raise :class:`~perflow.errors.ValidationError` listing every problem."""
+    a = analyse(flow, allow_import=allow_import)
+    if a.problems:
+        err = ValidationError([str(p) for p in a.problems], flow.source)
+        err.details = a.problems  # type: ignore[attr-defined]
+        raise err
+    return a

@@ -1,0 +1,162 @@
+"""Per-location decoded events + definitions -> one :class:`~perflow.trace.raw.RawTrace`.
+
+Shared by both decoders, so that everything after the per-location decoding
+(concatenation in location order, global ``pos``, collective BEGIN rows,
+reference checks, attributes) is the same code for both.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError
+from ...kinds import CollEv
+from ...trace import raw
+from ._defs import Defs
+
+__all__ = ["assemble", "concat_parts", "TABLES"]
+
+TABLES = {
+    "region_events": raw.REGION_COLUMNS,
+    "p2p_events": raw.P2P_COLUMNS,
+    "coll_events": raw.COLL_COLUMNS,
+    "metric_events": raw.METRIC_COLUMNS,
+    "thread_events": raw.THREAD_COLUMNS,
+}
+
+
+def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
+    """Give each BEGIN row the op, communicator and root of the END that follows it on its location."""
+    k, loc = coll["kind"], coll["location"]
+    if len(k) < 2:
+        return
+    pair = np.flatnonzero((k[:-1] == CollEv.BEGIN) & (k[1:] == CollEv.END) & (loc[:-1] == loc[1:]))
+    for c in ("op", "comm", "root"):
+        coll[c][pair] = coll[c][pair + 1]
+
+
+def _check_order(defs: Defs, region: dict[str, np.ndarray]) -> None:
+    """Region event times must not decrease along a location (else the event data is corrupt)."""
+    t, loc = region["time"], region["location"]
+    if len(t) < 2:
+        return
+    back = (np.diff(t) < 0) & (loc[1:] == loc[:-1])
+    if back.any():
+        i = int(np.argmax(back)) + 1
+        li = int(loc[i])
+        first = int(np.searchsorted(loc, li))
+        path = os.path.join(os.path.splitext(defs.source)[0], f"{int(defs.loc_refs[li])}.evt")
+        raise FormatError(
+            path,
+            f"time goes backwards ({t[i - 1]!r} s then {t[i]!r} s): corrupt time stamps",
+            where=f"region event {i - first} of location {int(defs.loc_refs[li])}",
+        )
+
+
+def _check_refs(defs: Defs, tables: dict[str, dict[str, np.ndarray]], source: str) -> None:
+    known = np.array(sorted(defs.comms), dtype=np.int64)
+    for name, col in (("p2p_events", "comm"), ("coll_events", "comm"), ("thread_events", "team")):
+        c = tables[name][col]
+        if not len(c):
+            continue
+        bad = (c != -1) & ~np.isin(c, known)
+        if bad.any():
+            i = int(np.argmax(bad))
+            loc = int(tables[name]["location"][i])
+            raise FormatError(
+                source,
+                f"event refers to undefined communicator {int(c[i])}",
+                where=f"location {int(defs.loc_refs[loc])}, {name} row {i}",
+            )
+
+
+def concat_parts(parts: list[Any]) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Concatenate per-location tables column by column, releasing each source column once copied.
+
+    Returns the tables (without ``location``; ``pos`` still per location) and,
+    per table, the row count of each location.
+    """
+    out: dict[str, dict[str, np.ndarray]] = {}
+    counts: dict[str, np.ndarray] = {}
+    for table, columns in TABLES.items():
+        n = np.array([len(p.tables[table]["time"]) for p in parts], dtype=np.int64)
+        counts[table] = n
+        cols = {}
+        for c, dt in columns.items():
+            if c == "location":
+                continue
+            col = np.empty(int(n.sum()), dtype=dt)
+            start = 0
+            for p in parts:
+                src = p.tables[table].pop(c)
+                col[start : start + len(src)] = src
+                start += len(src)
+            cols[c] = col
+        out[table] = cols
+    return out, counts
+
+
+def assemble(
+    defs: Defs,
+    tables: dict[str, dict[str, np.ndarray]],
+    counts: dict[str, np.ndarray],
+    skipped: dict[str, int],
+    decoder: str,
+) -> raw.RawTrace:
+    """Build the RawTrace from concatenated per-location tables.
+
+    Parameters
+    ----------
+    defs : Defs
+        The mapped definitions.
+    tables : dict
+        Per table, columns in location order, without ``location``; ``pos``
+        counts region events of the same location only (made global here, in place).
+    counts : dict
+        Per table, the number of rows of each location.
+    skipped : dict
+        Skipped record counts by record name (zeros are dropped).
+    decoder : str
+        ``"fast"`` or ``"bindings"``, recorded in ``attrs["decoder"]``.
+    """
+    nloc = len(defs.locations)
+    reg_offset = np.zeros(nloc + 1, dtype=np.int64)
+    np.cumsum(counts["region_events"], out=reg_offset[1:])
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for table, columns in TABLES.items():
+        n = counts[table]
+        cols = {"location": np.repeat(np.arange(nloc, dtype=np.int32), n)}
+        cols.update(tables[table])
+        if "pos" in cols:
+            start = 0
+            for li in range(nloc):
+                if n[li] and reg_offset[li]:
+                    cols["pos"][start : start + n[li]] += reg_offset[li]
+                start += int(n[li])
+        out[table] = {c: cols[c] for c in columns}
+    _check_order(defs, out["region_events"])
+    _propagate_collectives(out["coll_events"])
+    _check_refs(defs, out, defs.source)
+    attrs = {
+        "source": defs.source,
+        "format": "otf2",
+        "decoder": decoder,
+        "creator": defs.creator,
+        "otf2_version": defs.version,
+        "timer_resolution": defs.timer_resolution,
+        "global_offset": defs.global_offset,
+        "trace_length": defs.trace_length / defs.timer_resolution,
+        "skipped_events": {k: int(v) for k, v in sorted(skipped.items()) if v},
+    }
+    return raw.RawTrace(
+        locations=defs.locations.copy(),
+        regions=defs.regions.copy(),
+        comms={k: v.copy() for k, v in defs.comms.items()},
+        comm_names=dict(defs.comm_names),
+        metrics=defs.metrics.copy(),
+        attrs=attrs,
+        **out,
+    )

@@ -1,0 +1,370 @@
+"""Compiled OTF2 event callbacks for the fast decoder.
+
+The OTF2 C library calls one C function per event record. Those functions
+are numba ``cfunc``\\ s (and, for the records perflow skips, tiny counters
+generated with llvmlite); none touches a Python object. They append to
+preallocated numpy columns whose addresses, row counts and capacities live in
+one ``int64`` *state* vector passed to OTF2 as the callbacks' ``userData``.
+
+The state layout is described in :mod:`._layout`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import carray, cfunc, njit, types
+from numba.extending import intrinsic
+
+from ...kinds import P2P, CollEv, ThreadEv
+from . import _layout as L
+
+__all__ = ["callback_addresses"]
+
+
+_TYPE_UINT64, _TYPE_INT64 = 4, 8
+
+
+def _pointer_intrinsic(ty: types.Type):  # noqa: ANN202 - numba intrinsic
+    @intrinsic
+    def _ptr(typingctx, addr):  # noqa: ANN001, ANN202
+        sig = types.CPointer(ty)(types.int64)
+
+        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
+            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(ty)))
+
+        return sig, codegen
+
+    return _ptr
+
+
+_f64 = _pointer_intrinsic(types.float64)
+_i64 = _pointer_intrinsic(types.int64)
+_i32 = _pointer_intrinsic(types.int32)
+_i16 = _pointer_intrinsic(types.int16)
+_i8 = _pointer_intrinsic(types.int8)
+
+
+@njit(cache=True, nogil=True)
+def _fail(st, code, ref):  # noqa: ANN001, ANN202
+    st[L.S_ERR] = code
+    st[L.S_ERRREF] = ref
+    return 1  # OTF2_CALLBACK_INTERRUPT
+
+
+@njit(cache=True, nogil=True)
+def _seconds(st, stf, t):  # noqa: ANN001, ANN202
+    return np.float64(np.int64(t - np.uint64(st[L.S_OFF]))) / stf[L.S_RES]
+
+
+@njit(cache=True, nogil=True)
+def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    if region >= st[L.S_NRMAP]:
+        return _fail(st, L.ERR_REGION, region)
+    d = _i32(st[L.S_RMAP])[region]
+    if d < 0:
+        return _fail(st, L.ERR_REGION, region)
+    i = st[L.REG_N]
+    if i >= st[L.REG_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.REG_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.REG_K])[i] = kind
+    _i32(st[L.REG_R])[i] = d
+    st[L.REG_N] = i + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.P2P_N]
+    if i >= st[L.P2P_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.P2P_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.P2P_K])[i] = kind
+    _i32(st[L.P2P_PEER])[i] = peer
+    _i32(st[L.P2P_COMM])[i] = comm
+    _i32(st[L.P2P_TAG])[i] = tag
+    _i64(st[L.P2P_BYTES])[i] = nbytes
+    _i64(st[L.P2P_REQ])[i] = request
+    _i64(st[L.P2P_POS])[i] = st[L.REG_N]
+    st[L.P2P_N] = i + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _coll(ud, t, kind, op, comm, root, sent, received):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.COLL_N]
+    if i >= st[L.COLL_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.COLL_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.COLL_K])[i] = kind
+    _i16(st[L.COLL_OP])[i] = op
+    _i32(st[L.COLL_COMM])[i] = comm
+    _i32(st[L.COLL_ROOT])[i] = root
+    _i64(st[L.COLL_SENT])[i] = sent
+    _i64(st[L.COLL_RECV])[i] = received
+    _i64(st[L.COLL_POS])[i] = st[L.REG_N]
+    st[L.COLL_N] = i + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.THR_N]
+    if i >= st[L.THR_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.THR_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.THR_K])[i] = kind
+    _i32(st[L.THR_TEAM])[i] = team
+    _i32(st[L.THR_COUNT])[i] = count
+    _i64(st[L.THR_POS])[i] = st[L.REG_N]
+    st[L.THR_N] = i + 1
+    return 0
+
+
+_u64, _u32, _u8, _vp = types.uint64, types.uint32, types.uint8, types.voidptr
+
+
+def _sig(*extra: types.Type) -> types.Type:
+    return types.int32(_u64, _u64, _u64, _vp, _vp, *extra)
+
+
+# --- region events ---------------------------------------------------------
+@cfunc(_sig(_u32), cache=True, nopython=True)
+def cb_enter(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
+    return _region(ud, t, 0, region)
+
+
+@cfunc(_sig(_u32), cache=True, nopython=True)
+def cb_leave(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
+    return _region(ud, t, 1, region)
+
+
+# --- point-to-point --------------------------------------------------------
+@cfunc(_sig(_u32, _u32, _u32, _u64), cache=True, nopython=True)
+def cb_mpi_send(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
+    return _p2p(ud, t, 0, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
+
+
+@cfunc(_sig(_u32, _u32, _u32, _u64), cache=True, nopython=True)
+def cb_mpi_recv(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
+    return _p2p(ud, t, 3, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
+
+
+@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+def cb_mpi_isend(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
+    return _p2p(ud, t, 1, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
+
+
+@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+def cb_mpi_irecv(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
+    return _p2p(ud, t, 5, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
+
+
+@njit(cache=True, nogil=True)
+def _request_only(ud, t, kind, req):  # noqa: ANN001, ANN202
+    return _p2p(ud, t, kind, np.int32(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(req))
+
+
+@cfunc(_sig(_u64), cache=True, nopython=True)
+def cb_mpi_isend_complete(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
+    return _request_only(ud, t, 2, req)
+
+
+@cfunc(_sig(_u64), cache=True, nopython=True)
+def cb_mpi_irecv_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
+    return _request_only(ud, t, 4, req)
+
+
+@cfunc(_sig(_u64), cache=True, nopython=True)
+def cb_mpi_request_test(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
+    return _request_only(ud, t, 6, req)
+
+
+@cfunc(_sig(_u64), cache=True, nopython=True)
+def cb_mpi_request_cancelled(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
+    return _request_only(ud, t, 7, req)
+
+
+# --- collectives -----------------------------------------------------------
+@cfunc(_sig(), cache=True, nopython=True)
+def cb_mpi_collective_begin(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
+    return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0))
+
+
+@cfunc(_sig(_u8, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  # noqa: ANN001, ANN201
+    return _coll(ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received))
+
+
+# --- metrics ---------------------------------------------------------------
+@cfunc(_sig(_u32, _u8, _vp, _vp), cache=True, nopython=True)
+def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001, ANN201
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    if metric >= st[L.S_NMREF]:
+        return _fail(st, L.ERR_METRIC, metric)
+    offs = _i64(st[L.S_MOFF])
+    a = offs[metric]
+    b = offs[metric + 1]
+    if b <= a:
+        return _fail(st, L.ERR_METRIC, metric)
+    m = min(b - a, np.int64(n))
+    i = st[L.MET_N]
+    if i + m > st[L.MET_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    if m <= 0:
+        return 0
+    tids = carray(type_ids, (m,), np.uint8)
+    vu = carray(values, (m,), np.uint64)
+    vi = carray(values, (m,), np.int64)
+    vf = carray(values, (m,), np.float64)
+    members = _i32(st[L.S_MMEM])
+    tm = _seconds(st, stf, t)
+    pos = st[L.REG_N]
+    pt, pm, pv, pp = _f64(st[L.MET_T]), _i32(st[L.MET_M]), _f64(st[L.MET_V]), _i64(st[L.MET_POS])
+    for k in range(m):
+        ty = tids[k]
+        if ty == _TYPE_UINT64:
+            v = np.float64(vu[k])
+        elif ty == _TYPE_INT64:
+            v = np.float64(vi[k])
+        else:
+            v = vf[k]
+        pt[i + k] = tm
+        pm[i + k] = members[a + k]
+        pv[i + k] = v
+        pp[i + k] = pos
+    st[L.MET_N] = i + m
+    return 0
+
+
+# --- threads ---------------------------------------------------------------
+@cfunc(_sig(_u8, _u32), cache=True, nopython=True)
+def cb_thread_fork(loc, t, ev, ud, al, model, n):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 0, np.int32(-1), np.int32(n))
+
+
+@cfunc(_sig(_u8), cache=True, nopython=True)
+def cb_thread_join(loc, t, ev, ud, al, model):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
+
+
+@cfunc(_sig(_u32), cache=True, nopython=True)
+def cb_omp_fork(loc, t, ev, ud, al, n):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 0, np.int32(-1), np.int32(n))
+
+
+@cfunc(_sig(), cache=True, nopython=True)
+def cb_omp_join(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
+
+
+@cfunc(_sig(_u32), cache=True, nopython=True)
+def cb_thread_team_begin(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 2, np.int32(team), np.int32(-1))
+
+
+@cfunc(_sig(_u32), cache=True, nopython=True)
+def cb_thread_team_end(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 3, np.int32(team), np.int32(-1))
+
+
+@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+def cb_thread_create(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 4, np.int32(team), np.int32(-1))
+
+
+@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+def cb_thread_begin(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 5, np.int32(team), np.int32(-1))
+
+
+@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+def cb_thread_wait(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 6, np.int32(team), np.int32(-1))
+
+
+@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+def cb_thread_end(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
+    return _thread(ud, t, 7, np.int32(team), np.int32(-1))
+
+
+_HANDLERS = {
+    "Enter": cb_enter,
+    "Leave": cb_leave,
+    "MpiSend": cb_mpi_send,
+    "MpiIsend": cb_mpi_isend,
+    "MpiIsendComplete": cb_mpi_isend_complete,
+    "MpiIrecvRequest": cb_mpi_irecv_request,
+    "MpiRecv": cb_mpi_recv,
+    "MpiIrecv": cb_mpi_irecv,
+    "MpiRequestTest": cb_mpi_request_test,
+    "MpiRequestCancelled": cb_mpi_request_cancelled,
+    "MpiCollectiveBegin": cb_mpi_collective_begin,
+    "MpiCollectiveEnd": cb_mpi_collective_end,
+    "Metric": cb_metric,
+    "ThreadFork": cb_thread_fork,
+    "ThreadJoin": cb_thread_join,
+    "ThreadTeamBegin": cb_thread_team_begin,
+    "ThreadTeamEnd": cb_thread_team_end,
+    "ThreadCreate": cb_thread_create,
+    "ThreadBegin": cb_thread_begin,
+    "ThreadWait": cb_thread_wait,
+    "ThreadEnd": cb_thread_end,
+    "OmpFork": cb_omp_fork,
+    "OmpJoin": cb_omp_join,
+}
+assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
+# The kinds written above are the perflow enum values; keep them in step.
+assert (P2P.SEND, P2P.ISEND, P2P.ISEND_COMPLETE, P2P.RECV, P2P.IRECV_REQUEST, P2P.IRECV) == (0, 1, 2, 3, 4, 5)
+assert (P2P.REQUEST_TEST, P2P.REQUEST_CANCELLED, CollEv.BEGIN, CollEv.END) == (6, 7, 0, 1)
+assert [int(k) for k in ThreadEv] == list(range(8))
+
+_skip_engine = None
+_skip_addresses: dict[str, int] = {}
+
+
+def _skip_counters() -> dict[str, int]:
+    """Compile one counting callback per skipped record type with llvmlite (once per process)."""
+    global _skip_engine
+    if _skip_addresses:
+        return _skip_addresses
+    import llvmlite.binding as llvm
+    import llvmlite.ir as ir
+
+    i64, i32, i8p = ir.IntType(64), ir.IntType(32), ir.IntType(8).as_pointer()
+    module = ir.Module(name="perflow_otf2_skip")
+    fnty = ir.FunctionType(i32, [i64, i64, i64, i8p, i8p])
+    for k, name in enumerate(L.SKIPPED_EVENTS):
+        fn = ir.Function(module, fnty, name=f"perflow_skip_{name}")
+        b = ir.IRBuilder(fn.append_basic_block())
+        base = b.bitcast(fn.args[3], i64.as_pointer())
+        slot = b.gep(base, [ir.Constant(i64, L.S_SKIP + k)])
+        b.store(b.add(b.load(slot), ir.Constant(i64, 1)), slot)
+        b.ret(ir.Constant(i32, 0))
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(str(module))
+    mod.verify()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(mod, tm)
+    engine.finalize_object()
+    _skip_engine = engine  # keep the code alive
+    for name in L.SKIPPED_EVENTS:
+        _skip_addresses[name] = engine.get_function_address(f"perflow_skip_{name}")
+    return _skip_addresses
+
+
+def callback_addresses() -> dict[str, int]:
+    """Return ``{record type name: C function address}`` for every OTF2 event record type."""
+    out = {name: f.address for name, f in _HANDLERS.items()}
+    out.update(_skip_counters())
+    return out

@@ -1,0 +1,300 @@
+"""``decode()``: an OTF2 archive -> :class:`~perflow.trace.raw.RawTrace`, with either decoder."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...errors import FormatError
+from ...trace.raw import RawTrace
+from . import _capi
+from ._arena import Arena
+from ._assemble import TABLES, assemble
+from ._defs import Defs, read_definitions
+from ._fast import LocationResult, decode_locations, event_file
+from ._forked import CrashError, HangError, run_forked
+from ._layout import SKIPPED_EVENTS
+from ._paths import resolve_anchor
+
+__all__ = ["decode", "fast_available"]
+
+log = logging.getLogger("perflow.readers.otf2")
+
+ENGINES = ("auto", "fast", "bindings")
+#: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
+WATCHDOG_SECONDS = 120.0
+WATCHDOG_BYTES_PER_SECOND = 2e6
+#: archives with at most this many bytes of event files are decoded by a single child process
+SMALL_TRACE_BYTES = 4 << 20
+
+
+def fast_available() -> bool:
+    """Whether the fast decoder can run here (OTF2 C library, numba and llvmlite present)."""
+    if not _capi.available():
+        return False
+    try:
+        import llvmlite.binding  # noqa: F401
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _otf2_errors(path: str, what: str) -> Iterator[None]:
+    """Turn whatever the otf2 bindings raise (or print) into one FormatError."""
+    _capi.lib()  # our error handler replaces OTF2's printing one
+    _capi.clear_errors()
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            yield
+    except FormatError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the bindings raise bare Exceptions, KeyErrors, ...
+        lines = [ln.strip() for ln in captured.getvalue().splitlines() if ln.strip()]
+        if _capi.error_messages():
+            detail = _capi.error_summary()
+        else:
+            detail = lines[-1] if lines else f"{type(e).__name__}: {e}"
+        raise FormatError(path, f"{what}: {detail}") from None
+
+
+def _check_event_files(anchor: str, defs: Defs) -> list[bool]:
+    """Which locations have an event file; a missing one is an error unless the location declares no events."""
+    present = []
+    for ref, n in zip(defs.loc_refs, defs.loc_events):
+        ok = os.path.isfile(f := event_file(anchor, int(ref)))
+        if not ok and n > 0:
+            raise FormatError(f, f"event file of location {int(ref)} is missing ({int(n)} events declared)")
+        present.append(ok)
+    return present
+
+
+def _open_reader(anchor: str) -> Any:
+    """Open the archive with the otf2 bindings (reads the global definitions)."""
+    import otf2
+
+    lib = _capi.lib()
+    _capi.clear_errors()
+    handle = lib.OTF2_Reader_Open(anchor.encode())  # the anchor alone, to blame the right file
+    if not handle:
+        raise FormatError(anchor, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
+    lib.OTF2_Reader_Close(handle)
+    with _otf2_errors(os.path.splitext(anchor)[0] + ".def", "cannot read the OTF2 definitions"):
+        return otf2.reader.Reader(anchor)
+
+
+def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | None = None) -> RawTrace:
+    """Decode an OTF2 trace into a :class:`~perflow.trace.raw.RawTrace`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The anchor file (``traces.otf2``) or the directory that holds it.
+    engine : {"auto", "fast", "bindings"}
+        ``"fast"``: the OTF2 C library driven with compiled callbacks, one
+        worker process per job. ``"bindings"``: the ``otf2`` Python package's
+        reader (slow; the reference). ``"auto"``: fast when available, else
+        bindings with a logged warning.
+    jobs : int, optional
+        Worker processes for the fast decoder; default: the number of CPU
+        cores (at most one per location). The OTF2 C library only ever reads
+        the archive in child processes, so that a crash or a hang on a
+        corrupted file becomes a :class:`FormatError` (the bindings decoder
+        uses one child). ``0`` does everything in this process instead (no
+        isolation; for debugging and profiling).
+
+    Returns
+    -------
+    RawTrace
+        Events in per-location stream order, times in seconds since the
+        trace's global offset; ``attrs`` holds ``source``, ``creator``,
+        ``timer_resolution``, ``global_offset``, ``trace_length`` (seconds),
+        ``skipped_events`` (record name -> count) and ``decoder``.
+
+    Raises
+    ------
+    FormatError
+        When the path is missing, not an OTF2 archive, or any of its files is
+        truncated or corrupt; the message names the file.
+
+    Notes
+    -----
+    The fast decoder's columns are views of anonymous shared memory mappings
+    that its worker processes wrote; a process forked from the caller later
+    shares them (in-place writes in such a child show in the parent).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 0):
+        raise ValueError(f"jobs must be a non-negative integer or None, not {jobs!r}")
+    anchor = resolve_anchor(path)
+    if engine == "auto":
+        engine = "fast" if fast_available() else "bindings"
+        if engine == "bindings":
+            log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
+    isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
+    if engine == "bindings":
+        return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
+        return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
+    defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
+    return _decode_fast(anchor, defs, jobs)
+
+
+def _event_bytes(anchor: str) -> int:
+    sub = os.path.splitext(anchor)[0]
+    if not os.path.isdir(sub):
+        return 0
+    return sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+
+
+def _small_fast_job(anchor: str) -> RawTrace:
+    """Definitions and events of a small trace in one child process (saves a fork)."""
+    return _decode_fast(anchor, _definitions_job(anchor), 0)
+
+
+def _definitions_job(anchor: str) -> Defs:
+    """Read and map the definitions (runs in a child process)."""
+    reader = _open_reader(anchor)
+    try:
+        defs = read_definitions(reader, anchor)
+    finally:
+        with contextlib.suppress(Exception):
+            reader.close()
+    _check_event_files(anchor, defs)
+    return defs
+
+
+def _bindings_job(anchor: str) -> RawTrace:
+    """The whole reference decode (runs in a child process)."""
+    from ._bindings import decode_events
+
+    reader = _open_reader(anchor)
+    try:
+        defs = read_definitions(reader, anchor)
+        present = _check_event_files(anchor, defs)
+        with _otf2_errors(os.path.join(os.path.splitext(anchor)[0], "*.evt"), "cannot decode the events"):
+            return decode_events(reader, defs, present)
+    finally:
+        with contextlib.suppress(Exception):
+            reader.close()
+
+
+def _deadline(anchor: str) -> float:
+    """Time by which a worker must be done, from the archive's size."""
+    d = os.path.dirname(anchor)
+    size = sum(e.stat().st_size for e in os.scandir(d) if e.is_file())
+    sub = os.path.splitext(anchor)[0]
+    if os.path.isdir(sub):
+        size += sum(e.stat().st_size for e in os.scandir(sub) if e.is_file())
+    return time.monotonic() + WATCHDOG_SECONDS + size / WATCHDOG_BYTES_PER_SECOND
+
+
+def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
+    """Run ``fn(anchor)`` in a forked child (a crash or hang of the C library -> FormatError)."""
+    if not isolate:
+        return fn(anchor)
+    try:
+        return run_forked([(fn, (anchor,))], _deadline(anchor))[0]
+    except HangError:
+        raise FormatError(anchor, "reading the archive did not finish in time: corrupt trace data") from None
+    except CrashError as e:
+        raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
+
+
+def _worker(anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
+    return decode_locations(anchor, arena, locs, refs, maps)
+
+
+def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
+    """Split location indices into n_tasks bins of similar total size (longest first)."""
+    bins: list[list[int]] = [[] for _ in range(n_tasks)]
+    load = [0] * n_tasks
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        k = load.index(min(load))
+        bins[k].append(i)
+        load[k] += sizes[i] + 1
+    return [sorted(b) for b in bins if b]
+
+
+def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
+    """Rows to reserve per location (declared events + 1, bounded by the file size) and event file sizes."""
+    sizes = [os.path.getsize(f) if os.path.isfile(f := event_file(anchor, int(r))) else 0 for r in defs.loc_refs]
+    declared = defs.loc_events.astype(np.int64)
+    bound = np.array(sizes, dtype=np.int64) // 2 + 1  # an event record takes at least two bytes
+    rows = np.where((declared > 0) & (declared < bound), declared, bound) + 1
+    return rows, sizes
+
+
+def _run_workers(anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
+    results: list[Any] = [None] * len(refs)
+    if jobs == 0:
+        for idx in plan:
+            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps)):
+                results[i] = r
+        return results
+    from ._callbacks import callback_addresses
+
+    callback_addresses()  # compile/load once here; forked workers inherit the code
+    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps)) for idx in plan]  # forked: no pickling
+    try:
+        outs = run_forked(tasks, _deadline(anchor))
+    except CrashError as e:
+        idx = plan[e.index]
+        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+        files += ", ..." if len(idx) > 5 else ""
+        if isinstance(e, HangError):
+            raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
+        raise FormatError(
+            anchor, f"the OTF2 library crashed while decoding event files ({files}; {e.detail}): corrupt trace data"
+        ) from None
+    for idx, out in zip(plan, outs):
+        for i, r in zip(idx, out):
+            results[i] = r
+    return results
+
+
+def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
+    refs = [int(r) for r in defs.loc_refs]
+    maps = {
+        "rmap": defs.region_map,
+        "moff": defs.metric_offsets,
+        "mmem": defs.metric_members,
+        "max_members": defs.max_members,
+        "offset": defs.global_offset,
+        "resolution": defs.timer_resolution,
+    }
+    n = len(refs)
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    if "fork" not in mp.get_all_start_methods():
+        jobs = 0  # the shared arena needs fork; decode in this process
+    jobs = min(jobs, n)
+    rows, sizes = _segment_rows(anchor, defs)
+    present = _check_event_files(anchor, defs)
+    plan = [[i for i in idx if present[i]] for idx in _plan(sizes, max(jobs, 1))]
+    plan = [idx for idx in plan if idx]
+    arena = Arena(rows, defs.max_members)
+    results = _run_workers(anchor, arena, plan, refs, maps, jobs)
+    for i in range(n):
+        if results[i] is None:  # no event file, no events declared
+            results[i] = LocationResult({t: 0 for t in TABLES}, {}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
+    counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
+    spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
+    skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
+    for r in results:
+        skipped += r.skipped
+    del results
+    tables = arena.finalize(counts, spills)
+    del arena, spills
+    return assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")

@@ -1,0 +1,258 @@
+"""OTF2 global definitions -> perflow's definition tables.
+
+Both decoders read the (small) global definitions through the ``otf2``
+Python bindings and map them with this module, so that they agree on every
+id. The event decoders only need the lookup arrays of :class:`Defs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ...errors import FormatError
+
+__all__ = ["Defs", "read_definitions", "enum_name"]
+
+# OTF2 enum values used here (OTF2 3.x numbering).
+_LG_PROCESS = 1
+_LG_ACCELERATOR = 2
+_LT_NAMES = {0: "cpu", 1: "cpu", 2: "gpu", 3: "metric"}
+_GT_COMM_LOCATIONS = 4
+_GT_COMM_GROUP = 5
+_GT_COMM_SELF = 6
+_PARADIGM_MPI = 4
+
+
+def enum_name(e: Any) -> str:
+    """Lower-case name of an ``otf2`` enum value (``RegionRole.POINT2POINT`` -> ``"point2point"``)."""
+    if e is None:
+        return ""
+    names = getattr(type(e), "_names", {})
+    return str(names.get(e.value, e.value)).lower()
+
+
+def _ref(d: Any) -> int:
+    return int(d._ref)
+
+
+@dataclass
+class Defs:
+    """Everything the event decoders and the assembler need from the definitions."""
+
+    source: str
+    creator: str
+    version: str
+    timer_resolution: int
+    global_offset: int
+    trace_length: int
+    #: OTF2 location refs in location-id order (row i of ``locations`` is ``loc_refs[i]``).
+    loc_refs: np.ndarray
+    #: number of events per location as declared in the definitions (0 when unknown).
+    loc_events: np.ndarray
+    locations: pd.DataFrame
+    regions: pd.DataFrame
+    #: region ref -> dense region id, -1 for refs that are not defined.
+    region_map: np.ndarray
+    comms: dict[int, np.ndarray]
+    comm_names: dict[int, str]
+    metrics: pd.DataFrame
+    #: CSR over metric (class or instance) refs: members of ref r are metric_members[metric_offsets[r]:...[r+1]].
+    metric_offsets: np.ndarray
+    metric_members: np.ndarray
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_members(self) -> int:
+        """Largest number of members of one metric class (at least 1)."""
+        if len(self.metric_offsets) < 2:
+            return 1
+        return max(1, int(np.diff(self.metric_offsets).max()))
+
+
+def _process_numbers(d: Any) -> dict[int, int]:
+    """Location group ref -> process number (MPI world rank when known)."""
+    groups = sorted(d.location_groups, key=_ref)
+    owner: dict[int, int] = {}
+    for g in groups:
+        t = g.location_group_type.value if g.location_group_type is not None else _LG_PROCESS
+        parent = g.creating_location_group
+        if t == _LG_ACCELERATOR and parent is not None:
+            owner[_ref(g)] = _ref(parent)
+        else:
+            owner[_ref(g)] = _ref(g)
+    # Resolve chains (an accelerator group created by another accelerator group).
+    for g in list(owner):
+        seen = {g}
+        while owner[g] != g and owner[g] in owner and owner[owner[g]] != owner[g] and owner[g] not in seen:
+            seen.add(owner[g])
+            owner[g] = owner[owner[g]]
+    rank: dict[int, int] = {}
+    mpi = [
+        g
+        for g in d.groups
+        if g.group_type.value == _GT_COMM_LOCATIONS and g.paradigm is not None and g.paradigm.value == _PARADIGM_MPI
+    ]
+    if mpi:
+        for r, loc in enumerate(mpi[-1].members):
+            top = owner.get(_ref(loc.group), _ref(loc.group))
+            rank.setdefault(top, r)
+    nxt = max(rank.values(), default=-1) + 1
+    for g in groups:
+        top = owner[_ref(g)]
+        if top not in rank:
+            rank[top] = nxt
+            nxt += 1
+    return {g: rank[owner[g]] for g in owner}
+
+
+def _locations(d: Any) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, dict[int, int]]:
+    locs = sorted(d.locations, key=_ref)
+    proc_of_group = _process_numbers(d)
+    rows = []
+    for loc in locs:
+        rows.append(
+            {
+                "process": proc_of_group.get(_ref(loc.group), 0),
+                "group": _ref(loc.group),
+                "name": loc.name or "",
+                "type": _LT_NAMES.get(loc.type.value, "cpu"),
+                "ref": _ref(loc),
+            }
+        )
+    df = pd.DataFrame(rows, columns=["process", "group", "name", "type", "ref"])
+    # thread = index of the location within its process, ordered by (location group, location id)
+    if len(df):
+        order = df.sort_values(["process", "group", "ref"], kind="stable").index
+        thread = np.zeros(len(df), dtype=np.int64)
+        thread[order] = df.loc[order].groupby("process").cumcount().to_numpy()
+        df["thread"] = thread
+    else:
+        df["thread"] = pd.Series([], dtype=np.int64)
+    process_of_loc = {int(r): int(p) for r, p in zip(df["ref"], df["process"])}
+    refs = np.array([_ref(loc) for loc in locs], dtype=np.uint64)
+    nev = np.array([int(loc.number_of_events or 0) for loc in locs], dtype=np.uint64)
+    out = df[["process", "thread", "name", "type"]].astype({"process": np.int64, "thread": np.int64})
+    return refs, nev, out, process_of_loc
+
+
+def _regions(d: Any) -> tuple[pd.DataFrame, np.ndarray]:
+    regs = sorted(d.regions, key=_ref)
+    rows = [
+        {
+            "name": r.name or "",
+            "role": enum_name(r.region_role),
+            "paradigm": enum_name(r.paradigm),
+            "file": r.source_file or "",
+            "line": int(r.begin_line_number or 0),
+            "module": "",
+        }
+        for r in regs
+    ]
+    df = pd.DataFrame(rows, columns=["name", "role", "paradigm", "file", "line", "module"])
+    df["line"] = df["line"].astype(np.int64)
+    max_ref = max((_ref(r) for r in regs), default=-1)
+    rmap = np.full(max_ref + 1, -1, dtype=np.int32)
+    for i, r in enumerate(regs):
+        rmap[_ref(r)] = i
+    return df, rmap
+
+
+def _comms(d: Any, process_of_loc: dict[int, int]) -> tuple[dict[int, np.ndarray], dict[int, str]]:
+    comms: dict[int, np.ndarray] = {}
+    names: dict[int, str] = {}
+    for c in d.comms:
+        cid = _ref(c)
+        names[cid] = c.name or ""
+        group = getattr(c, "group", None)
+        if group is None or group.group_type.value == _GT_COMM_SELF or type(c).__name__ == "InterComm":
+            comms[cid] = np.zeros(0, dtype=np.int64)
+            continue
+        ranks = [process_of_loc.get(_ref(m), -1) for m in group.members]
+        comms[cid] = np.asarray(ranks, dtype=np.int64)
+    return comms, names
+
+
+def _metrics(d: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    members = sorted(d.metric_members, key=_ref)
+    dense = {_ref(m): i for i, m in enumerate(members)}
+    rows = [
+        {
+            "name": m.name or "",
+            "unit": m.unit or "",
+            "mode": enum_name(m.metric_mode),
+            "base": 2 if enum_name(m.base) == "binary" else 10,
+            "exponent": int(m.exponent or 0),
+        }
+        for m in members
+    ]
+    df = pd.DataFrame(rows, columns=["name", "unit", "mode", "base", "exponent"])
+    metrics = {_ref(m): m for m in d.metrics}
+    max_ref = max(metrics, default=-1)
+    lists: list[list[int]] = [[] for _ in range(max_ref + 1)]
+    for ref, m in metrics.items():
+        cls = m.metric_class if type(m).__name__ == "MetricInstance" else m
+        lists[ref] = [dense[_ref(x)] for x in (cls.members or ())]
+    offsets = np.zeros(max_ref + 2, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(x) for x in lists]) if lists else []
+    flat = np.array([x for lst in lists for x in lst], dtype=np.int32)
+    return df, offsets, flat
+
+
+def read_definitions(reader: Any, source: str) -> Defs:
+    """Map the definitions of an open :class:`otf2.reader.Reader`.
+
+    Parameters
+    ----------
+    reader : otf2.reader.Reader
+        An open reader (its global definitions are already read).
+    source : str
+        The anchor file, for messages.
+
+    Returns
+    -------
+    Defs
+    """
+    import _otf2
+
+    d = reader.definitions
+    cp = d.clock_properties
+    try:
+        res = int(cp.timer_resolution)
+        if res <= 0:
+            raise FormatError(source, f"invalid timer resolution {res} in the definitions")
+        refs, nev, locations, process_of_loc = _locations(d)
+        regions, rmap = _regions(d)
+        comms, comm_names = _comms(d, process_of_loc)
+        metrics, moff, mmem = _metrics(d)
+    except FormatError:
+        raise
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise FormatError(source, f"inconsistent OTF2 definitions: {type(e).__name__}: {e}") from None
+    try:
+        creator = _otf2.Reader_GetCreator(reader.handle) or ""
+        major, minor, bugfix = _otf2.Reader_GetVersion(reader.handle)
+        version = f"{major}.{minor}.{bugfix}"
+    except Exception:  # noqa: BLE001 - optional metadata
+        creator, version = "", ""
+    return Defs(
+        source=source,
+        creator=creator,
+        version=version,
+        timer_resolution=res,
+        global_offset=int(cp.global_offset),
+        trace_length=int(cp.trace_length),
+        loc_refs=refs,
+        loc_events=nev,
+        locations=locations,
+        regions=regions,
+        region_map=rmap,
+        comms=comms,
+        comm_names=comm_names,
+        metrics=metrics,
+        metric_offsets=moff,
+        metric_members=mmem,
+    )

@@ -1,0 +1,86 @@
+"""Names and state layout shared by the OTF2 decoders (no numba import here).
+
+State layout of the fast decoder's callbacks (indices into one int64 vector)::
+
+    S_ERR, S_ERRREF      error code set by a callback, offending reference
+    S_OFF, S_RES         global offset (ticks, as int64 bits), timer resolution (float64 bits)
+    S_RMAP, S_NRMAP      region ref -> dense id map (int32*), its length
+    S_MOFF, S_NMREF      metric ref CSR offsets (int64*), number of metric refs
+    S_MMEM               metric members (int32*)
+    table blocks         per table (TABLE_BASE): row count, capacity, one pointer per column
+    S_SKIP..             one counter per skipped record type (SKIPPED_EVENTS order)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...trace import raw
+
+#: every OTF2 3.x event record type, as named by OTF2_EvtReaderCallbacks_Set<Name>Callback
+ALL_EVENTS = (
+    "BufferFlush MeasurementOnOff Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv "
+    "MpiRequestTest MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd OmpFork OmpJoin OmpAcquireLock "
+    "OmpReleaseLock OmpTaskCreate OmpTaskSwitch OmpTaskComplete Metric ParameterString ParameterInt "
+    "ParameterUnsignedInt RmaWinCreate RmaWinDestroy RmaCollectiveBegin RmaCollectiveEnd RmaGroupSync "
+    "RmaRequestLock RmaAcquireLock RmaTryLock RmaReleaseLock RmaSync RmaWaitChange RmaPut RmaGet RmaAtomic "
+    "RmaOpCompleteBlocking RmaOpCompleteNonBlocking RmaOpTest RmaOpCompleteRemote ThreadFork ThreadJoin "
+    "ThreadTeamBegin ThreadTeamEnd ThreadAcquireLock ThreadReleaseLock ThreadTaskCreate ThreadTaskSwitch "
+    "ThreadTaskComplete ThreadCreate ThreadBegin ThreadWait ThreadEnd CallingContextEnter CallingContextLeave "
+    "CallingContextSample IoCreateHandle IoDestroyHandle IoDuplicateHandle IoSeek IoChangeStatusFlags "
+    "IoDeleteFile IoOperationBegin IoOperationTest IoOperationIssued IoOperationComplete IoOperationCancelled "
+    "IoAcquireLock IoReleaseLock IoTryLock ProgramBegin ProgramEnd NonBlockingCollectiveRequest "
+    "NonBlockingCollectiveComplete CommCreate CommDestroy MpiProbe MpiMrecv MpiImrecvRequest MpiImrecv"
+).split()
+
+HANDLED_EVENTS = (
+    "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
+    "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
+    "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin"
+).split()
+
+#: record types perflow counts in attrs["skipped_events"] and otherwise ignores
+SKIPPED_EVENTS = tuple(n for n in ALL_EVENTS if n not in HANDLED_EVENTS)
+
+#: per-location columns of each table (the raw-trace columns without ``location``; ``pos`` is location-local)
+TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
+    "region_events": {c: d for c, d in raw.REGION_COLUMNS.items() if c != "location"},
+    "p2p_events": {c: d for c, d in raw.P2P_COLUMNS.items() if c != "location"},
+    "coll_events": {c: d for c, d in raw.COLL_COLUMNS.items() if c != "location"},
+    "metric_events": {c: d for c, d in raw.METRIC_COLUMNS.items() if c != "location"},
+    "thread_events": {c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+}
+
+S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
+TABLE_BASE: dict[str, int] = {}
+_i = 10
+for _name, _cols in TABLE_COLUMNS.items():
+    TABLE_BASE[_name] = _i
+    _i += 2 + len(_cols)
+S_SKIP = _i
+STATE_LEN = S_SKIP + len(SKIPPED_EVENTS)
+
+ERR_REGION, ERR_METRIC, ERR_FULL = 1, 2, 3
+
+
+def _col(table: str, column: str) -> int:
+    return TABLE_BASE[table] + 2 + list(TABLE_COLUMNS[table]).index(column)
+
+
+# State slots as plain module constants (numba freezes them at compile time).
+REG_N = TABLE_BASE["region_events"]
+REG_T, REG_K, REG_R = (_col("region_events", c) for c in ("time", "kind", "region"))
+P2P_N = TABLE_BASE["p2p_events"]
+P2P_T, P2P_K, P2P_PEER, P2P_COMM, P2P_TAG, P2P_BYTES, P2P_REQ, P2P_POS = (
+    _col("p2p_events", c) for c in ("time", "kind", "peer", "comm", "tag", "bytes", "request", "pos")
+)
+COLL_N = TABLE_BASE["coll_events"]
+COLL_T, COLL_K, COLL_OP, COLL_COMM, COLL_ROOT, COLL_SENT, COLL_RECV, COLL_POS = (
+    _col("coll_events", c) for c in ("time", "kind", "op", "comm", "root", "sent", "received", "pos")
+)
+MET_N = TABLE_BASE["metric_events"]
+MET_T, MET_M, MET_V, MET_POS = (_col("metric_events", c) for c in ("time", "metric", "value", "pos"))
+THR_N = TABLE_BASE["thread_events"]
+THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS = (
+    _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos")
+)

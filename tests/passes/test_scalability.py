@@ -1,0 +1,154 @@
+"""Scalability pass: the worked fits, ranking, settings, the LULESH scaling runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perflow
+from passes.scalability import fit_loglog, non_scalable_vertices, read_runs, scalability, scaling_data, short_labels
+from perflow.errors import PassError
+
+from .profile_data import read_shared
+
+SCALES = [4, 8, 16, 32]
+
+
+def run(P: int, a: float, b: float, c: float) -> perflow.PAG:
+    children = [
+        {"name": "halving", "metrics": {"time_exc": [a] * P}},
+        {"name": "growing", "metrics": {"time_exc": [b] * P}},
+        {"name": "flat", "metrics": {"time_exc": [c] * P}},
+    ]
+    lit = {"name": "main", "metrics": {"time_exc": [0.0] * P}, "children": children}
+    return perflow.PAG.from_literal(lit, attrs={"nprocs": P})
+
+
+@pytest.fixture(scope="module")
+def runs() -> list[perflow.PAG]:
+    vals = zip(SCALES, [8, 4, 2, 1], [0.5, 0.6, 0.7, 0.8], [2, 2, 2, 2])
+    return [run(P, a, b, c) for P, a, b, c in vals]
+
+
+def test_fit_worked_examples() -> None:
+    fit = fit_loglog(np.array(SCALES), np.array([[8, 4, 2, 1], [0.5, 0.6, 0.7, 0.8], [2, 2, 2, 2]]))
+    assert fit["slope"] == pytest.approx([-1.0, 0.2257, 0.0], abs=1e-4)
+    pred = np.exp2(fit["intercept"] + fit["slope"] * np.log2(64))
+    assert pred == pytest.approx([0.5, 0.947, 2.0], abs=1e-3)
+    assert fit["r2"][0] == pytest.approx(1.0) and fit["n_points"].tolist() == [4, 4, 4]
+
+
+def test_fit_skips_zero_times() -> None:
+    fit = fit_loglog(np.array(SCALES), np.array([[0, 4, 2, 0], [0, 0, 0, 3]]))
+    assert fit["slope"][0] == pytest.approx(-1.0) and fit["n_points"][0] == 2
+    assert np.isnan(fit["slope"][1]) and fit["n_points"][1] == 1
+
+
+def test_scalability_pass(runs: list[perflow.PAG]) -> None:
+    df = scalability(runs, target=64, all_vertices=True).set_index("name")
+    assert df.loc["halving", "slope"] == pytest.approx(-1.0)
+    assert df.loc["halving", "predicted"] == pytest.approx(0.5)
+    assert df.loc["growing", "slope"] == pytest.approx(0.2257, abs=1e-4)
+    assert df.loc["growing", "predicted"] == pytest.approx(0.947, abs=1e-3)
+    assert df.loc["flat", "slope"] == pytest.approx(0.0, abs=1e-12)
+    assert df.loc["growing", "T@4"] == 0.5 and df.loc["growing", "T@32"] == 0.8
+    assert df.loc["growing", "growth"] == pytest.approx(0.947 / 0.8, abs=1e-3)
+    assert "main" not in df.index  # zero time everywhere: no fit
+    assert df.attrs["scales"] == SCALES and df.attrs["target"] == 64
+    # only non-scalable (slope > 0): the growing one; order of the input runs does not matter
+    ns = scalability(runs[::-1], target=64)
+    assert ns["name"].tolist() == ["growing"] and bool(ns["non_scalable"].iloc[0])
+    assert scalability(runs).attrs["target"] == 64  # default: twice the largest scale
+    assert scalability(runs)["predicted"].iloc[0] == pytest.approx(0.947, abs=1e-3)
+
+
+def test_scaling_data(runs: list[perflow.PAG]) -> None:
+    df = scaling_data(runs[::-1])
+    assert list(df.columns) == ["call_path", "name", "label", "nprocs", "time"]
+    g = df[df["name"] == "growing"]
+    assert g["nprocs"].tolist() == SCALES and g["time"].tolist() == [0.5, 0.6, 0.7, 0.8]
+    assert len(df) == 4 * 4
+
+
+def test_short_labels() -> None:
+    labels = short_labels(["main/a/MPI_Send", "main/b/MPI_Send", "main/c", "x/main/c", "main"])
+    assert labels.tolist() == ["a/MPI_Send", "b/MPI_Send", "main/c", "x/main/c", "main"]
+
+
+def test_read_runs(runs: list[perflow.PAG], tmp_path) -> None:  # noqa: ANN001
+    for i, r in enumerate(runs):
+        r.save(tmp_path / f"run{i}.pag")
+    again = read_runs([str(tmp_path)], pattern="*.pag")
+    assert [r.attrs["nprocs"] for r in again] == SCALES
+    assert read_runs([runs[0], tmp_path / "run1.pag"])[0] is runs[0]
+    with pytest.raises(PassError, match="no runs matching '\\*.cali'"):
+        read_runs(tmp_path, pattern="*.cali")
+    with pytest.raises(PassError, match="no such file or directory"):
+        read_runs([tmp_path / "missing"])
+
+
+def test_ranking_and_thresholds(runs: list[perflow.PAG]) -> None:
+    df = scalability(runs, slope_threshold=-0.5, target=64)
+    assert df["name"].tolist() == ["flat", "growing"]  # predicted 2.0 > 0.947
+    assert scalability(runs, slope_threshold=-0.5, rank_by="slope")["name"].tolist() == ["growing", "flat"]
+    assert scalability(runs, slope_threshold=-2, k=1)["name"].tolist() == ["flat"]
+    vs = non_scalable_vertices(runs, slope_threshold=-0.5)
+    assert vs.pag is runs[-1] and vs.names() == ["flat", "growing"]
+
+
+def test_scales_setting(runs: list[perflow.PAG]) -> None:
+    df = scalability(runs, scales=[1, 2, 4, 8], target=16, all_vertices=True).set_index("name")
+    assert df.loc["halving", "slope"] == pytest.approx(-1.0)
+    assert df.loc["halving", "predicted"] == pytest.approx(0.5)
+    for r, n in zip(runs, [10, 20, 40, 80]):
+        r.attrs["ranks_used"] = n
+    df = scalability(runs, scale_key="ranks_used", target=160, all_vertices=True).set_index("name")
+    assert df.loc["halving", "predicted"] == pytest.approx(0.5)
+
+
+def test_errors(runs: list[perflow.PAG]) -> None:
+    with pytest.raises(PassError, match="needs runs at two or more scales, got 1"):
+        scalability(runs[:1])
+    with pytest.raises(PassError, match="at least two distinct process counts"):
+        scalability(runs[:2], scales=[8, 8])
+    with pytest.raises(PassError, match="3 scales given for 4 runs"):
+        scalability(runs, scales=[1, 2, 3])
+    with pytest.raises(PassError, match="run has no attribute 'cores'"):
+        scalability(runs, scale_key="cores")
+    with pytest.raises(PassError, match="rank_by must be one of"):
+        scalability(runs, rank_by="r2")
+
+
+def test_zero_times() -> None:
+    # "gone" has no time at the two smallest scales: fitted on the other two, or skipped with complete_only
+    pags = []
+    for P, t in zip(SCALES, [0.0, 0.0, 1.0, 2.0]):
+        lit = {
+            "name": "main",
+            "metrics": {"time_exc": [1.0] * P},
+            "children": [{"name": "gone", "metrics": {"time_exc": [t] * P}}],
+        }
+        pags.append(perflow.PAG.from_literal(lit, attrs={"nprocs": P}))
+    df = scalability(pags, all_vertices=True).set_index("name")
+    assert df.loc["gone", "n_points"] == 2 and df.loc["gone", "slope"] == pytest.approx(1.0)
+    assert "gone" not in scalability(pags, all_vertices=True, complete_only=True)["name"].tolist()
+
+
+def test_process_count_from_data() -> None:
+    # no nprocs attribute: the number of processes with data is the scale
+    pags = [perflow.PAG.from_literal({"name": "f", "metrics": {"time_exc": [t] * P}}) for P, t in ((2, 4.0), (4, 2.0))]
+    df = scalability(pags, all_vertices=True)
+    assert df["slope"].iloc[0] == pytest.approx(-1.0) and df.attrs["scales"] == [2, 4]
+
+
+LULESH = ["27_cores.cali", "64_cores.cali", "125_cores.cali", "216_cores.cali", "343_cores.cali"]
+
+
+def test_lulesh_caliper_runs() -> None:
+    runs = [read_shared("scaling", "lulesh-caliper", f, format="caliper") for f in LULESH]
+    df = scalability(runs, all_vertices=True, target=512)
+    assert df.attrs["scales"] == [27, 64, 125, 216, 343]
+    assert len(df) > 10
+    assert df["n_points"].max() == 5
+    ns = scalability(runs, target=512)
+    assert ns["non_scalable"].all() and (ns["slope"] > 0).all()
