@@ -264,7 +264,11 @@ def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
             path = out / "trace"
             if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
                 shutil.rmtree(path)
-            result.files["otf2"] = Path(write_otf2(raw, path))
+            try:
+                result.files["otf2"] = Path(write_otf2(raw, path))
+            except (PerflowError, OSError, ValueError) as exc:
+                log.warning("OTF2 trace not written: %s", exc)
+                result.notes.append(f"OTF2 trace not written: {exc}")
     if "pag" in outputs:
         try:
             from ..trace.build import build_pag  # arrives with the trace->PAG builder
@@ -272,5 +276,8 @@ def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
             result.notes.append("PAG not saved: perflow.trace.build is not available")
         else:
             path = out / "run.pag"
-            build_pag(raw).save(path)
-            result.files["pag"] = path
+            try:
+                result.files["pag"] = build_pag(raw).save(path)
+            except (PerflowError, OSError, ValueError) as exc:
+                log.warning("PAG not saved: %s", exc)
+                result.notes.append(f"PAG not saved: {exc}")

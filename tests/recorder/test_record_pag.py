@@ -53,3 +53,16 @@ def test_saved_pag_and_python(recorded, mpi4py_ok: str) -> None:  # noqa: ANN001
     pag = perflow.load(run.result.files["pag"])
     assert (pag.attrs["unmatched_sends"], pag.attrs["unmatched_recvs"]) == (0, 0)
     assert len(pag.trace.messages) == 24
+
+
+def test_otf2_trace_written_and_read_back(recorded) -> None:  # noqa: ANN001
+    pytest.importorskip("perflow.writers.otf2")
+    import perflow
+
+    run = recorded("ring.c", "6", "500")
+    anchor = run.result.files["otf2"]
+    assert anchor.name == "traces.otf2" and anchor.is_file()
+    pag = perflow.read(anchor)
+    assert (pag.attrs["unmatched_sends"], pag.attrs["unmatched_recvs"]) == (0, 0)
+    assert len(pag.trace.messages) == 24
+    assert sorted(pag.trace.messages["bytes"].unique()) == [4000]
