@@ -25,71 +25,23 @@ import sys
 from typing import Any
 
 from .mpireq import build_request_class, wrap_request
+from .names import (
+    BEGIN,
+    COLLECTIVES,
+    CREATORS,
+    END,
+    IRECV_REQUEST,
+    ISEND,
+    ISENDS,
+    OP_FINALIZE,
+    OP_INIT,
+    RECV,
+    SEND,
+    SENDS,
+)
 from .recorder import FN, Recorder
 
 __all__ = ["install"]
-
-SEND, ISEND, RECV, IRECV_REQUEST, SSEND = 0, 1, 3, 4, 8  # perflow.kinds.P2P
-BEGIN, END = 0, 1  # perflow.kinds.CollEv
-OP_INIT, OP_FINALIZE = 100, 101
-
-# name: (MPI function, CollectiveOp, position of root or None, size rule)
-_COLL = {
-    "Barrier": ("MPI_Barrier", 0, None, "none"),
-    "Bcast": ("MPI_Bcast", 1, 1, "bcast"),
-    "Gather": ("MPI_Gather", 2, 2, "gather"),
-    "Gatherv": ("MPI_Gatherv", 3, 2, "gather"),
-    "Scatter": ("MPI_Scatter", 4, 2, "scatter"),
-    "Scatterv": ("MPI_Scatterv", 5, 2, "scatter"),
-    "Allgather": ("MPI_Allgather", 6, None, "both"),
-    "Allgatherv": ("MPI_Allgatherv", 7, None, "both"),
-    "Alltoall": ("MPI_Alltoall", 8, None, "both"),
-    "Alltoallv": ("MPI_Alltoallv", 9, None, "both"),
-    "Allreduce": ("MPI_Allreduce", 11, None, "reduce_all"),
-    "Reduce": ("MPI_Reduce", 12, 3, "reduce"),
-    "Reduce_scatter": ("MPI_Reduce_scatter", 13, None, "both"),
-    "Reduce_scatter_block": ("MPI_Reduce_scatter_block", 16, None, "both"),
-    "Scan": ("MPI_Scan", 14, None, "reduce_all"),
-    "Exscan": ("MPI_Exscan", 15, None, "reduce_all"),
-    "barrier": ("MPI_Barrier", 0, None, "none"),
-    "bcast": ("MPI_Bcast", 1, 1, "none"),
-    "gather": ("MPI_Gather", 2, 1, "none"),
-    "scatter": ("MPI_Scatter", 4, 1, "none"),
-    "allgather": ("MPI_Allgather", 6, None, "none"),
-    "alltoall": ("MPI_Alltoall", 8, None, "none"),
-    "allreduce": ("MPI_Allreduce", 11, None, "none"),
-    "reduce": ("MPI_Reduce", 12, 2, "none"),
-    "scan": ("MPI_Scan", 14, None, "none"),
-    "exscan": ("MPI_Exscan", 15, None, "none"),
-}
-# name: (MPI function, P2P kind, pickle-based)
-_SEND = {
-    "send": ("MPI_Send", SEND, True),
-    "ssend": ("MPI_Ssend", SSEND, True),
-    "bsend": ("MPI_Bsend", SEND, True),
-    "Send": ("MPI_Send", SEND, False),
-    "Ssend": ("MPI_Ssend", SSEND, False),
-    "Bsend": ("MPI_Bsend", SEND, False),
-    "Rsend": ("MPI_Rsend", SEND, False),
-}
-_ISEND = {
-    "isend": ("MPI_Isend", True),
-    "issend": ("MPI_Issend", True),
-    "ibsend": ("MPI_Ibsend", True),
-    "Isend": ("MPI_Isend", False),
-    "Issend": ("MPI_Issend", False),
-    "Ibsend": ("MPI_Ibsend", False),
-    "Irsend": ("MPI_Irsend", False),
-}
-_CREATE = {
-    "Dup": "MPI_Comm_dup",
-    "Clone": "MPI_Comm_dup",
-    "Split": "MPI_Comm_split",
-    "Split_type": "MPI_Comm_split_type",
-    "Create": "MPI_Comm_create",
-    "Create_group": "MPI_Comm_create_group",
-    "Create_cart": "MPI_Cart_create",
-}
 
 
 def _arg(args: tuple, kw: dict, pos: int, name: str, default: Any) -> Any:
@@ -125,20 +77,20 @@ class _Patcher:
         self.world_group = None
         self.Request = build_request_class(MPI, rec)
         mixin = type("_RecordingComm", (), {})
-        for name in _SEND:
+        for name in SENDS:
             setattr(mixin, name, self._send(name))
-        for name in _ISEND:
+        for name in ISENDS:
             setattr(mixin, name, self._isend(name))
         for name in ("recv", "Recv", "sendrecv", "Sendrecv"):
             setattr(mixin, name, self._recv(name))
         for name in ("irecv", "Irecv"):
             setattr(mixin, name, self._irecv(name))
-        for name in _COLL:
+        for name in COLLECTIVES:
             if hasattr(MPI.Intracomm, name):
                 setattr(mixin, name, self._coll(name))
-        for name in _CREATE:
+        for name in CREATORS:
             if hasattr(MPI.Intracomm, name):
-                setattr(mixin, name, self._create(name, _CREATE[name], MPI.Intracomm))
+                setattr(mixin, name, self._create(name, CREATORS[name], MPI.Intracomm))
         self.classes: dict[type, type] = {}
         for base in (MPI.Intracomm, MPI.Cartcomm, MPI.Graphcomm, MPI.Distgraphcomm):
             ns: dict[str, Any] = {}
@@ -168,7 +120,7 @@ class _Patcher:
             return 0
 
     def _send(self, name: str) -> Any:
-        fn, kind, pickled = _SEND[name]
+        fn, kind, pickled = SENDS[name]
         base, fid, rec = getattr(self.MPI.Intracomm, name), FN[fn], self.rec
 
         def method(comm: Any, *args: Any, **kw: Any) -> Any:
@@ -185,7 +137,7 @@ class _Patcher:
         return method
 
     def _isend(self, name: str) -> Any:
-        fn, pickled = _ISEND[name]
+        fn, pickled = ISENDS[name]
         base, fid, rec = getattr(self.MPI.Intracomm, name), FN[fn], self.rec
 
         def method(comm: Any, *args: Any, **kw: Any) -> Any:
@@ -252,7 +204,7 @@ class _Patcher:
         return method
 
     def _coll(self, name: str) -> Any:
-        fn, op, root_pos, rule = _COLL[name]
+        fn, op, root_pos, rule = COLLECTIVES[name]
         base, fid, rec = getattr(self.MPI.Intracomm, name), FN[fn], self.rec
 
         def method(comm: Any, *args: Any, **kw: Any) -> Any:

@@ -74,7 +74,7 @@ class Recorder:
         self._ctx: dict[tuple[int, ...], int] = {}
         self._ctx_cache: dict[tuple[CodeType, FrameType | None], int] = {}
         here = os.path.dirname(os.path.abspath(__file__))
-        self.skip_files = {os.path.join(here, n) for n in ("recorder.py", "mpi.py", "mpireq.py")}
+        self.skip_files = {os.path.join(here, n) for n in ("recorder.py", "mpi.py", "mpireq.py", "sampling.py")}
         # the frames of the bootstrap (runpy is frozen in recent Pythons)
         self.stop_files = {os.path.abspath(runpy.__file__), "<frozen runpy>", os.path.join(here, "__main__.py")}
         self.main_ident = threading.get_ident()
