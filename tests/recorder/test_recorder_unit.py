@@ -223,3 +223,29 @@ def test_record_errors(tmp_path: Path) -> None:
     with pytest.raises(RecordError, match="no program to record"):
         record([], outdir=tmp_path / "o")
     assert os.environ.get("PERFLOW_RECORD_DIR") is None
+
+
+def test_python_runtime_constants_match_perflow_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(CSRC.parent / "pyrt"))
+    from perflow_pyrec import mpireq, names, recorder
+
+    assert (names.SEND, names.ISEND, names.RECV, names.IRECV_REQUEST, names.SSEND) == (
+        P2P.SEND,
+        P2P.ISEND,
+        P2P.RECV,
+        P2P.IRECV_REQUEST,
+        P2P.SSEND,
+    )
+    assert (mpireq.ISEND_COMPLETE, mpireq.IRECV, mpireq.REQUEST_TEST, mpireq.REQUEST_CANCELLED) == (
+        P2P.ISEND_COMPLETE,
+        P2P.IRECV,
+        P2P.REQUEST_TEST,
+        P2P.REQUEST_CANCELLED,
+    )
+    assert (names.BEGIN, names.END) == (CollEv.BEGIN, CollEv.END)
+    assert (names.OP_INIT, names.OP_FINALIZE) == (CollectiveOp.INIT, CollectiveOp.FINALIZE)
+    for fn, op, _, _ in names.COLLECTIVES.values():
+        assert CollectiveOp(op).name == fn[4:].upper()
+        assert fn in FN
+    assert recorder.FN == FN and recorder.MAGIC == S_MAGIC
+    assert recorder._REC.size == REC_DTYPE.itemsize
