@@ -104,9 +104,13 @@ def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: di
     """The launcher command line and its environment.
 
     Variables in ``ranks_env`` reach the ranks only (``-x`` for Open MPI,
-    ``-genv`` for MPICH's Hydra); other launchers inherit them.
+    ``-genv`` for MPICH's Hydra); other launchers inherit them. A toolchain
+    of kind ``"direct"`` runs the program itself, without a launcher.
     """
     env = dict(os.environ)
+    if tc.launcher_kind == "direct":
+        env.update(ranks_env)
+        return list(program), env
     argv = [*tc.launcher, "-n", str(nprocs)]
     for k, v in ranks_env.items():
         if tc.launcher_kind == "openmpi":
@@ -221,7 +225,14 @@ def record(
     rawdir.mkdir(parents=True)
     env = {"PERFLOW_RECORD_DIR": str(rawdir.resolve()), "PERFLOW_RECORD_HZ": str(int(sample_rate))}
     if is_python(program):
-        tc = find_toolchain(_python_mpi(), mpirun)
+        try:
+            tc = find_toolchain(_python_mpi(), mpirun)
+        except RecordError:
+            if nprocs > 1 or mpirun:
+                raise
+            # one Python process without any MPI installed: run it directly
+            tc = Toolchain("none", "", [], "direct")
+            env["PERFLOW_RECORD_ALL"] = "1"
         cmd = python_command(program)
         orig = os.environ.get("PYTHONPATH")
         env["PYTHONPATH"] = _PYRT + (os.pathsep + orig if orig else "")

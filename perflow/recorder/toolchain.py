@@ -48,7 +48,8 @@ class Toolchain:
         The launcher command (``mpirun`` and any options of the user's).
     launcher_kind : str
         How to pass environment variables to the ranks: ``"openmpi"`` (``-x``),
-        ``"hydra"`` (``-genv``) or ``"env"`` (inherited environment).
+        ``"hydra"`` (``-genv``), ``"env"`` (inherited environment) or
+        ``"direct"`` (no launcher: one process run as it is).
     show : str
         The wrapper's underlying compile line (``mpicc -show``).
     """

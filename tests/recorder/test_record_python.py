@@ -81,6 +81,27 @@ def test_boot_module_mode_and_samples(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "spin" in names
 
 
+def test_record_plain_python_without_mpi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perflow.errors import RecordError
+    from perflow.recorder import session
+
+    def no_mpi(*args: object) -> None:
+        raise RecordError("no MPI compiler wrapper found")
+
+    monkeypatch.setattr(session, "find_toolchain", no_mpi)
+    script = tmp_path / "hot.py"
+    script.write_text("def hot():\n    return sum(i * i for i in range(2_000_000))\nprint(hot())\n")
+    with open(tmp_path / "out", "w") as fo:
+        res = session.record(["python3", str(script)], outdir=tmp_path / "rec", timeout=60, stdout=fo)
+    assert res.status == 0 and (tmp_path / "out").read_text() == f"{sum(i * i for i in range(2_000_000))}\n"
+    assert res.raw.attrs["mpi"] == "none" and len(res.raw.locations) == 1
+    assert res.raw.regions["name"][0] == "hot.py"
+    st = res.raw.stacks.merge(res.raw.regions[["name"]], left_on="region", right_index=True)
+    assert "hot" in set(st["name"])
+    with pytest.raises(RecordError, match="no MPI compiler wrapper"):
+        session.record(["python3", str(script)], nprocs=2, outdir=tmp_path / "rec2", timeout=60)
+
+
 def test_boot_usage_error(tmp_path: Path) -> None:
     p = _boot(tmp_path, "-m", record=False)
     assert p.returncode == 2 and "argument expected for -m" in p.stderr
