@@ -121,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
     from ..flow.api import run as run_flow
     from ..flow.loader import load_flow
     from ..flow.outputs import as_text, write_value
-    from ..flow.types import type_label
 
     flow = load_flow(args.flow, allow_import=args.allow_import, validate=False)
     try:
