@@ -54,6 +54,14 @@ def mpich(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     return record_program
 
 
+def test_mpich_wildcard_receives(mpich) -> None:  # noqa: ANN001
+    res = mpich("ring.c", "3", "100")  # MPI_Irecv from MPI_ANY_SOURCE (-2 in MPICH, where -1 is MPI_PROC_NULL)
+    p = res.raw.table("p2p_events")
+    for loc in (0, 1):
+        assert count(p, location=loc, kind=P2P.IRECV_REQUEST, peer=-1, tag=7, bytes=800) == 3
+        assert count(p, location=loc, kind=P2P.IRECV, peer=1 - loc, tag=7, bytes=800) == 3
+
+
 @pytest.mark.parametrize("source", ["pingpong.c", "pingpong.f90"])
 def test_mpich_pingpong(mpich, source: str) -> None:  # noqa: ANN001
     res = mpich(source, "4", "128")

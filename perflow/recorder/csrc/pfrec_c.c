@@ -107,8 +107,7 @@ ISEND_WRAP(MPI_Irsend, IRSEND)
         int rec = PF_BEGIN(ID);                                                                             \
         int rc = P##NAME(buf, count, dt, peer, tag, comm, req);                                             \
         if (rc == MPI_SUCCESS && pf_active)                                                                 \
-            pf_persist_new(pf_req_key(*req), RECV, RECV && peer == MPI_ANY_SOURCE ? -1 : peer, tag,         \
-                           pf_comm(comm), pf_bytes(count, dt));                                             \
+            pf_persist_new(pf_req_key(*req), RECV, peer, tag, pf_comm(comm), pf_bytes(count, dt));            \
         if (rec) pf_end(PF_##ID);                                                                           \
         return rc;                                                                                          \
     }
@@ -138,7 +137,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     if (!PF_BEGIN(IRECV)) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     if (rc == MPI_SUCCESS)
-        pf_req_post(pf_req_key(*req), 1, src == MPI_ANY_SOURCE ? -1 : src, tag, pf_comm(comm), pf_bytes(count, dt));
+        pf_req_post(pf_req_key(*req), 1, src, tag, pf_comm(comm), pf_bytes(count, dt));
     pf_end(PF_IRECV);
     return rc;
 }

@@ -292,8 +292,11 @@ void pf_end(int fn) {
 
 double pf_t_enter(void) { return g.t_enter; }
 
+/* peer: as the program gave it (MPI_PROC_NULL: nothing recorded; MPI_ANY_SOURCE
+ * in a posted receive is recorded as -1, whatever its value in this MPI) */
 void pf_p2p(int kind, int peer, int comm, int tag, int64_t bytes, int64_t req, double t) {
     if (peer == MPI_PROC_NULL) return;
+    if (peer == MPI_ANY_SOURCE) peer = -1;
     *slot() = (pf_rec){.t = t, .n1 = bytes, .n2 = req, .a = peer, .b = tag, .comm = comm, .type = PF_R_P2P,
                        .kind = (uint8_t)kind};
 }

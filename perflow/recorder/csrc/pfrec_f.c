@@ -114,8 +114,7 @@ FSEND(mpi_rsend, MPI_RSEND, RSEND, P2P_SEND)
         if (!PF_BEGIN(ID)) { p##lc##_(buf, n, dt, peer, tag, comm, req, ierr); return; }      \
         p##lc##_(buf, n, dt, peer, tag, comm, req, ierr);                                \
         if (*ierr == MPI_SUCCESS)                                                        \
-            pf_req_post(fkey(*req), RECV, RECV && *peer == MPI_ANY_SOURCE ? -1 : *peer,  \
-                        *tag, fcomm(comm), fbytes(n, dt));                               \
+            pf_req_post(fkey(*req), RECV, *peer, *tag, fcomm(comm), fbytes(n, dt));     \
         pf_end(PF_##ID);                                                                 \
     }                                                                                    \
     ALIASES(lc, UC, P_ISEND)
