@@ -18,7 +18,10 @@ unit        shown as                                             guessed for col
             digits
 =========== ==================================================== =====================
 
-Text, Markdown and HTML renderings format numbers this way; CSV keeps the raw values.
+An analysis pass can declare its columns' units in ``df.attrs["units"]`` (a
+dict of column name to unit); declared units win over guesses, an explicit
+``units`` setting wins over both. Text, Markdown and HTML renderings format
+numbers this way; CSV keeps the raw values.
 """
 
 from __future__ import annotations
@@ -157,6 +160,8 @@ def format_value(value: Any, unit: str = "", *, digits: int = 3) -> str:
     v = float(value)
     if not math.isfinite(v):
         return str(v)
+    if unit == "s" and abs(v) < 1e-12:  # below a picosecond: rounding residue of a difference
+        v = 0.0
     if unit == "s" and v != 0:  # round first, so 0.99999 s is "1.00 s", not "1000 ms"
         v = float(f"{v:.{max(digits, math.floor(math.log10(abs(v))) + 1)}g}")
     if unit == "s":
@@ -191,9 +196,11 @@ def format_column(values: pd.Series, unit: str, *, digits: int = 3) -> list[str]
 
 
 def column_units(df: pd.DataFrame, units: Mapping[str, str] | None, auto: bool = True) -> dict[str, str]:
-    """Unit of each column: the explicit ``units`` mapping, else a guess from the name (when ``auto``)."""
-    units = dict(units or {})
-    return {c: units.get(str(c), guess_unit(c) if auto else "") for c in df.columns}
+    """Unit of each column: the explicit ``units`` mapping, then the units an analysis pass recorded in
+    ``df.attrs["units"]``, else a guess from the name (when ``auto``)."""
+    declared = dict(df.attrs.get("units", {}) or {})
+    declared.update(units or {})
+    return {c: declared.get(str(c), guess_unit(c) if auto else "") for c in df.columns}
 
 
 # ---------------------------------------------------------------------- rendering

@@ -156,7 +156,7 @@ def breakdown(
     wcode = cat_code["wait"]
     floor = 1e-9 * float(np.abs(g.value).max()) if len(g.value) else 0.0
     if by == "vertex_process":
-        return _per_row(pag, g, col, x, wait, rcat, wcode, cat_names, floor, wide)
+        return _with_units(_per_row(pag, g, col, x, wait, rcat, wcode, cat_names, floor, wide), info.unit)
     if by == "process":
         grp, n_grp = rows_g, g.n_groups
     elif by == "total":
@@ -179,14 +179,23 @@ def breakdown(
         for i, c in enumerate(cat_names):
             df[c] = mat[present, i]
         df["total"] = tot[present]
-        return df.reset_index(drop=True)
+        return _with_units(df.reset_index(drop=True), info.unit)
     sub = mat[present]
     if by == "vertex":
         gi, ci = np.nonzero(sub)
     else:
         gi = np.repeat(np.arange(len(present)), nc)
         ci = np.tile(np.arange(nc), len(present))
-    return _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by)
+    return _with_units(
+        _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by), info.unit
+    )
+
+
+def _with_units(df: pd.DataFrame, unit: str) -> pd.DataFrame:
+    """Record the metric's unit for the value columns (report passes format them)."""
+    cols = [*CATEGORIES, "total", "value"]
+    df.attrs["units"] = {c: unit for c in cols if c in df.columns}
+    return df
 
 
 def _long(

@@ -75,7 +75,8 @@ def hotspot_table(
     df["max"] = stats["max"][ids]
     df["mean"] = stats["mean"][ids]
     df["max_process"] = np.where(amax >= 0, procs[np.maximum(amax, 0)] if len(procs) else -1, -1)
-    df.attrs.update({"metric": col, "agg": agg, "total": total})
+    unit = info.unit
+    df.attrs.update({"metric": col, "agg": agg, "total": total, "units": {"value": unit, "max": unit, "mean": unit}})
     return df.reset_index(drop=True)
 
 

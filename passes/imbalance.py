@@ -130,7 +130,10 @@ def imbalance_table(
         df["max_thread"] = np.where(amax >= 0, g.thread[np.maximum(amax, 0)], -1) if g.n_groups else -1
     for c in IMBALANCE_CRITERIA:
         df[c] = meas[c][ids]
-    df.attrs.update({"metric": col, "across": across, "criterion": criterion})
+    u = pag.metric_info[col].unit
+    units = {c: u for c in ("mean", "max", "min", "std", "imbalance_time")}
+    units.update({"percent_imbalance": "%", "craypat_percent": "%", "imbalance": "ratio", "load_balance": "ratio"})
+    df.attrs.update({"metric": col, "across": across, "criterion": criterion, "units": units})
     return df
 
 

@@ -18,6 +18,8 @@ merged into one bar. ``reduce="sample"`` instead draws only the
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 from matplotlib.collections import LineCollection, PolyCollection
@@ -162,6 +164,11 @@ def _overlay_table(df: pd.DataFrame, who: str, what: str, start: str, end: str) 
             "end": numeric(df, end, who),
         }
     )
+
+
+def _scaled_tick(x: float, _pos: object, *, factor: float) -> str:
+    """Tick label of a time axis shown in a scaled unit (a module-level function: figures stay picklable)."""
+    return f"{x * factor:g}"
 
 
 @pass_(version="1", tags=("plot",))
@@ -360,7 +367,7 @@ def plot_timeline(
         )
         handles.append(q)
     f, unit = axis_scale(np.array([t1 - t0]), "s")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x * f:g}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(functools.partial(_scaled_tick, factor=f)))
     ax.set_xlim(t0, t1)
     ax.set_ylim(n_rows - 0.5, -0.5)
     threaded = (locs["thread"] != 0).any()

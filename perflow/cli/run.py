@@ -147,7 +147,6 @@ def _run(args: argparse.Namespace) -> int:
     from ..flow.api import run as run_flow
     from ..flow.loader import load_flow
     from ..flow.outputs import as_text, write_value
-    from ..flow.types import type_label
 
     flow = load_flow(args.flow, allow_import=args.allow_import, validate=False)
     try:
@@ -173,18 +172,24 @@ def _run(args: argparse.Namespace) -> int:
         allow_import=args.allow_import,
     )
     printed = []
+    hidden = []
+    has_report = any(isinstance(v, str) for v in result.outputs.values())
     for name, value in result.outputs.items():
         where = write_value(value, args.output, name) if args.output else None
-        text = as_text(value)
+        # when the flow has a text report, the terminal shows the report(s) only
+        text = as_text(value) if (isinstance(value, str) or not has_report) else None
         if text is not None:
             printed.append((name, text))
         elif where is None:
-            print(
-                f"perflow: output {name!r} ({type_label(type(value))}) is not shown; use --output DIR to save it",
-                file=sys.stderr,
-            )
+            hidden.append(name)
+    if hidden and not args.quiet:
+        print(
+            f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "
+            "use --output DIR to save every output",
+            file=sys.stderr,
+        )
     for name, text in printed:
-        if len(printed) > 1 or len(result.keys()) > 1:
+        if len(printed) > 1:
             print(f"== {name} ==")
         print(text)
         if len(printed) > 1:

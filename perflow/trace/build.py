@@ -183,7 +183,7 @@ def build_pag(
             "samples": np.r_[np.zeros(len(inc)), s_n],
         }
     allkey = np.concatenate(keys)
-    uniq, inv = np.unique(allkey, return_inverse=True)
+    uniq, inv = dense_keys(allkey)
     agg = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in cols.items()}
     if sample_rows is not None and len(s_parent_key):
         # sampled time leaves the exclusive time of the instance the sample fell in
@@ -241,6 +241,21 @@ def build_pag(
         log.warning("%s: %d sends and %d receives found no partner", raw.attrs.get("source", "trace"), *unmatched)
     trace = Trace(intervals, messages, collectives, comms=dict(raw.comms), comm_names=dict(raw.comm_names))
     return PAG(vertices, m, metric_info={k: v for k, v in info.items() if k in m.columns}, trace=trace, attrs=attrs)
+
+
+def dense_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and each element's position among them (like ``np.unique(return_inverse=True)``).
+
+    Linear when the key range is small (a presence table), else a sort.
+    """
+    if len(key) and key.min() >= 0 and key.max() < max(4 * len(key), 1 << 22):
+        present = np.zeros(int(key.max()) + 1, dtype=bool)
+        present[key] = True
+        uniq = np.flatnonzero(present)
+        pos = np.cumsum(present) - 1
+        return uniq, pos[key]
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq, inv.ravel()
 
 
 def _last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:

@@ -28,26 +28,49 @@ from .tables import conform
 __all__ = ["message_table", "collective_table", "nth_pairs", "rank_within", "to_world"]
 
 
+def _rank_codes_py(codes: np.ndarray, ncodes: int) -> np.ndarray:
+    seen = np.zeros(ncodes, dtype=np.int64)
+    out = np.empty(len(codes), dtype=np.int64)
+    for i, c in enumerate(codes.tolist()):
+        out[i] = seen[c]
+        seen[c] += 1
+    return out
+
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def _rank_codes(codes, ncodes):  # type: ignore[no-untyped-def]
+        seen = np.zeros(ncodes, np.int64)
+        out = np.empty(codes.shape[0], np.int64)
+        for i in range(codes.shape[0]):
+            c = codes[i]
+            out[i] = seen[c]
+            seen[c] += 1
+        return out
+
+except ImportError:  # pragma: no cover
+    _rank_codes = _rank_codes_py
+
+
 def rank_within(key: np.ndarray) -> np.ndarray:
-    """Occurrence number of each element among equal keys, in array order (0, 1, 2, ...)."""
-    n = len(key)
-    if n == 0:
+    """Occurrence number of each element among equal keys, in array order (0, 1, 2, ...).
+
+    Linear: keys are hashed to dense codes, then one counting pass.
+    """
+    if len(key) == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    start = np.r_[True, ks[1:] != ks[:-1]]
-    idx = np.arange(n)
-    run_start = np.maximum.accumulate(np.where(start, idx, 0))
-    r = np.empty(n, dtype=np.int64)
-    r[order] = idx - run_start
-    return r
+    codes, uniq = pd.factorize(np.asarray(key))
+    return _rank_codes(codes.astype(np.int64), len(uniq))
 
 
 def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     """Pair the k-th ``a`` with the k-th ``b`` of the same key.
 
     Both arrays must be in sequence order. Returns, for each ``a``, the index
-    of its partner in ``b``, or -1.
+    of its partner in ``b``, or -1. Linear time: ``b`` is bucketed by key
+    (a counting sort), then each ``a`` looks up the slot of its rank.
     """
     key_a = np.asarray(key_a, dtype=np.int64)
     key_b = np.asarray(key_b, dtype=np.int64)
@@ -55,16 +78,15 @@ def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     if not len(key_a) or not len(key_b):
         return out
     codes, uniq = pd.factorize(np.r_[key_a, key_b])
-    ca, cb = codes[: len(key_a)].astype(np.int64), codes[len(key_a) :].astype(np.int64)
-    ra, rb = rank_within(ca), rank_within(cb)
-    width = int(max(ra.max(initial=0), rb.max(initial=0))) + 1
-    ka, kb = ca * width + ra, cb * width + rb
-    ob = np.argsort(kb)
-    kbs = kb[ob]
-    j = np.searchsorted(kbs, ka)
-    j = np.minimum(j, len(kbs) - 1)
-    hit = kbs[j] == ka
-    out[hit] = ob[j[hit]]
+    codes = codes.astype(np.int64)
+    ca, cb = codes[: len(key_a)], codes[len(key_a) :]
+    ra, rb = _rank_codes(ca, len(uniq)), _rank_codes(cb, len(uniq))
+    count_b = np.bincount(cb, minlength=len(uniq))
+    offset = np.cumsum(count_b) - count_b
+    slot_to_b = np.empty(len(key_b), dtype=np.int64)
+    slot_to_b[offset[cb] + rb] = np.arange(len(key_b))
+    hit = ra < count_b[ca]
+    out[hit] = slot_to_b[offset[ca[hit]] + ra[hit]]
     return out
 
 
@@ -163,10 +185,13 @@ def message_table(
     tag = ev["tag"].astype(np.int64)
     k_send = _key4(np.r_[comm[s], comm[r]], np.r_[proc[s], peer[r]], np.r_[peer[s], proc[r]], np.r_[tag[s], tag[r]])
     ks, kr = k_send[: len(s)], k_send[len(s) :]
-    # sends and receives in posting order (time, then stream order; threads of a process interleave)
+    # sends and receives in posting order. A key's sends all come from one process and its receives
+    # go to one process; with one thread per process, stream order is posting order. Threads of one
+    # process interleave, so then order by time (stream order breaks ties).
     t = ev["time"]
-    order_s = np.lexsort((s, t[s]))
-    order_r = np.lexsort((recv_seq, t[recv_seq]))
+    threaded = len(np.unique(loc)) != len(np.unique(proc))
+    order_s = np.lexsort((s, t[s])) if threaded else np.arange(len(s))
+    order_r = np.lexsort((recv_seq, t[recv_seq])) if threaded else np.argsort(recv_seq, kind="stable")
     partner = nth_pairs(ks[order_s], kr[order_r])
     matched = partner >= 0
     si = order_s[matched]
@@ -200,7 +225,8 @@ def message_table(
             "clock_violation": send_time > recv_time,
         }
     )
-    table = table.sort_values(["send_process", "send_time"], kind="stable").reset_index(drop=True)
+    if threaded:
+        table = table.sort_values(["send_process", "send_time"], kind="stable").reset_index(drop=True)
     return conform("messages", table), (int(len(s) - matched.sum()), int(len(r) - matched.sum()))
 
 

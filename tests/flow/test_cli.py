@@ -72,8 +72,11 @@ def test_run_writes_outputs_and_prints_reports(capsys, report, tmp_path):
     assert (out_dir / "text.txt").read_text() == "report: 3 rows, sum 12\n"
     assert (out_dir / "table.csv").read_text().splitlines() == ["i,v", "0,0", "1,4", "2,8"]
     assert json.loads((out_dir / "parts.json").read_text()) == 2
-    assert "== table ==" in out and "== text ==\nreport: 3 rows, sum 12" in out and "== parts ==\n2" in out
+    # a flow with a text report shows only its report(s) on the terminal; everything is in --output
+    assert out == "report: 3 rows, sum 12\n"
     assert "flow 'report': 3 done" in err and f"outputs written to {out_dir}" in err
+    code, out, err = cli(capsys, "run", report, "--input", "x=4")
+    assert out == "report: 3 rows, sum 12\n" and "outputs table, parts not shown; use --output DIR" in err
 
 
 def test_single_input_flows_take_a_bare_input_and_set_parses_yaml(capsys, report):
@@ -88,7 +91,7 @@ def test_run_a_shipped_flow_on_the_sample(capsys, tmp_path):
     pag = perflow.load(tmp_path / "o" / "pag.pag")
     assert pag.n_vertices == perflow.load(SAMPLE).n_vertices
     code, out, err = cli(capsys, "run", "convert", "--input", f"data={SAMPLE}")
-    assert code == 0 and "output 'pag' (PAG) is not shown; use --output DIR to save it" in err
+    assert code == 0 and "output pag not shown; use --output DIR to save every output" in err
 
 
 def test_the_python_shipped_flow_overview(capsys, tmp_path):
@@ -125,7 +128,7 @@ def test_a_failing_step_gives_exit_status_1_and_one_line(capsys, tmp_path):
     )
     code, out, err = cli(capsys, "run", flow, "-j", "1")
     assert code == 1
-    assert out == "== ok ==\n2\n"
+    assert out == "2\n"
     assert "perflow: error: step 'bad' (pass 't_fail') failed: ValueError: boom" in err
     assert err.count("boom") == 1 and "Traceback" not in err
     code, out, err = cli(capsys, "--debug", "run", flow)

@@ -260,3 +260,21 @@ def test_registered_with_tags() -> None:
     spec = get_pass("render_table")
     assert {s.name for s in spec.settings} >= {"format", "columns", "units", "path"}
     assert "Unit per column" in spec.setting("units").doc
+
+
+def test_units_declared_by_analysis_passes_are_used() -> None:
+    """hotspot/imbalance/breakdown record their columns' units in df.attrs; tables format them."""
+    import perflow
+    from passes.breakdown import breakdown
+    from passes.hotspot import hotspot
+    from passes.imbalance import imbalance
+
+    lit = {"name": "main", "metrics": {"time_exc": [0.004, 0.006, 0.008, 0.010]}}
+    pag = perflow.PAG.from_literal(lit)
+    text = render_table(hotspot(pag), format="text")
+    assert "28.0 ms" in text and "10.0 ms" in text  # sum and max, in seconds
+    imb = render_table(imbalance(pag), format="text")
+    assert "42.9%" in imb and "3.00 ms" in imb  # percent imbalance, imbalance time (the issue's worked example x 1e-3)
+    assert "28.0 ms" in render_table(breakdown(pag, by="total"), format="text")
+    # an explicit `units` setting wins over the declared ones
+    assert "0.028" in render_table(hotspot(pag), format="text", units={"value": ""})

@@ -1,0 +1,163 @@
+"""Helpers shared by the trace-analysis passes (wait states, critical path, delay, POP, variance)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflow.errors import PassError
+from perflow.pag.pag import PAG
+from perflow.pag.tree import descendants_mask
+from perflow.trace.critical import CriticalPath, critical_path
+from perflow.trace.flat import flat_timeline, locations, trace_cached
+from perflow.trace.tables import Trace
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, wait_instances
+
+__all__ = [
+    "require_trace",
+    "waits_for",
+    "cp_for",
+    "name_column",
+    "call_path_column",
+    "check_choice",
+    "mpi_vertex_mask",
+    "non_useful_mask",
+    "exclusive_by_vertex",
+    "OUTSIDE",
+]
+
+#: Label of time spent outside every region (vertex -1).
+OUTSIDE = "<outside regions>"
+
+
+def require_trace(pag: Any, pass_name: str) -> Trace:
+    """The trace of ``pag``, or a :class:`PassError` naming the pass when there is none."""
+    if not isinstance(pag, PAG):
+        raise PassError(f"pass {pass_name!r} needs a PAG as input, got {type(pag).__name__}")
+    if pag.trace is None:
+        src = pag.attrs.get("source")
+        where = f" (from {src})" if src else ""
+        raise PassError(
+            f"pass {pass_name!r} needs a trace-backed PAG with event data, but this PAG{where} has no trace; "
+            "read a trace (OTF2, Chrome trace, perflow recording) rather than a profile"
+        )
+    return pag.trace
+
+
+def check_choice(pass_name: str, setting: str, value: Any, choices: tuple[Any, ...]) -> None:
+    """Raise a :class:`PassError` when a setting is not one of ``choices``."""
+    if value not in choices:
+        raise PassError(
+            f"pass {pass_name!r}: setting {setting}={value!r} is not one of {', '.join(map(repr, choices))}"
+        )
+
+
+def _names(pag: PAG) -> np.ndarray:
+    return pag.vertex_table["name"].astype(str).to_numpy()
+
+
+def waits_for(
+    pag: PAG,
+    pass_name: str,
+    *,
+    window: int = 100,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+) -> pd.DataFrame:
+    """The (cached, shared: do not modify) wait-state instance table of a PAG."""
+    trace = require_trace(pag, pass_name)
+    check_choice(pass_name, "late_receiver", late_receiver, ("synchronous", "blocking", "none"))
+    check_choice(pass_name, "early_reduce", early_reduce, ("latest", "earliest"))
+    if int(window) < 0:
+        raise PassError(f"pass {pass_name!r}: wrong_order_window must be >= 0, got {window}")
+    return wait_instances(
+        trace, _names(pag), window=int(window), late_receiver=late_receiver, early_reduce=early_reduce
+    )
+
+
+def cp_for(pag: PAG, pass_name: str, **wait_settings: Any) -> tuple[CriticalPath, pd.DataFrame]:
+    """The (cached) critical path of a PAG and the wait table it was computed from."""
+    trace = require_trace(pag, pass_name)
+    w = waits_for(pag, pass_name, **wait_settings)
+    key = ("critical_path", tuple(sorted(wait_settings.items())), pag.n_vertices)
+    return trace_cached(trace, key, lambda: critical_path(trace, w, pag.n_vertices)), w
+
+
+def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:
+    """Vertex names of ``vertex`` ids as a categorical (``OUTSIDE`` for -1), without a string per row."""
+    cat = pag.vertex_table["name"]
+    cats = list(cat.cat.categories.astype(str))
+    codes = np.asarray(cat.cat.codes.to_numpy(), dtype=np.int64)
+    out_code = len(cats)
+    v = np.asarray(vertex, dtype=np.int64)
+    c = np.where(v >= 0, codes[np.maximum(v, 0)] if len(codes) else 0, out_code)
+    return pd.Categorical.from_codes(c.astype(np.int32), categories=[*cats, OUTSIDE]).remove_unused_categories()
+
+
+def call_path_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
+    """Call paths (``main/solve/MPI_Send``) of ``vertex`` ids (``OUTSIDE`` for -1): for short tables."""
+    cps = pag.call_paths().to_numpy()
+    v = np.asarray(vertex, dtype=np.int64)
+    return np.where(v >= 0, cps[np.maximum(v, 0)] if len(cps) else "", OUTSIDE).astype(object)
+
+
+def mpi_vertex_mask(pag: PAG) -> np.ndarray:
+    """Per vertex: is it an MPI call or inside one (the MPI library's own functions, as sampled call paths show)."""
+    return non_useful_mask(pag, ("mpi",))
+
+
+def non_useful_mask(pag: PAG, kinds: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Per vertex: its kind is in ``kinds``, or it lies below an MPI vertex (time inside an MPI call is MPI time).
+
+    Only MPI calls extend to their callees: an OpenMP construct or a threading call
+    contains user code.
+    """
+    kind = pag.vertex_table["kind"].astype(str).to_numpy()
+    mask = np.isin(kind, list(kinds))
+    if "mpi" in kinds:
+        mpi = np.flatnonzero(kind == "mpi")
+        if len(mpi):
+            mask |= descendants_mask(pag.tree, mpi)
+    return mask
+
+
+def exclusive_by_vertex(pag: PAG, pass_name: str) -> tuple[np.ndarray, float]:
+    """Exclusive time per vertex summed over all locations, from the trace; plus the time outside regions."""
+    trace = require_trace(pag, pass_name)
+    flat = flat_timeline(trace)
+    n = pag.n_vertices
+
+    def build() -> tuple[np.ndarray, float]:
+        if len(flat.time) < 2:
+            return np.zeros(n), 0.0
+        dur = np.diff(flat.time)
+        same = np.ones(len(dur), dtype=bool)
+        ends = flat.offsets[1:-1] - 1  # last event of every location but the last
+        same[ends[(ends >= 0) & (ends < len(dur))]] = False
+        v = flat.vertex[:-1]
+        w = np.where(same, np.maximum(dur, 0.0), 0.0)
+        out = np.bincount(np.where(v >= 0, v, n), weights=w, minlength=n + 1)
+        return out[:n], float(out[n])
+
+    return trace_cached(trace, ("exclusive_by_vertex", n), build)
+
+
+def n_locations(pag: PAG) -> int:
+    """Number of (process, thread) locations of a trace-backed PAG."""
+    return max(len(locations(pag.trace)), 1) if pag.trace is not None else max(len(pag.locations), 1)
+
+
+def kind_list(pass_name: str, kinds: list[str] | None, family: str | None = None) -> list[str]:
+    """Validate a list of wait-state kinds (default: all of ``family``)."""
+    allowed = [k for k, w in WAIT_KINDS.items() if family is None or w.family == family]
+    if kinds is None:
+        return allowed
+    bad = [k for k in kinds if k not in allowed]
+    if bad:
+        raise PassError(f"pass {pass_name!r}: unknown wait-state kind(s) {bad}; choose from {', '.join(allowed)}")
+    return list(kinds)
+
+
+__all__ += ["n_locations", "kind_list", "IDLE_KINDS"]

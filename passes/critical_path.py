@@ -1,0 +1,180 @@
+"""Critical-path analysis of traces (after Scalasca's critical-path profile).
+
+The critical path is the longest path through the happens-before graph of a
+run: local execution on each location, messages entering at their receive
+completion, collective instances. It is found by a compiled backward walk
+(:mod:`perflow.trace.critical`): from the end of the location that finishes
+last, back along its timeline; at the end of a wait state the path moves, at
+the same time, to the location waited for (the late sender, the receiver of a
+synchronous send, the last process to reach a collective, the root). The
+time the path spends in each call path is its critical-path time ``CP(c)``.
+
+Derived numbers:
+
+* critical-path imbalance ``cpi(c) = max(0, CP(c) - (time(c) - waits(c)) / N)``
+  with ``time(c)`` the exclusive time of ``c`` summed over the ``N``
+  locations and ``waits(c)`` the idle wait-state time charged to ``c``;
+  a call path that is on the path longer than it runs on average (without
+  its waiting) makes the run longer than a balanced one would be;
+* the runtime on an ideal network ``T_ideal``: the path length with the MPI
+  time on the path (which is never waiting time: the path jumps over waits)
+  set to zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+
+from ._tracekit import (
+    IDLE_KINDS,
+    OUTSIDE,
+    call_path_column,
+    cp_for,
+    exclusive_by_vertex,
+    mpi_vertex_mask,
+    n_locations,
+    name_column,
+    require_trace,
+)
+
+__all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
+
+_PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent", "time", "wait", "mean_nonwait", "cpi"]
+
+
+def critical_path_tables(
+    pag: PAG, pass_name: str, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
+) -> dict[str, Any]:
+    """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
+    trace = require_trace(pag, pass_name)
+    cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
+    n = pag.n_vertices
+    time_v, outside_t = exclusive_by_vertex(pag, pass_name)
+    idle = waits[waits["kind"].isin(IDLE_KINDS).to_numpy() & (waits["vertex"].to_numpy() >= 0)]
+    wait_v = np.bincount(idle["vertex"].to_numpy(), weights=idle["amount"].to_numpy(), minlength=n)[:n]
+    N = n_locations(pag)
+    mean_nonwait = (time_v - wait_v) / N
+    cpi = np.maximum(0.0, cp.cp_time - mean_nonwait)
+    cpi[cpi <= 1e-12 * max(cp.length, 1e-300)] = 0.0  # rounding noise
+    keep = np.flatnonzero((cp.cp_time > 0) | (time_v > 0))
+    length = cp.length
+    kinds = pag.vertex_table["kind"].astype(str).to_numpy()
+    prof = pd.DataFrame(
+        {
+            "vertex": keep,
+            "name": name_column(pag, keep),
+            "call_path": call_path_column(pag, keep),
+            "kind": kinds[keep],
+            "cp_time": cp.cp_time[keep],
+            "cp_percent": 100.0 * cp.cp_time[keep] / length if length > 0 else 0.0,
+            "time": time_v[keep],
+            "wait": wait_v[keep],
+            "mean_nonwait": mean_nonwait[keep],
+            "cpi": cpi[keep],
+        }
+    )
+    if cp.outside > 0 or outside_t > 0:
+        out_row = pd.DataFrame(
+            {
+                "vertex": [-1],
+                "name": [OUTSIDE],
+                "call_path": [OUTSIDE],
+                "kind": [""],
+                "cp_time": [cp.outside],
+                "cp_percent": [100.0 * cp.outside / length if length > 0 else 0.0],
+                "time": [outside_t],
+                "wait": [0.0],
+                "mean_nonwait": [outside_t / N],
+                "cpi": [max(0.0, cp.outside - outside_t / N)],
+            }
+        )
+        prof = pd.concat([prof.astype({"name": object}), out_row], ignore_index=True)
+    prof = prof.sort_values("cp_time", ascending=False, kind="stable").reset_index(drop=True)[_PROFILE_COLS]
+    mpi = mpi_vertex_mask(pag)
+    mpi_on_path = float(cp.cp_time[mpi].sum())
+    t0, t1 = trace.span
+    seg = cp.segments.copy()
+    seg.insert(seg.columns.get_loc("vertex") + 1, "name", name_column(pag, seg["vertex"].to_numpy()))
+    summary = pd.DataFrame(
+        {
+            "length": [length],
+            "start": [cp.start],
+            "end": [cp.end],
+            "runtime": [t1 - t0],
+            "ideal_runtime": [length - mpi_on_path],
+            "mpi_on_path": [mpi_on_path],
+            "hops": [len(cp.hops)],
+            "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
+            "imbalance": [float(cpi.sum())],
+        }
+    )
+    return {"segments": seg, "profile": prof, "summary": summary, "hops": cp.hops.copy()}
+
+
+@pass_(
+    version="1",
+    tags=("trace", "critical-path"),
+    outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
+)
+def critical_path(
+    pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
+) -> dict[str, pd.DataFrame]:
+    """The critical path of a trace: its segments, its time per call path, and a summary.
+
+    Outputs
+    -------
+    segments
+        The path in time order, cut at region boundaries: ``process``,
+        ``thread``, ``start``, ``end`` (s), ``vertex`` and ``name`` (the
+        innermost region running there; -1 / "<outside regions>" between
+        top-level regions), ``interval`` (its row in ``pag.trace.intervals``).
+    profile
+        One row per call path with time: ``vertex``, ``name``, ``call_path``,
+        ``kind``, ``cp_time`` (time on the path, s), ``cp_percent`` (of the
+        path length), ``time`` (exclusive time summed over locations),
+        ``wait`` (idle wait-state time charged there), ``mean_nonwait``
+        (``(time - wait) / N``), ``cpi`` (critical-path imbalance
+        ``max(0, cp_time - mean_nonwait)``). Sorted by ``cp_time``.
+    summary
+        One row: ``length`` (path length), ``start``, ``end``, ``runtime``
+        (trace span), ``ideal_runtime`` (path length without its MPI time),
+        ``mpi_on_path``, ``hops`` (stretches on one location),
+        ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
+
+    Parameters
+    ----------
+    late_receiver : str
+        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
+    early_reduce : str
+        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
+    """
+    t = critical_path_tables(pag, "critical_path", late_receiver=late_receiver, early_reduce=early_reduce)
+    return {k: t[k] for k in ("segments", "profile", "summary")}
+
+
+@pass_(version="1", tags=("trace", "critical-path", "imbalance"))
+def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
+    """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
+
+    The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
+    imbalance ``max(0, CP(c) - (time(c) - waits(c)) / N)``, in seconds), with
+    ``cpi_percent`` (of the path length) added; rows with ``cpi_percent`` below
+    ``min_percent`` are left out.
+
+    Parameters
+    ----------
+    min_percent : float
+        Smallest critical-path imbalance, in percent of the path length, to report.
+    """
+    t = critical_path_tables(pag, "critical_path_imbalance")
+    prof = t["profile"]
+    length = float(t["summary"]["length"].iloc[0])
+    prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)
+    prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent)]
+    return prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)

@@ -1,0 +1,144 @@
+"""Root-cause (delay) analysis of wait states, after Scalasca's delay costs.
+
+Every idle wait state (Late Sender, Late Receiver, collective waits) is
+traced to the process that caused it and, on that process, to the call paths
+that took longer than on the waiting process since the previous
+synchronisation point the two share. The wait is distributed over those
+delays in proportion to their size (short-term cost); waiting time the
+delaying process spent itself in that interval is a *propagating* delay, which
+the long-term variant passes back to the causes of those earlier waits. The
+formulas are in :mod:`perflow.trace.delays`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+from perflow.trace.delays import delay_costs
+from perflow.trace.flat import trace_cached
+
+from ._tracekit import call_path_column, name_column, require_trace, waits_for
+
+__all__ = ["root_cause", "delay_tables"]
+
+
+def delay_tables(
+    pag: PAG,
+    pass_name: str,
+    *,
+    long_term: bool = False,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+) -> dict[str, Any]:
+    """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
+    trace = require_trace(pag, pass_name)
+    w = waits_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
+    key = ("delay", bool(long_term), late_receiver, early_reduce, pag.n_vertices)
+    res = trace_cached(trace, key, lambda: delay_costs(trace, w, pag.n_vertices, long_term=long_term))
+    total = res.total_wait if res.total_wait > 0 else 1.0
+    c = res.costs[res.costs["cost"].to_numpy() > 1e-12 * total]  # drop rounding noise
+    direct = c[~c["propagating"].to_numpy()]
+    prop = c[c["propagating"].to_numpy()]
+
+    def per(keys: list[str]) -> pd.DataFrame:
+        d = direct.groupby(keys)["cost"].sum().rename("cost")
+        p = prop.groupby(keys)["cost"].sum().rename("propagating")
+        out = pd.concat([d, p], axis=1).fillna(0.0)
+        out["total"] = out["cost"] + out["propagating"]
+        return out
+
+    by_vertex = per(["vertex"])
+    bp = per(["process", "thread", "vertex"])
+    cols = ["vertex", "name", "call_path", "cost", "propagating", "total", "percent"]
+    if len(by_vertex):
+        top = bp["total"].groupby(level="vertex").idxmax()
+        by_vertex["top_process"] = [t[0] for t in top.reindex(by_vertex.index)]
+        by_vertex["top_process_cost"] = bp["total"].groupby(level="vertex").max().reindex(by_vertex.index)
+        kinds = c.assign(wait_kind=c["wait_kind"].astype(str)).groupby(["vertex", "wait_kind"])["cost"].sum()
+        kinds = kinds[kinds > 0].sort_values(ascending=False)
+        by_vertex["causes"] = (
+            pd.Series(
+                {v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items()) for v, g in kinds.groupby(level=0, sort=False)}
+            )
+            .reindex(by_vertex.index)
+            .fillna("")
+        )
+    else:
+        by_vertex["top_process"] = pd.Series(dtype=np.int64)
+        by_vertex["top_process_cost"] = pd.Series(dtype=np.float64)
+        by_vertex["causes"] = pd.Series(dtype=object)
+    by_vertex["percent"] = 100.0 * by_vertex["total"] / total
+    causes = by_vertex.reset_index()
+    v = causes["vertex"].to_numpy()
+    causes.insert(1, "name", name_column(pag, v))
+    causes.insert(2, "call_path", call_path_column(pag, v))
+    causes = causes[[*cols, "top_process", "top_process_cost", "causes"]]
+    causes = causes.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    bp["percent"] = 100.0 * bp["total"] / total
+    bp = bp.reset_index()
+    v = bp["vertex"].to_numpy()
+    bp.insert(3, "name", name_column(pag, v))
+    bp.insert(4, "call_path", call_path_column(pag, v))
+    bp = bp.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    summary = pd.DataFrame(
+        {
+            "mode": ["long-term" if long_term else "short-term"],
+            "total_wait": [res.total_wait],
+            "attributed": [float(c["cost"].sum())],
+            "propagating": [float(prop["cost"].sum())],
+            "unattributed": [res.unattributed],
+            "lost": [res.lost],
+        }
+    )
+    return {"causes": causes, "by_process": bp, "summary": summary}
+
+
+@pass_(
+    version="1",
+    tags=("trace", "root-cause", "delay"),
+    outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
+)
+def root_cause(
+    pag: PAG, *, long_term: bool = False, late_receiver: str = "synchronous", early_reduce: str = "latest"
+) -> dict[str, pd.DataFrame]:
+    """The call paths that cause the waiting: delay costs of every idle wait state.
+
+    For each wait state, the call paths on the delaying process that took
+    longer than on the waiting process since the previous synchronisation
+    point the two share get the wait in proportion to their excess time
+    (short-term cost); the delaying process's own waiting in that interval is
+    a propagating delay, which ``long_term=True`` passes back to the causes of
+    those earlier waits so that all the cost lands on real work.
+
+    Outputs
+    -------
+    causes
+        One row per call path that delayed others, sorted by ``total``:
+        ``vertex``, ``name``, ``call_path``, ``cost`` (direct delay cost, s),
+        ``propagating`` (cost through its own waiting; 0 with long-term
+        costs), ``total``, ``percent`` (of all waiting time analysed),
+        ``top_process`` / ``top_process_cost`` (the delaying process with the
+        largest share), ``causes`` (the wait kinds it caused, "kind:seconds";
+        with long-term costs, the kind of the first wait of each chain).
+    by_process
+        The same per (``process``, ``thread``, ``vertex``) of the delaying side.
+    summary
+        One row: ``mode``, ``total_wait``, ``attributed``, ``propagating``,
+        ``unattributed`` (waits with no positive delay), ``lost`` (long-term
+        shares with no later wait to go to).
+
+    Parameters
+    ----------
+    long_term : bool
+        Propagate waiting caused by waiting back to its root causes (long-term costs).
+    late_receiver : str
+        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
+    early_reduce : str
+        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
+    """
+    return delay_tables(pag, "root_cause", long_term=long_term, late_receiver=late_receiver, early_reduce=early_reduce)

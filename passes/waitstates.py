@@ -1,0 +1,284 @@
+"""Wait-state analysis of traces (after Scalasca): instance tables and per-call-path summaries.
+
+Passes
+------
+wait_states
+    Every wait-state instance (point-to-point and collective): the table the
+    timeline and Chrome-trace annotations draw.
+p2p_wait_states
+    Point-to-point instances only (Late Sender, its wrong-order and
+    completion parts, Late Receiver).
+late_sender
+    Late Sender time per call path: where receivers wait, who they wait for.
+wait_state_summary
+    Any wait-state table aggregated per call path and kind, per process, or per kind.
+
+The formulas are those of :mod:`perflow.trace.waits` (module docstring); in
+short, with ``E``/``L`` the enter/leave of the MPI calls involved: Late Sender
+``max(0, min(Es, Lr) - Er)`` (maximum over the messages a Waitall completes,
+charged once; MPI_Test* completions are no waits), its completion
+``max(0, Lr - Ls)``, Late Receiver ``Erq - Esc`` when ``Lsc > Erq``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+from perflow.trace.flat import locations
+from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS
+
+from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
+
+__all__ = ["wait_states", "p2p_wait_states", "late_sender", "wait_state_summary", "instance_table"]
+
+_LS_KINDS = ["late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff"]
+
+
+def instance_table(
+    pag: PAG,
+    pass_name: str,
+    kinds: list[str] | None,
+    family: str | None,
+    *,
+    wrong_order_window: int = 100,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    min_amount: float = 0.0,
+) -> pd.DataFrame:
+    """The wait-state instances of ``pag`` restricted to some kinds, with a ``name`` column (a new frame)."""
+    w = waits_for(pag, pass_name, window=wrong_order_window, late_receiver=late_receiver, early_reduce=early_reduce)
+    ks = kind_list(pass_name, kinds, family)
+    sel = w["kind"].isin(ks).to_numpy()
+    if min_amount > 0:
+        sel &= w["amount"].to_numpy() >= min_amount
+    out = w[sel].reset_index(drop=True)
+    out.insert(out.columns.get_loc("vertex") + 1, "name", name_column(pag, out["vertex"].to_numpy()))
+    out.attrs = dict(w.attrs)
+    return out
+
+
+@pass_(version="1", tags=("trace", "wait-states"))
+def wait_states(
+    pag: PAG,
+    *,
+    kinds: list[str] | None = None,
+    wrong_order_window: int = 100,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    min_amount: float = 0.0,
+) -> pd.DataFrame:
+    """Every wait-state instance of a trace, point-to-point and collective.
+
+    One row per instance, sorted by (process, thread, start), with columns
+    ``process``, ``thread``, ``start``, ``end`` (the waiting period, s),
+    ``kind``, ``amount`` (s), ``vertex``, ``name`` (the waiting MPI call),
+    ``interval`` (its row in ``pag.trace.intervals``), ``cause_process``,
+    ``cause_thread``, ``cause_time``, ``cause_interval`` (who was waited for
+    and when it entered its call), ``message`` / ``instance`` (the message
+    row or collective instance). Kinds are listed in
+    :data:`perflow.trace.waits.WAIT_KINDS`; completion kinds are not idle
+    time. ``attrs`` counts messages left out: ``clock_violations``,
+    ``unattributed_messages``, ``test_completions``.
+
+    Parameters
+    ----------
+    kinds : list of str, optional
+        Keep only these kinds (default: all).
+    wrong_order_window : int
+        Late Sender instances remembered per location for the wrong-order test
+        (messages received in another order than sent; 0: off).
+    late_receiver : str
+        Sends that can suffer Late Receiver: "synchronous" (MPI_Ssend/Issend),
+        "blocking" (also standard blocking sends) or "none".
+    early_reduce : str
+        The root of an N-to-1 collective waits for the "latest" sender (default)
+        or only until the "earliest" one arrives.
+    min_amount : float
+        Drop instances shorter than this many seconds.
+    """
+    return instance_table(
+        pag,
+        "wait_states",
+        kinds,
+        None,
+        wrong_order_window=wrong_order_window,
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
+        min_amount=min_amount,
+    )
+
+
+@pass_(version="1", tags=("trace", "wait-states", "p2p"))
+def p2p_wait_states(
+    pag: PAG,
+    *,
+    wrong_order_window: int = 100,
+    late_receiver: str = "synchronous",
+    min_amount: float = 0.0,
+) -> pd.DataFrame:
+    """Point-to-point wait-state instances: Late Sender (in and out of order), its completion, Late Receiver.
+
+    Same columns as :func:`wait_states`.
+
+    Parameters
+    ----------
+    wrong_order_window : int
+        Late Sender instances remembered per location for the wrong-order test (0: off).
+    late_receiver : str
+        "synchronous", "blocking" or "none" (see wait_states).
+    min_amount : float
+        Drop instances shorter than this many seconds.
+    """
+    return instance_table(
+        pag,
+        "p2p_wait_states",
+        None,
+        "p2p",
+        wrong_order_window=wrong_order_window,
+        late_receiver=late_receiver,
+        min_amount=min_amount,
+    )
+
+
+@pass_(version="1", tags=("trace", "wait-states", "p2p"))
+def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3) -> pd.DataFrame:
+    """Late Sender time per call path of the waiting receive, with who was waited for.
+
+    One row per call path that waited, sorted by ``late_sender_total``:
+    ``vertex``, ``name``, ``call_path``, ``late_sender`` (in-order part),
+    ``wrong_order_same``, ``wrong_order_diff``, ``late_sender_total`` (the
+    sum), ``completion`` (time after the late send had left), ``instances``,
+    ``max_process`` / ``max_process_time`` (the process that waited most
+    there) and ``waited_for`` (the sending processes that caused the most
+    waiting there, as "rank:seconds" pairs).
+
+    Parameters
+    ----------
+    wrong_order_window : int
+        Late Sender instances remembered per location for the wrong-order test (0: off).
+    top_causes : int
+        How many sending processes to list in ``waited_for``.
+    """
+    w = waits_for(pag, "late_sender", window=wrong_order_window)
+    ls = w[w["kind"].isin([*_LS_KINDS, "late_sender_completion"]).to_numpy()]
+    cols = [
+        "vertex",
+        "name",
+        "call_path",
+        "late_sender",
+        "wrong_order_same",
+        "wrong_order_diff",
+        "late_sender_total",
+        "completion",
+        "instances",
+        "max_process",
+        "max_process_time",
+        "waited_for",
+    ]
+    if not len(ls):
+        return pd.DataFrame({c: [] for c in cols})
+    piv = ls.pivot_table(index="vertex", columns="kind", values="amount", aggfunc="sum", observed=True, fill_value=0.0)
+    out = pd.DataFrame(index=piv.index)
+    for src, dst in (
+        ("late_sender", "late_sender"),
+        ("late_sender_wrong_order_same", "wrong_order_same"),
+        ("late_sender_wrong_order_diff", "wrong_order_diff"),
+        ("late_sender_completion", "completion"),
+    ):
+        out[dst] = piv[src] if src in piv.columns else 0.0
+    out["late_sender_total"] = out["late_sender"] + out["wrong_order_same"] + out["wrong_order_diff"]
+    idle = ls[ls["kind"].isin(_LS_KINDS).to_numpy()]
+    out["instances"] = idle.groupby("vertex").size().reindex(out.index, fill_value=0)
+    per_proc = idle.groupby(["vertex", "process"])["amount"].sum()
+    if len(per_proc):
+        top = per_proc.groupby(level=0).idxmax()
+        out["max_process"] = pd.Series({v: p for v, (_, p) in top.items()}).reindex(out.index).fillna(-1).astype(int)
+        out["max_process_time"] = per_proc.groupby(level=0).max().reindex(out.index).fillna(0.0)
+    else:
+        out["max_process"] = -1
+        out["max_process_time"] = 0.0
+    by_cause = idle.groupby(["vertex", "cause_process"])["amount"].sum().sort_values(ascending=False)
+    waited = {
+        v: ", ".join(f"{int(p)}:{a:.3g}" for (_, p), a in g.head(max(int(top_causes), 0)).items())
+        for v, g in by_cause.groupby(level=0, sort=False)
+    }
+    out["waited_for"] = pd.Series(waited).reindex(out.index).fillna("")
+    out = out[out["late_sender_total"] > 0].sort_values("late_sender_total", ascending=False).reset_index()
+    out.insert(1, "name", name_column(pag, out["vertex"].to_numpy()))
+    out.insert(2, "call_path", call_path_column(pag, out["vertex"].to_numpy()))
+    return out[cols]
+
+
+@pass_(version="1", tags=("trace", "wait-states"))
+def wait_state_summary(
+    pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False
+) -> pd.DataFrame:
+    """Aggregate wait-state instances per call path and kind, per process, or per kind.
+
+    ``by="vertex"``: one row per (call path, kind) with ``vertex``, ``name``,
+    ``call_path``, ``kind``, ``amount`` (s, summed), ``instances``,
+    ``processes`` (how many waited there), ``max_process`` and
+    ``max_process_time`` (the process that waited most), ``percent`` (of the
+    total time of all locations, span x locations). ``by="process"``: one row
+    per (process, thread, kind) with ``amount``, ``instances``, ``percent``
+    (of the span). ``by="kind"``: one row per kind with ``amount``,
+    ``instances``, ``idle`` (whether the kind is waiting time rather than
+    completion), ``description``, ``percent``. Sorted by ``amount``.
+
+    Parameters
+    ----------
+    waits : pandas.DataFrame, optional
+        A wait-state table (from wait_states, p2p_wait_states, collective_wait_states);
+        computed with default settings when absent.
+    by : str
+        "vertex", "process" or "kind".
+    idle_only : bool
+        Leave out the completion kinds.
+    """
+    check_choice("wait_state_summary", "by", by, ("vertex", "process", "kind"))
+    trace = require_trace(pag, "wait_state_summary")
+    w = waits if waits is not None else waits_for(pag, "wait_state_summary")
+    missing = [c for c in ("process", "thread", "kind", "amount", "vertex") if c not in w.columns]
+    if missing:
+        raise PassError(
+            f"pass 'wait_state_summary': the waits table lacks the columns {missing} (expected {list(WAIT_COLUMNS)})"
+        )
+    if idle_only:
+        w = w[w["kind"].astype(str).map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True).to_numpy()]
+    t0, t1 = trace.span
+    span = max(t1 - t0, 1e-300)
+    nloc = max(len(locations(trace)), n_locations(pag))
+    kind = w["kind"].astype(str)
+    if by == "kind":
+        g = w.groupby(kind)["amount"].agg(["sum", "size"]).rename(columns={"sum": "amount", "size": "instances"})
+        g.index.name = "kind"
+        g = g.reset_index()
+        g["idle"] = g["kind"].map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True)
+        g["description"] = g["kind"].map(lambda k: WAIT_KINDS[k].description if k in WAIT_KINDS else "")
+        g["percent"] = 100.0 * g["amount"] / (span * nloc)
+        return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    if by == "process":
+        g = w.assign(kind=kind).groupby(["process", "thread", "kind"])["amount"].agg(["sum", "size"]).reset_index()
+        g = g.rename(columns={"sum": "amount", "size": "instances"})
+        g["percent"] = 100.0 * g["amount"] / span
+        return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    w2 = w.assign(kind=kind)
+    g = (
+        w2.groupby(["vertex", "kind"])["amount"]
+        .agg(["sum", "size"])
+        .rename(columns={"sum": "amount", "size": "instances"})
+    )
+    pp = w2.groupby(["vertex", "kind", "process"])["amount"].sum()
+    g["processes"] = pp.groupby(level=[0, 1]).size()
+    idx = pp.groupby(level=[0, 1]).idxmax()
+    g["max_process"] = [t[2] for t in idx.reindex(g.index)]
+    g["max_process_time"] = pp.groupby(level=[0, 1]).max()
+    g = g.reset_index()
+    v = g["vertex"].to_numpy()
+    g.insert(1, "name", name_column(pag, v))
+    g.insert(2, "call_path", call_path_column(pag, v))
+    g["percent"] = 100.0 * g["amount"] / (span * nloc)
+    return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)

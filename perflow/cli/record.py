@@ -1,0 +1,77 @@
+"""``perflow record``: run an MPI or Python program and record a trace of it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+
+__all__ = ["register"]
+
+log = logging.getLogger(__name__)
+
+_EPILOG = """\
+examples:
+  perflow record -n 4 -- ./solver input.dat
+  perflow record -n 4 --sample-rate 200 -o run1 -- python train.py --epochs 2
+  perflow record -n 8 --mpirun "mpirun.mpich -ppn 4" -- ./a.out
+
+The program's output and exit status are passed through unchanged. Results go
+to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``record`` subcommand."""
+    p = subparsers.add_parser(
+        "record",
+        help="run an MPI or Python program and record a trace of it",
+        description="Run an unmodified MPI (C, C++, Fortran) or Python/mpi4py program under the perflow "
+        "recorder: MPI calls are traced and the computation is sampled.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("-n", "--np", dest="nprocs", type=int, default=1, metavar="N", help="number of MPI ranks (1)")
+    p.add_argument("--mpirun", metavar="CMD", help="launcher command line (default: the MPI implementation's mpirun)")
+    p.add_argument(
+        "--sample-rate", type=int, default=100, metavar="HZ", help="samples per second of CPU time, 0 to disable (100)"
+    )
+    p.add_argument("-o", "--output", metavar="DIR", help="output directory (perflow-<program>-<date-time>)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the run after this many seconds")
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]", help="the command to run")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Record the program; return its exit status."""
+    from ..errors import RecordError
+    from ..recorder.session import record
+    from ..recorder.summary import summarize
+
+    program = list(args.program)
+    if program and program[0] == "--":
+        program = program[1:]
+    if not program:
+        raise RecordError("no program given; usage: perflow record [-n N] [options] -- PROGRAM [ARGS...]")
+    if args.sample_rate < 0:
+        raise RecordError(f"--sample-rate must be >= 0, not {args.sample_rate}")
+    res = record(
+        program,
+        nprocs=args.nprocs,
+        mpirun=args.mpirun,
+        sample_rate=args.sample_rate,
+        outdir=args.output,
+        timeout=args.timeout,
+    )
+    err = sys.stderr
+    for note in res.notes:
+        log.info("%s", note)
+    if res.raw is not None and not args.quiet:
+        print(f"\nperflow record: {shlex.join(program)} -> {res.outdir}/", file=err)
+        print(summarize(res.raw).text(), file=err)
+        target = res.files.get("pag") or res.files.get("otf2") or res.files.get("rawtrace")
+        print(f"analyse further: perflow info {shlex.quote(str(target))}", file=err)
+    if res.status != 0:
+        print(f"perflow record: the program exited with status {res.status}", file=err)
+    return res.status

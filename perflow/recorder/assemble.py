@@ -1,0 +1,311 @@
+"""Assemble the recorder's per-process data into a :class:`~perflow.trace.raw.RawTrace`.
+
+* One location per recorded rank (``process`` = world rank, thread 0).
+* ``region_events``: the program's root region around everything, and one
+  region instance per recorded MPI call (regions: see :mod:`.regions`).
+* ``p2p_events``/``coll_events``: as recorded; MPI_Init and MPI_Finalize are
+  collectives ``INIT``/``FINALIZE`` on the world communicator.
+* ``sample_events`` with ``stacks``: timer samples of the computation (none
+  inside MPI calls), each worth one timer period of the main thread's CPU
+  time (native) or the CPU time since the previous tick (Python).
+* ``comms``: communicator ids mapped to the world ranks of their members.
+
+Times are put on one time line with each process's offset between its
+monotonic clock and the real-time clock (processes on one host share the
+monotonic clock, so the median offset is used for all of them).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import FormatError
+from ..kinds import P2P
+from ..trace.raw import COLL_COLUMNS, P2P_COLUMNS, REGION_COLUMNS, SAMPLE_COLUMNS, RawTrace, empty_table
+from .decode import ProcessData, read_dir
+from .functions import FN, R_COLL, R_ENTER, R_LEAVE, R_P2P
+from .regions import NativeFrames, PythonFrames, RegionTable
+
+__all__ = ["assemble", "load_recording"]
+
+log = logging.getLogger(__name__)
+
+
+def _offsets(procs: list[ProcessData]) -> np.ndarray:
+    off = np.array([float(p.meta.get("clock_offset", 0.0)) for p in procs])
+    hosts = {p.meta.get("host", "") for p in procs}
+    if len(hosts) == 1:
+        off[:] = np.median(off)
+    return off
+
+
+def _close_open(ev: np.ndarray, src: str) -> np.ndarray:
+    """Append LEAVE records for regions left open (a process that died or exited inside MPI)."""
+    typ = ev["type"]
+    reg = (typ == R_ENTER) | (typ == R_LEAVE)
+    if not reg.any():
+        raise FormatError(src, "no region events (the process did not start recording)")
+    first = np.flatnonzero(reg)[0]
+    if typ[first] != R_ENTER or ev["fn"][first] != FN["program"]:
+        raise FormatError(src, "event stream does not start with the program's root region")
+    delta = np.where(typ == R_ENTER, 1, np.where(typ == R_LEAVE, -1, 0))
+    depth = np.cumsum(delta)
+    if depth.min() < 0:
+        raise FormatError(src, f"region leave without enter at event {int(np.argmax(depth < 0))}")
+    opened = int(depth[-1]) if len(depth) else 0
+    if opened == 0:
+        return ev
+    log.warning("%s: %d region(s) left open at the end; closing them at the last time stamp", src, opened)
+    enters = np.flatnonzero(typ == R_ENTER)
+    sufmin = np.minimum.accumulate(depth[::-1])[::-1]
+    extra = np.zeros(opened, dtype=ev.dtype)
+    extra["type"] = R_LEAVE
+    extra["t"] = ev["t"].max()
+    extra["comm"] = -1
+    for k, level in enumerate(range(opened, 0, -1)):  # innermost open region first
+        cand = enters[(depth[enters] == level) & (sufmin[enters] >= level)]
+        extra["fn"][k] = ev["fn"][cand[-1]] if len(cand) else FN["program"]
+    return np.concatenate([ev, extra])
+
+
+def _region_ids(ev: np.ndarray, enter_region: np.ndarray) -> np.ndarray:
+    """Region id of every region record: ENTERs given, LEAVEs matched to their ENTER by nesting level."""
+    typ = ev["type"]
+    isreg = (typ == R_ENTER) | (typ == R_LEAVE)
+    t = typ[isreg]
+    delta = np.where(t == R_ENTER, 1, -1)
+    depth = np.cumsum(delta)
+    level = np.where(t == R_ENTER, depth, depth + 1)
+    out = np.empty(len(t), np.int32)
+    ent = t == R_ENTER
+    out[ent] = enter_region
+    idx = np.arange(len(t))
+    for lv in np.unique(level):
+        e = idx[ent & (level == lv)]
+        lv_leave = idx[~ent & (level == lv)]
+        k = np.searchsorted(e, lv_leave) - 1
+        out[lv_leave] = out[e[k]]
+    return out
+
+
+def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = None) -> RawTrace:
+    """Build a raw trace from decoded processes (one per rank, sorted by rank).
+
+    Parameters
+    ----------
+    procs : list of ProcessData
+    source : str
+        Recorded directory, for messages and ``attrs['source']``.
+    attrs : dict, optional
+        Extra metadata for ``RawTrace.attrs``.
+
+    Returns
+    -------
+    RawTrace
+    """
+    kind = procs[0].kind
+    exe = procs[0].meta.get("exe", "")
+    table = RegionTable(Path(exe).name or "program", exe)
+    frames = PythonFrames(table) if kind == "python" else NativeFrames(table)
+    if isinstance(frames, NativeFrames):
+        frames.prepare(procs)
+    off = _offsets(procs)
+    t0 = min(float(p.events["t"][0]) + o for p, o in zip(procs, off) if len(p.events))
+
+    comm_ids, comm_members, comm_names = _comms(procs)
+    reg_parts, p2p_parts, coll_parts, smp_parts = [], [], [], []
+    nreg_total = 0
+    for loc, (p, o) in enumerate(zip(procs, off)):
+        src = f"{source}/p{p.pid}"
+        ev = _close_open(np.asarray(p.events), src)
+        typ = ev["type"]
+        time = ev["t"] + o - t0
+        isreg = (typ == R_ENTER) | (typ == R_LEAVE)
+        ent = typ == R_ENTER
+        # one region per distinct (function, call site, context): resolve the distinct triples only
+        triples = pd.DataFrame(
+            {"fn": ev["fn"][ent].astype(np.int64), "addr": ev["addr"][ent].view(np.int64), "ctx": ev["n1"][ent]}
+        )
+        inverse = triples.groupby(["fn", "addr", "ctx"], sort=False).ngroup().to_numpy()  # by first appearance
+        uniq = triples.drop_duplicates()
+        ids = np.array(
+            [
+                0 if f == 0 else frames.call_region(p, int(f), int(a) & 0xFFFFFFFFFFFFFFFF, int(c))
+                for f, a, c in zip(uniq["fn"], uniq["addr"], uniq["ctx"])
+            ],
+            dtype=np.int32,
+        )
+        enter_region = ids[inverse] if len(uniq) else np.zeros(0, np.int32)
+        regions = _region_ids(ev, enter_region)
+        nreg = int(isreg.sum())
+        reg_parts.append(
+            {
+                "location": np.full(nreg, loc, np.int32),
+                "time": time[isreg],
+                "kind": np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8),
+                "region": regions,
+            }
+        )
+        before = np.cumsum(isreg) - isreg  # region records before each record
+        cmap = comm_ids[loc]
+        lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
+        for local, glob in cmap.items():
+            lut[local] = glob
+        for mask, parts, make in (
+            (typ == R_P2P, p2p_parts, _p2p_rows),
+            (typ == R_COLL, coll_parts, _coll_rows),
+        ):
+            if mask.any():
+                rows = make(ev[mask], time[mask], loc, nreg_total + before[mask])
+                c = ev["comm"][mask]
+                valid = (c >= 0) & (c < len(lut))
+                rows["comm"] = np.where(valid, lut[np.where(valid, c, 0)], -1)
+                parts.append(rows)
+        if len(p.sample_time):
+            stacks = np.array([frames.sample_stack(p, f) for f in p.sample_frames], np.int32)
+            smp_parts.append(
+                {
+                    "location": np.full(len(stacks), loc, np.int32),
+                    "time": p.sample_time + o - t0,
+                    "stack": stacks,
+                    "weight": p.sample_weight,
+                    "pos": nreg_total + p.sample_nregion,
+                }
+            )
+        nreg_total += nreg
+
+    p2p = _concat(p2p_parts, P2P_COLUMNS)
+    _fill_send_bytes(p2p, procs, comm_members)
+    locations = pd.DataFrame(
+        {"process": [p.rank for p in procs], "thread": 0, "name": [f"rank {p.rank}" for p in procs], "type": "cpu"}
+    )
+    region_events = _concat(reg_parts, REGION_COLUMNS)
+    meta = {
+        "source": source,
+        "creator": "perflow record",
+        "program": exe,
+        "kind": kind,
+        "timer_resolution": 1e-9,
+        "ticks": float(region_events["time"].max()) if len(region_events["time"]) else 0.0,
+        "sample_rate": int(procs[0].meta.get("hz", 0) or 0),
+        "root_region": 0,
+        "hosts": sorted({p.meta.get("host", "") for p in procs}),
+        **(attrs or {}),
+    }
+    raw = RawTrace(
+        locations=locations,
+        regions=table.regions_frame(),
+        region_events=region_events,
+        p2p_events=p2p,
+        coll_events=_concat(coll_parts, COLL_COLUMNS),
+        sample_events=_concat(smp_parts, SAMPLE_COLUMNS),
+        stacks=table.stacks_frame(),
+        comms=comm_members,
+        comm_names=comm_names,
+        attrs=meta,
+    )
+    raw.validate()
+    return raw
+
+
+def _p2p_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "location": np.full(len(ev), loc, np.int32),
+        "time": time,
+        "kind": ev["kind"].astype(np.int8),
+        "peer": ev["a"],
+        "tag": ev["b"],
+        "bytes": ev["n1"],
+        "request": ev["n2"],
+        "pos": pos,
+    }
+
+
+def _coll_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> dict[str, np.ndarray]:
+    return {
+        "location": np.full(len(ev), loc, np.int32),
+        "time": time,
+        "kind": ev["kind"].astype(np.int8),
+        "op": ev["fn"].astype(np.int16),
+        "root": ev["a"],
+        "sent": ev["n1"],
+        "received": ev["n2"],
+        "pos": pos,
+    }
+
+
+def _concat(parts: list[dict[str, np.ndarray]], cols: dict[str, np.dtype]) -> dict[str, np.ndarray]:
+    if not parts:
+        return empty_table(cols)
+    return {c: np.concatenate([np.asarray(p[c], dtype=dt) for p in parts]) for c, dt in cols.items()}
+
+
+def _comms(procs: list[ProcessData]) -> tuple[list[dict[int, int]], dict[int, np.ndarray], dict[int, str]]:
+    """Global communicator ids: world is 0; the rest numbered by first appearance."""
+    by_key: dict[int, int] = {}
+    members: dict[int, np.ndarray] = {}
+    names: dict[int, str] = {}
+    per_proc: list[dict[int, int]] = []
+    count: dict[str, int] = {}
+    for p in procs:
+        local: dict[int, int] = {}
+        for lid, key, creator, ranks in p.comms:
+            gid = by_key.get(key)
+            if gid is None:
+                gid = by_key[key] = len(by_key)
+                members[gid] = ranks
+                if creator in ("MPI_COMM_WORLD", "MPI_COMM_SELF"):
+                    names[gid] = creator
+                else:
+                    count[creator] = count.get(creator, 0) + 1
+                    names[gid] = f"{creator}#{count[creator]}"
+            elif not np.array_equal(members[gid], ranks):
+                log.warning("communicator %s has different members on rank %d", names[gid], p.rank)
+            local[lid] = gid
+        per_proc.append(local)
+    return per_proc, members, names
+
+
+def _fill_send_bytes(p2p: dict[str, np.ndarray], procs: list[ProcessData], comms: dict[int, np.ndarray]) -> None:
+    """Fill unknown send sizes (-1, from mpi4py's pickled sends) from the matching receives."""
+    unknown = p2p["bytes"] < 0
+    if not unknown.any():
+        return
+    df = pd.DataFrame({k: p2p[k] for k in ("location", "time", "kind", "peer", "comm", "tag", "bytes", "request")})
+    rank = np.array([p.rank for p in procs])[df["location"].to_numpy()]
+    world_peer = np.full(len(df), -1, np.int64)
+    for c, m in comms.items():
+        sel = (df["comm"].to_numpy() == c) & (df["peer"].to_numpy() >= 0) & (df["peer"].to_numpy() < len(m))
+        world_peer[sel] = m[df["peer"].to_numpy()[sel]]
+    df["me"], df["other"] = rank, world_peer
+    sends = df[df["kind"].isin([P2P.SEND, P2P.SSEND, P2P.ISEND])].copy()
+    recvs = df[df["kind"].isin([P2P.RECV, P2P.IRECV])].copy()
+    sends["src"], sends["dst"] = sends["me"], sends["other"]
+    recvs["src"], recvs["dst"] = recvs["other"], recvs["me"]
+    key = ["src", "dst", "comm", "tag"]
+    sends["n"] = sends.sort_values("time", kind="stable").groupby(key).cumcount()
+    recvs["n"] = recvs.sort_values("time", kind="stable").groupby(key).cumcount()
+    m = sends.reset_index().merge(recvs[key + ["n", "bytes"]], on=key + ["n"], how="left", suffixes=("", "_r"))
+    m = m[(m["bytes"] < 0) & m["bytes_r"].notna()]
+    p2p["bytes"][m["index"].to_numpy()] = m["bytes_r"].to_numpy(np.int64)
+    # completions of non-blocking sends inherit the size of their ISEND (same location and request)
+    isend = df.loc[df["kind"] == P2P.ISEND, ["location", "request"]].assign(b=p2p["bytes"][df["kind"] == P2P.ISEND])
+    done = df[(df["kind"] == P2P.ISEND_COMPLETE) & (df["bytes"] < 0)].reset_index()
+    j = done.merge(isend, on=["location", "request"], how="inner")
+    p2p["bytes"][j["index"].to_numpy()] = j["b"].to_numpy(np.int64)
+    p2p["bytes"][p2p["bytes"] < 0] = 0
+
+
+def load_recording(path: str | Path, attrs: dict | None = None) -> RawTrace:
+    """Decode and assemble a directory of recorder output (``<out>/raw``).
+
+    Raises
+    ------
+    FormatError
+        When the directory holds no usable data.
+    """
+    return assemble(read_dir(path), source=str(path), attrs=attrs)

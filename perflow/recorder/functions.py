@@ -1,0 +1,70 @@
+"""Constants shared with the C library: function ids, record layout, stream tags.
+
+The function list is read from ``csrc/functions.def`` so that the C and Python
+sides cannot disagree; the record layout mirrors ``struct pf_rec`` in
+``csrc/pfrec.h``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..kinds import COLLECTIVE_NAMES, CollectiveOp, MPIClass, mpi_class
+
+__all__ = [
+    "FUNCTIONS",
+    "FN",
+    "REC_DTYPE",
+    "R_ENTER",
+    "R_LEAVE",
+    "R_P2P",
+    "R_COLL",
+    "S_SAMPLE",
+    "S_CTX",
+    "S_MAGIC",
+    "region_role",
+]
+
+_DEF = Path(__file__).resolve().parent / "csrc" / "functions.def"
+
+#: Function names by id (id 0 is the program's root region).
+FUNCTIONS: list[str] = re.findall(r'^PF_FN\(\w+,\s*"([^"]+)"\)', _DEF.read_text(), re.MULTILINE)
+#: Function id by name.
+FN: dict[str, int] = {name: i for i, name in enumerate(FUNCTIONS)}
+
+#: One event record, as written by the C library and by the Python recorder.
+REC_DTYPE = np.dtype(
+    [
+        ("t", "<f8"),
+        ("addr", "<u8"),
+        ("n1", "<i8"),
+        ("n2", "<i8"),
+        ("a", "<i4"),
+        ("b", "<i4"),
+        ("comm", "<i4"),
+        ("type", "u1"),
+        ("kind", "u1"),
+        ("fn", "<u2"),
+    ]
+)
+assert REC_DTYPE.itemsize == 48
+
+R_ENTER, R_LEAVE, R_P2P, R_COLL = 1, 2, 3, 4
+S_SAMPLE, S_CTX = 1, 2
+S_MAGIC = 0xFFFF000000000000
+
+
+def region_role(name: str) -> str:
+    """OTF2-style region role of an MPI function (``"point2point"``, ``"barrier"``, ...)."""
+    cls = mpi_class(name)
+    if cls in (MPIClass.P2P, MPIClass.WAIT):
+        return "point2point"
+    if cls is MPIClass.SYNC:
+        return "barrier"
+    if cls is MPIClass.COLLECTIVE:
+        pattern = COLLECTIVE_NAMES.get(name, CollectiveOp.ALLREDUCE).pattern
+        return {"one2n": "coll_one2all", "n2one": "coll_all2one", "n2n": "coll_all2all"}.get(pattern, "coll_other")
+    return "function"

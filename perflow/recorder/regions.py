@@ -1,0 +1,234 @@
+"""Turn recorded frames and call sites into the raw trace's regions and stacks.
+
+Regions are: the program's root region (id 0); one *function* region per
+sampled function (native: function, file and module from ``addr2line``;
+Python: the code object's name, file and first line); and one *MPI call*
+region per MPI function and call site, whose ``file``/``line``/``module`` are
+the call site's and whose extra columns ``caller`` and ``stack`` give the
+calling function and the calling context (an id in the stacks table: the
+function regions from ``main`` down to the caller).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .decode import ProcessData
+from .functions import FUNCTIONS, region_role
+from .symbols import Frame, Resolver, is_mpi_module
+
+__all__ = ["RegionTable", "NativeFrames", "PythonFrames"]
+
+log = logging.getLogger(__name__)
+
+
+class RegionTable:
+    """Regions and stacks under construction (shared by all processes).
+
+    Parameters
+    ----------
+    program : str
+        Name of the root region (the program).
+    program_file : str
+        Its file (the executable or script).
+    """
+
+    def __init__(self, program: str, program_file: str = "") -> None:
+        self._rows: list[dict] = [
+            {
+                "name": program,
+                "role": "function",
+                "paradigm": "user",
+                "file": program_file,
+                "line": 0,
+                "module": Path(program_file).name,
+                "caller": "",
+                "stack": -1,
+            }
+        ]
+        self._index: dict[tuple, int] = {}
+        self._stacks: dict[tuple[int, ...], int] = {}
+
+    def function(self, name: str, file: str, line: int, module: str, paradigm: str) -> int:
+        """Id of a function region (created on first use; its line is the smallest seen)."""
+        key = ("f", name, file, module)
+        rid = self._index.get(key)
+        if rid is None:
+            rid = self._index[key] = len(self._rows)
+            self._rows.append(
+                {
+                    "name": name,
+                    "role": "function",
+                    "paradigm": paradigm,
+                    "file": file,
+                    "line": line,
+                    "module": Path(module).name,
+                    "caller": "",
+                    "stack": -1,
+                }
+            )
+        elif line and (not self._rows[rid]["line"] or line < self._rows[rid]["line"]):
+            self._rows[rid]["line"] = line
+        return rid
+
+    def mpi(self, fn: int, caller: str, file: str, line: int, module: str, stack: int) -> int:
+        """Id of the region of MPI function ``fn`` called at a call site in a context."""
+        key = ("m", fn, caller, file, line, module, stack)
+        rid = self._index.get(key)
+        if rid is None:
+            name = FUNCTIONS[fn]
+            rid = self._index[key] = len(self._rows)
+            self._rows.append(
+                {
+                    "name": name,
+                    "role": region_role(name),
+                    "paradigm": "mpi",
+                    "file": file,
+                    "line": line,
+                    "module": Path(module).name,
+                    "caller": caller,
+                    "stack": stack,
+                }
+            )
+        return rid
+
+    def stack(self, regions: tuple[int, ...]) -> int:
+        """Id of a stack (function regions, outermost first)."""
+        sid = self._stacks.get(regions)
+        if sid is None:
+            sid = self._stacks[regions] = len(self._stacks)
+        return sid
+
+    def regions_frame(self) -> pd.DataFrame:
+        """The regions table, indexed by region id."""
+        df = pd.DataFrame(self._rows)
+        df["line"] = df["line"].astype(np.int64)
+        df["stack"] = df["stack"].astype(np.int64)
+        return df
+
+    def stacks_frame(self) -> pd.DataFrame:
+        """The stacks table: one row per (stack, depth)."""
+        rows = [(sid, d, r) for st, sid in self._stacks.items() for d, r in enumerate(st)]
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return pd.DataFrame(
+            {
+                "stack": arr[:, 0].astype(np.int32),
+                "depth": arr[:, 1].astype(np.int32),
+                "region": arr[:, 2].astype(np.int32),
+            }
+        )
+
+
+def _trim_main(frames: list[Frame]) -> list[Frame]:
+    """Drop the start-up frames above ``main`` (frames are outermost first)."""
+    for i, f in enumerate(frames):
+        if f[0] == "main":
+            return frames[i:]
+    return frames
+
+
+class NativeFrames:
+    """Resolve the native addresses of processes into regions and stacks.
+
+    Parameters
+    ----------
+    table : RegionTable
+    resolver : Resolver, optional
+    """
+
+    def __init__(self, table: RegionTable, resolver: Resolver | None = None) -> None:
+        self.table = table
+        self.resolver = resolver or Resolver()
+        self._where: dict[int, dict[int, tuple[str, int]]] = {}
+        self._memo: dict[tuple[int, bytes], tuple[int, ...]] = {}
+
+    def prepare(self, procs: list[ProcessData]) -> None:
+        """Locate every address of every process and resolve them, one batch per module."""
+        by_module: dict[str, set[int]] = {}
+        for p in procs:
+            parts = [np.asarray(p.events["addr"][p.events["fn"] > 0], np.uint64)]
+            parts += [np.asarray(f, np.uint64) for f in p.sample_frames]
+            parts += [np.asarray(f, np.uint64) for f in p.contexts.values()]
+            addrs = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+            mods, offs = self.resolver.locate(p.maps, addrs)
+            self._where[p.pid] = {int(a): (m, int(o)) for a, m, o in zip(addrs, mods, offs)}
+            for m, o in zip(mods, offs):
+                by_module.setdefault(m, set()).add(int(o))
+        for m, offs in by_module.items():
+            self.resolver.resolve(m, sorted(offs))
+
+    def _chain(self, p: ProcessData, addr: int) -> list[Frame]:
+        where = self._where.setdefault(p.pid, {})
+        w = where.get(int(addr))
+        if w is None:
+            mods, offs = self.resolver.locate(p.maps, np.array([addr], np.uint64))
+            w = where[int(addr)] = (mods[0], int(offs[0]))
+        return self.resolver.frames(*w)
+
+    def _regions(self, frames: list[Frame]) -> tuple[int, ...]:
+        return tuple(self.table.function(f[0], f[1], f[2], f[3], "user") for f in frames)
+
+    def sample_stack(self, p: ProcessData, frames: np.ndarray) -> int:
+        """Stack id of one sample (frames innermost first)."""
+        key = (p.pid, np.asarray(frames, np.uint64).tobytes())
+        regs = self._memo.get(key)
+        if regs is None:
+            out: list[Frame] = []
+            for a in np.asarray(frames, np.uint64)[::-1]:
+                out.extend(
+                    f for f in self._chain(p, int(a)) if not Path(f[3]).name.startswith(("libpfrec", ".libpfrec"))
+                )
+            regs = self._memo[key] = self._regions(_trim_main(out))
+        return self.table.stack(regs)
+
+    def call_region(self, p: ProcessData, fn: int, addr: int, ctx: int) -> int:
+        """Region id of an MPI call of function ``fn`` at ``addr`` with call context ``ctx``."""
+        frames = p.contexts.get(int(ctx)) if ctx >= 0 else None
+        if frames is None or not len(frames):
+            chain = self._chain(p, addr)
+            f = chain[-1]
+            return self.table.mpi(fn, f[0], f[1], f[2], f[3], -1)
+        addrs = [int(a) for a in frames]
+        k = 0  # the call site: the innermost frame outside the MPI library and the recorder
+        while k < len(addrs) - 1 and is_mpi_module(self._chain(p, addrs[k])[-1][3]):
+            k += 1
+        out: list[Frame] = []
+        for a in reversed(addrs[k:]):
+            out.extend(self._chain(p, a))
+        out = _trim_main(out)
+        site = out[-1]
+        return self.table.mpi(fn, site[0], site[1], site[2], site[3], self.table.stack(self._regions(out)))
+
+
+class PythonFrames:
+    """Map the Python recorder's frame and call-site ids into regions and stacks."""
+
+    def __init__(self, table: RegionTable) -> None:
+        self.table = table
+        self._memo: dict[tuple[int, bytes], int] = {}
+
+    def _regions(self, p: ProcessData, ids: np.ndarray) -> tuple[int, ...]:
+        out = []
+        for i in np.asarray(ids, np.int64)[::-1]:
+            name, file, line = p.frames.get(int(i), (f"<frame {int(i)}>", "", 0))
+            out.append(self.table.function(name, file, line, "python", "python"))
+        return tuple(out)
+
+    def sample_stack(self, p: ProcessData, frames: np.ndarray) -> int:
+        """Stack id of one sample (frame ids innermost first)."""
+        key = (p.pid, np.asarray(frames, np.uint64).tobytes())
+        sid = self._memo.get(key)
+        if sid is None:
+            sid = self._memo[key] = self.table.stack(self._regions(p, frames))
+        return sid
+
+    def call_region(self, p: ProcessData, fn: int, site: int, ctx: int) -> int:
+        """Region id of an MPI call made at call-site id ``site`` in context ``ctx``."""
+        func, file, line = p.sites.get(int(site), ("", "", 0))
+        frames = p.contexts.get(int(ctx)) if ctx >= 0 else None
+        stack = self.table.stack(self._regions(p, frames)) if frames is not None else -1
+        return self.table.mpi(fn, func, file, line, "python", stack)

@@ -1,0 +1,294 @@
+"""Run a program under the recorder and turn what it left into a trace and a PAG.
+
+:func:`record` is what ``perflow record`` calls: it builds (or reuses) the
+interposition library, launches the program with the MPI launcher, waits for it
+(with an optional time limit), assembles the per-rank data into a
+:class:`~perflow.trace.raw.RawTrace` and writes ``rawtrace.npz``, an OTF2 trace
+and a saved PAG (when the writer and the builder are available) into the
+output directory.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PerflowError, RecordError
+from ..trace.raw import RawTrace
+from .assemble import load_recording
+from .store import save_raw
+from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
+
+__all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command"]
+
+log = logging.getLogger(__name__)
+_PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level package perflow_pyrec
+_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
+
+
+@dataclass
+class RecordResult:
+    """What :func:`record` produced.
+
+    Attributes
+    ----------
+    status : int
+        The program's exit status (as the launcher reported it; 128+N when killed by signal N).
+    outdir : pathlib.Path
+    raw : RawTrace or None
+        The assembled trace (None when the program left no usable data).
+    files : dict of str to pathlib.Path
+        ``"rawtrace"``, ``"otf2"``, ``"pag"``: what was written.
+    notes : list of str
+        What could not be done (e.g. no OTF2 writer available).
+    elapsed : float
+        Wall time of the program run, in seconds.
+    """
+
+    status: int
+    outdir: Path
+    raw: RawTrace | None = None
+    files: dict[str, Path] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+def is_python(argv: list[str]) -> bool:
+    """Whether the command runs a Python program (``python ...`` or a ``.py`` file)."""
+    return bool(argv) and (bool(_PYTHON.match(Path(argv[0]).name)) or argv[0].endswith(".py"))
+
+
+def python_command(argv: list[str], python: str | None = None) -> list[str]:
+    """Rewrite a Python command line so that the program runs under ``python -m perflow_pyrec``."""
+    import sys
+
+    if argv[0].endswith(".py"):
+        return [python or sys.executable, "-m", "perflow_pyrec", *argv]
+    out, i = [argv[0]], 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
+        out.append(argv[i])
+        if argv[i] in ("-W", "-X") and i + 1 < len(argv):
+            out.append(argv[i + 1])
+            i += 1
+        i += 1
+    if i >= len(argv) or argv[i] == "-":
+        raise RecordError("a Python program needs a script, -m MODULE or -c CODE (reading stdin is not supported)")
+    return out + ["-m", "perflow_pyrec", *argv[i:]]
+
+
+def _python_mpi() -> str | None:
+    """The MPI implementation mpi4py was built with (without importing it: that would start MPI)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mpi4py")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for d in spec.submodule_search_locations:
+        for so in Path(d).glob("MPI*.so"):
+            impl = program_mpi(so)
+            if impl:
+                return impl
+    return None
+
+
+def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: dict[str, str]) -> tuple[list[str], dict]:
+    """The launcher command line and its environment.
+
+    Variables in ``ranks_env`` reach the ranks only (``-x`` for Open MPI,
+    ``-genv`` for MPICH's Hydra); other launchers inherit them. A toolchain
+    of kind ``"direct"`` runs the program itself, without a launcher.
+    """
+    env = dict(os.environ)
+    if tc.launcher_kind == "direct":
+        env.update(ranks_env)
+        return list(program), env
+    argv = [*tc.launcher, "-n", str(nprocs)]
+    for k, v in ranks_env.items():
+        if tc.launcher_kind == "openmpi":
+            argv += ["-x", f"{k}={v}"]
+        elif tc.launcher_kind == "hydra":
+            argv += ["-genv", k, v]
+        else:
+            env[k] = v
+    if tc.launcher_kind == "openmpi":
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        if nprocs > (os.cpu_count() or 1):
+            env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    return argv + list(program), env
+
+
+def _run(argv: list[str], env: dict, timeout: float | None, stdout: Any = None, stderr: Any = None) -> int:
+    log.debug("running %s", " ".join(argv))
+    try:
+        proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
+    except OSError as exc:
+        raise RecordError(f"cannot start {argv[0]}: {exc}") from None
+
+    def kill() -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=5)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill()
+        raise RecordError(f"the program did not finish within {timeout:g} s and was killed") from None
+    except KeyboardInterrupt:
+        kill()
+        raise
+    return rc if rc >= 0 else 128 - rc
+
+
+def _default_outdir(program: list[str]) -> Path:
+    name = Path(program[1] if is_python(program) and len(program) > 1 else program[0]).stem or "program"
+    return Path(f"perflow-{name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+
+
+def record(
+    program: list[str],
+    nprocs: int = 1,
+    mpirun: str | None = None,
+    sample_rate: int = 100,
+    outdir: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+    cache: str | os.PathLike[str] | None = None,
+    outputs: tuple[str, ...] = ("otf2", "pag"),
+    stdout: Any = None,
+    stderr: Any = None,
+) -> RecordResult:
+    """Record a run of ``program`` on ``nprocs`` MPI ranks.
+
+    Parameters
+    ----------
+    program : list of str
+        The command: an MPI executable (C, C++, Fortran; not recompiled) or a
+        Python program (``python script.py ...``, ``script.py``, ``python -m mod``).
+    nprocs : int
+        Number of ranks.
+    mpirun : str, optional
+        Launcher command line (default: the implementation's ``mpirun``).
+    sample_rate : int
+        Samples per second of CPU time (0 disables sampling).
+    outdir : path, optional
+        Output directory (default ``perflow-<program>-<date-time>``).
+    timeout : float, optional
+        Kill the run after this many seconds.
+    cache : path, optional
+        Where to cache the compiled library.
+    outputs : tuple of str
+        Besides ``rawtrace.npz``: ``"otf2"`` and/or ``"pag"``.
+    stdout, stderr : file, optional
+        Where the program's output goes (default: this process's).
+
+    Returns
+    -------
+    RecordResult
+
+    Raises
+    ------
+    RecordError
+        When the library cannot be built, the program cannot be started, the
+        run times out, or a successful run left no usable data.
+    """
+    if not program:
+        raise RecordError("no program to record")
+    if nprocs < 1:
+        raise RecordError(f"the number of ranks must be at least 1, not {nprocs}")
+    exe = shutil.which(program[0]) or (program[0] if Path(program[0]).is_file() else None)
+    if exe is None:
+        raise RecordError(f"program not found: {program[0]}")
+    out = Path(outdir) if outdir else _default_outdir(program)
+    if out.exists() and not out.is_dir():
+        raise RecordError(f"output directory {out} exists and is not a directory")
+    rawdir = out / "raw"
+    if rawdir.exists():
+        shutil.rmtree(rawdir)
+    rawdir.mkdir(parents=True)
+    env = {"PERFLOW_RECORD_DIR": str(rawdir.resolve()), "PERFLOW_RECORD_HZ": str(int(sample_rate))}
+    if is_python(program):
+        try:
+            tc = find_toolchain(_python_mpi(), mpirun)
+        except RecordError:
+            if nprocs > 1 or mpirun:
+                raise
+            # one Python process without any MPI installed: run it directly
+            tc = Toolchain("none", "", [], "direct")
+            env["PERFLOW_RECORD_ALL"] = "1"
+        cmd = python_command(program)
+        orig = os.environ.get("PYTHONPATH")
+        env["PYTHONPATH"] = _PYRT + (os.pathsep + orig if orig else "")
+        env["PERFLOW_RECORD_PYTHONPATH_ADDED"] = _PYRT
+        if orig is not None:
+            env["PERFLOW_RECORD_ORIG_PYTHONPATH"] = orig
+    else:
+        tc = find_toolchain(program_mpi(exe), mpirun)
+        lib = build_library(tc, cache)
+        pre = os.environ.get("LD_PRELOAD")
+        env["LD_PRELOAD"] = str(lib) + (":" + pre if pre else "")
+        cmd = list(program)
+    argv, run_env = launch_command(tc, nprocs, cmd, env)
+    t = time.perf_counter()
+    status = _run(argv, run_env, timeout, stdout, stderr)
+    result = RecordResult(status=status, outdir=out, elapsed=time.perf_counter() - t)
+    attrs = {"command": list(program), "ranks_requested": nprocs, "mpi": tc.impl, "exit_status": status}
+    try:
+        result.raw = load_recording(rawdir, attrs=attrs)
+    except PerflowError as exc:
+        if status == 0:
+            raise RecordError(f"the run left no usable data in {rawdir}: {exc}") from exc
+        result.notes.append(f"no trace assembled: {exc}")
+        return result
+    if len(result.raw.locations) < nprocs:
+        result.notes.append(f"data for {len(result.raw.locations)} of {nprocs} ranks only")
+    result.files["rawtrace"] = save_raw(result.raw, out / "rawtrace.npz")
+    _write_outputs(result, outputs)
+    return result
+
+
+def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
+    raw, out = result.raw, result.outdir
+    if "otf2" in outputs:
+        try:
+            from ..writers.otf2 import write_otf2  # arrives with the OTF2 writer
+        except ImportError:
+            result.notes.append("OTF2 trace not written: perflow.writers.otf2 is not available")
+        else:
+            path = out / "trace"
+            if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
+                shutil.rmtree(path)
+            try:
+                result.files["otf2"] = Path(write_otf2(raw, path))
+            except (PerflowError, OSError, ValueError) as exc:
+                log.warning("OTF2 trace not written: %s", exc)
+                result.notes.append(f"OTF2 trace not written: {exc}")
+    if "pag" in outputs:
+        try:
+            from ..trace.build import build_pag  # arrives with the trace->PAG builder
+        except ImportError:
+            result.notes.append("PAG not saved: perflow.trace.build is not available")
+        else:
+            path = out / "run.pag"
+            try:
+                result.files["pag"] = build_pag(raw).save(path)
+            except (PerflowError, OSError, ValueError) as exc:
+                log.warning("PAG not saved: %s", exc)
+                result.notes.append(f"PAG not saved: {exc}")

@@ -1,0 +1,105 @@
+"""Save and load a :class:`~perflow.trace.raw.RawTrace` as one ``.npz`` file.
+
+The recorder keeps this file next to the OTF2 trace and the PAG: it holds
+exactly what the recorder assembled (including the extra ``caller``/``stack``
+region columns) and loads without any OTF2 library.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import FormatError
+from ..trace.raw import RawTrace
+
+__all__ = ["save_raw", "load_raw"]
+
+_FORMAT = "perflow-rawtrace-1"
+_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
+
+
+def _default(o: object) -> object:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def save_raw(raw: RawTrace, path: str | Path) -> Path:
+    """Write ``raw`` to ``path`` (a ``.npz`` file); return the path."""
+    path = Path(path)
+    arrays: dict[str, np.ndarray] = {}
+    for name in _TABLES:
+        for col, a in getattr(raw, name).items():
+            arrays[f"{name}.{col}"] = a
+    for name in ("locations", "regions", "stacks", "metrics"):
+        df: pd.DataFrame = getattr(raw, name)
+        for col in df.columns:
+            a = df[col].to_numpy()
+            arrays[f"{name}:{col}"] = a.astype(str) if a.dtype == object else a
+    meta = {
+        "format": _FORMAT,
+        "comms": {str(k): np.asarray(v).tolist() for k, v in raw.comms.items()},
+        "comm_names": {str(k): v for k, v in raw.comm_names.items()},
+        "attrs": raw.attrs,
+        "region_index": raw.regions.index.tolist(),
+    }
+    arrays["meta"] = np.frombuffer(json.dumps(meta, default=_default).encode(), dtype=np.uint8)
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    return path
+
+
+def load_raw(path: str | Path) -> RawTrace:
+    """Read a file written by :func:`save_raw`.
+
+    Raises
+    ------
+    FormatError
+        When the file is not such a file.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        meta = json.loads(bytes(data.pop("meta")).decode())
+    except (OSError, ValueError, KeyError) as exc:
+        raise FormatError(path, f"not a saved perflow raw trace: {exc}") from None
+    if meta.get("format") != _FORMAT:
+        raise FormatError(path, f"unknown raw trace format {meta.get('format')!r}")
+    frames: dict[str, dict[str, np.ndarray]] = {}
+    tables: dict[str, dict[str, np.ndarray]] = {}
+    for key, a in data.items():
+        if ":" in key:
+            name, col = key.split(":", 1)
+            frames.setdefault(name, {})[col] = a
+        else:
+            name, col = key.split(".", 1)
+            tables.setdefault(name, {})[col] = a
+    missing = [t for t in _TABLES if t not in tables and t != "thread_events"]
+    if missing:
+        raise FormatError(path, f"saved raw trace lacks the table(s) {', '.join(missing)}")
+    dfs = {name: pd.DataFrame(cols) for name, cols in frames.items()}
+    if "regions" in dfs:
+        dfs["regions"].index = pd.Index(meta["region_index"])
+    kw = {}
+    if "stacks" in dfs:
+        kw["stacks"] = dfs["stacks"]
+    if "metrics" in dfs:
+        kw["metrics"] = dfs["metrics"]
+    return RawTrace(
+        locations=dfs.get("locations", pd.DataFrame()),
+        regions=dfs.get("regions", pd.DataFrame()),
+        comms={int(k): np.asarray(v, dtype=np.int64) for k, v in meta["comms"].items()},
+        comm_names={int(k): v for k, v in meta["comm_names"].items()},
+        attrs=meta["attrs"],
+        **{name: tables[name] for name in _TABLES if name in tables},
+        **kw,
+    )

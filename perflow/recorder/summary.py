@@ -1,0 +1,108 @@
+"""Short figures about a recorded run: time in MPI, messages, and compute hotspots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..trace.raw import ENTER, RawTrace
+
+__all__ = ["RunSummary", "summarize", "mpi_durations"]
+
+
+def mpi_durations(raw: RawTrace) -> pd.DataFrame:
+    """One row per recorded MPI call: ``location``, ``region``, ``name``, ``enter``, ``duration``."""
+    ev = raw.region_events
+    is_mpi = (raw.regions["paradigm"] == "mpi").reindex(range(int(raw.regions.index.max()) + 1), fill_value=False)
+    sel = is_mpi.to_numpy()[ev["region"]]
+    loc, time, kind, reg = ev["location"][sel], ev["time"][sel], ev["kind"][sel], ev["region"][sel]
+    # MPI calls do not nest, so within a location every ENTER is followed by its LEAVE
+    ent = np.flatnonzero(kind == ENTER)
+    ok = (ent + 1 < len(kind)) & (loc[np.minimum(ent + 1, len(loc) - 1)] == loc[ent])
+    ent = ent[ok]
+    names = raw.regions["name"].reindex(reg[ent]).to_numpy()
+    return pd.DataFrame(
+        {
+            "location": loc[ent],
+            "region": reg[ent],
+            "name": names,
+            "enter": time[ent],
+            "duration": time[ent + 1] - time[ent],
+        }
+    )
+
+
+@dataclass
+class RunSummary:
+    """Figures about one recorded run (see :func:`summarize`)."""
+
+    ranks: int
+    events: int
+    duration: float
+    mpi_time: float
+    mpi_fraction: float
+    messages: int
+    message_bytes: int
+    collectives: int
+    samples: int
+    top_mpi: list[tuple[str, float, int]] = field(default_factory=list)
+    hotspots: list[tuple[str, str, float]] = field(default_factory=list)
+
+    def text(self) -> str:
+        """Human-readable lines."""
+        lines = [
+            f"ranks: {self.ranks}   events: {self.events:,}   run time: {self.duration:.3f} s   samples: {self.samples:,}",
+            f"time in MPI: {self.mpi_time:.3f} s over all ranks ({100 * self.mpi_fraction:.1f}% of rank time)",
+            f"messages: {self.messages:,} ({self.message_bytes:,} bytes)   collectives: {self.collectives:,}",
+        ]
+        if self.top_mpi:
+            lines.append("MPI calls by time: " + ", ".join(f"{n} {t:.3f} s ({c:,})" for n, t, c in self.top_mpi))
+        if self.hotspots:
+            lines.append("compute hotspots (self time from samples):")
+            lines += [f"  {100 * share:5.1f}%  {name}  {where}" for name, where, share in self.hotspots]
+        return "\n".join(lines)
+
+
+def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
+    """Summarize a recorded raw trace.
+
+    Parameters
+    ----------
+    raw : RawTrace
+    top : int
+        How many MPI functions and hotspots to list.
+    """
+    ranks = len(raw.locations)
+    duration = float(raw.attrs.get("ticks") or (raw.region_events["time"].max() if raw.n_events else 0.0))
+    calls = mpi_durations(raw)
+    mpi_time = float(calls["duration"].sum())
+    by = calls.groupby("name")["duration"].agg(["sum", "count"]).sort_values("sum", ascending=False).head(top)
+    p2p = raw.p2p_events
+    sends = np.isin(p2p["kind"], (0, 1, 8))  # SEND, ISEND, SSEND
+    coll = raw.coll_events
+    smp = raw.sample_events
+    hot: list[tuple[str, str, float]] = []
+    if len(smp["stack"]) and len(raw.stacks):
+        st = raw.stacks
+        inner = st.loc[st.groupby("stack")["depth"].idxmax(), ["stack", "region"]].set_index("stack")["region"]
+        w = pd.Series(smp["weight"]).groupby(inner.reindex(smp["stack"]).to_numpy()).sum()
+        total = float(smp["weight"].sum()) or 1.0
+        for reg, weight in w.sort_values(ascending=False).head(top).items():
+            r = raw.regions.loc[int(reg)]
+            where = f"{r['file']}:{r['line']}" if r["file"] else str(r["module"])
+            hot.append((str(r["name"]), where, float(weight) / total))
+    return RunSummary(
+        ranks=ranks,
+        events=raw.n_events,
+        duration=duration,
+        mpi_time=mpi_time,
+        mpi_fraction=mpi_time / (ranks * duration) if ranks and duration else 0.0,
+        messages=int(sends.sum()),
+        message_bytes=int(p2p["bytes"][sends].sum()),
+        collectives=int((coll["kind"] == 1).sum()),
+        samples=len(smp["stack"]),
+        top_mpi=[(str(n), float(r["sum"]), int(r["count"])) for n, r in by.iterrows()],
+        hotspots=hot,
+    )

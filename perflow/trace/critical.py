@@ -1,0 +1,215 @@
+"""The critical path of a trace: a backward walk over wait states, compiled.
+
+The critical path is the longest path through the happens-before graph of the
+run (local execution, messages entering at their receive completion,
+collective instances). Waiting time is exactly where one process depends on
+another, so the path is found backwards: start at the end of the location
+that finishes last and walk back along its timeline; at the end ``tau`` of a
+wait state (a Late Sender, Late Receiver or collective wait) the path leaves
+the waiting location and continues, at the same time ``tau``, on the location
+it waited for (the sender, the receiver, the last to arrive, the root); it
+stops at the start of a location. Each wait is met at most once and time
+strictly decreases at each jump, so the walk is linear in the number of
+wait states (plus a binary search per jump).
+
+Path segments are then charged to the innermost open region instance of each
+location (the flat timeline of :mod:`perflow.trace.flat`), which gives the
+critical-path time per call path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .flat import flat_timeline, locations, njit
+from .tables import Trace
+from .waits import IDLE_KINDS
+
+__all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS"]
+
+#: Columns of the critical-path segment table.
+SEGMENT_COLUMNS: dict[str, str] = {
+    "process": "process the path runs on",
+    "thread": "thread the path runs on",
+    "start": "segment start (s)",
+    "end": "segment end (s)",
+    "vertex": "call path executing there (innermost open region; -1 outside every region)",
+    "interval": "row in trace.intervals of that region instance (-1 outside every region)",
+}
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """Result of :func:`critical_path`.
+
+    Attributes
+    ----------
+    segments : pandas.DataFrame
+        Path pieces in time order with the columns of :data:`SEGMENT_COLUMNS`.
+    hops : pandas.DataFrame
+        One row per stretch of the path on one location: ``process``,
+        ``thread``, ``start``, ``end`` (time order).
+    cp_time : numpy.ndarray
+        Critical-path time per vertex (length ``n_vertices``).
+    outside : float
+        Path time outside every region.
+    start, end : float
+        Where the path starts and ends; ``length = end - start``.
+    """
+
+    segments: pd.DataFrame
+    hops: pd.DataFrame
+    cp_time: np.ndarray
+    outside: float
+    start: float
+    end: float
+
+    @property
+    def length(self) -> float:
+        """Length of the critical path (s)."""
+        return self.end - self.start
+
+
+@njit
+def _bsearch_left(a, lo, hi, x):  # type: ignore[no-untyped-def]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def _walk(eoff, etau, edst, lstart, cur, t):  # type: ignore[no-untyped-def]
+    cap = etau.shape[0] + 1
+    hl = np.empty(cap, np.int64)
+    ha = np.empty(cap, np.float64)
+    hb = np.empty(cap, np.float64)
+    n = 0
+    done = False
+    while not done:
+        lo = eoff[cur]
+        hi = eoff[cur + 1]
+        j = _bsearch_left(etau, lo, hi, t) - 1
+        hl[n] = cur
+        hb[n] = t
+        if j < lo or etau[j] <= lstart[cur] or n == cap - 1:
+            ha[n] = min(lstart[cur], t)
+            done = True
+        else:
+            ha[n] = etau[j]
+            t = etau[j]
+            cur = edst[j]
+        n += 1
+    return hl[:n], ha[:n], hb[:n]
+
+
+@njit
+def _charge(time, owner, vertex, offsets, hl, ha, hb, nvert):  # type: ignore[no-untyped-def]
+    """Cut the hops into exclusive pieces (in time order) and sum them per vertex."""
+    cp = np.zeros(nvert + 1, np.float64)
+    cap = 1024
+    pl = np.empty(cap, np.int64)
+    pa = np.empty(cap, np.float64)
+    pb = np.empty(cap, np.float64)
+    po = np.empty(cap, np.int64)
+    n = 0
+    for h in range(hl.shape[0] - 1, -1, -1):  # hops were found backwards
+        loc = hl[h]
+        a = ha[h]
+        b = hb[h]
+        lo = offsets[loc]
+        hi = offsets[loc + 1]
+        if hi - lo < 2 or b <= a:
+            continue
+        # last event at or before a
+        k = lo
+        x = hi
+        while k < x:
+            mid = (k + x) >> 1
+            if time[mid] <= a:
+                k = mid + 1
+            else:
+                x = mid
+        k = max(k - 1, lo)
+        while k < hi - 1 and time[k] < b:
+            s = max(time[k], a)
+            e = min(time[k + 1], b)
+            if e > s:
+                v = vertex[k]
+                cp[v if v >= 0 else nvert] += e - s
+                if n > 0 and po[n - 1] == owner[k] and pl[n - 1] == loc and pb[n - 1] == s:
+                    pb[n - 1] = e
+                else:
+                    if n == cap:
+                        cap *= 2
+                        pl2 = np.empty(cap, np.int64)
+                        pa2 = np.empty(cap, np.float64)
+                        pb2 = np.empty(cap, np.float64)
+                        po2 = np.empty(cap, np.int64)
+                        pl2[:n] = pl[:n]
+                        pa2[:n] = pa[:n]
+                        pb2[:n] = pb[:n]
+                        po2[:n] = po[:n]
+                        pl, pa, pb, po = pl2, pa2, pb2, po2
+                    pl[n] = loc
+                    pa[n] = s
+                    pb[n] = e
+                    po[n] = owner[k]
+                    n += 1
+            k += 1
+    return pl[:n], pa[:n], pb[:n], po[:n], cp
+
+
+def critical_path(trace: Trace, waits: pd.DataFrame, n_vertices: int) -> CriticalPath:
+    """Find the critical path of ``trace`` given its wait-state instances.
+
+    Parameters
+    ----------
+    trace : Trace
+    waits : pandas.DataFrame
+        The wait-state instance table (:func:`perflow.trace.waits.wait_instances`).
+    n_vertices : int
+        Number of top-down vertices (length of ``cp_time``).
+    """
+    locs = locations(trace)
+    flat = flat_timeline(trace)
+    L = len(locs)
+    if L == 0:
+        empty = pd.DataFrame({c: np.zeros(0) for c in SEGMENT_COLUMNS})
+        hops = pd.DataFrame({c: np.zeros(0) for c in ("process", "thread", "start", "end")})
+        return CriticalPath(empty, hops, np.zeros(n_vertices), 0.0, 0.0, 0.0)
+    lstart = flat.start()
+    lend = flat.end()
+    w = waits[waits["kind"].isin(IDLE_KINDS).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
+    src = locs.lookup(w["process"].to_numpy(), w["thread"].to_numpy())
+    dst = locs.lookup(w["cause_process"].to_numpy(), w["cause_thread"].to_numpy())
+    tau = w["end"].to_numpy()
+    ok = (src >= 0) & (dst >= 0) & (src != dst)
+    src, dst, tau = src[ok], dst[ok], tau[ok]
+    order = np.lexsort((tau, src))
+    src, dst, tau = src[order], dst[order], tau[order]
+    eoff = np.searchsorted(src, np.arange(L + 1)).astype(np.int64)
+    cur = int(np.argmax(lend))
+    hl, ha, hb = _walk(eoff, tau.astype(np.float64), dst.astype(np.int64), lstart, cur, float(lend[cur]))
+    pl, pa, pb, po, cp = _charge(flat.time, flat.owner, flat.vertex, flat.offsets, hl, ha, hb, int(n_vertices))
+    vtx = trace.intervals["vertex"].to_numpy()
+    segments = pd.DataFrame(
+        {
+            "process": locs.process[pl].astype(np.int32),
+            "thread": locs.thread[pl].astype(np.int32),
+            "start": pa,
+            "end": pb,
+            "vertex": np.where(po >= 0, vtx[np.maximum(po, 0)], -1).astype(np.int64),
+            "interval": po.astype(np.int64),
+        }
+    )
+    hops = pd.DataFrame(
+        {"process": locs.process[hl[::-1]], "thread": locs.thread[hl[::-1]], "start": ha[::-1], "end": hb[::-1]}
+    )
+    return CriticalPath(segments, hops, cp[:n_vertices].copy(), float(cp[n_vertices]), float(ha[-1]), float(hb[0]))

@@ -1,0 +1,420 @@
+"""Wait-state instances of a trace: point-to-point and collective, after Scalasca.
+
+:func:`wait_instances` returns one row per wait-state instance with the
+columns of :data:`WAIT_COLUMNS`. Notation: ``E``/``L`` are the enter/leave
+times of the MPI call (region instance) involved; ``s``/``r`` mark the sender
+and receiver.
+
+Point to point (:func:`p2p_waits`)
+    * ``late_sender``: the receive waits for a send that starts late,
+      ``max(0, min(Es, Lr) - Er)``, charged to the call that completes the
+      receive (MPI_Recv, MPI_Wait*). A call completing several messages (a
+      Waitall) takes the maximum over them, charged once; a completion in an
+      MPI_Test* is not a wait.
+    * ``late_sender_wrong_order_same`` / ``..._diff``: Late Sender instances
+      whose message was received before one sent earlier (by the same or a
+      different source): the last ``window`` Late Sender instances of each
+      receiving location are kept, and when a later receive takes a message
+      sent earlier than a kept one, that one moves here.
+    * ``late_sender_completion``: after a Late Sender, the time the receive
+      still needs once the send call has left, ``max(0, Lr - Ls)``.
+    * ``late_receiver``: a synchronous send waits for the receive to be
+      posted, ``Erq - Esc`` when ``Lsc > Erq`` (``sc`` the call completing
+      the send, ``rq`` the call posting the receive), charged to the sender.
+
+Collectives (:func:`perflow.trace.collwaits.collective_waits`), per participant ``i`` of an instance
+    * ``wait_barrier`` / ``wait_nxn`` (barriers incl. MPI_Init/Finalize, and
+      all-to-all data collectives): ``max(0, min(max_j E_j, L_i) - E_i)``;
+    * ``barrier_completion`` / ``nxn_completion``:
+      ``max(0, L_i - max(min_j L_j, min(max_j E_j, L_i)))``;
+    * ``late_broadcast`` (1-to-N: Bcast, Scatter): non-roots wait for the
+      root, ``max(0, min(E_root, L_i) - E_i)``;
+    * ``early_reduce`` (N-to-1: Reduce, Gather): the root waits for the
+      latest sender, ``max(0, min(max_{j != root} E_j, L_root) - E_root)``;
+    * ``early_scan`` (Scan, Exscan): rank ``k`` waits for ranks ``0..k-1``,
+      ``max(0, min(max_{j<k} E_j, L_k) - E_k)``.
+
+A data collective that moves zero bytes is no synchronisation point; a
+barrier always is. Messages violating the clock condition are excluded and
+counted (``attrs["clock_violations"]`` of the table).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .flat import locations, njit, trace_cached
+from .tables import Trace
+
+__all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "wait_instances", "p2p_waits", "IDLE_KINDS"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WaitKind:
+    """A wait-state kind: its family (``p2p``/``collective``), whether it is idle time, and what it means."""
+
+    name: str
+    family: str
+    idle: bool
+    description: str
+
+
+WAIT_KINDS: dict[str, WaitKind] = {
+    k.name: k
+    for k in (
+        WaitKind("late_sender", "p2p", True, "receiver waits for a send that starts late"),
+        WaitKind(
+            "late_sender_wrong_order_same",
+            "p2p",
+            True,
+            "Late Sender caused by messages received out of order (same source)",
+        ),
+        WaitKind(
+            "late_sender_wrong_order_diff",
+            "p2p",
+            True,
+            "Late Sender caused by messages received out of order (different sources)",
+        ),
+        WaitKind("late_sender_completion", "p2p", False, "receive still running after the late send has left"),
+        WaitKind("late_receiver", "p2p", True, "synchronous send waits for the receive to be posted"),
+        WaitKind("wait_barrier", "collective", True, "waiting in a barrier for the last process to arrive"),
+        WaitKind("barrier_completion", "collective", False, "barrier time after the first process has left"),
+        WaitKind("wait_nxn", "collective", True, "waiting in an all-to-all collective for the last process to arrive"),
+        WaitKind("nxn_completion", "collective", False, "all-to-all collective time after the first process has left"),
+        WaitKind("late_broadcast", "collective", True, "non-root waits for the root of a 1-to-N collective"),
+        WaitKind("early_reduce", "collective", True, "root of an N-to-1 collective waits for the senders"),
+        WaitKind("early_scan", "collective", True, "rank waits in a scan for lower ranks"),
+    )
+}
+#: Kinds that are idle time (excludes the completion kinds).
+IDLE_KINDS = tuple(k for k, w in WAIT_KINDS.items() if w.idle)
+KIND_DTYPE = pd.CategoricalDtype(list(WAIT_KINDS))
+
+#: Columns of the wait-state instance table.
+WAIT_COLUMNS: dict[str, str] = {
+    "process": "waiting process (world rank)",
+    "thread": "waiting thread",
+    "start": "start of the waiting period (s)",
+    "end": "end of the waiting period (s)",
+    "kind": "wait-state kind (see WAIT_KINDS)",
+    "amount": "waiting time, end - start (s)",
+    "vertex": "call path of the MPI call that waits (-1 unknown)",
+    "interval": "row in trace.intervals of that call (-1 unknown)",
+    "cause_process": "process that was waited for (-1 for completion kinds)",
+    "cause_thread": "its thread",
+    "cause_time": "when the awaited process entered its call (the end of the wait, normally)",
+    "cause_interval": "row in trace.intervals of the awaited call (-1 unknown)",
+    "message": "row in trace.messages (-1 for collectives)",
+    "instance": "collective instance (-1 for messages)",
+}
+_DTYPES = {
+    "process": np.int32,
+    "thread": np.int32,
+    "start": np.float64,
+    "end": np.float64,
+    "amount": np.float64,
+    "vertex": np.int64,
+    "interval": np.int64,
+    "cause_process": np.int32,
+    "cause_thread": np.int32,
+    "cause_time": np.float64,
+    "cause_interval": np.int64,
+    "message": np.int64,
+    "instance": np.int64,
+}
+
+_TEST_RE = re.compile(r"^P?MPI_Test", re.IGNORECASE)
+
+
+def _frame(n: int, kind: str | np.ndarray, **cols: np.ndarray) -> pd.DataFrame:
+    out: dict[str, object] = {}
+    for c in WAIT_COLUMNS:
+        if c == "kind":
+            k = np.full(n, kind, dtype=object) if isinstance(kind, str) else np.asarray(kind, dtype=object)
+            out[c] = pd.Categorical(k, dtype=KIND_DTYPE)
+        elif c in cols:
+            out[c] = np.asarray(cols[c]).astype(_DTYPES[c], copy=False)
+        else:
+            fill = np.nan if _DTYPES[c] is np.float64 else -1
+            out[c] = np.full(n, fill, dtype=_DTYPES[c])
+    return pd.DataFrame(out)
+
+
+def empty_waits() -> pd.DataFrame:
+    """A wait-state table with no rows."""
+    return _frame(0, np.zeros(0, dtype=object))
+
+
+def _is_test(trace: Trace, names: np.ndarray | None) -> np.ndarray:
+    """Per interval: is it an MPI_Test* call."""
+    v = trace.intervals["vertex"].to_numpy()
+    if names is None or not len(v):
+        return np.zeros(len(v), dtype=bool)
+    vt = np.array([bool(_TEST_RE.match(str(n))) for n in names], dtype=bool)
+    return vt[v] if len(vt) else np.zeros(len(v), dtype=bool)
+
+
+def _group_max(key: np.ndarray, value: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per distinct key: (key, row of the max value (ties: max ``tie``), run starts in sorted order, sort order)."""
+    order = np.lexsort((tie, value, key))
+    ks = key[order]
+    last = np.r_[ks[1:] != ks[:-1], True] if len(ks) else np.zeros(0, dtype=bool)
+    first = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, dtype=bool)
+    return order[last], np.flatnonzero(first), order  # type: ignore[return-value]
+
+
+@njit
+def _wrong_order(gloc, gmin, glate, grep_st, grep_src, mstart, mst, msrc, window):  # type: ignore[no-untyped-def]
+    """Classify Late Sender groups: 0 in order, 1 wrong order (same source), 2 (different source)."""
+    ng = gloc.shape[0]
+    cls = np.zeros(ng, np.int8)
+    bg = np.empty(window, np.int64)
+    bst = np.empty(window, np.float64)
+    bsrc = np.empty(window, np.int64)
+    alive = np.zeros(window, np.bool_)
+    head = 0
+    count = 0
+    bmax = -np.inf
+    for g in range(ng):
+        if g > 0 and gloc[g] != gloc[g - 1]:
+            head = 0
+            count = 0
+            bmax = -np.inf
+            for j in range(window):
+                alive[j] = False
+        if count > 0 and gmin[g] < bmax:
+            newmax = -np.inf
+            for j in range(count):
+                slot = (head + j) % window
+                if not alive[slot]:
+                    continue
+                if bst[slot] > gmin[g]:
+                    same = False
+                    for m in range(mstart[g], mstart[g + 1]):
+                        if msrc[m] == bsrc[slot] and mst[m] < bst[slot]:
+                            same = True
+                            break
+                    cls[bg[slot]] = 1 if same else 2
+                    alive[slot] = False
+                elif bst[slot] > newmax:
+                    newmax = bst[slot]
+            bmax = newmax
+        if glate[g]:
+            if count < window:
+                slot = (head + count) % window
+                count += 1
+            else:
+                slot = head
+                head = (head + 1) % window
+            bg[slot] = g
+            bst[slot] = grep_st[g]
+            bsrc[slot] = grep_src[g]
+            alive[slot] = True
+            if grep_st[g] > bmax:
+                bmax = grep_st[g]
+    return cls
+
+
+def p2p_waits(
+    trace: Trace, names: np.ndarray | None = None, *, window: int = 100, late_receiver: str = "synchronous"
+) -> pd.DataFrame:
+    """Point-to-point wait-state instances (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace
+    names : numpy.ndarray, optional
+        Vertex names (to recognise MPI_Test* calls).
+    window : int
+        Late Sender instances kept per location for the wrong-order test (0 disables it).
+    late_receiver : {"synchronous", "blocking", "none"}
+        Which sends can suffer Late Receiver: synchronous ones (MPI_Ssend,
+        MPI_Issend), every blocking or synchronous one, or none.
+    """
+    m = trace.messages
+    iv = trace.intervals
+    stats = {"clock_violations": 0, "unattributed_messages": 0, "test_completions": 0}
+    if not len(m):
+        out = empty_waits()
+        out.attrs.update(stats)
+        return out
+    enter = iv["enter"].to_numpy()
+    leave = iv["leave"].to_numpy()
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    proc = iv["process"].to_numpy()
+    thr = iv["thread"].to_numpy()
+    is_test = _is_test(trace, names)
+    si = m["send_interval"].to_numpy().astype(np.int64)
+    ri = m["recv_interval"].to_numpy().astype(np.int64)
+    cv = m["clock_violation"].to_numpy().astype(bool)
+    known = (si >= 0) & (ri >= 0)
+    stats["clock_violations"] = int((cv & known).sum())
+    stats["unattributed_messages"] = int((~known).sum())
+    ok = known & ~cv
+    tst = ok & is_test[np.maximum(ri, 0)]
+    stats["test_completions"] = int(tst.sum())
+    ok &= ~tst
+    rows = np.flatnonzero(ok)
+    parts = []
+    if len(rows):
+        s_i, r_i = si[rows], ri[rows]
+        es, ls, er, lr = enter[s_i], leave[s_i], enter[r_i], leave[r_i]
+        idle = np.maximum(0.0, np.minimum(es, lr) - er)
+        rep, starts, order = _group_max(r_i, idle, es)
+        gidle = idle[rep]
+        # completion: Lr - max Ls over the group's late messages
+        late_ls = np.where(idle > 0, ls, -np.inf)[order]
+        max_ls = np.maximum.reduceat(late_ls, starts) if len(starts) else np.zeros(0)
+        g_r = r_i[rep]
+        late = gidle > 0
+        cls = np.zeros(len(rep), dtype=np.int8)
+        if window > 0 and late.any():
+            loc = locations(trace).of_interval[g_r]
+            gorder = np.lexsort((g_r, loc))  # receive order on each location
+            st = m["send_time"].to_numpy()[rows]
+            src = locations(trace).lookup(m["send_process"].to_numpy()[rows], m["send_thread"].to_numpy()[rows])
+            # messages of group j (in gorder) are order[starts[j]:starts[j+1]] after re-sorting groups
+            mstart = np.r_[starts, len(order)]
+            sizes = np.diff(mstart)[gorder]
+            msg_rows = _regroup(order, mstart, gorder)
+            gmin = np.minimum.reduceat(st[msg_rows], np.r_[0, np.cumsum(sizes)[:-1]]) if len(msg_rows) else np.zeros(0)
+            c = _wrong_order(
+                loc[gorder].astype(np.int64),
+                gmin,
+                late[gorder],
+                st[rep[gorder]],
+                src[rep[gorder]],
+                np.r_[0, np.cumsum(sizes)].astype(np.int64),
+                st[msg_rows],
+                src[msg_rows].astype(np.int64),
+                int(window),
+            )
+            cls[gorder] = c
+        names_ls = np.array(
+            ["late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff"], dtype=object
+        )
+        L = np.flatnonzero(late)
+        rr = rep[L]
+        parts.append(
+            _frame(
+                len(L),
+                names_ls[cls[L]],
+                process=proc[g_r[L]],
+                thread=thr[g_r[L]],
+                start=er[rr],
+                end=er[rr] + gidle[L],
+                amount=gidle[L],
+                vertex=vtx[g_r[L]],
+                interval=g_r[L],
+                cause_process=proc[s_i[rr]],
+                cause_thread=thr[s_i[rr]],
+                cause_time=es[rr],
+                cause_interval=s_i[rr],
+                message=rows[rr],
+            )
+        )
+        comp = np.maximum(0.0, lr[rep] - max_ls)
+        C = np.flatnonzero(late & (comp > 0))
+        rr = rep[C]
+        parts.append(
+            _frame(
+                len(C),
+                "late_sender_completion",
+                process=proc[g_r[C]],
+                thread=thr[g_r[C]],
+                start=lr[rr] - comp[C],
+                end=lr[rr],
+                amount=comp[C],
+                vertex=vtx[g_r[C]],
+                interval=g_r[C],
+                message=rows[rr],
+            )
+        )
+    parts.append(_late_receiver(m, late_receiver, known & ~cv, enter, leave, vtx, proc, thr, is_test))
+    out = pd.concat(parts, ignore_index=True) if parts else empty_waits()
+    out.attrs.update(stats)
+    if stats["clock_violations"]:
+        log.warning(
+            "%d messages violate the clock condition and were left out of the wait states", stats["clock_violations"]
+        )
+    return out
+
+
+def _regroup(order: np.ndarray, mstart: np.ndarray, gorder: np.ndarray) -> np.ndarray:
+    """Rows of ``order`` re-arranged so the runs ``mstart`` appear in the order ``gorder`` (vectorised)."""
+    sizes = np.diff(mstart)[gorder]
+    base = np.repeat(mstart[gorder], sizes)
+    within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    return order[base + within]
+
+
+def _late_receiver(m, mode, ok, enter, leave, vtx, proc, thr, is_test) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    if mode == "none":
+        return empty_waits()
+    msg_mode = m["mode"].to_numpy()
+    sel = (msg_mode == 1) if mode == "synchronous" else (msg_mode <= 1)
+    sc = m["send_complete_interval"].to_numpy().astype(np.int64)
+    rq = m["recv_post_interval"].to_numpy().astype(np.int64)
+    sel &= ok & (sc >= 0) & (rq >= 0)
+    sel[sel] &= ~is_test[sc[sel]]
+    rows = np.flatnonzero(sel)
+    if not len(rows):
+        return empty_waits()
+    s_c, r_q = sc[rows], rq[rows]
+    esc, lsc, erq = enter[s_c], leave[s_c], enter[r_q]
+    idle = np.where(lsc > erq, np.maximum(0.0, erq - esc), 0.0)
+    rep, _, _ = _group_max(s_c, idle, erq)
+    keep = rep[idle[rep] > 0]
+    g = s_c[keep]
+    return _frame(
+        len(keep),
+        "late_receiver",
+        process=proc[g],
+        thread=thr[g],
+        start=esc[keep],
+        end=esc[keep] + idle[keep],
+        amount=idle[keep],
+        vertex=vtx[g],
+        interval=g,
+        cause_process=proc[r_q[keep]],
+        cause_thread=thr[r_q[keep]],
+        cause_time=erq[keep],
+        cause_interval=r_q[keep],
+        message=rows[keep],
+    )
+
+
+def wait_instances(
+    trace: Trace,
+    names: np.ndarray | None = None,
+    *,
+    window: int = 100,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+) -> pd.DataFrame:
+    """Every wait-state instance of ``trace``, sorted by (process, thread, start); cached per trace.
+
+    The table has the columns of :data:`WAIT_COLUMNS`; ``attrs`` carries
+    ``clock_violations``, ``unattributed_messages`` and ``test_completions``.
+    Callers must not modify it (copy first).
+    """
+    key = ("waits", window, late_receiver, early_reduce, None if names is None else tuple(map(str, names)))
+
+    def build() -> pd.DataFrame:
+        from .collwaits import collective_waits
+
+        p = p2p_waits(trace, names, window=window, late_receiver=late_receiver)
+        cw = collective_waits(trace, early_reduce=early_reduce)
+        out = pd.concat([p, cw], ignore_index=True)
+        out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
+        out.attrs = dict(p.attrs)
+        return out
+
+    return trace_cached(trace, key, build)
