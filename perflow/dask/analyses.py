@@ -49,6 +49,7 @@ class Analyses:
 
     n_vertices: int
     metric_names: list[str]
+    metric_info: dict[str, Any]
     vertex_table: pd.DataFrame
 
     def metrics_frame(self) -> pd.DataFrame:  # pragma: no cover
@@ -166,7 +167,10 @@ class Analyses:
             df["max_thread"] = st["argthr"][ids]
         for c in IMBALANCE_CRITERIA:
             df[c] = meas[c][ids]
-        df.attrs.update({"metric": metric, "across": across, "criterion": criterion})
+        u = self.metric_info[metric].unit
+        units = {c: u for c in ("mean", "max", "min", "std", "imbalance_time")}
+        units.update({"percent_imbalance": "%", "craypat_percent": "%", "imbalance": "ratio", "load_balance": "ratio"})
+        df.attrs.update({"metric": metric, "across": across, "criterion": criterion, "units": units})
         return df
 
     @property

@@ -225,7 +225,7 @@ class DistTrace(Analyses):
         """All matched messages in the single-process order, plus ``late_sender_wait`` (gathered)."""
         self._warn_gather("the messages")
         parts = self._gather(self._messages)
-        return gather_messages(parts, keep=("late_sender_wait",))
+        return gather_messages(parts, keep=("late_sender_wait",), threaded=self._tree["threaded"])
 
     def late_sender_wait(self) -> np.ndarray:
         """Late Sender wait of each message, aligned with :meth:`messages` (gathered)."""
@@ -266,7 +266,10 @@ class DistTrace(Analyses):
                 self._submit(T.t_gather_part, tb, self._messages[i], self._coll[i], where=i)
                 for i, tb in enumerate(self._tables)
             ]
-            self._cache["trace"] = gather_trace(self.defs, self._tree["n_intervals"], self._gather(futs))
+            parts = self._gather(futs)
+            self._cache["trace"] = gather_trace(
+                self.defs, self._tree["n_intervals"], parts, threaded=self._tree["threaded"]
+            )
         return self._cache["trace"]
 
     def to_pag(self) -> PAG:

@@ -180,9 +180,17 @@ def summarize(st: PartState) -> dict[str, Any]:
         "cp_off": cp_off,
         "n_inst": np.bincount(st.inst_loc, minlength=nloc),
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
+        # processes with point-to-point events on several locations (threads): then posting order is time order
+        "p2p_threaded": _p2p_threaded(st.raw),
         "coll_keys": ckey,
         "n_events": st.raw.n_events,
     }
+
+
+def _p2p_threaded(raw: RawTrace) -> bool:
+    """Whether a process has point-to-point events on more than one location (as :func:`message_table` tests)."""
+    loc = np.unique(raw.p2p_events["location"])
+    return len(loc) != len(np.unique(raw.locations["process"].to_numpy()[loc]))
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
@@ -293,8 +301,9 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
 
     ``maps`` holds ``cp_map`` (local call path -> global vertex, this
     partition's), ``inst_off`` and ``p2p_off`` (global row offset of each
-    location's intervals and p2p events) and ``coll_keys``/``coll_ids``
-    (sorted instance keys and their global instance ids).
+    location's intervals and p2p events), ``coll_keys``/``coll_ids``
+    (sorted instance keys and their global instance ids) and ``threaded``
+    (whether any process has point-to-point events on several threads).
     """
     raw, res = st.raw, st.res
     nloc = len(raw.locations)
@@ -335,7 +344,9 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     inst_region = res.cp_region[res.callpath] if len(res.callpath) else np.zeros(0, np.int64)
     p2p_loc = raw.p2p_events["location"].astype(np.int64)
     p2p_row = maps["p2p_off"][p2p_loc] + within_location(p2p_loc)
-    sends, recvs = p2p_records(raw, st.p2p_open, inst_region, ginst, st.t_enter, st.t_leave, p2p_row)
+    sends, recvs = p2p_records(
+        raw, st.p2p_open, inst_region, ginst, st.t_enter, st.t_leave, p2p_row, threaded=maps.get("threaded", True)
+    )
     coll = st.coll
     if len(coll):
         ck = coll["key"].to_numpy()

@@ -65,6 +65,8 @@ def p2p_records(
     t_enter: np.ndarray,
     t_leave: np.ndarray,
     p2p_row: np.ndarray,
+    *,
+    threaded: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Send and receive records of one partition's point-to-point events.
 
@@ -83,6 +85,10 @@ def p2p_records(
     p2p_row : numpy.ndarray
         Global p2p-event row of each local p2p event (ties in send time are
         broken by it, as in the single-process engine).
+    threaded : bool
+        Whether any process of the trace has point-to-point events on
+        several locations: then posting order is time order (stream order
+        breaking ties), else stream order, as in the single-process engine.
 
     Returns
     -------
@@ -128,9 +134,10 @@ def p2p_records(
     comm = ev["comm"].astype(np.int64)
     tag = ev["tag"].astype(np.int64)
     t = ev["time"]
-    # posting order: time, then stream order (the partition keeps the global row order)
-    order_s = np.lexsort((s, t[s]))
-    order_r = np.lexsort((recv_seq, t[recv_seq]))
+    # posting order (the partition keeps the global row order): stream order when every process has
+    # one location, else time with stream order breaking ties -- as message_table decides it
+    order_s = np.lexsort((s, t[s])) if threaded else np.arange(len(s))
+    order_r = np.lexsort((recv_seq, t[recv_seq])) if threaded else np.argsort(recv_seq, kind="stable")
     send_iv = enclosing[s]
     mode = np.where(kind[s] == P2P.ISEND, 2, np.where(kind[s] == P2P.SSEND, 1, 0)).astype(np.int8)
     ss = ssend_regions(raw)
@@ -214,15 +221,18 @@ def _empty_messages() -> pd.DataFrame:
     return df
 
 
-def gather_messages(parts: list[pd.DataFrame], *, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+def gather_messages(parts: list[pd.DataFrame], *, keep: tuple[str, ...] = (), threaded: bool = True) -> pd.DataFrame:
     """Concatenate per-partition message rows in the single-process order and schema.
 
-    The single-process table is sorted by ``(send_process, send_time)``,
-    stably from posting order, i.e. by ``(send_process, send_time, send_row)``.
-    ``keep`` names extra columns to keep (``send_row``, ``late_sender_wait``, ...).
+    Without threads the single-process table lists messages in the order of
+    their send events (``send_row``); with threads it is sorted by
+    ``(send_process, send_time)``, stably from posting order, i.e. by
+    ``(send_process, send_time, send_row)``. ``keep`` names extra columns to
+    keep (``send_row``, ``late_sender_wait``, ...).
     """
     parts = [p for p in parts if len(p)] or [_empty_messages()]
     m = pd.concat(parts, ignore_index=True)
-    m = m.sort_values(["send_process", "send_time", "send_row"], kind="stable").reset_index(drop=True)
+    by = ["send_process", "send_time", "send_row"] if threaded else ["send_row"]
+    m = m.sort_values(by, kind="stable").reset_index(drop=True)
     out = conform("messages", m)
     return out[list(conform("messages", None).columns) + [c for c in keep if c in out.columns]]

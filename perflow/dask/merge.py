@@ -52,7 +52,8 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         ``cp_maps`` (per partition id: local call path -> global vertex),
         ``inst_off``, ``p2p_off`` (global row offsets per location),
         ``coll_keys``, ``coll_ids`` (sorted instance keys and their ids),
-        ``n_intervals``, ``n_instances``.
+        ``n_intervals``, ``n_instances``, ``threaded`` (a process has
+        point-to-point events on several locations).
     """
     rows = []
     for s in summaries:
@@ -110,6 +111,7 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         "coll_keys": coll_keys,
         "coll_ids": coll_ids,
         "n_instances": len(coll_keys),
+        "threaded": any(bool(s["p2p_threaded"]) for s in summaries),
     }
 
 
@@ -148,7 +150,7 @@ def concat_metric_rows(parts: list[pd.DataFrame], n_vertices: int) -> pd.DataFra
     return make_metrics(key["vertex"], key["process"], key["thread"], vals, n_vertices=n_vertices, duplicates="error")
 
 
-def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]]) -> Trace:
+def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], *, threaded: bool = True) -> Trace:
     """The single-process :class:`~perflow.trace.tables.Trace` from gathered partition tables.
 
     ``parts`` are dicts with ``intervals`` (+ ``ginst``, their global rows),
@@ -159,7 +161,7 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]]) 
         cat = pd.concat([p["intervals"] for p in parts if len(p["intervals"])], ignore_index=True)
         rows = np.concatenate([p["ginst"] for p in parts if len(p["intervals"])])
         iv = cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
-    messages = gather_messages([p["messages"] for p in parts])
+    messages = gather_messages([p["messages"] for p in parts], threaded=threaded)
     coll = [p["coll"].drop(columns=["wait", "last"], errors="ignore") for p in parts if len(p["coll"])]
     if coll:
         c = pd.concat(coll, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")

@@ -102,7 +102,7 @@ def t_merge(n_locations: int, *summaries: dict[str, Any]) -> dict[str, Any]:
 
 def t_tree(merged: dict[str, Any]) -> dict[str, Any]:
     """The part of the merge the client needs: the calling-context tree and table sizes."""
-    return {k: merged[k] for k in ("cp_parent", "cp_region", "n_intervals", "n_instances")}
+    return {k: merged[k] for k in ("cp_parent", "cp_region", "n_intervals", "n_instances", "threaded")}
 
 
 def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
@@ -113,6 +113,7 @@ def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
         "p2p_off": merged["p2p_off"],
         "coll_keys": merged["coll_keys"],
         "coll_ids": merged["coll_ids"],
+        "threaded": merged["threaded"],
     }
     return finalize(st, maps)
 

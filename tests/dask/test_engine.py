@@ -283,3 +283,31 @@ def test_threads_metrics_subcommunicators_and_an_empty_partition(engine) -> None
     c = ref.trace.collectives
     bcast = c[c["op"] == 1]
     assert bcast["root"].tolist() == [3, 3]  # the communicator-local root translated to the world rank
+
+
+def test_posting_order_follows_the_single_process_rule(engine) -> None:  # type: ignore[no-untyped-def]
+    """Send events out of time order on one location: stream order decides without threads, time with threads."""
+    for threads in (False, True):
+        tb = TraceBuilder(nprocs=2)
+        for p in range(2):
+            tb.enter(p, 0.0, "main")
+        tb.enter(0, 1.0, "MPI_Send")
+        tb.send(0, 3.0, 1, tag=1, bytes=10)  # recorded first, stamped later
+        tb.send(0, 2.0, 1, tag=1, bytes=20)
+        tb.leave(0, 4.0)
+        if threads:
+            tb.enter(0, 1.0, "helper", thread=1)
+            tb.send(0, 1.5, 1, tag=2, bytes=30, thread=1)
+            tb.leave(0, 2.0, thread=1)
+        for t in (5.0, 6.0):
+            tb.call(1, "MPI_Recv", t, t + 0.5, recv={"frm": 0, "tag": 1, "bytes": 0})
+        if threads:
+            tb.call(1, "MPI_Recv", 7.0, 7.5, recv={"frm": 0, "tag": 2, "bytes": 0})
+        for p in range(2):
+            tb.leave(p, 9.0)
+        raw = tb.raw()
+        ref = build_pag(raw, validate=False)
+        dt = engine.load(raw, validate=False, partition="round_robin")
+        assert_same_pag(dt.to_pag(), ref)
+        first = ref.trace.messages.sort_values("recv_time")["bytes"].iloc[0]
+        assert first == (20 if threads else 10)
