@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Engine
 
-__all__ = ["use", "active", "engine_read", "distributed_call", "cli_engine", "DISTRIBUTED", "ENGINES"]
+__all__ = ["use", "active", "engine_read", "distributed_call", "cli_engine", "DISTRIBUTED", "WAIT_PASSES", "ENGINES"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,42 @@ def _comm_matrix(dt: Any, pag: Any, *, metric: str = "bytes", collectives: bool 
     return dt.comm_matrix(metric)
 
 
+#: wait-state passes: the instance table they all start from is computed on the workers (see :func:`_seed_waits`)
+WAIT_PASSES = {
+    "wait_states": ("wrong_order_window", "late_receiver", "early_reduce"),
+    "p2p_wait_states": ("wrong_order_window", "late_receiver"),
+    "late_sender": ("wrong_order_window",),
+    "wait_state_summary": (),
+    "collective_wait_states": ("early_reduce",),
+    "collective_waits_by_operation": ("early_reduce",),
+}
+
+
+def _seed_waits(name: str, data: Any, settings: Mapping[str, Any]) -> None:
+    """Compute the wait-state table on the workers and leave it where ``wait_instances`` will look for it.
+
+    The pass then runs unchanged on the DaskPAG: ``waits_for`` finds the table
+    in the per-trace cache of its (lazy) trace and gathers no event data.
+    Settings the pass would reject are left to it (nothing is computed).
+    """
+    from ..trace.flat import trace_cached
+
+    window = settings.get("wrong_order_window", 100)
+    late_receiver = settings.get("late_receiver", "synchronous")
+    early_reduce = settings.get("early_reduce", "latest")
+    if (
+        not isinstance(window, int)
+        or window < 0
+        or late_receiver not in ("synchronous", "blocking", "none")
+        or early_reduce not in ("latest", "earliest")
+    ):
+        return
+    names = tuple(map(str, data.vertex_table["name"].astype(str).to_numpy()))
+    key = ("waits", int(window), late_receiver, early_reduce, names)
+    table = data.dist.wait_instances(window=int(window), late_receiver=late_receiver, early_reduce=early_reduce)
+    trace_cached(data.trace, key, lambda: table)
+
+
 #: pass name -> (distributed implementation, settings it supports)
 DISTRIBUTED: dict[str, tuple[Callable[..., Any], frozenset[str]]] = {
     "imbalance": (_imbalance, frozenset({"metric", "across", "criterion", "threshold", "min_value", "k"})),
@@ -119,7 +155,11 @@ def distributed_call(spec: Any, args: Sequence[Any], settings: Mapping[str, Any]
     data = args[0]
     if type(data) is not DaskPAG:
         return NotImplemented
-    entry = DISTRIBUTED.get(getattr(spec, "name", ""))
+    name = getattr(spec, "name", "")
+    if name in WAIT_PASSES and len(args) == 1:
+        _seed_waits(name, data, settings)
+        return NotImplemented  # the pass runs as usual and finds the instance table computed on the workers
+    entry = DISTRIBUTED.get(name)
     if entry is None or len(args) != 1 or not set(settings) <= entry[1]:
         log.info("pass %r runs on the gathered data of the Dask engine", getattr(spec, "name", spec))
         return NotImplemented

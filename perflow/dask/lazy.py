@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .dtrace import DistTrace
 
-__all__ = ["DaskPAG", "GATHER_WARN_ROWS"]
+__all__ = ["DaskPAG", "LazyTrace", "GATHER_WARN_ROWS"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class DaskPAG(PAG):
 
     @property
     def _trace(self) -> Trace:  # type: ignore[override]
-        return self.dist.trace_tables()
+        return self.dist.lazy_trace()
 
     @property
     def metric_names(self) -> list[str]:
@@ -84,3 +84,50 @@ class DaskPAG(PAG):
 
     def __repr__(self) -> str:
         return f"<DaskPAG vertices={self.n_vertices}, {self.dist!r}, gathered={sorted(self.gathered)}>"
+
+
+class LazyTrace(Trace):
+    """A :class:`~perflow.trace.tables.Trace` whose tables are gathered from the workers on first access.
+
+    Its identity is stable, so results cached per trace
+    (:func:`perflow.trace.flat.trace_cached`) can be filled in by the
+    distributed engine before a pass asks for them.
+    """
+
+    def __init__(self, dist: DistTrace) -> None:  # noqa: D107 - no Trace.__init__: nothing is gathered here
+        object.__setattr__(self, "_dist", dist)
+        object.__setattr__(self, "comms", dict(dist.defs.comms))
+        object.__setattr__(self, "comm_names", dict(dist.defs.comm_names))
+
+    @property
+    def intervals(self) -> pd.DataFrame:  # type: ignore[override]
+        """Region instances (gathered on first access)."""
+        return self._dist.trace_tables().intervals
+
+    @property
+    def messages(self) -> pd.DataFrame:  # type: ignore[override]
+        """Matched messages (gathered on first access)."""
+        return self._dist.trace_tables().messages
+
+    @property
+    def collectives(self) -> pd.DataFrame:  # type: ignore[override]
+        """Collective participants (gathered on first access)."""
+        return self._dist.trace_tables().collectives
+
+    @property
+    def n_intervals(self) -> int:
+        """Number of region instances (known without gathering)."""
+        return int(self._dist._tree["n_intervals"])
+
+    @property
+    def span(self) -> tuple[float, float]:
+        """(first enter, last leave) over all intervals (reduced on the workers)."""
+        return self._dist.span()
+
+    def __repr__(self) -> str:
+        return f"<LazyTrace of {self._dist!r}>"
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other

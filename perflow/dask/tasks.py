@@ -102,7 +102,8 @@ def t_merge(n_locations: int, *summaries: dict[str, Any]) -> dict[str, Any]:
 
 def t_tree(merged: dict[str, Any]) -> dict[str, Any]:
     """The part of the merge the client needs: the calling-context tree and table sizes."""
-    return {k: merged[k] for k in ("cp_parent", "cp_region", "n_intervals", "n_instances", "threaded")}
+    keys = ("cp_parent", "cp_region", "n_intervals", "n_instances", "threaded", "p2p_off")
+    return {k: merged[k] for k in keys}
 
 
 def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
@@ -275,6 +276,19 @@ def t_info(t: PartTables, rows: tuple[pd.DataFrame, Any, bool], messages: pd.Dat
         "clock_violations": int(messages["clock_violation"].sum()) if len(messages) else 0,
         "n_closed": t.n_closed,
     }
+
+
+def t_counts(st: Any) -> np.ndarray:
+    """The per-group counts of a sender state."""
+    return st.counts
+
+
+def t_span(t: PartTables) -> tuple[float, float] | None:
+    """(first enter, last leave) of this partition's intervals, or None."""
+    iv = t.intervals
+    if not len(iv):
+        return None
+    return float(iv["enter"].min()), float(iv["leave"].max())
 
 
 def t_len(x: Any) -> int:

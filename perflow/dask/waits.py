@@ -1,0 +1,310 @@
+"""Distributed wait-state instances: :func:`perflow.trace.waits.wait_instances`, partition by partition.
+
+The single-process table is built by :func:`~perflow.trace.waits.p2p_waits`
+and :func:`~perflow.trace.collwaits.collective_waits`; this module runs those
+very functions on small **partition-local traces** and maps their ids back:
+
+* Late Sender (and its wrong-order and completion parts) is charged to the
+  call that completes a receive: grouped by receive interval, decided in
+  receive order per receiving location. The receiver's partition holds all
+  messages it received; the sender's side of a boundary message (enter and
+  leave of the send call and of the call completing the send) comes from
+  the sender (``to_receiver`` records).
+* Late Receiver is charged to the call that completes a send: grouped by it.
+  The sender's partition gets the receiver's side of its boundary messages
+  (``to_sender`` records: the message row and its receive calls).
+* Message ids (the ``message`` column: a row of ``trace.messages``) are
+  numbered where the sends are, from per-location (or, with threads,
+  per-process) counts combined on the client.
+* Collective instances are sent, whole, to an owner partition (instance
+  modulo partitions) with the enter/leave of each participant's call.
+
+Each partition keeps only the instances charged to its own calls (or owned
+instances), and the client sorts the rows as the single-process engine
+does, ties kept in its order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..trace.collwaits import collective_waits
+from ..trace.tables import Trace, conform
+from ..trace.waits import _is_test, empty_waits, p2p_waits
+from .local import PartTables
+
+__all__ = [
+    "SenderState",
+    "to_sender",
+    "sender_state",
+    "message_ids",
+    "p2p_part",
+    "coll_outbox",
+    "coll_part",
+    "finish",
+]
+
+_ROLES = ("send_interval", "send_complete_interval", "recv_post_interval", "recv_interval")
+
+
+def _part_of(processes: np.ndarray, assign: np.ndarray, proc: np.ndarray) -> np.ndarray:
+    if not len(processes):
+        return np.full(len(proc), -1, dtype=np.int64)
+    i = np.clip(np.searchsorted(processes, proc), 0, len(processes) - 1)
+    return np.where(processes[i] == proc, assign[i], -1)
+
+
+def _local_rows(t: PartTables, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Local interval rows of global ids ``g`` and whether each is local."""
+    i = np.clip(np.searchsorted(t.ginst, g), 0, max(len(t.ginst) - 1, 0))
+    ok = (g >= 0) & (len(t.ginst) > 0)
+    if len(t.ginst):
+        ok &= t.ginst[i] == g
+    return i, ok
+
+
+def _role_data(t: PartTables, g: np.ndarray) -> dict[str, np.ndarray]:
+    """Vertex, enter and leave of local intervals ``g`` (NaN / -1 where not local)."""
+    i, ok = _local_rows(t, np.asarray(g, dtype=np.int64))
+    iv = t.intervals
+    return {
+        "vertex": np.where(ok, iv["vertex"].to_numpy().astype(np.int64)[i] if len(iv) else -1, -1),
+        "enter": np.where(ok, iv["enter"].to_numpy()[i] if len(iv) else np.nan, np.nan),
+        "leave": np.where(ok, iv["leave"].to_numpy()[i] if len(iv) else np.nan, np.nan),
+    }
+
+
+def _with_roles(t: PartTables, m: pd.DataFrame, roles: tuple[str, ...]) -> pd.DataFrame:
+    out = m.copy()
+    for r in roles:
+        for k, a in _role_data(t, m[r].to_numpy()).items():
+            out[f"{r}:{k}"] = a
+    return out
+
+
+def to_sender(
+    t: PartTables, messages: pd.DataFrame, processes: np.ndarray, assign: np.ndarray, n_parts: int
+) -> list[pd.DataFrame]:
+    """Boundary messages received here, with their receive calls, by sender partition."""
+    sp = _part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64))
+    m = _with_roles(t, messages, ("recv_post_interval", "recv_interval"))
+    return [m[(sp == j) & (j != t.pid)].reset_index(drop=True) for j in range(n_parts)]
+
+
+@dataclass
+class SenderState:
+    """The matched sends of one partition: its own messages and the boundary ones received elsewhere."""
+
+    sent: pd.DataFrame
+    group: np.ndarray
+    rank: np.ndarray
+    counts: np.ndarray
+
+
+def sender_state(
+    t: PartTables,
+    messages: pd.DataFrame,
+    processes: np.ndarray,
+    assign: np.ndarray,
+    p2p_off: np.ndarray,
+    threaded: bool,
+    n_groups: int,
+    *inbound: pd.DataFrame,
+) -> SenderState:
+    """Group and rank this partition's matched sends in the single-process message order.
+
+    Without threads messages are ordered by send event (group: the sending
+    location, rank by event row); with threads by (sending process, send
+    time, event row) (group: the process).
+    """
+    own = messages[_part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64)) == t.pid]
+    parts = [own.assign(_remote=False)] + [x.assign(_remote=True) for x in inbound if len(x)]
+    sent = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
+    row = sent["send_row"].to_numpy().astype(np.int64)
+    if threaded:
+        group = sent["send_process"].to_numpy().astype(np.int64)
+        order = np.lexsort((row, sent["send_time"].to_numpy(), group))
+    else:
+        group = np.searchsorted(p2p_off, row, side="right") - 1
+        order = np.lexsort((row, group))
+    gs = group[order]
+    first = np.r_[True, gs[1:] != gs[:-1]] if len(gs) else np.zeros(0, dtype=bool)
+    starts = np.flatnonzero(first)
+    rank = np.empty(len(row), dtype=np.int64)
+    rank[order] = np.arange(len(row)) - np.repeat(starts, np.diff(np.r_[starts, len(row)]))
+    counts = np.bincount(group, minlength=n_groups) if len(group) else np.zeros(n_groups, dtype=np.int64)
+    return SenderState(sent, group, rank, counts)
+
+
+def message_ids(
+    t: PartTables, st: SenderState, offsets: np.ndarray, processes: np.ndarray, assign: np.ndarray, n_parts: int
+) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """Global message ids of the matched sends; records for the receivers of boundary ones.
+
+    Returns the sent messages (with ``msg_id`` and the send calls' data) and,
+    per receiver partition, ``send_row``, ``msg_id`` and the send calls' data.
+    """
+    sent = _with_roles(t, st.sent, ("send_interval", "send_complete_interval"))
+    sent["msg_id"] = offsets[st.group] + st.rank
+    rp = _part_of(processes, assign, sent["recv_process"].to_numpy().astype(np.int64))
+    cols = ["send_row", "msg_id"] + [f"{r}:{k}" for r in _ROLES[:2] for k in ("vertex", "enter", "leave")]
+    boxes = [sent.loc[(rp == j) & (j != t.pid), cols].reset_index(drop=True) for j in range(n_parts)]
+    return sent, boxes
+
+
+def _local_trace(rows: pd.DataFrame) -> tuple[Trace, np.ndarray]:
+    """A Trace of ``rows`` (message rows carrying every role's interval data) and the global id of each interval."""
+    recs = []
+    for r in _ROLES:
+        side = "send" if r.startswith("send") else "recv"
+        recs.append(
+            pd.DataFrame(
+                {
+                    "gid": rows[r].to_numpy().astype(np.int64),
+                    "process": rows[f"{side}_process"].to_numpy(),
+                    "thread": rows[f"{side}_thread"].to_numpy(),
+                    "vertex": rows[f"{r}:vertex"].to_numpy(),
+                    "enter": rows[f"{r}:enter"].to_numpy(),
+                    "leave": rows[f"{r}:leave"].to_numpy(),
+                }
+            )
+        )
+    rec = pd.concat(recs, ignore_index=True)
+    rec = rec[rec["gid"].to_numpy() >= 0].drop_duplicates("gid").sort_values("gid", kind="stable")
+    gids = rec["gid"].to_numpy()
+    iv = pd.DataFrame(
+        {
+            "process": rec["process"].to_numpy(),
+            "thread": rec["thread"].to_numpy(),
+            "vertex": rec["vertex"].to_numpy(),
+            "enter": rec["enter"].to_numpy(),
+            "leave": rec["leave"].to_numpy(),
+            "parent": np.full(len(rec), -1),
+        }
+    )
+    m = rows.copy()
+    for r in _ROLES:
+        g = m[r].to_numpy().astype(np.int64)
+        m[r] = np.where(g >= 0, np.searchsorted(gids, g), -1)
+    return Trace(iv, conform("messages", m)), gids
+
+
+def p2p_part(
+    t: PartTables,
+    messages: pd.DataFrame,
+    sent: pd.DataFrame,
+    names: np.ndarray,
+    window: int,
+    late_receiver: str,
+    *inbound: pd.DataFrame,
+) -> pd.DataFrame:
+    """Point-to-point wait-state instances charged to this partition's calls (global ids), with stats in attrs."""
+    recv = messages
+    # the sender's side of every message received here: own sends from ``sent``, others from ``inbound``
+    side = pd.concat(
+        [sent.loc[~sent["_remote"].to_numpy(), ["send_row", "msg_id"] + _side_cols()]] + [x for x in inbound if len(x)],
+        ignore_index=True,
+    )
+    recv = _with_roles(t, recv, ("recv_post_interval", "recv_interval")).merge(side, on="send_row", how="left")
+    boundary_sent = sent[sent["_remote"].to_numpy()].drop(columns=["_remote"])
+    rows = pd.concat([recv.assign(_here=True), boundary_sent.assign(_here=False)], ignore_index=True)
+    rows = rows.sort_values("msg_id", kind="stable").reset_index(drop=True)
+    trace, gids = _local_trace(rows)
+    w = p2p_waits(trace, names, window=window, late_receiver=late_receiver)
+    here = rows["_here"].to_numpy()
+    m = trace.messages
+    si, ri = m["send_interval"].to_numpy(), m["recv_interval"].to_numpy()
+    known = (si >= 0) & (ri >= 0)
+    cv = m["clock_violation"].to_numpy()
+    tst = known & ~cv & _is_test(trace, names)[np.maximum(ri, 0)] if len(m) else np.zeros(0, dtype=bool)
+    stats = {
+        "clock_violations": int((cv & known & here).sum()),
+        "unattributed_messages": int((~known & here).sum()),
+        "test_completions": int((tst & here).sum()),
+    }
+    out = _to_global(w, gids, rows["msg_id"].to_numpy())
+    own = _local_rows(t, out["interval"].to_numpy().astype(np.int64))[1]
+    out = out[own].reset_index(drop=True)
+    out["_k1"] = out["interval"].to_numpy()
+    out["_k2"] = 0
+    out.attrs = stats
+    return out
+
+
+def _side_cols() -> list[str]:
+    return [f"{r}:{k}" for r in _ROLES[:2] for k in ("vertex", "enter", "leave")]
+
+
+def _to_global(w: pd.DataFrame, gids: np.ndarray, msg_ids: np.ndarray | None) -> pd.DataFrame:
+    out = w.copy()
+    for c in ("interval", "cause_interval"):
+        v = out[c].to_numpy().astype(np.int64)
+        out[c] = np.where(v >= 0, gids[np.maximum(v, 0)] if len(gids) else -1, -1)
+    if msg_ids is not None:
+        v = out["message"].to_numpy().astype(np.int64)
+        out["message"] = np.where(v >= 0, msg_ids[np.maximum(v, 0)] if len(msg_ids) else -1, -1)
+    return out
+
+
+def coll_outbox(t: PartTables, n_parts: int) -> list[pd.DataFrame]:
+    """This partition's collective rows with their calls' data, by owner partition (instance modulo partitions)."""
+    c = t.coll.drop(columns=["wait", "last"], errors="ignore")
+    if not len(c):
+        return [c] * n_parts
+    c = c.copy()
+    for k, a in _role_data(t, c["interval"].to_numpy()).items():
+        c[f"iv:{k}"] = a
+    owner = c["instance"].to_numpy() % n_parts
+    return [c[owner == j].reset_index(drop=True) for j in range(n_parts)]
+
+
+def coll_part(comms: dict[int, np.ndarray], early_reduce: str, *inbound: pd.DataFrame) -> pd.DataFrame:
+    """Collective wait-state instances of the instances this partition owns (global ids)."""
+    parts = [x for x in inbound if len(x)]
+    if not parts:
+        out = empty_waits()
+        out["_k1"], out["_k2"] = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return out
+    c = pd.concat(parts, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")
+    c = c.reset_index(drop=True)
+    g = c["interval"].to_numpy().astype(np.int64)
+    has = g >= 0
+    gids = np.unique(g[has])
+    pos = np.searchsorted(gids, g[has])
+    n = len(gids)
+    iv = {k: np.zeros(n, dtype=dt) for k, dt in (("process", np.int32), ("thread", np.int32), ("vertex", np.int32))}
+    iv.update({"enter": np.zeros(n), "leave": np.zeros(n), "parent": np.full(n, -1)})
+    iv["process"][pos] = c["process"].to_numpy()[has]
+    iv["thread"][pos] = c["thread"].to_numpy()[has]
+    iv["vertex"][pos] = c["iv:vertex"].to_numpy()[has]
+    iv["enter"][pos] = c["iv:enter"].to_numpy()[has]
+    iv["leave"][pos] = c["iv:leave"].to_numpy()[has]
+    local = c.drop(columns=[x for x in c.columns if x.startswith("iv:")])
+    local["interval"] = np.where(has, np.searchsorted(gids, g), -1)
+    trace = Trace(pd.DataFrame(iv), collectives=conform("collectives", local), comms=dict(comms))
+    out = _to_global(collective_waits(trace, early_reduce=early_reduce), gids, None)
+    out["_k1"] = out["instance"].to_numpy()
+    out["_k2"] = out["process"].to_numpy().astype(np.int64) * (1 << 20) + out["thread"].to_numpy()
+    return out
+
+
+def finish(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """All partitions' instances in the single-process order (process, thread, start, kind; its ties)."""
+    stats = {"clock_violations": 0, "unattributed_messages": 0, "test_completions": 0}
+    for p in parts:
+        for k in stats:
+            stats[k] += int(p.attrs.get(k, 0))
+    rows = [p for p in parts if len(p)]
+    if not rows:
+        out = empty_waits()
+        out.attrs.update(stats)
+        return out
+    out = pd.concat(rows, ignore_index=True)
+    out = out.sort_values(["process", "thread", "start", "kind", "_k1", "_k2"], kind="stable")
+    out = out.drop(columns=["_k1", "_k2"]).reset_index(drop=True)
+    out = out[list(empty_waits().columns)]
+    out.attrs = stats
+    return out
