@@ -99,12 +99,20 @@ class Engine:
                 **cluster_kwargs,
             )
             self.client = distributed.Client(self.cluster)
+            self.client.wait_for_workers(len(self.cluster.workers), timeout=120)
         log.info("Dask engine on %s with %d workers", self.client.scheduler.address, len(self.workers))
 
     @property
     def workers(self) -> list[str]:
-        """Addresses of the workers, sorted."""
-        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        """Addresses of the workers, sorted (waits up to a minute for a first worker to join)."""
+        w = self.client.scheduler_info(n_workers=-1)["workers"]
+        if not w:
+            try:
+                self.client.wait_for_workers(1, timeout=60)
+            except TimeoutError:
+                raise PerflowError(f"no Dask worker joined the scheduler at {self.client.scheduler.address}") from None
+            w = self.client.scheduler_info(n_workers=-1)["workers"]
+        return sorted(w)
 
     def worker_of(self, part: int, n_parts: int) -> str:
         """The worker partition ``part`` of ``n_parts`` is pinned to."""
