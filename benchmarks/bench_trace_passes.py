@@ -64,7 +64,7 @@ def _matching_only(raw: Any) -> float:
     import numpy as np
     import pandas as pd
 
-    from perflow.trace.build import enclosing_instance
+    from perflow.trace.scan import enclosing_instance
     from perflow.trace.match import collective_table, message_table
     from perflow.trace.scan import scan_regions
 

@@ -31,11 +31,12 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, CollectiveOp, CollEv
-from ..trace.build import _last_time_per_location, _metric_deltas, enclosing_instance, exclusive_time
+from ..trace.build import _last_time_per_location, _metric_deltas, exclusive_time
 from ..trace.match import nth_pairs, rank_within, to_world
 from ..trace.raw import RawTrace
-from ..trace.scan import SCAN_ERRORS, ScanResult, scan_regions
+from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
 from .match import p2p_records
+from .split import check_distributable
 
 __all__ = ["PartState", "PartTables", "scan_part", "summarize", "finalize", "within_location"]
 
@@ -126,6 +127,7 @@ def scan_part(
         On unmatched Enter/Leave events or a broken ordering contract, naming
         the global location.
     """
+    check_distributable(raw)
     if validate:
         raw.validate()
     ev = raw.region_events

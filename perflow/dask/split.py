@@ -19,7 +19,7 @@ from ..kinds import P2P
 from ..trace.match import to_world
 from ..trace.raw import RawTrace
 
-__all__ = ["traffic", "split_raw", "location_parts", "definitions_only", "EVENT_TABLES"]
+__all__ = ["traffic", "split_raw", "location_parts", "definitions_only", "check_distributable", "EVENT_TABLES"]
 
 EVENT_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
 
@@ -75,6 +75,22 @@ def definitions_only(raw: RawTrace) -> RawTrace:
     )
 
 
+def check_distributable(raw: RawTrace) -> None:
+    """Raise for traces whose calling contexts come from call stacks (samples, region stacks): no distributed form."""
+    src = raw.attrs.get("source", "trace")
+    if len(raw.sample_events["location"]):
+        raise PerflowError(
+            f"{src}: traces with sampled call stacks have no distributed form; build them with perflow.build_pag"
+        )
+    if "stack" in raw.regions.columns:
+        st = pd.to_numeric(raw.regions["stack"], errors="coerce").fillna(-1).to_numpy()
+        if (st >= 0).any():
+            raise PerflowError(
+                f"{src}: traces whose regions carry call stacks (perflow recordings) have no distributed form; "
+                "build them with perflow.build_pag"
+            )
+
+
 def split_raw(raw: RawTrace, loc_part: np.ndarray, n_parts: int) -> list[RawTrace]:
     """Cut ``raw`` into ``n_parts`` raw traces by the partition of each location.
 
@@ -83,11 +99,7 @@ def split_raw(raw: RawTrace, loc_part: np.ndarray, n_parts: int) -> list[RawTrac
     PerflowError
         For traces with sampled call stacks, which have no distributed form.
     """
-    if len(raw.sample_events["location"]):
-        raise PerflowError(
-            f"{raw.attrs.get('source', 'trace')}: traces with sampled call stacks have no distributed form; "
-            "build them with perflow.build_pag"
-        )
+    check_distributable(raw)
     loc_part = np.asarray(loc_part, dtype=np.int64)
     rloc = raw.region_events["location"].astype(np.int64)
     nloc = len(raw.locations)

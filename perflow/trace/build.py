@@ -24,9 +24,10 @@ from ..errors import TraceError
 from ..kinds import VertexKind, classify_region
 from ..pag.frames import make_metrics
 from ..pag.pag import PAG, MetricInfo
+from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
 from .match import collective_table, message_table
 from .raw import RawTrace
-from .scan import SCAN_ERRORS, scan_regions
+from .scan import SCAN_ERRORS, enclosing_instance, scan_regions
 from .tables import Trace
 
 __all__ = ["build_pag", "enclosing_instance", "region_kinds", "exclusive_time"]
@@ -67,21 +68,6 @@ def region_kinds(regions: pd.DataFrame) -> np.ndarray:
             k = classify_region(name, role)
         out.append(k.value)
     return np.asarray(out, dtype=object)
-
-
-def enclosing_instance(open_after: np.ndarray, reg_loc: np.ndarray, loc: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Innermost region instance open at each non-region event (-1 when none).
-
-    ``pos`` is the index of the next region event (the raw-trace contract), so
-    the instance open at the event is the one open after region event
-    ``pos - 1``, provided that event is on the same location.
-    """
-    prev = pos - 1
-    ok = prev >= 0
-    ok[ok] &= reg_loc[prev[ok]] == loc[ok]
-    out = np.full(len(pos), -1, dtype=np.int64)
-    out[ok] = open_after[prev[ok]]
-    return out
 
 
 def exclusive_time(inc: np.ndarray, parent: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
@@ -159,35 +145,36 @@ def build_pag(
         t_leave[~closed] = last_time[inst_loc[~closed]]
     inc = t_leave - t_enter
 
-    # --- samples extend the tree
-    cp_parent, cp_region = res.cp_parent, res.cp_region
-    samp = raw.sample_events
-    sample_rows = None
-    if len(samp["location"]):
-        sample_rows, cp_parent, cp_region = _attach_samples(raw, res, cp_parent, cp_region)
+    # --- calling contexts without Enter/Leave events: region call stacks and samples extend the tree
+    tree = TreeGrower(res.cp_parent, res.cp_region)
+    frames = stack_frames(raw)
+    st_v, st_l, st_inc = attach_region_stacks(raw, res, tree, frames)
+    samples = attach_samples(raw, res, tree, frames) if len(raw.sample_events["location"]) else None
+    cp_parent, cp_region = tree.arrays()
 
     exc = exclusive_time(inc, res.parent, t_leave)
 
-    # --- aggregate per (call path, location)
+    # --- aggregate per (call path, location); synthetic vertices add rows without visits
     nloc = max(len(locs), 1)
-    key = res.callpath * nloc + inst_loc
-    cols = {"time_inc": inc, "time_exc": exc, "visits": np.ones(len(inc))}
-    keys = [key]
-    if sample_rows is not None:
-        s_key, s_inc, s_exc, s_n, s_parent_key, s_w = sample_rows
-        keys.append(s_key)
-        cols = {
-            "time_inc": np.r_[inc, s_inc],
-            "time_exc": np.r_[exc, s_exc],
-            "visits": np.r_[np.ones(len(inc)), np.zeros(len(s_key))],
-            "samples": np.r_[np.zeros(len(inc)), s_n],
-        }
-    allkey = np.concatenate(keys)
+    parts = [(res.callpath * nloc + inst_loc, inc, exc, np.ones(len(inc)), np.zeros(len(inc)))]
+    if len(st_v):
+        parts.append((st_v * nloc + st_l, st_inc, np.zeros(len(st_v)), np.zeros(len(st_v)), np.zeros(len(st_v))))
+    if samples is not None:
+        sv = samples["vertex"] * nloc + samples["location"]
+        parts.append((sv, samples["inc"], samples["exc"], np.zeros(len(sv)), samples["n"]))
+    allkey = np.concatenate([q[0] for q in parts])
     uniq, inv = dense_keys(allkey)
-    agg = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in cols.items()}
-    if sample_rows is not None and len(s_parent_key):
+    names = ["time_inc", "time_exc", "visits", "samples"]
+    agg = {
+        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
+        for i, m in enumerate(names)
+    }
+    if samples is None:
+        del agg["samples"]
+    elif len(samples["moved"]):
         # sampled time leaves the exclusive time of the instance the sample fell in
-        moved = np.bincount(np.searchsorted(uniq, s_parent_key), weights=s_w, minlength=len(uniq))
+        mk = samples["moved_vertex"] * nloc + samples["moved_location"]
+        moved = np.bincount(np.searchsorted(uniq, mk), weights=samples["moved"], minlength=len(uniq))
         agg["time_exc"] = np.maximum(agg["time_exc"] - moved, 0.0)
     vertex = uniq // nloc
     loc_of = uniq % nloc
@@ -373,66 +360,4 @@ def _vertex_table(raw: RawTrace, cp_parent: np.ndarray, cp_region: np.ndarray) -
             "line": reg["line"].to_numpy(dtype=np.int64)[cp_region],
             "region": cp_region,
         }
-    )
-
-
-def _attach_samples(raw: RawTrace, res: Any, cp_parent: np.ndarray, cp_region: np.ndarray):  # type: ignore[no-untyped-def]
-    """Extend the tree with sampled stacks; return per-sample keys and values plus the grown tree."""
-    samp = raw.sample_events
-    open_inst = enclosing_instance(res.open_after, raw.region_events["location"], samp["location"], samp["pos"])
-    base_cp = np.where(open_inst >= 0, res.callpath[np.maximum(open_inst, 0)], -1)
-    stacks = raw.stacks.sort_values(["stack", "depth"])
-    frames: dict[int, np.ndarray] = {
-        int(s): g["region"].to_numpy(dtype=np.int64) for s, g in stacks.groupby("stack", sort=True)
-    }
-    cp_parent_l = list(cp_parent.tolist())
-    cp_region_l = list(cp_region.tolist())
-    cp_map = {(p, r): i for i, (p, r) in enumerate(zip(cp_parent_l, cp_region_l))}
-    # one distinct (base call path, stack) pair at a time: few in practice
-    pairs, inv = np.unique(np.stack([base_cp, samp["stack"].astype(np.int64)], axis=1), axis=0, return_inverse=True)
-    leaf = np.empty(len(pairs), dtype=np.int64)
-    for j, (b, s) in enumerate(pairs.tolist()):
-        cur = b
-        for r in frames.get(s, np.zeros(0, np.int64)).tolist():
-            nxt = cp_map.get((cur, r))
-            if nxt is None:
-                nxt = len(cp_parent_l)
-                cp_map[(cur, r)] = nxt
-                cp_parent_l.append(cur)
-                cp_region_l.append(r)
-            cur = nxt
-        leaf[j] = cur
-    s_leaf = leaf[inv.ravel()]
-    nloc = max(len(raw.locations), 1)
-    loc = samp["location"].astype(np.int64)
-    w = samp["weight"].astype(np.float64)
-    deeper = s_leaf != base_cp
-    # inclusive time on every sample-created vertex along the stack
-    keys, incs, excs, ns = [], [], [], []
-    cp_parent_a = np.asarray(cp_parent_l, dtype=np.int64)
-    cur = np.where(deeper, s_leaf, -1)
-    first = True
-    while (cur >= 0).any():
-        ok = (cur >= 0) & (cur != base_cp)
-        ok &= cur >= len(cp_parent)  # only sample-created vertices get sample time here
-        keys.append(cur[ok] * nloc + loc[ok])
-        incs.append(w[ok])
-        excs.append(w[ok] if first else np.zeros(ok.sum()))
-        ns.append(np.ones(ok.sum()) if first else np.zeros(ok.sum()))
-        first = False
-        cur = np.where(ok, cp_parent_a[np.maximum(cur, 0)], -1)
-    s_key = np.concatenate(keys) if keys else np.zeros(0, np.int64)
-    inside = deeper & (base_cp >= 0)
-    parent_key = base_cp[inside] * nloc + loc[inside]
-    return (
-        (
-            s_key,
-            np.concatenate(incs) if incs else np.zeros(0),
-            np.concatenate(excs) if excs else np.zeros(0),
-            np.concatenate(ns) if ns else np.zeros(0),
-            parent_key,
-            w[inside],
-        ),
-        cp_parent_a,
-        np.asarray(cp_region_l, dtype=np.int64),
     )

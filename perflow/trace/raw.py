@@ -155,7 +155,10 @@ class RawTrace:
         One row per region id, indexed by region id, with columns ``name``,
         ``role`` (OTF2 region role name in lower case, e.g. ``"function"``,
         ``"loop"``, ``"point2point"``), ``paradigm`` (``"mpi"``, ``"openmp"``,
-        ``"user"``, ``"compiler"``, ...), ``file``, ``line``, ``module``.
+        ``"user"``, ``"compiler"``, ...), ``file``, ``line``, ``module``;
+        optionally ``stack``: an id in ``stacks`` (or -1) giving the call stack
+        of the code that called the region, which the builder places between
+        the enclosing instance and the region (see :mod:`perflow.trace.contexts`).
     comms : dict of int to numpy.ndarray
         Communicator id to the world ranks of its members, in communicator
         rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ScanResult", "scan_regions", "scan_regions_py", "SCAN_ERRORS"]
+__all__ = ["ScanResult", "scan_regions", "scan_regions_py", "SCAN_ERRORS", "enclosing_instance"]
 
 #: Error codes of the scan; the message is completed by the caller.
 SCAN_ERRORS = {
@@ -225,3 +225,18 @@ def scan_regions(location: np.ndarray, kind: np.ndarray, region: np.ndarray, clo
         int(err),
         int(at),
     )
+
+
+def enclosing_instance(open_after: np.ndarray, reg_loc: np.ndarray, loc: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Innermost region instance open at each non-region event (-1 when none).
+
+    ``pos`` is the index of the next region event (the raw-trace contract), so
+    the instance open at the event is the one open after region event
+    ``pos - 1``, provided that event is on the same location.
+    """
+    prev = pos - 1
+    ok = prev >= 0
+    ok[ok] &= reg_loc[prev[ok]] == loc[ok]
+    out = np.full(len(pos), -1, dtype=np.int64)
+    out[ok] = open_after[prev[ok]]
+    return out

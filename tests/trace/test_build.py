@@ -287,3 +287,37 @@ def test_synthetic_slow_rank_and_late_senders_show_up():
     late = perflow.synthetic.trace(nprocs=6, iterations=30, late_sender=0.2, noise=0.0, seed=2)
     w = late_sender_wait(late.trace)
     assert (w > 1e-3).sum() >= 2 * late.attrs["late_instances"] * 0.5
+
+
+def test_region_call_stacks_and_samples_share_synthetic_vertices():
+    """A recorder knows who called an MPI function: the region's `stack` places it below those frames."""
+    regions = pd.DataFrame(
+        {
+            "name": ["prog", "MPI_Send", "main", "solve", "kernel"],
+            "paradigm": ["user", "mpi", "user", "user", "user"],
+            "stack": [-1, 0, -1, -1, -1],
+        }
+    )
+    stacks = pd.DataFrame(
+        {"stack": [0, 0, 1, 1, 1, 2], "depth": [0, 1, 0, 1, 2, 0], "region": [2, 3, 2, 3, 4, 2]}
+    )  # 0: main/solve, 1: main/solve/kernel, 2: main
+    raw = perflow.RawTrace(
+        locations=pd.DataFrame({"process": [0]}),
+        regions=regions,
+        stacks=stacks,
+        region_events={"location": [0, 0, 0, 0], "time": [0.0, 2.0, 3.0, 10.0], "kind": [0, 0, 1, 1], "region": [0, 1, 1, 0]},
+        sample_events={"location": [0, 0], "time": [5.0, 6.0], "stack": [1, 2], "weight": [1.0, 0.5], "pos": [3, 3]},
+    )
+    pag = perflow.build_pag(raw)
+    paths = pag.call_paths().tolist()
+    m = pag.metrics.droplevel(["process", "thread"])
+    got = {paths[v]: (m.loc[v, "time_inc"], m.loc[v, "time_exc"], m.loc[v, "visits"]) for v in range(pag.n_vertices)}
+    assert got == {
+        "prog": (10.0, 7.5, 1),
+        "prog/main": (2.5, 0.5, 0),
+        "prog/main/solve": (2.0, 0.0, 0),
+        "prog/main/solve/MPI_Send": (1.0, 1.0, 1),
+        "prog/main/solve/kernel": (1.0, 1.0, 0),
+    }
+    # the instance tables keep the measured nesting: the MPI_Send instance's parent is the prog instance
+    assert pag.trace.intervals["parent"].tolist() == [-1, 0]

@@ -1,0 +1,165 @@
+"""Calling contexts that a trace knows without Enter/Leave events: sampled stacks and call stacks of regions.
+
+Two sources add vertices to the calling-context tree built by the scan:
+
+* **timer samples** (``raw.sample_events`` with ``raw.stacks``): a sample
+  taken inside a region instance extends that instance's call path by the
+  sampled frames; the leaf gets the sample's weight as exclusive time and
+  every added vertex on the way gets it as inclusive time; the instance's
+  own exclusive time loses it;
+* **region call stacks** (an optional ``stack`` column of ``raw.regions``,
+  an id in ``raw.stacks``): a recorder that intercepts MPI calls knows the
+  stack of the code that called them; such a region is placed below those
+  frames instead of directly below its enclosing instance. The added
+  vertices get the region instances' inclusive time.
+
+Added vertices are *synthetic*: they have no region instances (no visits),
+only the time of what lies below them. Synthetic vertices with the same
+parent and region are one vertex, so samples and call stacks share paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .raw import RawTrace
+from .scan import enclosing_instance
+
+__all__ = ["TreeGrower", "stack_frames", "attach_region_stacks", "attach_samples"]
+
+
+def stack_frames(raw: RawTrace) -> dict[int, np.ndarray]:
+    """Stack id to its region ids, outermost first."""
+    st = raw.stacks
+    if not len(st):
+        return {}
+    st = st.sort_values(["stack", "depth"], kind="stable")
+    return {int(s): g["region"].to_numpy(dtype=np.int64) for s, g in st.groupby("stack", sort=True)}
+
+
+class TreeGrower:
+    """The calling-context tree as growable parent/region lists; new vertices are synthetic."""
+
+    def __init__(self, cp_parent: np.ndarray, cp_region: np.ndarray) -> None:
+        self.n_real = len(cp_parent)
+        self.parent = cp_parent.tolist()
+        self.region = cp_region.tolist()
+        self._map: dict[tuple[int, int], int] = {}
+
+    def chain(self, base: int, frames: np.ndarray) -> int:
+        """The vertex reached from ``base`` by the frames, creating synthetic vertices as needed."""
+        cur = base
+        for r in frames.tolist():
+            nxt = self._map.get((cur, r))
+            if nxt is None:
+                nxt = len(self.parent)
+                self._map[(cur, r)] = nxt
+                self.parent.append(cur)
+                self.region.append(r)
+            cur = nxt
+        return cur
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(cp_parent, cp_region)`` as arrays."""
+        return np.asarray(self.parent, dtype=np.int64), np.asarray(self.region, dtype=np.int64)
+
+    def synthetic_ancestors(self, start: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each element, its synthetic vertices walking up from ``start`` (inclusive).
+
+        Returns a list of ``(element index, vertex)`` array pairs, one per level.
+        """
+        parent = np.asarray(self.parent, dtype=np.int64)
+        out = []
+        cur = np.asarray(start, dtype=np.int64).copy()
+        idx = np.arange(len(cur))
+        while len(cur):
+            ok = cur >= self.n_real
+            idx, cur = idx[ok], cur[ok]
+            if not len(cur):
+                break
+            out.append((idx, cur))
+            cur = parent[cur]
+        return out
+
+
+def attach_region_stacks(
+    raw: RawTrace, res: Any, tree: TreeGrower, frames: dict[int, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Re-parent call paths of regions that carry a call stack; return (vertex, location, inclusive) rows.
+
+    The rows give every synthetic vertex above a re-parented call path the
+    inclusive time of that call path's instances.
+    """
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    if "stack" not in raw.regions.columns or not len(res.callpath):
+        return empty
+    reg_stack = raw.regions["stack"].to_numpy(dtype=np.float64)
+    reg_stack = np.where(np.isfinite(reg_stack), reg_stack, -1).astype(np.int64)
+    cp_stack = reg_stack[res.cp_region]
+    moved = np.flatnonzero(cp_stack >= 0)
+    if not len(moved):
+        return empty
+    # a call path keeps its id; only its parent changes (its descendants follow it)
+    for cp in moved.tolist():
+        f = frames.get(int(cp_stack[cp]))
+        if f is None or not len(f):
+            continue
+        tree.parent[cp] = tree.chain(tree.parent[cp], f)
+    new_parent = np.asarray(tree.parent, dtype=np.int64)
+    inst = np.flatnonzero(np.isin(res.callpath, moved))
+    loc = raw.region_events["location"][res.enter[inst]].astype(np.int64)
+    leave_t = np.where(res.leave[inst] >= 0, raw.region_events["time"][np.maximum(res.leave[inst], 0)], np.nan)
+    inc = leave_t - raw.region_events["time"][res.enter[inst]]
+    ok = np.isfinite(inc)
+    inst, loc, inc = inst[ok], loc[ok], inc[ok]
+    vs, ls, xs = [], [], []
+    for idx, v in tree.synthetic_ancestors(new_parent[res.callpath[inst]]):
+        vs.append(v)
+        ls.append(loc[idx])
+        xs.append(inc[idx])
+    if not vs:
+        return empty
+    return np.concatenate(vs), np.concatenate(ls), np.concatenate(xs)
+
+
+def attach_samples(raw: RawTrace, res: Any, tree: TreeGrower, frames: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
+    """Extend the tree by the sampled stacks; return the samples' metric rows.
+
+    Returns a dict with ``vertex``, ``location``, ``inc``, ``exc``, ``n``
+    (metric rows for synthetic vertices) and ``moved_vertex``,
+    ``moved_location``, ``moved`` (exclusive time to take from the
+    instances the samples fell in).
+    """
+    samp = raw.sample_events
+    open_inst = enclosing_instance(res.open_after, raw.region_events["location"], samp["location"], samp["pos"])
+    base_cp = np.where(open_inst >= 0, res.callpath[np.maximum(open_inst, 0)], -1)
+    pairs, inv = np.unique(np.stack([base_cp, samp["stack"].astype(np.int64)], axis=1), axis=0, return_inverse=True)
+    leaf = np.array([tree.chain(b, frames.get(s, np.zeros(0, np.int64))) for b, s in pairs.tolist()], dtype=np.int64)
+    s_leaf = leaf[inv.ravel()]
+    loc = samp["location"].astype(np.int64)
+    w = samp["weight"].astype(np.float64)
+    deeper = s_leaf != base_cp
+    vs, ls, inc, exc, n = [], [], [], [], []
+    for level, (idx, v) in enumerate(tree.synthetic_ancestors(np.where(deeper, s_leaf, -1))):
+        vs.append(v)
+        ls.append(loc[idx])
+        inc.append(w[idx])
+        exc.append(w[idx] if level == 0 else np.zeros(len(idx)))
+        n.append(np.ones(len(idx)) if level == 0 else np.zeros(len(idx)))
+    inside = deeper & (base_cp >= 0)
+
+    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    return {
+        "vertex": cat(vs, np.int64),
+        "location": cat(ls, np.int64),
+        "inc": cat(inc, np.float64),
+        "exc": cat(exc, np.float64),
+        "n": cat(n, np.float64),
+        "moved_vertex": base_cp[inside],
+        "moved_location": loc[inside],
+        "moved": w[inside],
+    }
