@@ -226,6 +226,17 @@ def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert ok.attrs["closed_open_instances"] == 1
     with pytest.raises(FormatError, match="nothing"):
         engine.load(tmp_path / "nothing")
+    tb = TraceBuilder()
+    with tb.region(0, "main", 0.0, 2.0):
+        tb.sample(0, 1.0, ["solve"], 0.5)
+    with pytest.raises(PerflowError, match="sampled call stacks have no distributed form"):
+        engine.load(tb.raw())
+    raw = raw_trace(nprocs=2, iterations=1)
+    raw.regions["stack"] = -1
+    engine.load(raw)  # no region carries a stack: fine
+    raw.regions.loc[4, "stack"] = 0
+    with pytest.raises(PerflowError, match="regions carry call stacks"):
+        engine.load(raw)
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "traces.otf2").write_bytes(b"\x03\x42OTF2\x00" + b"\x00" * 40)
