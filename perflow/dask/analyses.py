@@ -47,6 +47,12 @@ class Analyses:
     def _reduce(self, fn: Any, futs: list[Any], fan_in: int = 8) -> Any:  # pragma: no cover
         raise NotImplementedError
 
+    def _exchange(self, boxes: list[Any], what: str) -> list[list[Any]]:  # pragma: no cover
+        raise NotImplementedError
+
+    n_parts: int
+    _tree: dict[str, Any]
+
     n_vertices: int
     metric_names: list[str]
     metric_info: dict[str, Any]
@@ -217,3 +223,55 @@ class Analyses:
         return pd.DataFrame({"vertex": np.arange(nv), "name": vt["name"].astype(str).to_numpy(), **w}).set_index(
             "vertex"
         )
+
+    def wait_instances(
+        self, *, window: int = 100, late_receiver: str = "synchronous", early_reduce: str = "latest"
+    ) -> pd.DataFrame:
+        """Every wait-state instance, equal to :func:`perflow.trace.waits.wait_instances` (see :mod:`.waits`).
+
+        Computed on the workers (boundary records exchanged, collective
+        instances sent to owner partitions); only the instance table comes to
+        the client. Do not modify the result (it is cached).
+        """
+        from . import waits as W
+
+        if int(window) < 0 or late_receiver not in ("synchronous", "blocking", "none"):
+            raise PerflowError(f"invalid wait-state settings: window={window!r}, late_receiver={late_receiver!r}")
+        if early_reduce not in ("latest", "earliest"):
+            raise PerflowError(f"early_reduce must be 'latest' or 'earliest', not {early_reduce!r}")
+        key = ("waits", int(window), late_receiver, early_reduce)
+        if key in self._cache:
+            return self._cache[key]
+        self.build()
+        n, p = self.n_parts, self.partitioning
+        procs, assign = p.processes, p.assign
+        tb, msg = self._tables, self._messages
+        boxes = [self._submit(W.to_sender, tb[i], msg[i], procs, assign, n, where=i) for i in range(n)]
+        inbound = self._exchange(boxes, "exchanged_to_sender")
+        threaded = bool(self._tree["threaded"])
+        p2p_off = self._tree["p2p_off"]
+        n_groups = int(procs.max()) + 1 if threaded and len(procs) else len(p2p_off)
+        states = [
+            self._submit(
+                W.sender_state, tb[i], msg[i], procs, assign, p2p_off, threaded, n_groups, *inbound[i], where=i
+            )
+            for i in range(n)
+        ]
+        counts = np.sum(self._gather([self._submit(T.t_counts, s, where=i) for i, s in enumerate(states)]), axis=0)
+        offsets = np.cumsum(counts) - counts
+        ids = [self._submit(W.message_ids, tb[i], states[i], offsets, procs, assign, n, where=i) for i in range(n)]
+        sent = [self._submit(T.t_first, x, where=i) for i, x in enumerate(ids)]
+        inbound = self._exchange(
+            [self._submit(T.t_second, x, where=i) for i, x in enumerate(ids)], "exchanged_to_receiver"
+        )
+        names = self.vertex_table["name"].astype(str).to_numpy()
+        p2p = [
+            self._submit(W.p2p_part, tb[i], msg[i], sent[i], names, int(window), late_receiver, *inbound[i], where=i)
+            for i in range(n)
+        ]
+        cboxes = [self._submit(W.coll_outbox, tb[i], n, where=i) for i in range(n)]
+        cin = self._exchange(cboxes, "exchanged_collective_rows")
+        coll = [self._submit(W.coll_part, self.defs.comms, early_reduce, *cin[i], where=i) for i in range(n)]
+        table = W.finish(self._gather(p2p + coll))
+        self._cache[key] = table
+        return table
