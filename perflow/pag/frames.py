@@ -43,6 +43,35 @@ def _codes(x: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return np.searchsorted(levels, x).astype(np.int32)
 
 
+def _as_int(x: np.ndarray) -> np.ndarray:
+    a = np.asarray(x)
+    return a if a.dtype.kind in "iu" else a.astype(np.int64)
+
+
+def _code_dtype(n_levels: int) -> np.dtype:
+    """The integer dtype pandas uses for the codes of a level with ``n_levels`` values."""
+    for dt in (np.int8, np.int16, np.int32):
+        if n_levels < np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def _strictly_increasing(vc: np.ndarray, pc: np.ndarray, tc: np.ndarray, n_p: int, n_t: int) -> bool:
+    """Whether the (vertex, process, thread) keys strictly increase, checked in chunks (bounded memory)."""
+    n = len(vc)
+    step = 1 << 23
+    prev = None
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        key = (vc[lo:hi].astype(np.int64) * n_p + pc[lo:hi]) * n_t + tc[lo:hi]
+        if prev is not None and key[0] <= prev:
+            return False
+        if len(key) > 1 and not np.all(key[1:] > key[:-1]):
+            return False
+        prev = key[-1]
+    return True
+
+
 def make_metrics(
     vertex: np.ndarray,
     process: np.ndarray,
@@ -71,9 +100,9 @@ def make_metrics(
         Sorted by (vertex, process, thread), indexed by a MultiIndex named
         ``vertex``, ``process``, ``thread``.
     """
-    vertex = np.asarray(vertex, dtype=np.int64)
-    process = np.asarray(process, dtype=np.int64)
-    thread = np.zeros(len(vertex), dtype=np.int64) if thread is None else np.asarray(thread, dtype=np.int64)
+    vertex = _as_int(vertex)
+    process = _as_int(process)
+    thread = np.zeros(len(vertex), dtype=np.int8) if thread is None else _as_int(thread)
     n = len(vertex)
     if len(process) != n or len(thread) != n:
         raise PAGError("vertex, process and thread arrays differ in length")
@@ -91,27 +120,30 @@ def make_metrics(
         raise PAGError("process and thread ids must be non-negative")
     plev = present_levels(process)
     tlev = present_levels(thread)
-    pc = _codes(process, plev).astype(np.int64)
-    tc = _codes(thread, tlev).astype(np.int64)
-    key = (vertex * len(plev) + pc) * max(len(tlev), 1) + tc
-    if n > 1 and not np.all(key[1:] > key[:-1]):
+    # codes in the dtypes pandas would choose, so the MultiIndex takes them without copying
+    vc = vertex.astype(_code_dtype(n_vertices), copy=False)
+    pc = _codes(process, plev).astype(_code_dtype(len(plev)), copy=False)
+    tc = _codes(thread, tlev).astype(_code_dtype(len(tlev)), copy=False)
+    n_p, n_t = len(plev), max(len(tlev), 1)
+    if n > 1 and not _strictly_increasing(vc, pc, tc, n_p, n_t):
+        key = (vc.astype(np.int64) * n_p + pc) * n_t + tc
         order = np.argsort(key, kind="stable")
         key = key[order]
-        vertex, pc, tc = vertex[order], pc[order], tc[order]
+        vc, pc, tc = vc[order], pc[order], tc[order]
         cols = {k: v[order] for k, v in cols.items()}
         dup = np.r_[False, key[1:] == key[:-1]]
         if dup.any():
             if duplicates == "error":
                 i = int(np.flatnonzero(dup)[0])
                 raise PAGError(
-                    f"duplicate metric row for vertex {vertex[i]}, process {plev[pc[i]]}, thread {tlev[tc[i]]}"
+                    f"duplicate metric row for vertex {vc[i]}, process {plev[pc[i]]}, thread {tlev[tc[i]]}"
                 )
             starts = np.flatnonzero(~dup)
             cols = {k: np.add.reduceat(v, starts) if len(v) else v for k, v in cols.items()}
-            vertex, pc, tc = vertex[starts], pc[starts], tc[starts]
+            vc, pc, tc = vc[starts], pc[starts], tc[starts]
     index = pd.MultiIndex(
         levels=[pd.RangeIndex(n_vertices), pd.Index(plev), pd.Index(tlev)],
-        codes=[vertex, pc, tc],
+        codes=[vc, pc, tc],
         names=INDEX_NAMES,
         verify_integrity=False,
     )
