@@ -36,6 +36,7 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
@@ -52,36 +53,12 @@ __all__ = [
     "imbalance_stats",
 ]
 
-IMBALANCE_CRITERIA = (
-    "max_over_mean",
-    "imbalance",
-    "imbalance_time",
-    "percent_imbalance",
-    "craypat_percent",
-    "normalized_std",
-    "load_balance",
-)
-
 
 def imbalance_stats(
     mean: np.ndarray, mx: np.ndarray, mn: np.ndarray, std: np.ndarray, n: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """The imbalance measures of the module docstring from per-vertex mean, max, min, std and group count."""
-    pos = mx > 0
-    safe_max = np.where(pos, mx, 1.0)
-    safe_mean = np.where(mean > 0, mean, 1.0)
-    imb = np.where(pos, (mx - mean) / safe_max, 0.0)
-    nn = n.astype(np.float64)
-    spread = mx - mn
-    return {
-        "max_over_mean": np.where(mean > 0, mx / safe_mean, np.where(pos, np.inf, 1.0)),
-        "imbalance": imb,
-        "imbalance_time": mx - mean,
-        "percent_imbalance": np.where(mean > 0, 100.0 * (mx / safe_mean - 1.0), 0.0),
-        "craypat_percent": np.where(nn > 1, 100.0 * imb * nn / np.maximum(nn - 1, 1), 0.0),
-        "load_balance": np.where(pos, mean / safe_max, 1.0),
-        "normalized_std": np.where(spread > 0, std / np.where(spread > 0, spread, 1.0), 0.0),
-    }
+    """The imbalance measures of the module docstring (see :mod:`perflow.pag.imbalance`)."""
+    return imbalance_measures(mean, mx, mn, std, n)
 
 
 def _floor(g: Grouped, min_value: float) -> float:

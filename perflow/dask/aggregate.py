@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
+from ..pag.imbalance import IMBALANCE_CRITERIA
+from ..pag.imbalance import imbalance_measures as _measures
 from ..pag.pag import MetricInfo
 from ..trace.build import _align
 from .local import PartTables
@@ -35,15 +37,6 @@ __all__ = [
 ]
 
 ACROSS = ("process", "location")
-IMBALANCE_CRITERIA = (
-    "max_over_mean",
-    "imbalance",
-    "imbalance_time",
-    "percent_imbalance",
-    "craypat_percent",
-    "normalized_std",
-    "load_balance",
-)
 
 
 def metric_rows(
@@ -219,31 +212,8 @@ def aggregate_values(stats: dict[str, np.ndarray], agg: str) -> np.ndarray:
 
 
 def imbalance_measures(st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Load-imbalance measures per vertex from finished stats.
-
-    The formulas of the ``imbalance`` pass: ``max_over_mean = max / mean``,
-    ``imbalance = (max - mean) / max``, ``imbalance_time = max - mean``,
-    ``percent_imbalance = 100 (max / mean - 1)``, ``craypat_percent = 100
-    (max - mean) / max * N / (N - 1)``, ``load_balance = mean / max`` and
-    ``normalized_std = std / (max - min)``; vertices with ``max == 0`` have
-    no imbalance.
-    """
-    mean, mx, mn, std, n = st["mean"], st["max"], st["min"], st["std"], st["n"]
-    pos = mx > 0
-    safe_max = np.where(pos, mx, 1.0)
-    safe_mean = np.where(mean > 0, mean, 1.0)
-    imb = np.where(pos, (mx - mean) / safe_max, 0.0)
-    nn = n.astype(np.float64)
-    spread = mx - mn
-    return {
-        "max_over_mean": np.where(mean > 0, mx / safe_mean, np.where(pos, np.inf, 1.0)),
-        "imbalance": imb,
-        "imbalance_time": mx - mean,
-        "percent_imbalance": np.where(mean > 0, 100.0 * (mx / safe_mean - 1.0), 0.0),
-        "craypat_percent": np.where(nn > 1, 100.0 * imb * nn / np.maximum(nn - 1, 1), 0.0),
-        "load_balance": np.where(pos, mean / safe_max, 1.0),
-        "normalized_std": np.where(spread > 0, std / np.where(spread > 0, spread, 1.0), 0.0),
-    }
+    """Load-imbalance measures per vertex from finished stats (the ``imbalance`` pass's formulas)."""
+    return _measures(st["mean"], st["max"], st["min"], st["std"], st["n"])
 
 
 def comm_partial(messages: pd.DataFrame, metric: str) -> pd.DataFrame:

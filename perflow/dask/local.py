@@ -32,7 +32,7 @@ import pandas as pd
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, CollectiveOp, CollEv
 from ..trace.build import _last_time_per_location, _metric_deltas, exclusive_time
-from ..trace.match import nth_pairs, rank_within, to_world
+from ..trace.match import nth_pairs, p2p_threaded, rank_within, to_world
 from ..trace.raw import RawTrace
 from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
 from .match import p2p_records
@@ -183,16 +183,10 @@ def summarize(st: PartState) -> dict[str, Any]:
         "n_inst": np.bincount(st.inst_loc, minlength=nloc),
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
         # processes with point-to-point events on several locations (threads): then posting order is time order
-        "p2p_threaded": _p2p_threaded(st.raw),
+        "p2p_threaded": p2p_threaded(st.raw),
         "coll_keys": ckey,
         "n_events": st.raw.n_events,
     }
-
-
-def _p2p_threaded(raw: RawTrace) -> bool:
-    """Whether a process has point-to-point events on more than one location (as :func:`message_table` tests)."""
-    loc = np.unique(raw.p2p_events["location"])
-    return len(loc) != len(np.unique(raw.locations["process"].to_numpy()[loc]))
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:

@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..kinds import P2P
-from ..trace.match import nth_pairs, rank_within, to_world
+from ..trace.match import p2p_records as local_p2p_records
+from ..trace.match import rank_within, ssend_regions
 from ..trace.raw import RawTrace
 from ..trace.tables import conform
 
@@ -39,11 +39,6 @@ __all__ = ["KEY", "p2p_records", "outbox", "match_records", "gather_messages", "
 
 #: the matching key of a message, plus its FIFO number within the key
 KEY = ["comm", "src", "dst", "tag", "k"]
-
-
-def ssend_regions(raw: RawTrace) -> np.ndarray:
-    """Region ids of MPI_Ssend/MPI_Issend (a standard send event inside them is synchronous)."""
-    return np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
 
 
 def _fifo(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -101,49 +96,21 @@ def p2p_records(
         ``recv_enter``, ``recv_leave``). Interval columns are global rows.
     """
     ev = raw.p2p_events
-    n = len(ev["location"])
-    kind = ev["kind"]
-    loc = ev["location"].astype(np.int64)
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
-    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
-    peer = to_world(raw, ev["comm"], ev["peer"]) if n else np.zeros(0, np.int64)
-    rows = np.arange(n)
-    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
+    t = ev["time"]
 
     def glob(iv: np.ndarray) -> np.ndarray:
         return np.where(iv >= 0, ginst[np.maximum(iv, 0)] if len(ginst) else -1, -1)
 
-    s = np.flatnonzero((kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND))
-    r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
-    isend = s[kind[s] == P2P.ISEND]
-    comp = np.flatnonzero(kind == P2P.ISEND_COMPLETE)
-    send_complete = enclosing[s].copy()
-    if len(isend):
-        j = nth_pairs(req_key[isend], req_key[comp])
-        send_complete[np.searchsorted(s, isend)] = np.where(j >= 0, enclosing[comp[np.maximum(j, 0)]], -1)
-    irecv = r[kind[r] == P2P.IRECV]
-    reqs = np.flatnonzero(kind == P2P.IRECV_REQUEST)
-    recv_post = enclosing[r].copy()
-    recv_seq = rows[r].copy()
-    if len(irecv):
-        j = nth_pairs(req_key[irecv], req_key[reqs])
-        pos_in_r = np.searchsorted(r, irecv)
-        recv_post[pos_in_r] = np.where(j >= 0, enclosing[reqs[np.maximum(j, 0)]], -1)
-        recv_seq[pos_in_r] = np.where(j >= 0, reqs[np.maximum(j, 0)], irecv)
-
-    comm = ev["comm"].astype(np.int64)
-    tag = ev["tag"].astype(np.int64)
-    t = ev["time"]
-    # posting order (the partition keeps the global row order): stream order when every process has
-    # one location, else time with stream order breaking ties -- as message_table decides it
-    order_s = np.lexsort((s, t[s])) if threaded else np.arange(len(s))
-    order_r = np.lexsort((recv_seq, t[recv_seq])) if threaded else np.argsort(recv_seq, kind="stable")
+    rec = local_p2p_records(raw, enclosing, inst_region, threaded)
+    s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
+    order_s, order_r, send_complete, recv_post, mode = (
+        rec.order_s,
+        rec.order_r,
+        rec.send_complete,
+        rec.recv_post,
+        rec.mode,
+    )
     send_iv = enclosing[s]
-    mode = np.where(kind[s] == P2P.ISEND, 2, np.where(kind[s] == P2P.SSEND, 1, 0)).astype(np.int8)
-    ss = ssend_regions(raw)
-    if len(ss) and len(s):
-        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)] if len(inst_region) else -1, ss)
-        mode[sync & (mode == 0)] = 1
     ok_s = send_iv >= 0
     sends = pd.DataFrame(
         {

@@ -17,6 +17,8 @@ collectives on a communicator in the same order).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -25,7 +27,17 @@ from ..kinds import COLLECTIVE_NAMES, P2P, CollectiveOp, CollEv
 from .raw import RawTrace
 from .tables import conform
 
-__all__ = ["message_table", "collective_table", "nth_pairs", "rank_within", "to_world"]
+__all__ = [
+    "message_table",
+    "collective_table",
+    "nth_pairs",
+    "rank_within",
+    "to_world",
+    "p2p_records",
+    "p2p_threaded",
+    "P2PRecords",
+    "ssend_regions",
+]
 
 
 def _rank_codes_py(codes: np.ndarray, ncodes: int) -> np.ndarray:
@@ -126,6 +138,102 @@ def _key4(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndar
     return key
 
 
+@dataclass
+class P2PRecords:
+    """Point-to-point events prepared for matching (shared by the local and the distributed engine).
+
+    ``s``/``r`` are the rows of sends (SEND, SSEND, ISEND) and of receive
+    completions (RECV, IRECV); the other arrays are aligned with them or
+    with all p2p rows as named.
+    """
+
+    s: np.ndarray  # send rows
+    r: np.ndarray  # receive-completion rows
+    proc: np.ndarray  # per p2p row: world rank of its location
+    thr: np.ndarray  # per p2p row: thread of its location
+    peer: np.ndarray  # per p2p row: the peer as a world rank
+    comm: np.ndarray
+    tag: np.ndarray
+    send_complete: np.ndarray  # per send: instance completing it (the send's own for blocking sends)
+    recv_post: np.ndarray  # per receive: instance that posted it
+    mode: np.ndarray  # per send: 0 standard, 1 synchronous, 2 non-blocking
+    order_s: np.ndarray  # positions in s, in posting order
+    order_r: np.ndarray  # positions in r, in posting order
+
+
+def ssend_regions(raw: RawTrace) -> np.ndarray:
+    """Region ids of MPI_Ssend/MPI_Issend (a standard send event inside them is synchronous)."""
+    return np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
+
+
+def p2p_records(raw: RawTrace, enclosing: np.ndarray, inst_region: np.ndarray, threaded: bool) -> P2PRecords:
+    """Prepare the point-to-point events of ``raw`` for FIFO matching.
+
+    Non-blocking operations are tied to their completion (and receives to
+    their posting) by request id: the k-th post of request ``q`` on a
+    location pairs with the k-th completion of ``q`` there. Posting order is
+    stream order when no process communicates from several locations
+    (``threaded`` false); else time order, stream order breaking ties.
+    """
+    ev = raw.p2p_events
+    n = len(ev["location"])
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
+    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
+    peer = to_world(raw, ev["comm"], ev["peer"]) if n else np.zeros(0, np.int64)
+    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
+    s = np.flatnonzero((kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND))
+    r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
+    isend = s[kind[s] == P2P.ISEND]
+    comp = np.flatnonzero(kind == P2P.ISEND_COMPLETE)
+    send_complete = enclosing[s].copy()
+    if len(isend):
+        j = nth_pairs(req_key[isend], req_key[comp])
+        send_complete[np.searchsorted(s, isend)] = np.where(j >= 0, enclosing[comp[np.maximum(j, 0)]], -1)
+    irecv = r[kind[r] == P2P.IRECV]
+    reqs = np.flatnonzero(kind == P2P.IRECV_REQUEST)
+    recv_post = enclosing[r].copy()
+    recv_seq = r.copy()
+    if len(irecv):
+        j = nth_pairs(req_key[irecv], req_key[reqs])
+        pos_in_r = np.searchsorted(r, irecv)
+        recv_post[pos_in_r] = np.where(j >= 0, enclosing[reqs[np.maximum(j, 0)]], -1)
+        recv_seq[pos_in_r] = np.where(j >= 0, reqs[np.maximum(j, 0)], irecv)
+    t = ev["time"]
+    order_s = np.lexsort((s, t[s])) if threaded else np.arange(len(s))
+    order_r = np.lexsort((recv_seq, t[recv_seq])) if threaded else np.argsort(recv_seq, kind="stable")
+    send_iv = enclosing[s]
+    mode = np.where(kind[s] == P2P.ISEND, 2, np.where(kind[s] == P2P.SSEND, 1, 0)).astype(np.int8)
+    ss = ssend_regions(raw)
+    if len(ss) and len(s) and len(inst_region):
+        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)], ss)
+        mode[sync & (mode == 0)] = 1
+    return P2PRecords(
+        s,
+        r,
+        proc,
+        thr,
+        peer,
+        ev["comm"].astype(np.int64),
+        ev["tag"].astype(np.int64),
+        send_complete,
+        recv_post,
+        mode,
+        order_s,
+        order_r,
+    )
+
+
+def p2p_threaded(raw: RawTrace) -> bool:
+    """Whether some process has point-to-point events on more than one of its locations."""
+    loc = raw.p2p_events["location"].astype(np.int64)
+    if not len(loc):
+        return False
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
+    return len(np.unique(loc)) != len(np.unique(proc))
+
+
 def message_table(
     raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray
 ) -> tuple[pd.DataFrame, tuple[int, int]]:
@@ -147,63 +255,21 @@ def message_table(
         The messages table and the numbers of unmatched sends and receives.
     """
     ev = raw.p2p_events
-    n = len(ev["location"])
-    if n == 0:
+    if len(ev["location"]) == 0:
         return conform("messages", None), (0, 0)
-    kind = ev["kind"]
-    loc = ev["location"].astype(np.int64)
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
-    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
-    peer = to_world(raw, ev["comm"], ev["peer"])
-    rows = np.arange(n)
-    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
-
-    is_send = (kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND)
-    s = np.flatnonzero(is_send)
-    r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
-
-    # non-blocking completions
-    isend = s[kind[s] == P2P.ISEND]
-    comp = np.flatnonzero(kind == P2P.ISEND_COMPLETE)
-    send_complete = enclosing[s].copy()
-    if len(isend):
-        j = nth_pairs(req_key[isend], req_key[comp])
-        pos_in_s = np.searchsorted(s, isend)
-        send_complete[pos_in_s] = np.where(j >= 0, enclosing[comp[np.maximum(j, 0)]], -1)
-    irecv = r[kind[r] == P2P.IRECV]
-    reqs = np.flatnonzero(kind == P2P.IRECV_REQUEST)
-    recv_post = enclosing[r].copy()
-    recv_seq = rows[r].copy()
-    if len(irecv):
-        # each completion's post: the k-th completion of a request id pairs with its k-th post
-        j = nth_pairs(req_key[irecv], req_key[reqs])
-        pos_in_r = np.searchsorted(r, irecv)
-        recv_post[pos_in_r] = np.where(j >= 0, enclosing[reqs[np.maximum(j, 0)]], -1)
-        recv_seq[pos_in_r] = np.where(j >= 0, reqs[np.maximum(j, 0)], irecv)
-
-    comm = ev["comm"].astype(np.int64)
-    tag = ev["tag"].astype(np.int64)
+    threaded = p2p_threaded(raw)
+    rec = p2p_records(raw, enclosing, inst_region, threaded)
+    s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
     k_send = _key4(np.r_[comm[s], comm[r]], np.r_[proc[s], peer[r]], np.r_[peer[s], proc[r]], np.r_[tag[s], tag[r]])
     ks, kr = k_send[: len(s)], k_send[len(s) :]
-    # sends and receives in posting order. A key's sends all come from one process and its receives
-    # go to one process; with one thread per process, stream order is posting order. Threads of one
-    # process interleave, so then order by time (stream order breaks ties).
-    t = ev["time"]
-    threaded = len(np.unique(loc)) != len(np.unique(proc))
-    order_s = np.lexsort((s, t[s])) if threaded else np.arange(len(s))
-    order_r = np.lexsort((recv_seq, t[recv_seq])) if threaded else np.argsort(recv_seq, kind="stable")
-    partner = nth_pairs(ks[order_s], kr[order_r])
+    partner = nth_pairs(ks[rec.order_s], kr[rec.order_r])
     matched = partner >= 0
-    si = order_s[matched]
-    ri = order_r[partner[matched]]
+    si = rec.order_s[matched]
+    ri = rec.order_r[partner[matched]]
     S, R = s[si], r[ri]
-
-    ssend_regions = np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
     send_iv = enclosing[S]
-    mode = np.where(kind[S] == P2P.ISEND, 2, np.where(kind[S] == P2P.SSEND, 1, 0)).astype(np.int8)
-    if len(ssend_regions):
-        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)], ssend_regions)
-        mode[sync & (mode == 0)] = 1
+    mode = rec.mode[si]
+    send_complete, recv_post = rec.send_complete, rec.recv_post
     send_time = ev["time"][S]
     recv_time = ev["time"][R]
     table = pd.DataFrame(
