@@ -64,9 +64,8 @@ def _matching_only(raw: Any) -> float:
     import numpy as np
     import pandas as pd
 
-    from perflow.trace.scan import enclosing_instance
     from perflow.trace.match import collective_table, message_table
-    from perflow.trace.scan import scan_regions
+    from perflow.trace.scan import enclosing_instance, scan_regions
 
     ev = raw.region_events
     res = scan_regions(ev["location"], ev["kind"], ev["region"])

@@ -135,9 +135,7 @@ def make_metrics(
         if dup.any():
             if duplicates == "error":
                 i = int(np.flatnonzero(dup)[0])
-                raise PAGError(
-                    f"duplicate metric row for vertex {vc[i]}, process {plev[pc[i]]}, thread {tlev[tc[i]]}"
-                )
+                raise PAGError(f"duplicate metric row for vertex {vc[i]}, process {plev[pc[i]]}, thread {tlev[tc[i]]}")
             starts = np.flatnonzero(~dup)
             cols = {k: np.add.reduceat(v, starts) if len(v) else v for k, v in cols.items()}
             vc, pc, tc = vc[starts], pc[starts], tc[starts]

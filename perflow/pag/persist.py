@@ -171,9 +171,7 @@ def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
         if pf.schema_arrow.pandas_metadata is not None:
             df = pf.read().to_pandas()
         else:  # numeric tables: one column at a time, so Arrow and numpy copies never all coexist
-            df = pd.DataFrame(
-                {c: pf.read(columns=[c]).column(0).to_numpy() for c in pf.schema_arrow.names}, copy=False
-            )
+            df = pd.DataFrame({c: pf.read(columns=[c]).column(0).to_numpy() for c in pf.schema_arrow.names}, copy=False)
     except FileNotFoundError:
         raise FormatError(path, "missing table file (the saved PAG is incomplete)") from None
     except Exception as exc:  # pyarrow raises several types for corrupt files

@@ -85,6 +85,7 @@ _UNITS = {"sec": "s", "occ": "count", "bytes": "bytes"}
 #: Score-P metric names that perflow spells differently everywhere else
 _RENAME = {"bytes_received": "bytes_recv"}
 
+
 def detect(path: Path) -> bool:
     """A ``.cubex`` file, or a tar archive whose first member is ``anchor.xml`` or a metric file."""
     if not path.is_file():

@@ -210,7 +210,9 @@ def test_comm_matrix_errors(ping: perflow.PAG) -> None:
 def scaling() -> tuple[pd.DataFrame, pd.DataFrame]:
     # log2 T = a + b log2 P: solve halves with every doubling (b = -1), the allreduce grows (b = 0.5)
     true = {"solve": (4.0, -1.0), "MPI_Allreduce": (-3.0, 0.5)}
-    rows = [{"name": n, "nprocs": p, "time": 2 ** (a + b * np.log2(p))} for n, (a, b) in true.items() for p in (2, 4, 8, 16)]
+    rows = [
+        {"name": n, "nprocs": p, "time": 2 ** (a + b * np.log2(p))} for n, (a, b) in true.items() for p in (2, 4, 8, 16)
+    ]
     fits = pd.DataFrame(
         {"name": list(true), "intercept": [a for a, _ in true.values()], "slope": [b for _, b in true.values()]}
     )

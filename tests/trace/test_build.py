@@ -305,7 +305,12 @@ def test_region_call_stacks_and_samples_share_synthetic_vertices():
         locations=pd.DataFrame({"process": [0]}),
         regions=regions,
         stacks=stacks,
-        region_events={"location": [0, 0, 0, 0], "time": [0.0, 2.0, 3.0, 10.0], "kind": [0, 0, 1, 1], "region": [0, 1, 1, 0]},
+        region_events={
+            "location": [0, 0, 0, 0],
+            "time": [0.0, 2.0, 3.0, 10.0],
+            "kind": [0, 0, 1, 1],
+            "region": [0, 1, 1, 0],
+        },
         sample_events={"location": [0, 0], "time": [5.0, 6.0], "stack": [1, 2], "weight": [1.0, 0.5], "pos": [3, 3]},
     )
     pag = perflow.build_pag(raw)
