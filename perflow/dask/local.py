@@ -30,9 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..kinds import COLLECTIVE_NAMES, CollectiveOp, CollEv
 from ..trace.build import _last_time_per_location, _metric_deltas, exclusive_time
-from ..trace.match import nth_pairs, p2p_threaded, rank_within, to_world
+from ..trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from ..trace.raw import RawTrace
 from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
 from .match import p2p_records
@@ -197,99 +196,58 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
     ``first_off`` (where the row sorts in the single-process row order).
     """
     raw = st.raw
-    ev = raw.coll_events
-    kind = ev["kind"]
-    loc = ev["location"].astype(np.int64)
-    proc_of = raw.locations["process"].to_numpy(dtype=np.int64)
-    thr_of = raw.locations["thread"].to_numpy(dtype=np.int64)
-    ends = np.flatnonzero(kind == CollEv.END)
-    begins = np.flatnonzero(kind == CollEv.BEGIN)
     parts = []
-    if len(ends):
-        j = nth_pairs(loc[ends], loc[begins])
-        iv = st.coll_open[ends]
-        begin_t = np.where(
-            j >= 0,
-            ev["time"][begins[np.maximum(j, 0)]],
-            np.where(iv >= 0, st.t_enter[np.maximum(iv, 0)] if len(st.t_enter) else 0.0, ev["time"][ends]),
-        )
-        comm = ev["comm"][ends].astype(np.int64)
-        root_local = ev["root"][ends].astype(np.int64)
-        root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
-        seq = rank_within(comm * (1 << 32) + loc[ends])
+    ev_rows = collective_event_rows(raw, st.coll_open, st.t_enter)
+    if len(ev_rows):
+        loc = raw.coll_events["location"].astype(np.int64)
         parts.append(
             pd.DataFrame(
                 {
-                    "key": comm * (1 << 32) + seq,
-                    "first_cls": np.zeros(len(ends), dtype=np.int64),
-                    "first_loc": loc[ends],
-                    "first_off": within_location(loc)[ends],
-                    "process": proc_of[loc[ends]],
-                    "thread": thr_of[loc[ends]],
-                    "local_iv": iv,
-                    "op": ev["op"][ends],
-                    "comm": comm,
-                    "root": root,
-                    "sent": ev["sent"][ends],
-                    "received": ev["received"][ends],
-                    "begin": begin_t,
-                    "end": ev["time"][ends],
+                    "key": ev_rows["key_comm"].to_numpy() * (1 << 32) + ev_rows["seq"].to_numpy(),
+                    "first_cls": np.zeros(len(ev_rows), dtype=np.int64),
+                    "first_loc": ev_rows["location"].to_numpy(),
+                    "first_off": within_location(loc)[ev_rows["row"].to_numpy()],
+                    **_common_columns(ev_rows),
                 },
                 copy=False,
             )
         )
-    syn = _synthesised(st, infer)
+    inst_region = st.res.cp_region[st.res.callpath] if len(st.res.callpath) else np.zeros(0, np.int64)
+    locs = raw.locations
+    syn = synthesised_collective_rows(
+        raw,
+        st.coll_open,
+        inst_region,
+        locs["process"].to_numpy(dtype=np.int64)[st.inst_loc],
+        locs["thread"].to_numpy(dtype=np.int64)[st.inst_loc],
+        st.t_enter,
+        st.t_leave,
+        infer,
+    )
     if len(syn):
-        parts.append(syn)
+        cand = syn["interval"].to_numpy()
+        parts.append(
+            pd.DataFrame(
+                {
+                    "key": syn["key_comm"].to_numpy() * (1 << 32) + syn["seq"].to_numpy(),
+                    "first_cls": np.ones(len(syn), dtype=np.int64),
+                    "first_loc": st.inst_loc[cand],
+                    "first_off": within_location(st.inst_loc)[cand],
+                    **_common_columns(syn),
+                },
+                copy=False,
+            )
+        )
     if not parts:
         return pd.DataFrame({c: np.zeros(0, dtype=np.int64) for c in ("key", "first_cls", "first_loc", "first_off")})
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 
-def _synthesised(st: PartState, infer: bool) -> pd.DataFrame:
-    raw = st.raw
-    inst_region = st.res.cp_region[st.res.callpath] if len(st.res.callpath) else np.zeros(0, np.int64)
-    names = raw.regions["name"].astype(str).to_numpy()
-    ops = np.full(len(names), -1, dtype=np.int64)
-    for i, nm in enumerate(names):
-        op = COLLECTIVE_NAMES.get(nm)
-        if op is not None and (infer or op in (CollectiveOp.INIT, CollectiveOp.FINALIZE)):
-            ops[i] = int(op)
-    cand = np.flatnonzero(ops[inst_region] >= 0) if len(inst_region) else np.zeros(0, np.int64)
-    if len(cand):
-        has_event = np.zeros(len(inst_region), dtype=bool)
-        enc = st.coll_open
-        has_event[enc[enc >= 0]] = True
-        cand = cand[~has_event[cand]]
-    if not len(cand):
-        return pd.DataFrame()
-    world = raw.world_comm
-    wc = -1 if world is None else int(world)
-    op = ops[inst_region[cand]]
-    loc = st.inst_loc[cand]
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
-    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
-    key_comm = -(op + 2)
-    seq = rank_within(op * (1 << 32) + proc * 1024 + thr)
-    return pd.DataFrame(
-        {
-            "key": key_comm * (1 << 32) + seq,
-            "first_cls": np.ones(len(cand), dtype=np.int64),
-            "first_loc": loc,
-            "first_off": within_location(st.inst_loc)[cand],
-            "process": proc,
-            "thread": thr,
-            "local_iv": cand,
-            "op": op,
-            "comm": np.full(len(cand), wc),
-            "root": np.full(len(cand), -1),
-            "sent": np.zeros(len(cand), dtype=np.int64),
-            "received": np.zeros(len(cand), dtype=np.int64),
-            "begin": st.t_enter[cand],
-            "end": st.t_leave[cand],
-        },
-        copy=False,
-    )
+def _common_columns(rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    out = {c: rows[c].to_numpy() for c in ("process", "thread")}
+    out["local_iv"] = rows["interval"].to_numpy()
+    out.update({c: rows[c].to_numpy() for c in ("op", "comm", "root", "sent", "received", "begin", "end")})
+    return out
 
 
 def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:

@@ -37,6 +37,8 @@ __all__ = [
     "p2p_threaded",
     "P2PRecords",
     "ssend_regions",
+    "collective_event_rows",
+    "synthesised_collective_rows",
 ]
 
 
@@ -296,65 +298,71 @@ def message_table(
     return conform("messages", table), (int(len(s) - matched.sum()), int(len(r) - matched.sum()))
 
 
-def collective_table(
-    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, *, infer: bool = False
-) -> pd.DataFrame:
-    """Group collective events into instances, one row per participant.
+def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
+    """One row per recorded collective (its END event, paired with its BEGIN on the same location).
 
-    MPI_Init and MPI_Finalize calls without collective events inside become
-    instances of :attr:`CollectiveOp.INIT` / :attr:`CollectiveOp.FINALIZE` on
-    the world communicator; with ``infer=True`` so does every call to a
-    collective operation (sources that record no collective events).
+    Columns: ``row`` (of the END in ``coll_events``), ``location``,
+    ``key_comm``/``seq`` (the instance key: the ``seq``-th collective of the
+    location on communicator ``key_comm``), ``process``, ``thread``,
+    ``interval`` (the enclosing instance), ``op``, ``comm``, ``root`` (world
+    rank or -1), ``sent``, ``received``, ``begin``, ``end``. Without a BEGIN,
+    ``begin`` is the enclosing instance's enter time.
     """
     ev = raw.coll_events
     kind = ev["kind"]
     loc = ev["location"].astype(np.int64)
-    proc_of = raw.locations["process"].to_numpy(dtype=np.int64)
-    thr_of = raw.locations["thread"].to_numpy(dtype=np.int64)
     ends = np.flatnonzero(kind == CollEv.END)
+    if not len(ends):
+        return pd.DataFrame()
     begins = np.flatnonzero(kind == CollEv.BEGIN)
-    parts = []
-    if len(ends):
-        j = nth_pairs(loc[ends], loc[begins])
-        iv = enclosing[ends]
-        enter = intervals["enter"].to_numpy()
-        begin_t = np.where(
-            j >= 0, ev["time"][begins[np.maximum(j, 0)]], np.where(iv >= 0, enter[np.maximum(iv, 0)], ev["time"][ends])
-        )
-        comm = ev["comm"][ends].astype(np.int64)
-        root_local = ev["root"][ends].astype(np.int64)
-        root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "key_comm": comm,
-                    "seq": rank_within(comm * (1 << 32) + loc[ends]),
-                    "process": proc_of[loc[ends]],
-                    "thread": thr_of[loc[ends]],
-                    "interval": iv,
-                    "op": ev["op"][ends],
-                    "comm": comm,
-                    "root": root,
-                    "sent": ev["sent"][ends],
-                    "received": ev["received"][ends],
-                    "begin": begin_t,
-                    "end": ev["time"][ends],
-                }
-            )
-        )
-    parts.append(_synthesised(raw, enclosing, intervals, inst_region, infer))
-    df = pd.concat([p for p in parts if len(p)] or parts[-1:], ignore_index=True)
-    if not len(df):
-        return conform("collectives", None)
-    codes, _ = pd.factorize(df["key_comm"].to_numpy() * (1 << 32) + df["seq"].to_numpy())
-    df["instance"] = codes
-    df = df.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
-    return conform("collectives", df.drop(columns=["key_comm", "seq"]))
+    j = nth_pairs(loc[ends], loc[begins])
+    iv = enclosing[ends]
+    fallback = np.where(iv >= 0, t_enter[np.maximum(iv, 0)] if len(t_enter) else 0.0, ev["time"][ends])
+    begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], fallback)
+    comm = ev["comm"][ends].astype(np.int64)
+    root_local = ev["root"][ends].astype(np.int64)
+    root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
+    lo = loc[ends]
+    return pd.DataFrame(
+        {
+            "row": ends,
+            "location": lo,
+            "key_comm": comm,
+            "seq": rank_within(comm * (1 << 32) + lo),
+            "process": raw.locations["process"].to_numpy(dtype=np.int64)[lo],
+            "thread": raw.locations["thread"].to_numpy(dtype=np.int64)[lo],
+            "interval": iv,
+            "op": ev["op"][ends],
+            "comm": comm,
+            "root": root,
+            "sent": ev["sent"][ends],
+            "received": ev["received"][ends],
+            "begin": begin_t,
+            "end": ev["time"][ends],
+        },
+        copy=False,
+    )
 
 
-def _synthesised(
-    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, infer: bool
+def synthesised_collective_rows(
+    raw: RawTrace,
+    enclosing: np.ndarray,
+    inst_region: np.ndarray,
+    proc: np.ndarray,
+    thr: np.ndarray,
+    t_enter: np.ndarray,
+    t_leave: np.ndarray,
+    infer: bool,
 ) -> pd.DataFrame:
+    """Collective rows for MPI calls without collective events: MPI_Init/MPI_Finalize, every collective with ``infer``.
+
+    ``enclosing`` is the instance enclosing each collective event (calls
+    that hold one are not synthesised); ``proc``/``thr``/``t_enter``/
+    ``t_leave`` describe each region instance. The k-th call of an
+    operation on a (process, thread) is the k-th instance, keyed apart from
+    recorded communicators. Columns as :func:`collective_event_rows`, without
+    ``row`` and ``location``.
+    """
     names = raw.regions["name"].astype(str).to_numpy()
     ops = np.full(len(names), -1, dtype=np.int64)
     for i, nm in enumerate(names):
@@ -366,28 +374,59 @@ def _synthesised(
         has_event = np.zeros(len(inst_region), dtype=bool)
         has_event[enclosing[enclosing >= 0]] = True
         cand = cand[~has_event[cand]]
-    world = raw.world_comm
-    wc = -1 if world is None else int(world)
     if not len(cand):
         return pd.DataFrame()
+    world = raw.world_comm
+    wc = -1 if world is None else int(world)
     op = ops[inst_region[cand]]
-    proc = intervals["process"].to_numpy()[cand].astype(np.int64)
-    thr = intervals["thread"].to_numpy()[cand].astype(np.int64)
-    # k-th call of an operation on a process is the k-th instance; keyed apart from recorded comms
-    key_comm = -(op + 2)
+    p, t = proc[cand].astype(np.int64), thr[cand].astype(np.int64)
     return pd.DataFrame(
         {
-            "key_comm": key_comm,
-            "seq": rank_within(op * (1 << 32) + proc * 1024 + thr),
-            "process": proc,
-            "thread": thr,
+            "key_comm": -(op + 2),
+            "seq": rank_within(op * (1 << 32) + p * 1024 + t),
+            "process": p,
+            "thread": t,
             "interval": cand,
             "op": op,
             "comm": np.full(len(cand), wc),
             "root": np.full(len(cand), -1),
             "sent": np.zeros(len(cand), dtype=np.int64),
             "received": np.zeros(len(cand), dtype=np.int64),
-            "begin": intervals["enter"].to_numpy()[cand],
-            "end": intervals["leave"].to_numpy()[cand],
-        }
+            "begin": t_enter[cand],
+            "end": t_leave[cand],
+        },
+        copy=False,
     )
+
+
+def collective_table(
+    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, *, infer: bool = False
+) -> pd.DataFrame:
+    """Group collective events into instances, one row per participant.
+
+    MPI_Init and MPI_Finalize calls without collective events inside become
+    instances of :attr:`CollectiveOp.INIT` / :attr:`CollectiveOp.FINALIZE` on
+    the world communicator; with ``infer=True`` so does every call to a
+    collective operation (sources that record no collective events).
+    """
+    enter = intervals["enter"].to_numpy()
+    parts = [
+        collective_event_rows(raw, enclosing, enter).drop(columns=["row", "location"], errors="ignore"),
+        synthesised_collective_rows(
+            raw,
+            enclosing,
+            inst_region,
+            intervals["process"].to_numpy(),
+            intervals["thread"].to_numpy(),
+            enter,
+            intervals["leave"].to_numpy(),
+            infer,
+        ),
+    ]
+    df = pd.concat([p for p in parts if len(p)] or parts[-1:], ignore_index=True)
+    if not len(df):
+        return conform("collectives", None)
+    codes, _ = pd.factorize(df["key_comm"].to_numpy() * (1 << 32) + df["seq"].to_numpy())
+    df["instance"] = codes
+    df = df.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
+    return conform("collectives", df.drop(columns=["key_comm", "seq"]))
