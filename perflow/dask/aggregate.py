@@ -21,7 +21,7 @@ from ..pag.frames import make_metrics
 from ..pag.imbalance import IMBALANCE_CRITERIA
 from ..pag.imbalance import imbalance_measures as _measures
 from ..pag.pag import MetricInfo
-from ..trace.build import _align
+from ..trace.build import align_rows
 from .local import PartTables
 
 __all__ = [
@@ -101,9 +101,9 @@ def metric_rows(
         for name, ii, vv in (("bytes_sent", sent_i, sent_v), ("bytes_recv", recv_i, recv_v)):
             ii_ = np.concatenate(ii) if ii else np.zeros(0, np.int64)
             vv_ = np.concatenate(vv) if vv else np.zeros(0)
-            cols[name] = _align(m, ivx[ii_], ivp[ii_], ivt[ii_], vv_)
+            cols[name] = align_rows(m, ivx[ii_], ivp[ii_], ivt[ii_], vv_)
     for name, (dv, dl, vals) in t.deltas.items():
-        cols[name] = _align(m, dv, loc_proc[dl], loc_thr[dl], vals)
+        cols[name] = align_rows(m, dv, loc_proc[dl], loc_thr[dl], vals)
     for k, a in cols.items():
         m[k] = a
     return m.reset_index(), dict(t.delta_info), has_sent

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..trace.build import _last_time_per_location, _metric_deltas, exclusive_time
+from ..trace.build import last_time_per_location, metric_deltas, exclusive_time
 from ..trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from ..trace.raw import RawTrace
 from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
@@ -140,7 +140,7 @@ def scan_part(
     closed = res.leave >= 0
     t_leave = np.where(closed, times[np.maximum(res.leave, 0)], 0.0)
     if not closed.all():
-        last = _last_time_per_location(raw, len(raw.locations))
+        last = last_time_per_location(raw, len(raw.locations))
         t_leave[~closed] = last[inst_loc[~closed]]
     inc = t_leave - t_enter
     exc = exclusive_time(inc, res.parent, t_leave)
@@ -289,7 +289,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     else:
         uniq, inv = np.unique(key, return_inverse=True)
         cols = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in vals.items()}
-    deltas_raw, delta_info = _metric_deltas(raw, res, st.inst_loc)
+    deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
         lv = cp_map[k // max(nloc, 1)]

@@ -138,7 +138,7 @@ def build_pag(
     t_enter = times[res.enter]
     closed = res.leave >= 0
     if not closed.all():
-        last_time = _last_time_per_location(raw, len(locs))
+        last_time = last_time_per_location(raw, len(locs))
         log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
     t_leave = np.where(closed, times[np.maximum(res.leave, 0)], 0.0)
     if not closed.all():
@@ -199,13 +199,13 @@ def build_pag(
     messages, unmatched = message_table(raw, p2p_open, intervals, inst_region)
     collectives = collective_table(raw, coll_open, intervals, inst_region, infer=infer_collectives)
     extra = _byte_metrics(messages, collectives, intervals, nloc, inst_loc, res.callpath)
-    metric_cols, metric_info = _metric_deltas(raw, res, inst_loc)
+    metric_cols, metric_info = metric_deltas(raw, res, inst_loc)
 
     vertices = _vertex_table(raw, cp_parent, cp_region)
     m = make_metrics(vertex, loc_proc[loc_of], loc_thr[loc_of], agg, n_vertices=len(vertices))
     pag_cols: dict[str, np.ndarray] = {}
     for name, (kv, vals) in {**extra, **metric_cols}.items():
-        pag_cols[name] = _align(m, kv // nloc, loc_proc[kv % nloc], loc_thr[kv % nloc], vals)
+        pag_cols[name] = align_rows(m, kv // nloc, loc_proc[kv % nloc], loc_thr[kv % nloc], vals)
     for name, vals in pag_cols.items():
         m[name] = vals
     info = {
@@ -245,7 +245,7 @@ def dense_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.ravel()
 
 
-def _last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:
+def last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:
     last = np.full(nloc, -np.inf)
     for name in ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events"):
         t = getattr(raw, name)
@@ -254,7 +254,7 @@ def _last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:
     return np.where(np.isfinite(last), last, 0.0)
 
 
-def _align(m: pd.DataFrame, v: np.ndarray, p: np.ndarray, t: np.ndarray, vals: np.ndarray) -> np.ndarray:
+def align_rows(m: pd.DataFrame, v: np.ndarray, p: np.ndarray, t: np.ndarray, vals: np.ndarray) -> np.ndarray:
     """Scatter values keyed by (vertex, process, thread) onto the metric rows of ``m``."""
     idx = m.index
     plev = idx.levels[1].to_numpy()
@@ -297,7 +297,7 @@ def _byte_metrics(
     return out
 
 
-def _metric_deltas(
+def metric_deltas(
     raw: RawTrace, res: Any, inst_loc: np.ndarray
 ) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, MetricInfo]]:
     """Inclusive per-instance deltas of accumulated metrics from Metric events.
