@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..trace.build import last_time_per_location, metric_deltas, exclusive_time
+from ..trace.build import exclusive_time, last_time_per_location, metric_deltas
 from ..trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from ..trace.raw import RawTrace
 from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions

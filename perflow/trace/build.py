@@ -30,7 +30,16 @@ from .raw import RawTrace
 from .scan import SCAN_ERRORS, enclosing_instance, scan_regions
 from .tables import Trace
 
-__all__ = ["build_pag", "enclosing_instance", "region_kinds", "exclusive_time"]
+__all__ = [
+    "build_pag",
+    "enclosing_instance",
+    "region_kinds",
+    "dense_keys",
+    "exclusive_time",
+    "last_time_per_location",
+    "metric_deltas",
+    "align_rows",
+]
 
 log = logging.getLogger(__name__)
 
