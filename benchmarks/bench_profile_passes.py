@@ -24,15 +24,15 @@ import numpy as np
 import pandas as pd
 
 import perflow
-from passes.backtrack import backtrack
-from passes.breakdown import breakdown
-from passes.comm import comm_matrix, comm_over_time, comm_pattern, comm_summary, message_sizes
-from passes.contention import contention, trace_contention
-from passes.differential import differential
-from passes.hotspot import hotspot, hotspot_set
-from passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices
-from passes.scalability import scalability
-from passes.select import (
+from perflow.passes.backtrack import backtrack
+from perflow.passes.breakdown import breakdown
+from perflow.passes.comm import comm_matrix, comm_over_time, comm_pattern, comm_summary, message_sizes
+from perflow.passes.contention import contention, trace_contention
+from perflow.passes.differential import differential
+from perflow.passes.hotspot import hotspot, hotspot_set
+from perflow.passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices
+from perflow.passes.scalability import scalability
+from perflow.passes.select import (
     backward_slice,
     descendants,
     filter_vertices,
@@ -42,7 +42,7 @@ from passes.select import (
     subgraph,
     top_vertices,
 )
-from passes.similarity import process_similarity
+from perflow.passes.similarity import process_similarity
 
 
 def rss_mb() -> float:

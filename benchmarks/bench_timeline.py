@@ -15,7 +15,7 @@ import resource
 import time
 
 import perflow
-from passes.timeline import plot_timeline
+from perflow.passes.timeline import plot_timeline
 
 
 def main() -> None:

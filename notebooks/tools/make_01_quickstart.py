@@ -64,8 +64,8 @@ The built-in library (`perflow passes` lists it) covers hotspots, imbalance, wai
 critical path, scalability and more; a pass is still a function you can call directly.
 """)
 code("""
-from passes.hotspot import hotspot
-from passes.imbalance import imbalance
+from perflow.passes.hotspot import hotspot
+from perflow.passes.imbalance import imbalance
 
 hotspot(pag, k=3)[["call_path", "value", "share"]]
 """)

@@ -23,18 +23,21 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """List or print shipped flows."""
-    import flows
+    from ..flow.library import describe_flows, find_flow, flow_names, flow_path
 
     if args.name:
-        if args.name not in flows.names():
+        if args.name not in flow_names():
             from ..flow.problems import did_you_mean
 
-            raise FileNotFoundError(f"no shipped flow {args.name!r}{did_you_mean(args.name, flows.names())}")
-        path = flows.path(args.name)
-        text = path.read_text(encoding="utf-8") if path.suffix != ".py" else flows.find(args.name).to_yaml()
+            raise FileNotFoundError(f"no shipped flow {args.name!r}{did_you_mean(args.name, flow_names())}")
+        path = flow_path(args.name)
+        if path is not None and path.suffix in (".yaml", ".yml"):
+            text = path.read_text(encoding="utf-8")
+        else:
+            text = find_flow(args.name).to_yaml()
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return 0
-    desc = flows.describe()
+    desc = describe_flows()
     if not desc:
         print("no shipped flows", file=sys.stderr)
         return 0

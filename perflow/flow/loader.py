@@ -100,17 +100,17 @@ def load_flow(flow: str | os.PathLike[str] | Flow, *, allow_import: bool = False
     if p.is_file():
         f = _read_file(p, allow_import=allow_import, validate=validate)
         return f
-    from flows import find, names
+    from .library import find_flow, flow_names
 
     name = str(flow)
-    if name in names():
-        f = find(name)
+    if name in flow_names():
+        f = find_flow(name)
         if validate:
             f.validate(allow_import=allow_import)
         return f
     from .problems import did_you_mean
 
-    hint = did_you_mean(name, names())
+    hint = did_you_mean(name, flow_names())
     raise FileNotFoundError(f"{name}: no such flow file, and no shipped flow of that name{hint} (see `perflow flows`)")
 
 
@@ -137,12 +137,12 @@ def resolve_flow_ref(text: str, base_dir: str, *, allow_import: bool = False) ->
             f.origin = text
             _CACHE[key] = f
         return _CACHE[key]
-    from flows import find, names
+    from .library import find_flow, flow_names
 
-    if text in names():
-        f = find(text)
+    if text in flow_names():
+        f = find_flow(text)
         f.origin = text
         return f
     from .problems import did_you_mean
 
-    raise FileNotFoundError(f"unknown flow {text!r}{did_you_mean(text, names())}: not a shipped flow nor a file")
+    raise FileNotFoundError(f"unknown flow {text!r}{did_you_mean(text, flow_names())}: not a shipped flow nor a file")

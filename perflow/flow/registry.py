@@ -14,9 +14,10 @@ return annotation is the single output, named ``output=`` (default
 type, ...}`` and returns a dict with those keys. The function is returned
 unchanged, so calling it directly works without the framework.
 
-Passes are found by name in this registry (built-in passes register when
-:mod:`passes` is imported), through the entry-point group ``perflow.passes``
-(each entry point names a module or a function to import), or by dotted path
+Passes are found by name in this registry, filled from the entry-point group
+``perflow.passes`` (each entry point names a module to import, whose
+``@pass_`` functions register, or one function; perflow's own library
+:mod:`perflow.passes` is registered that way too), or by dotted path
 ``package.module:function`` where the caller allows importing code.
 """
 
@@ -51,7 +52,6 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, PassSpec] = {}
-_builtin_loaded = False
 _entry_points_loaded = False
 
 
@@ -258,7 +258,7 @@ def make_spec(
 
 
 def _builtin(spec: PassSpec) -> bool:
-    return spec.module == "passes" or spec.module.startswith("passes.")
+    return spec.module == "perflow.passes" or spec.module.startswith("perflow.passes.")
 
 
 def register(spec: PassSpec) -> PassSpec:
@@ -290,26 +290,19 @@ def register(spec: PassSpec) -> PassSpec:
 
 
 def load_builtin_passes() -> None:
-    """Import the built-in pass library (:mod:`passes`) and entry-point passes, once."""
-    global _builtin_loaded, _entry_points_loaded
-    if not _builtin_loaded:
-        _builtin_loaded = True
-        try:
-            importlib.import_module("passes")
-        except ModuleNotFoundError as exc:  # pragma: no cover - broken install
-            log.warning("the built-in pass library could not be imported: %s", exc)
-    if not _entry_points_loaded:
-        _entry_points_loaded = True
-        from importlib.metadata import entry_points
+    """Load the pass libraries registered in the entry-point group ``perflow.passes`` (perflow's own included), once."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return
+    _entry_points_loaded = True
+    from .plugins import load_group
 
-        for ep in entry_points(group="perflow.passes"):
-            try:
-                obj = ep.load()
-            except Exception as exc:
-                log.warning("entry point %s (perflow.passes) failed to load: %s", ep.name, exc)
-                continue
-            if callable(obj) and not hasattr(obj, "__perflow_pass__"):
-                pass_(obj, name=ep.name)
+    loaded = load_group("perflow.passes")
+    if not loaded:  # pragma: no cover - a broken install (no package metadata)
+        log.warning("no pass library found in the entry-point group 'perflow.passes'; is perflow installed?")
+    for ep_name, obj in loaded.items():
+        if callable(obj) and not isinstance(obj, type) and not hasattr(obj, "__perflow_pass__"):
+            pass_(obj, name=ep_name)
 
 
 def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = False) -> PassSpec:

@@ -19,7 +19,7 @@ def test_own_pass_replaces_a_builtin_one_in_either_order(caplog):
         mine = make_spec(load, name="load")
         register(mine)
         assert get_pass("load") is mine
-        assert "replaces the built-in pass passes.io.load" in caplog.text
+        assert "replaces the built-in pass perflow.passes.io.load" in caplog.text
         register(builtin)  # e.g. the pass library imported later
         assert get_pass("load") is mine
         assert "is hidden by your pass 'load'" in caplog.text

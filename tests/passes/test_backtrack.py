@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.backtrack import backtrack, comm_in, predecessors
-from passes.imbalance import outlier_vertices
+from perflow.passes.backtrack import backtrack, comm_in, predecessors
+from perflow.passes.imbalance import outlier_vertices
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass
 

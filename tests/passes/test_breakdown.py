@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
-from passes._common import CATEGORIES, categories
-from passes.breakdown import breakdown, waiting_time
+from perflow.passes._common import CATEGORIES, categories
+from perflow.passes.breakdown import breakdown, waiting_time
 from perflow.errors import PassError
 
 from .profile_data import allreduce_waits_for_rank7, literal, read_shared, slow_rank_trace

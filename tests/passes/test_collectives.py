@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import passes  # noqa: F401
-from passes.collectives import collective_wait_states, collective_waits_by_operation
+import perflow.passes  # noqa: F401
+from perflow.passes.collectives import collective_wait_states, collective_waits_by_operation
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.trace.builder import TraceBuilder

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.contention import contention, instance_concurrency, trace_contention
+from perflow.passes.contention import contention, instance_concurrency, trace_contention
 from perflow.errors import PassError
 
 

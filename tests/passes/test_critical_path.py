@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import passes  # noqa: F401
-from passes.critical_path import critical_path, critical_path_imbalance
+import perflow.passes  # noqa: F401
+from perflow.passes.critical_path import critical_path, critical_path_imbalance
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.trace.builder import TraceBuilder
@@ -123,8 +123,8 @@ def test_error_without_trace():
 
 
 def test_tables_feed_the_timeline():
-    from passes.timeline import plot_timeline
-    from passes.waitstates import wait_states
+    from perflow.passes.timeline import plot_timeline
+    from perflow.passes.waitstates import wait_states
 
     pag = synthetic.trace(nprocs=4, iterations=5, slow_rank=1, seed=1)
     fig = plot_timeline(pag, wait_states(pag), critical_path(pag)["segments"])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import passes  # noqa: F401
-from passes.delay import root_cause
+import perflow.passes  # noqa: F401
+from perflow.passes.delay import root_cause
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.trace.builder import TraceBuilder

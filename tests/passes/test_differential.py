@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.differential import differential
+from perflow.passes.differential import differential
 from perflow.errors import MetricError, PassError
 
 from .profile_data import literal, read_shared

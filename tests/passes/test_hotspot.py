@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.hotspot import hotspot, hotspot_set
+from perflow.passes.hotspot import hotspot, hotspot_set
 from perflow.errors import MetricError, PassError
 
 from .profile_data import literal, read_shared, slow_rank_trace

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import perflow
-from passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices, outlier_vertices
+from perflow.passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices, outlier_vertices
 from perflow.errors import MetricError, PassError
 
 from .profile_data import literal, read_shared, slow_rank_trace

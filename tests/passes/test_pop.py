@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import passes  # noqa: F401
-from passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
+import perflow.passes  # noqa: F401
+from perflow.passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.trace.builder import TraceBuilder

@@ -7,16 +7,16 @@ import pytest
 from perflow.flow.registry import all_passes
 
 MODULES = (
-    "passes.select",
-    "passes.hotspot",
-    "passes.imbalance",
-    "passes.breakdown",
-    "passes.differential",
-    "passes.scalability",
-    "passes.backtrack",
-    "passes.comm",
-    "passes.similarity",
-    "passes.contention",
+    "perflow.passes.select",
+    "perflow.passes.hotspot",
+    "perflow.passes.imbalance",
+    "perflow.passes.breakdown",
+    "perflow.passes.differential",
+    "perflow.passes.scalability",
+    "perflow.passes.backtrack",
+    "perflow.passes.comm",
+    "perflow.passes.similarity",
+    "perflow.passes.contention",
 )
 EXPECTED = {
     "filter_vertices", "sort_vertices", "top_vertices", "set_union", "set_intersection", "set_difference",

@@ -1,4 +1,4 @@
-"""Tests of the table and report passes (passes/report.py, passes/_render.py)."""
+"""Tests of the table and report passes (perflow/passes/report.py, perflow/passes/_render.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import perflow
-from passes._render import format_value, guess_unit
-from passes.plot import plot_breakdown
-from passes.report import render_table, report, styled_table
+from perflow.passes._render import format_value, guess_unit
+from perflow.passes.plot import plot_breakdown
+from perflow.passes.report import render_table, report, styled_table
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass
 
@@ -265,9 +265,9 @@ def test_registered_with_tags() -> None:
 def test_units_declared_by_analysis_passes_are_used() -> None:
     """hotspot/imbalance/breakdown record their columns' units in df.attrs; tables format them."""
     import perflow
-    from passes.breakdown import breakdown
-    from passes.hotspot import hotspot
-    from passes.imbalance import imbalance
+    from perflow.passes.breakdown import breakdown
+    from perflow.passes.hotspot import hotspot
+    from perflow.passes.imbalance import imbalance
 
     lit = {"name": "main", "metrics": {"time_exc": [0.004, 0.006, 0.008, 0.010]}}
     pag = perflow.PAG.from_literal(lit)

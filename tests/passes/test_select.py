@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import perflow
-from passes.select import (
+from perflow.passes.select import (
     ancestors,
     backward_slice,
     descendants,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import perflow
-from passes.similarity import process_similarity, ranges
+from perflow.passes.similarity import process_similarity, ranges
 from perflow.errors import PassError
 
 from .profile_data import literal, read_shared, slow_rank_trace

@@ -1,4 +1,4 @@
-"""Tests of the timeline pass (passes/timeline.py)."""
+"""Tests of the timeline pass (perflow/passes/timeline.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from matplotlib.colors import to_hex
 from matplotlib.quiver import Quiver
 
 import perflow
-from passes._figure import CATEGORY_COLORS
-from passes.timeline import aggregate_bins, plot_timeline
+from perflow.passes._figure import CATEGORY_COLORS
+from perflow.passes.timeline import aggregate_bins, plot_timeline
 from perflow.errors import PassError
 
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-import passes  # noqa: F401
+import perflow.passes  # noqa: F401
 import perflow
-from passes.critical_path import critical_path
-from passes.delay import root_cause
-from passes.pop import pop_metrics
-from passes.variance import variance
-from passes.waitstates import late_sender, wait_states
+from perflow.passes.critical_path import critical_path
+from perflow.passes.delay import root_cause
+from perflow.passes.pop import pop_metrics
+from perflow.passes.variance import variance
+from perflow.passes.waitstates import late_sender, wait_states
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "data" / "ring8.pag"
 

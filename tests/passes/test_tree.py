@@ -1,4 +1,4 @@
-"""Tests of the top-down tree passes (passes/tree.py): text, DOT and HTML."""
+"""Tests of the top-down tree passes (perflow/passes/tree.py): text, DOT and HTML."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import perflow
-from passes.tree import tree_dot, tree_html, tree_text
+from perflow.passes.tree import tree_dot, tree_html, tree_text
 from perflow.errors import PassError
 
 # main 0.1 s exclusive, solve 0.2, MPI_Allreduce 0.4, io 0.3 (two processes, half each):

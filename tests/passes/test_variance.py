@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import passes  # noqa: F401
+import perflow.passes  # noqa: F401
 import perflow
-from passes.variance import variance
+from perflow.passes.variance import variance
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.trace.builder import TraceBuilder

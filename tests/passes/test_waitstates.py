@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import passes  # noqa: F401 - registers the passes
-from passes.waitstates import late_sender, p2p_wait_states, wait_state_summary, wait_states
+import perflow.passes  # noqa: F401 - registers the passes
+from perflow.passes.waitstates import late_sender, p2p_wait_states, wait_state_summary, wait_states
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass

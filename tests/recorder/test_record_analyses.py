@@ -12,8 +12,8 @@ build_pag = pytest.importorskip("perflow.trace.build").build_pag
 
 
 def test_late_sender_is_found_and_blamed_on_the_sender(recorded) -> None:  # noqa: ANN001
-    from passes.delay import root_cause
-    from passes.waitstates import late_sender, wait_states
+    from perflow.passes.delay import root_cause
+    from perflow.passes.waitstates import late_sender, wait_states
 
     delay, iters = 0.1, 3
     pag = build_pag(recorded("late_sender.c", str(iters), str(delay), n=2).raw)
@@ -33,8 +33,8 @@ def test_late_sender_is_found_and_blamed_on_the_sender(recorded) -> None:  # noq
 
 
 def test_imbalance_before_the_allreduce_is_found(recorded) -> None:  # noqa: ANN001
-    from passes.breakdown import breakdown
-    from passes.collectives import collective_wait_states
+    from perflow.passes.breakdown import breakdown
+    from perflow.passes.collectives import collective_wait_states
 
     pag = build_pag(recorded("imbalance.c", "4", "20000000", "4", n=4).raw)
     # the last rank computes four times as long: the others wait for it in every allreduce

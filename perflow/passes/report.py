@@ -1,11 +1,11 @@
 """Report passes: tables as text, Markdown, HTML or CSV, and documents assembled from sections.
 
->>> from passes.report import render_table, report
+>>> from perflow.passes.report import render_table, report
 >>> print(render_table(hot, format="text"))                   # doctest: +SKIP
 >>> doc = report({"Hot spots": hot, "Notes": "rank 3 is slow"}, format="html", path="out/report.html")
 
 Numbers are shown with units chosen from the column names (seconds as
-s/ms/us, bytes as KiB/MiB, percentages; see :mod:`passes._render`), or from
+s/ms/us, bytes as KiB/MiB, percentages; see :mod:`perflow.passes._render`), or from
 the ``units`` setting. Nothing is printed; files are written only when the
 ``path`` setting is given.
 """
@@ -238,7 +238,7 @@ def report(
     Each section is a table (DataFrame, VertexSet, EdgeSet, ..., or a Styler
     from :func:`styled_table`, kept styled in HTML), a text
     (a one-line ``str`` is a paragraph, a multi-line ``str`` such as a tree
-    from :func:`passes.tree.tree_text` is kept preformatted), a matplotlib
+    from :func:`perflow.passes.tree.tree_text` is kept preformatted), a matplotlib
     Figure, or an explicit ``{"title": ..., "text"|"pre"|"html"|"table"|"figure": ...}``
     dict (``"html"`` fragments are inserted as is in HTML documents and
     preformatted elsewhere).

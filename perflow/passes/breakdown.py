@@ -1,6 +1,6 @@
 """Time breakdown: computation, point-to-point, collective, synchronisation, I/O and waiting.
 
-Each vertex falls in one category (see :func:`passes._common.categories`):
+Each vertex falls in one category (see :func:`perflow.passes._common.categories`):
 MPI calls by :func:`perflow.kinds.mpi_class` of their name (point-to-point
 and request completion are ``p2p``, data collectives ``collective``, barriers
 and MPI_Init/Finalize ``sync``, MPI-IO ``io``, other MPI calls
@@ -123,7 +123,7 @@ def breakdown(
         Tidy: the group columns (``process``; or ``vertex``, ``name``,
         ``call_path``; or both; none for ``total``), then ``category``,
         ``value`` and ``share``. Per process and in total every category of
-        :data:`passes._common.CATEGORIES` has a row (maybe 0); per vertex only
+        :data:`perflow.passes._common.CATEGORIES` has a row (maybe 0); per vertex only
         non-zero ones. Wide: the group columns, one column per category, ``total``.
     """
     pag = as_pag(pag)

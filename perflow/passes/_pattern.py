@@ -1,4 +1,4 @@
-"""Classification of a communication matrix into a named pattern (used by :func:`passes.comm.comm_pattern`)."""
+"""Classification of a communication matrix into a named pattern (used by :func:`perflow.passes.comm.comm_pattern`)."""
 
 from __future__ import annotations
 

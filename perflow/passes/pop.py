@@ -3,7 +3,7 @@
 With ``U_p`` the useful (computation) time of location ``p`` (time outside
 MPI calls and their callees, and outside OpenMP and threading runtime calls),
 ``T`` the runtime and ``T_ideal`` the runtime on an ideal network
-(:mod:`passes.critical_path`):
+(:mod:`perflow.passes.critical_path`):
 
 ===========================  ==========================================
 load balance                 ``LB = mean(U) / max(U)``

@@ -27,7 +27,7 @@ symptom the analysis walks the parallel view backwards, one vertex per step:
      executed (the previous sibling's last descendant, or the parent).
 
 The walk stops at the first *abnormal* vertex, the root cause: by default a
-computation vertex (see :func:`passes._common.categories`) whose value on
+computation vertex (see :func:`perflow.passes._common.categories`) whose value on
 this process exceeds ``k`` times its mean across processes (``x_p > k *
 mean``, k = 1.3); or at a vertex already on the path, a vertex without
 predecessor, or after ``max_steps`` steps (then the path has no root cause).
@@ -190,7 +190,7 @@ def backtrack(
         synchronisation) with the most waiting time (else the most time).
     abnormal : ParallelVertexSet, optional
         The vertices that count as root causes (e.g. from
-        :func:`passes.imbalance.outlier_vertices`); default: computation
+        :func:`perflow.passes.imbalance.outlier_vertices`); default: computation
         vertices with ``x_p > k * mean``.
     metric : str
         Metric for the default abnormality test and symptom choice.

@@ -130,7 +130,7 @@ def tree_view(
     sort: bool,
     who: str,
 ) -> TreeView:
-    """Select and order the vertices of a tree rendering (see :func:`passes.tree.tree_text` for the settings)."""
+    """Select and order the vertices of a tree rendering (see :func:`perflow.passes.tree.tree_text` for the settings)."""
     base: np.ndarray | None = None
     if isinstance(data, pd.DataFrame) and "vertex" in data.columns and "parent" not in data.columns:
         if pag is None:

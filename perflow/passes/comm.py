@@ -340,7 +340,7 @@ def comm_pattern(
 ) -> pd.DataFrame:
     """Classify the communication pattern: nearest-neighbour/stencil, ring, all-to-all, gather/master-worker or none.
 
-    The tests, on the communication matrix (see :func:`passes._pattern.classify_pattern`
+    The tests, on the communication matrix (see :func:`perflow.passes._pattern.classify_pattern`
     for the exact rules), in this order:
 
     * ``none``: no traffic;
