@@ -35,7 +35,7 @@ from .readers import formats, read
 from .trace.build import build_pag
 from .trace.builder import TraceBuilder
 from .trace.raw import RawTrace
-from .trace.tables import Trace
+from .pag.instances import Trace
 
 __version__ = "0.1.0"
 

@@ -29,7 +29,7 @@ import pandas as pd
 from ..pag.pag import DEFAULT_METRICS, PAG, MetricInfo
 from ..pag.vertices import normalize_vertices
 from ..trace.raw import RawTrace
-from ..trace.tables import Trace
+from ..pag.instances import Trace
 from . import tasks as T
 from .analyses import Analyses
 from .match import gather_messages
@@ -236,7 +236,7 @@ class DistTrace(Analyses):
         self._warn_gather("the collectives")
         parts = [c for c in self._gather(self._coll) if len(c)]
         if not parts:
-            from ..trace.tables import conform
+            from ..pag.instances import conform
 
             df = conform("collectives", None)
             df["wait"], df["last"] = np.zeros(0), np.zeros(0, dtype=bool)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..pag.pag import PAG, MetricInfo
-from ..trace.tables import Trace
+from ..pag.instances import Trace
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -87,7 +87,7 @@ class DaskPAG(PAG):
 
 
 class LazyTrace(Trace):
-    """A :class:`~perflow.trace.tables.Trace` whose tables are gathered from the workers on first access.
+    """A :class:`~perflow.pag.instances.Trace` whose tables are gathered from the workers on first access.
 
     Its identity is stable, so results cached per trace
     (:func:`perflow.trace.flat.trace_cached`) can be filled in by the

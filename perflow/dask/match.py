@@ -33,7 +33,7 @@ import pandas as pd
 from ..trace.match import p2p_records as local_p2p_records
 from ..trace.match import rank_within, ssend_regions
 from ..trace.raw import RawTrace
-from ..trace.tables import conform
+from ..pag.instances import conform
 
 __all__ = ["KEY", "p2p_records", "outbox", "match_records", "gather_messages", "ssend_regions"]
 

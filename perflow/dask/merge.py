@@ -29,7 +29,7 @@ from ..pag.frames import make_metrics
 from ..pag.pag import MetricInfo
 from ..trace.build import region_kinds
 from ..trace.raw import RawTrace
-from ..trace.tables import Trace, conform
+from ..pag.instances import Trace, conform
 from .match import gather_messages
 
 __all__ = ["merge_summaries", "vertex_table", "gather_trace", "concat_metric_rows", "BYTE_METRICS"]
@@ -151,7 +151,7 @@ def concat_metric_rows(parts: list[pd.DataFrame], n_vertices: int) -> pd.DataFra
 
 
 def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], *, threaded: bool = True) -> Trace:
-    """The single-process :class:`~perflow.trace.tables.Trace` from gathered partition tables.
+    """The single-process :class:`~perflow.pag.instances.Trace` from gathered partition tables.
 
     ``parts`` are dicts with ``intervals`` (+ ``ginst``, their global rows),
     ``messages`` and ``coll``; ``defs`` carries the communicators.

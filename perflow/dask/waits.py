@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.collwaits import collective_waits
-from ..trace.tables import Trace, conform
+from ..pag.instances import Trace, conform
 from ..trace.waits import _is_test, empty_waits, p2p_waits
 from .local import PartTables
 

@@ -6,7 +6,7 @@ The send record carries the former (``send_enter``), so a message's wait is
 computed where the message row lives (the receiver's partition):
 ``max(0, min(Es, Lr) - Er)``, 0 for messages without a send or receive
 region or with a clock violation, as in
-:func:`perflow.trace.edges.late_sender_wait`.
+:func:`perflow.pag.edges.late_sender_wait`.
 
 **Collective waits** need, per instance, the latest arrival over all
 participants. Each partition reduces its rows to per-instance partials
@@ -15,7 +15,7 @@ arriving then, bytes moved), the partials are combined in a reduction tree
 (:func:`combine_collective`), and each partition computes its rows' waits
 ``max(0, min(latest, L_i) - E_i)`` from the combined arrays
 (:func:`collective_rows_wait`), exactly as
-:func:`perflow.trace.edges.collective_wait` (barriers, MPI_Init/Finalize and
+:func:`perflow.pag.edges.collective_wait` (barriers, MPI_Init/Finalize and
 collectives that move data synchronise; the last arriver is the lowest
 (process, thread) among the latest).
 """

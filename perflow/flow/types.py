@@ -34,7 +34,7 @@ TYPE_NAMES: dict[str, Any] = {
     "EdgeSet": "perflow.pag.sets:EdgeSet",
     "ParallelVertexSet": "perflow.pag.parallel:ParallelVertexSet",
     "ParallelEdgeSet": "perflow.pag.parallel:ParallelEdgeSet",
-    "Trace": "perflow.trace.tables:Trace",
+    "Trace": "perflow.pag.instances:Trace",
     "DataFrame": "pandas:DataFrame",
     "Series": "pandas:Series",
     "Figure": "matplotlib.figure:Figure",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perflow import Flow
+from perflow.flow import Flow
 
 
 def flow() -> Flow:

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
-from ..trace.tables import Trace
+from .instances import Trace
 from .frames import aggregate, make_metrics
 from .tree import TreeIndex, tree_index
 from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices

@@ -123,7 +123,7 @@ class ParallelView:
         parts = [self._call_edges()]
         tr = self._pag.trace
         if tr is not None:
-            from ..trace.edges import collective_edges, message_edges
+            from .edges import collective_edges, message_edges
 
             parts.append(message_edges(self, tr))
             parts.append(collective_edges(self, tr))

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FormatError
-from ..trace.tables import Trace
+from .instances import Trace
 from .frames import make_metrics
 from .pag import PAG, MetricInfo
 

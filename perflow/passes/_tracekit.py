@@ -12,7 +12,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.tree import descendants_mask
 from perflow.trace.critical import CriticalPath, critical_path
 from perflow.trace.flat import flat_timeline, locations, trace_cached
-from perflow.trace.tables import Trace
+from perflow.pag.instances import Trace
 from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, wait_instances
 
 __all__ = [

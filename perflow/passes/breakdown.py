@@ -10,10 +10,10 @@ category, so the categories of a process add up to its total time.
 
 For a trace, the time a call spends waiting is moved out of its category
 into ``wait``: the Late Sender time of every message
-(:func:`perflow.trace.edges.late_sender_wait`, charged to the call path and
+(:func:`perflow.pag.edges.late_sender_wait`, charged to the call path and
 process that completed the receive) and the waiting time of every
 synchronising collective participant
-(:func:`perflow.trace.edges.collective_wait`, charged to the call). The
+(:func:`perflow.pag.edges.collective_wait`, charged to the call). The
 waiting time charged to a (vertex, process) is capped at its exclusive time.
 """
 
@@ -42,7 +42,7 @@ def waiting_time(pag: PAG) -> pd.DataFrame:
         ``vertex``, ``process``, ``late_sender``, ``collective``, ``wait``
         (their sum); empty for a PAG without a trace.
     """
-    from perflow.trace.edges import collective_wait, late_sender_wait
+    from perflow.pag.edges import collective_wait, late_sender_wait
 
     cols = ["vertex", "process", "late_sender", "collective", "wait"]
     tr = pag.trace

@@ -313,7 +313,7 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
     )
     tr = pag.trace
     if tr is not None:
-        from perflow.trace.edges import late_sender_wait
+        from perflow.pag.edges import late_sender_wait
 
         df["late_sender_wait"] = np.bincount(d, weights=late_sender_wait(tr), minlength=P)
         c = tr.collectives

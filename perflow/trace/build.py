@@ -28,7 +28,7 @@ from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_fr
 from .match import collective_table, message_table
 from .raw import RawTrace
 from .scan import SCAN_ERRORS, enclosing_instance, scan_regions
-from .tables import Trace
+from ..pag.instances import Trace
 
 __all__ = [
     "build_pag",
@@ -129,7 +129,7 @@ def build_pag(
     -------
     PAG
         With ``time_inc``, ``time_exc``, ``visits``, byte counts and any
-        trace metric, and a :class:`~perflow.trace.tables.Trace`.
+        trace metric, and a :class:`~perflow.pag.instances.Trace`.
     """
     if validate:
         raw.validate()

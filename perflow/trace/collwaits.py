@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..kinds import CollectiveOp
 from .flat import njit
-from .tables import Trace
+from ..pag.instances import Trace
 from .waits import _frame, empty_waits
 
 __all__ = ["collective_waits"]

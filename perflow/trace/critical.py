@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .flat import flat_timeline, locations, njit
-from .tables import Trace
+from ..pag.instances import Trace
 from .waits import IDLE_KINDS
 
 __all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS"]

@@ -38,7 +38,7 @@ import pandas as pd
 
 from ..kinds import CollectiveOp
 from .flat import flat_timeline, locations, njit, window_sums
-from .tables import Trace
+from ..pag.instances import Trace
 from .waits import IDLE_KINDS
 
 __all__ = ["DelayResult", "delay_costs"]

@@ -1,7 +1,7 @@
 """Locations and the flat (exclusive) timeline of a trace, for the trace analyses.
 
 A *location* is one (process, thread) stream. :func:`locations` numbers the
-locations of a :class:`~perflow.trace.tables.Trace` and groups its intervals
+locations of a :class:`~perflow.pag.instances.Trace` and groups its intervals
 by location. :func:`flat_timeline` rebuilds, per location, the Enter/Leave
 event stream from the interval table (intervals of a location are numbered in
 Enter order, which is a pre-order of the instance tree, so the stream is
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .tables import Trace
+from ..pag.instances import Trace
 
 __all__ = [
     "Locations",

@@ -25,7 +25,7 @@ import pandas as pd
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, P2P, CollectiveOp, CollEv
 from .raw import RawTrace
-from .tables import conform
+from ..pag.instances import conform
 
 __all__ = [
     "message_table",

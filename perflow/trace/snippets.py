@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..kinds import MPIClass, mpi_class
 from .flat import locations, njit, subtree_sizes
-from .tables import Trace
+from ..pag.instances import Trace
 
 __all__ = ["snippet_table", "normalised_performance", "performance_matrix", "cluster_within", "Matrix"]
 

@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .flat import locations, njit, trace_cached
-from .tables import Trace
+from ..pag.instances import Trace
 
 __all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "wait_instances", "p2p_waits", "IDLE_KINDS"]
 

@@ -16,7 +16,7 @@ from perflow.errors import FormatError, MetricError, PerflowError, TraceError  #
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
-from perflow.trace.edges import collective_wait, late_sender_wait  # noqa: E402
+from perflow.pag.edges import collective_wait, late_sender_wait  # noqa: E402
 
 
 @pytest.fixture(scope="module")

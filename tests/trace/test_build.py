@@ -7,7 +7,7 @@ import pytest
 import perflow
 from perflow import CollectiveOp, TraceBuilder
 from perflow.errors import TraceError
-from perflow.trace.edges import collective_wait, late_sender_wait
+from perflow.pag.edges import collective_wait, late_sender_wait
 
 
 def critical_path_example() -> perflow.PAG:

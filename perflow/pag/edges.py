@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import CollectiveOp
-from .tables import Trace
+from .instances import Trace
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pag.parallel import ParallelView
