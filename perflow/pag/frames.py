@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
+from .stats import one_stat
 
 __all__ = ["INDEX_NAMES", "make_metrics", "aggregate", "AGGREGATIONS", "present_levels"]
 
@@ -185,34 +186,14 @@ def aggregate(
         raise PAGError(f"unknown aggregation {agg!r}; choose one of {', '.join(AGGREGATIONS)}")
     if column not in metrics.columns:
         raise MetricError(f"unknown metric {column!r}; metrics are {', '.join(map(str, metrics.columns))}")
-    v = metrics.index.codes[0]
-    v = np.asarray(v, dtype=np.int64)
+    v = np.asarray(metrics.index.codes[0], dtype=np.int64)
     x = metrics[column].to_numpy(dtype=np.float64, na_value=np.nan)
-    counts = np.bincount(v, minlength=n_vertices)
-    if agg == "count":
-        return counts.astype(np.float64)
     n_loc = max(n_locations, 1)
-    absent = counts < n_loc
-    if agg == "sum":
-        return np.bincount(v, weights=x, minlength=n_vertices)
-    if agg == "mean":
-        return np.bincount(v, weights=x, minlength=n_vertices) / n_loc
-    if agg == "std":
-        s = np.bincount(v, weights=x, minlength=n_vertices)
-        s2 = np.bincount(v, weights=x * x, minlength=n_vertices)
-        mean = s / n_loc
-        return np.sqrt(np.maximum(s2 / n_loc - mean * mean, 0.0))
+    if agg != "median":
+        return one_stat(v, x, agg, n_vertices=n_vertices, n_groups=n_loc)
+    counts = np.bincount(v, minlength=n_vertices)
     starts, _ = _segments(v, n_vertices)
-    out = np.zeros(n_vertices, dtype=np.float64)
     has = counts > 0
-    if agg in ("max", "min"):
-        if len(x):
-            red = (np.maximum if agg == "max" else np.minimum).reduceat(x, starts[has])
-            out[has] = red
-        if absent.any():
-            fn = np.maximum if agg == "max" else np.minimum
-            out[absent & has] = fn(out[absent & has], 0.0)
-        return out
     # median with the zeros of absent locations: sort within each vertex's segment
     order = np.lexsort((x, v))
     xs = x[order]

@@ -24,6 +24,8 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
 from perflow.pag.sets import VertexSet
+from perflow.pag.stats import ACROSS, group_rows, location_key
+from perflow.pag.stats import vertex_stats as stats_of_rows
 
 __all__ = [
     "Grouped",
@@ -41,8 +43,6 @@ __all__ = [
     "edge_mask",
     "edge_kinds",
 ]
-
-ACROSS = ("process", "location")
 
 
 @dataclass(frozen=True)
@@ -95,67 +95,30 @@ def grouped(pag: PAG, metric: str, across: str = "process") -> Grouped:
         raise PassError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
     m = pag._metrics
     idx = m.index
-    v = np.asarray(idx.codes[0], dtype=np.int64)
-    pc = np.asarray(idx.codes[1], dtype=np.int64)
-    tc = np.asarray(idx.codes[2], dtype=np.int64)
     plev = idx.levels[1].to_numpy().astype(np.int64)
     tlev = idx.levels[2].to_numpy().astype(np.int64)
-    x = m[metric].to_numpy(dtype=np.float64, na_value=np.nan)
-    x = np.nan_to_num(x, nan=0.0)
+    # the index codes order the groups as their ids do, so they serve as group keys
+    v, key, x = group_rows(
+        idx.codes[0], idx.codes[1], idx.codes[2], m[metric].to_numpy(dtype=np.float64, na_value=np.nan), across
+    )
     if across == "location":
         loc = pag.locations
         lp, lt = loc["process"].to_numpy(), loc["thread"].to_numpy()
-        lkey = np.searchsorted(plev, lp) * max(len(tlev), 1) + np.searchsorted(tlev, lt)
-        g = np.searchsorted(lkey, pc * max(len(tlev), 1) + tc)
+        lkey = location_key(np.searchsorted(plev, lp), np.searchsorted(tlev, lt))
+        g = np.searchsorted(lkey, key)
         return Grouped(v, g, x, pag.n_vertices, len(loc), lp.astype(np.int64), lt.astype(np.int64))
-    if len(tlev) > 1 and len(v):
-        key = v * max(len(plev), 1) + pc
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        x = np.add.reduceat(x, starts)
-        v, pc = v[starts], pc[starts]
-    return Grouped(v, pc, x, pag.n_vertices, len(plev), plev, np.full(len(plev), -1, dtype=np.int64))
+    return Grouped(v, key, x, pag.n_vertices, len(plev), plev, np.full(len(plev), -1, dtype=np.int64))
 
 
 def vertex_stats(g: Grouped) -> dict[str, np.ndarray]:
     """Per-vertex statistics across groups, dense semantics (a missing group counts 0).
 
-    Returns ``sum``, ``mean``, ``max``, ``min``, ``std`` (population), ``count``
-    (groups with a row), ``argmax`` (group code of the maximum; the lowest on
-    ties; -1 when the maximum is a missing group's 0) and ``n`` (groups).
+    See :mod:`perflow.pag.stats`: ``sum``, ``mean``, ``max``, ``min``, ``std``
+    (population), ``count`` (groups with a row), ``argmax`` (group code of the
+    maximum; the lowest on ties; -1 when the maximum is a missing group's 0)
+    and ``n`` (groups).
     """
-    nv, n = g.n_vertices, max(g.n_groups, 1)
-    v, x = g.vertex, g.value
-    count = np.bincount(v, minlength=nv)
-    s = np.bincount(v, weights=x, minlength=nv)
-    s2 = np.bincount(v, weights=x * x, minlength=nv)
-    mean = s / n
-    std = np.sqrt(np.maximum(s2 / n - mean * mean, 0.0))
-    mx = np.zeros(nv)
-    mn = np.zeros(nv)
-    has = count > 0
-    if len(x):
-        starts = np.cumsum(count) - count
-        mx[has] = np.maximum.reduceat(x, starts[has])
-        mn[has] = np.minimum.reduceat(x, starts[has])
-    absent = count < n
-    mx[absent & has] = np.maximum(mx[absent & has], 0.0)
-    mn[absent & has] = np.minimum(mn[absent & has], 0.0)
-    argmax = np.full(nv, -1, dtype=np.int64)
-    hit = x == mx[v]
-    rows = np.flatnonzero(hit)
-    if len(rows):
-        first = np.unique(v[rows], return_index=True)
-        argmax[first[0]] = g.group[rows[first[1]]]
-    return {
-        "sum": s,
-        "mean": mean,
-        "max": mx,
-        "min": mn,
-        "std": std,
-        "count": count,
-        "argmax": argmax,
-        "n": np.full(nv, n, dtype=np.int64),
-    }
+    return stats_of_rows(g.vertex, g.group, g.value, g.n_vertices, g.n_groups)
 
 
 def as_pag(data: PAG | Selection) -> PAG:
