@@ -27,6 +27,7 @@ from .errors import (
 )
 from .flow import Flow, FlowResult, load_flow, pass_, run
 from .kinds import CollectiveOp, MPIClass, VertexKind
+from .pag.instances import Trace
 from .pag.pag import PAG, MetricInfo
 from .pag.parallel import ParallelEdgeSet, ParallelVertexSet, ParallelView
 from .pag.persist import load
@@ -35,7 +36,6 @@ from .readers import formats, read
 from .trace.build import build_pag
 from .trace.builder import TraceBuilder
 from .trace.raw import RawTrace
-from .pag.instances import Trace
 
 __version__ = "0.1.0"
 

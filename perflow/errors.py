@@ -59,6 +59,10 @@ class FormatError(PerflowError, ValueError):
         loc = f"{self.path}" + (f" ({where})" if where else "")
         super().__init__(f"{loc}: {message}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
+        # rebuilt from its parts (an engine's worker raises it, the client re-raises it)
+        return (type(self), (self.path, self.reason, self.where))
+
 
 class PAGError(PerflowError, ValueError):
     """An invalid operation on a PAG (unknown vertex, metric, process, ...)."""

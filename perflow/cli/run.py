@@ -52,9 +52,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--engine",
-        choices=("local", "dask"),
         default="local",
-        help="where traces are read and analysed: this process (default) or a Dask cluster (perflow[dask])",
+        metavar="NAME",
+        help="where traces are read and analysed: local (this process, the default) or an engine of the "
+        "perflow.engines entry points, e.g. dask (a Dask cluster; pip install 'perflow[dask]')",
     )
     p.add_argument(
         "--scheduler",
@@ -128,19 +129,24 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     """Load, configure and run the flow; write and print its outputs (on the engine chosen with --engine)."""
-    from ..errors import ValidationError
+    from ..errors import FlowError, ValidationError
+    from ..flow.engine import make_engine
 
-    if getattr(args, "engine", "local") == "dask":
-        from ..dask.flow import cli_engine
+    name = getattr(args, "engine", "local") or "local"
+    opts = {"scheduler": getattr(args, "scheduler", None), "n_workers": getattr(args, "workers", None)}
+    if name == "local" and any(v is not None for v in opts.values()):
+        raise ValidationError(["--scheduler and --workers need an engine that takes them, e.g. --engine dask"])
+    try:
+        engine = make_engine(name, **opts)
+    except FlowError as e:
+        raise ValidationError([str(e)]) from None
+    try:
+        return _run(args, engine)
+    finally:
+        engine.close()
 
-        with cli_engine(args.scheduler, args.workers):
-            return _run(args)
-    if getattr(args, "scheduler", None) or getattr(args, "workers", None):
-        raise ValidationError(["--scheduler and --workers need --engine dask"])
-    return _run(args)
 
-
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, engine: Any = None) -> int:
     import traceback
 
     from ..errors import FlowError, ValidationError
@@ -170,6 +176,7 @@ def _run(args: argparse.Namespace) -> int:
         cache=args.cache,
         hooks=[Progress()] if show else [],
         allow_import=args.allow_import,
+        engine=engine,
     )
     printed = []
     hidden = []

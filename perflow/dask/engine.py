@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import PerflowError
+from ..trace.partition import Partitioning, partition_ranks
 from ..trace.raw import RawTrace
+from ..trace.split import definitions_only, location_parts, split_raw, traffic
 from .dtrace import DistTrace
-from .partition import Partitioning, partition_ranks
-from .split import definitions_only, location_parts, split_raw, traffic
 
 __all__ = ["Engine", "require_dask"]
 
@@ -46,7 +46,7 @@ def require_dask() -> Any:
 
 
 class Engine:
-    """Run perflow's trace analyses on a Dask cluster.
+    """Run perflow's trace analyses on a Dask cluster (an engine of :mod:`perflow.flow.engine`).
 
     Parameters
     ----------
@@ -64,9 +64,14 @@ class Engine:
         Memory limit per local worker (``"auto"``: RAM shared equally).
     client : distributed.Client, optional
         Use this client instead (not closed by :meth:`close`).
+    load_options : dict, optional
+        Options of :meth:`load` used when a flow reads a trace on this engine
+        (``partition``, ``n_partitions``, ``scout_events``, ...).
     **cluster_kwargs
         More :class:`distributed.LocalCluster` arguments.
     """
+
+    name = "dask"
 
     def __init__(
         self,
@@ -77,9 +82,15 @@ class Engine:
         processes: bool = True,
         memory_limit: str | int = "auto",
         client: Any = None,
+        load_options: dict[str, Any] | None = None,
         **cluster_kwargs: Any,
     ) -> None:
         distributed = require_dask()
+        for name in ("distributed", "bokeh", "tornado"):  # their start-up chatter is not perflow's output
+            lg = logging.getLogger(name)
+            if lg.level == logging.NOTSET and lg.getEffectiveLevel() < logging.WARNING:
+                lg.setLevel(logging.WARNING)
+        self.load_options = dict(load_options or {})
         self._own = client is None
         self.cluster = None
         if client is not None:
@@ -136,6 +147,24 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"<perflow.dask.Engine {self.client.scheduler.address} workers={len(self.workers)}>"
+
+    # ------------------------------------------------------------------ the engine protocol
+    def read(self, path: Any, format: str | None = None, **options: Any) -> Any:  # noqa: A002
+        """An OTF2 trace loaded on the cluster, as a :class:`~.lazy.DaskPAG`; ``None`` for other data.
+
+        Called by :func:`perflow.read` when this engine runs a flow; other
+        formats are read locally (they are profiles, or traces that need a
+        whole-file reader).
+        """
+        if format not in (None, "otf2") or not isinstance(path, str | os.PathLike):
+            return None
+        from ..readers.otf2 import is_otf2
+
+        if not is_otf2(path):
+            return None
+        opts = {**self.load_options, **{k: v for k, v in options.items() if k in ("close_open", "infer_collectives")}}
+        log.info("reading %s on the Dask engine", path)
+        return self.load(path, **opts).pag()
 
     # ------------------------------------------------------------------ loading
     def load(

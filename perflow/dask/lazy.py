@@ -1,12 +1,13 @@
-"""A PAG backed by a :class:`~perflow.dask.dtrace.DistTrace`: tables gathered on first use.
+"""A PAG backed by a :class:`~perflow.dask.dtrace.DistTrace`: analyses on the workers, tables gathered on first use.
 
 :meth:`DistTrace.pag` returns a :class:`DaskPAG`: a real :class:`~perflow.PAG`
 whose vertex table is on the client from the start, whose metrics table
 (one row per vertex and location) is gathered the first time a pass reads
 it, and whose instance tables (``pag.trace``: intervals, messages,
 collectives; as large as the trace) only when a pass needs them, with a
-logged warning when that is large. Passes with a distributed form
-(:mod:`perflow.dask.flow`) never gather: they run on the workers.
+logged warning when that is large. Its analyses (``pag.analyses``) run on the
+workers when they have a partitioned form (:class:`~.runtime.DaskExecutor`):
+a pass that asks for them gathers nothing.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
-from ..pag.pag import PAG, MetricInfo
 from ..pag.instances import Trace
+from ..pag.pag import PAG, MetricInfo
+from ..pag.stats import VERTEX_STATS
+from .runtime import DaskExecutor
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
-
     from .dtrace import DistTrace
 
 __all__ = ["DaskPAG", "LazyTrace", "GATHER_WARN_ROWS"]
@@ -45,6 +47,7 @@ class DaskPAG(PAG):
         self.dist = dist
         self._vertices = dist.vertex_table
         self._comm = None
+        self._executor = DaskExecutor(dist)
         self.attrs: dict[str, Any] = dist.pag_attrs()
 
     @property
@@ -74,8 +77,31 @@ class DaskPAG(PAG):
         return self.dist.metric_names
 
     def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
-        """Per-vertex aggregation, combined on the workers (``median`` gathers the metrics table)."""
-        return self.dist.aggregate(metric, agg)
+        """Per-vertex aggregation across locations, combined on the workers (``median`` gathers the metrics)."""
+        if agg == "median":
+            log.warning("median has no partitioned form: gathering the %r column", metric)
+            return super().aggregate(metric, agg)
+        self._check_metric(metric)
+        if agg not in ("sum", "mean", "max", "min", "std", "count"):
+            return super().aggregate(metric, agg)  # the error of an unknown aggregation
+        st = self.analyses.get(VERTEX_STATS, metric=metric, across="location")
+        vals = np.asarray(st[agg], dtype=np.float64)
+        return pd.Series(vals, index=self._vertices.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
+
+    def _check_metric(self, metric: str) -> None:
+        if metric not in self.dist.metric_names:
+            from ..errors import MetricError
+
+            raise MetricError(f"unknown metric {metric!r} (metrics: {', '.join(self.dist.metric_names)})")
+
+    @property
+    def locations(self) -> pd.DataFrame:  # type: ignore[override]
+        """The (process, thread) locations with data (only their keys are gathered)."""
+        return self.dist.locations()
+
+    @property
+    def _n_locations(self) -> int:  # type: ignore[override]
+        return len(self.dist.locations())
 
     @property
     def n_processes(self) -> int:
@@ -87,12 +113,7 @@ class DaskPAG(PAG):
 
 
 class LazyTrace(Trace):
-    """A :class:`~perflow.pag.instances.Trace` whose tables are gathered from the workers on first access.
-
-    Its identity is stable, so results cached per trace
-    (:func:`perflow.trace.flat.trace_cached`) can be filled in by the
-    distributed engine before a pass asks for them.
-    """
+    """A :class:`~perflow.pag.instances.Trace` whose tables are gathered from the workers on first access."""
 
     def __init__(self, dist: DistTrace) -> None:  # noqa: D107 - no Trace.__init__: nothing is gathered here
         object.__setattr__(self, "_dist", dist)
@@ -117,7 +138,7 @@ class LazyTrace(Trace):
     @property
     def n_intervals(self) -> int:
         """Number of region instances (known without gathering)."""
-        return int(self._dist._tree["n_intervals"])
+        return int(self._dist.built.tree["n_intervals"])
 
     @property
     def span(self) -> tuple[float, float]:

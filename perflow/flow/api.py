@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import ValidationError
 from .cache import Cache
+from .engine import using
 from .flow import MISSING, Flow
 from .plan import compile_flow
 from .problems import did_you_mean
@@ -27,8 +28,9 @@ def _read_as(value: Any, tp: Any) -> Any:
         return value
     if tp is resolve_type("PAG"):
         from ..readers import read
+        from .engine import current_engine
 
-        return read(value)
+        return read(value, engine=current_engine())
     if tp is pd.DataFrame:
         p = Path(value)
         if p.suffix == ".csv":
@@ -87,6 +89,7 @@ def run(
     settings: Mapping[str, Any] | None = None,
     allow_import: bool = False,
     keep: bool = False,
+    engine: Any = None,
     **input_values: Any,
 ) -> FlowResult:
     """Run a flow and return its :class:`FlowResult`.
@@ -115,6 +118,9 @@ def run(
     keep : bool
         Keep every step's outputs in ``result.intermediates`` (they are
         otherwise released once no later step needs them).
+    engine : Engine, optional
+        Where the flow reads and analyses its data (see
+        :mod:`perflow.flow.engine`); default: this process.
 
     Returns
     -------
@@ -134,11 +140,12 @@ def run(
     if settings:
         f = f.with_settings(settings)
     plan = compile_flow(f, allow_import=allow_import)
-    values = prepare_inputs(f, {**dict(inputs or {}), **input_values})
     store = cache if isinstance(cache, Cache) or cache is None else Cache(cache)
     if jobs is None:
         jobs = min(os.cpu_count() or 1, len(plan.tasks))
-    r = execute(plan, values, jobs=jobs, cache=store, hooks=hooks, keep=keep)
+    with using(engine):
+        values = prepare_inputs(f, {**dict(inputs or {}), **input_values})
+        r = execute(plan, values, jobs=jobs, cache=store, hooks=hooks, keep=keep)
     rows = []
     for t in plan.tasks:
         start, end = r.times.get(t.index, (float("nan"), float("nan")))

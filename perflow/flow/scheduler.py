@@ -22,6 +22,7 @@ instead of run, and tasks only needed by cached tasks are not run at all.
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import logging
 import queue
@@ -72,11 +73,7 @@ class _Synchronous:
 
 def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     spec = task.spec
-    from ..dask.flow import distributed_call
-
-    res = distributed_call(spec, args, settings)  # NotImplemented unless a pass runs on a Dask engine's data
-    if res is NotImplemented:
-        res = spec.func(*args, **settings)
+    res = spec.func(*args, **settings)
     if spec.multi_output:
         if not isinstance(res, Mapping) or set(res) != set(task.outputs):
             got = sorted(res) if isinstance(res, Mapping) else type(res).__name__
@@ -282,7 +279,8 @@ class _Run:
                     else:
                         if pool is None:
                             pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow")
-                        pool.submit(self.work, i, args, self.keys.get(i), dynamic)
+                        # each step runs in a copy of this context (the current engine, ...)
+                        pool.submit(contextvars.copy_context().run, self.work, i, args, self.keys.get(i), dynamic)
                     del args
                 i, outs, err, status, key, start, end = self.q.get()
                 running -= 1

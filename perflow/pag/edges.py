@@ -20,17 +20,40 @@ from .instances import Trace
 if TYPE_CHECKING:  # pragma: no cover
     from ..pag.parallel import ParallelView
 
-__all__ = ["message_edges", "collective_edges", "late_sender_wait", "collective_wait", "last_arrivers"]
+__all__ = [
+    "message_edges",
+    "collective_edges",
+    "message_late_sender",
+    "late_sender_wait",
+    "collective_row_wait",
+    "collective_wait",
+    "last_arrivers",
+    "SYNC_OPS",
+]
+
+
+#: collective operations that synchronise even when they move no data
+SYNC_OPS = (CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE)
+
+
+def message_late_sender(
+    ok: np.ndarray, send_enter: np.ndarray, recv_enter: np.ndarray, recv_leave: np.ndarray
+) -> np.ndarray:
+    """The one definition of a message's Late Sender wait: ``max(0, min(Es, Lr) - Er)`` where ``ok``, else 0.
+
+    ``Es`` is the enter of the call that issued the send, ``Er``/``Lr`` the
+    enter/leave of the call that completed the receive; ``ok`` marks messages
+    whose send and receive calls are known and that respect the clock
+    condition. The wait-state analysis (:mod:`perflow.trace.waits`) charges
+    these per receive call; the parallel view sums them per edge.
+    """
+    w = np.zeros(len(ok))
+    w[ok] = np.maximum(0.0, np.minimum(send_enter[ok], recv_leave[ok]) - recv_enter[ok])
+    return w
 
 
 def late_sender_wait(trace: Trace) -> np.ndarray:
-    """Late Sender waiting time of each message: ``max(0, min(Es, Lr) - Er)``.
-
-    ``Es`` is the enter of the region that issued the send, ``Er``/``Lr`` the
-    enter/leave of the region that completed the receive. Messages whose
-    send or receive region is unknown, or that violate the clock condition,
-    get 0.
-    """
+    """Late Sender waiting time of each message of a trace (:func:`message_late_sender`)."""
     m = trace.messages
     iv = trace.intervals
     si = m["send_interval"].to_numpy()
@@ -38,18 +61,16 @@ def late_sender_wait(trace: Trace) -> np.ndarray:
     ok = (si >= 0) & (ri >= 0) & ~m["clock_violation"].to_numpy()
     enter = iv["enter"].to_numpy()
     leave = iv["leave"].to_numpy()
-    w = np.zeros(len(m))
-    es = enter[si[ok]]
-    er = enter[ri[ok]]
-    lr = leave[ri[ok]]
-    w[ok] = np.maximum(0.0, np.minimum(es, lr) - er)
-    return w
+    si0, ri0 = np.maximum(si, 0), np.maximum(ri, 0)
+    if not len(enter):
+        return np.zeros(len(m))
+    return message_late_sender(ok, enter[si0], enter[ri0], leave[ri0])
 
 
 def last_arrivers(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Per collective row: the latest enter of its instance, and whether the row is the last arriver.
 
-    Ties are broken by the lowest process; exactly one row per instance is the last arriver.
+    Ties are broken by the lowest (process, thread); exactly one row per instance is the last arriver.
     """
     c = trace.collectives
     if not len(c):
@@ -60,7 +81,7 @@ def last_arrivers(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     latest = np.full(n_inst, -np.inf)
     np.maximum.at(latest, inst, begin)
     cand = begin == latest[inst]
-    # first candidate row per instance (rows are sorted by instance, process)
+    # first candidate row per instance (rows are sorted by instance, process, thread)
     first = np.full(n_inst, len(inst))
     np.minimum.at(first, inst[cand], np.flatnonzero(cand))
     is_last = np.zeros(len(inst), dtype=bool)
@@ -68,26 +89,30 @@ def last_arrivers(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return latest[inst], is_last
 
 
-def collective_wait(trace: Trace) -> np.ndarray:
-    """Waiting time of each collective participant: ``max(0, min(latest enter, L_i) - E_i)``.
+def collective_row_wait(
+    op: np.ndarray, latest: np.ndarray, begin: np.ndarray, end: np.ndarray, moved: np.ndarray
+) -> np.ndarray:
+    """The one definition of a collective participant's wait: ``max(0, min(latest enter, L_i) - E_i)``.
 
-    Applies to synchronising collectives; a data collective that moves zero
-    bytes on every participant is no synchronisation point (its rows get 0),
-    while barriers (and MPI_Init/Finalize) always are.
+    ``latest`` is the latest enter of the row's instance, ``moved`` the bytes
+    its instance moved over all participants: a data collective that moves
+    nothing is no synchronisation point (0), while barriers and
+    MPI_Init/Finalize always are.
     """
+    w = np.maximum(0.0, np.minimum(latest, end) - begin)
+    sync = np.isin(op, SYNC_OPS) | (moved > 0)
+    return np.where(sync, w, 0.0)
+
+
+def collective_wait(trace: Trace) -> np.ndarray:
+    """Waiting time of each collective row of a trace (:func:`collective_row_wait`)."""
     c = trace.collectives
     if not len(c):
         return np.zeros(0)
     latest, _ = last_arrivers(trace)
-    begin = c["begin"].to_numpy()
-    end = c["end"].to_numpy()
-    w = np.maximum(0.0, np.minimum(latest, end) - begin)
-    op = c["op"].to_numpy()
-    barrier = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE])
     inst = c["instance"].to_numpy()
     moved = np.bincount(inst, weights=(c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64))
-    sync = barrier | (moved[inst] > 0)
-    return np.where(sync, w, 0.0)
+    return collective_row_wait(c["op"].to_numpy(), latest, c["begin"].to_numpy(), c["end"].to_numpy(), moved[inst])
 
 
 def _interval_rows(view: ParallelView, trace: Trace, rows: np.ndarray) -> np.ndarray:

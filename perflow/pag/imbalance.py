@@ -45,6 +45,9 @@ def imbalance_measures(
     imb = np.where(pos, (mx - mean) / safe_max, 0.0)
     nn = np.asarray(n).astype(np.float64)
     spread = mx - mn
+    # a spread at the rounding level of the values is no spread (std is then rounding noise too); the
+    # normalised values lie in [0, 1], so their standard deviation is at most 1/2
+    flat = spread <= 1e-9 * np.maximum(np.abs(mx), np.abs(mn))
     return {
         "max_over_mean": np.where(mean > 0, mx / safe_mean, np.where(pos, np.inf, 1.0)),
         "imbalance": imb,
@@ -52,5 +55,5 @@ def imbalance_measures(
         "percent_imbalance": np.where(mean > 0, 100.0 * (mx / safe_mean - 1.0), 0.0),
         "craypat_percent": np.where(nn > 1, 100.0 * imb * nn / np.maximum(nn - 1, 1), 0.0),
         "load_balance": np.where(pos, mean / safe_max, 1.0),
-        "normalized_std": np.where(spread > 0, std / np.where(spread > 0, spread, 1.0), 0.0),
+        "normalized_std": np.where(flat, 0.0, np.minimum(std / np.where(flat, 1.0, spread), 0.5)),
     }

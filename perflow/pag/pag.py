@@ -28,15 +28,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
-from .instances import Trace
 from .frames import aggregate, make_metrics
+from .instances import Trace
 from .tree import TreeIndex, tree_index
 from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
+    from .analysis import AnalysisManager
     from .parallel import ParallelView
+    from .partitioned import Executor
     from .sets import Vertex, VertexSet
 
 __all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS", "normalize_vertices"]
@@ -308,6 +310,16 @@ class PAG:
             raise PAGError(f"{len(ids)} vertices are named {key!r} (ids {ids[:5].tolist()}...); use an id or path")
         return Vertex(self, int(ids[0]))
 
+    #: the executor of this PAG's analyses (None: this process); an engine's PAGs set their own
+    _executor: Executor | None = None
+
+    @functools.cached_property
+    def analyses(self) -> AnalysisManager:
+        """The cached analyses of this PAG (see :mod:`perflow.pag.analysis`): ``pag.analyses.get(ANALYSIS, **settings)``."""
+        from .analysis import AnalysisManager
+
+        return AnalysisManager(self, self._executor)
+
     @functools.cached_property
     def parallel(self) -> ParallelView:
         """The parallel view: (vertex, process, thread) vertices and communication edges."""
@@ -383,7 +395,10 @@ class PAG:
             m[k] = a
         mi = dict(self._metric_info)
         mi.update(info or {})
-        return PAG(self._vertices, m, metric_info=mi, trace=self._trace, comm=self._comm, attrs=self.attrs)
+        out = PAG(self._vertices, m, metric_info=mi, trace=self._trace, comm=self._comm, attrs=self.attrs)
+        if "analyses" in self.__dict__:  # what does not read the metrics stays valid
+            out.analyses.inherit(self.analyses, unchanged=frozenset({"vertices", "trace"}))
+        return out
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
         """Save to a directory in perflow's versioned on-disk format (see :mod:`perflow.pag.persist`)."""

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FormatError
-from .instances import Trace
 from .frames import make_metrics
+from .instances import Trace
 from .pag import PAG, MetricInfo
 
 __all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION", "is_saved_pag"]

@@ -30,10 +30,15 @@ locations ``process * 2**24 + thread`` (:func:`location_key`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..errors import PAGError
+from ..errors import MetricError, PAGError
+from .analysis import Analysis, Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pag import PAG
 
 __all__ = [
     "ACROSS",
@@ -47,6 +52,10 @@ __all__ = [
     "finish",
     "vertex_stats",
     "one_stat",
+    "Grouped",
+    "grouped",
+    "StatsSettings",
+    "VERTEX_STATS",
 ]
 
 #: how rows are grouped: by process (threads summed) or by (process, thread) location
@@ -238,3 +247,133 @@ def one_stat(vertex: np.ndarray, value: np.ndarray, agg: str, *, n_vertices: int
     if len(x):
         ext[has] = fn.reduceat(x, starts[has])
     return _dense(ext, count, n_groups, fn)
+
+
+# ----------------------------------------------------------------------- a PAG's rows, grouped
+@dataclass(frozen=True)
+class Grouped:
+    """One metric reduced to one value per (vertex, group).
+
+    Attributes
+    ----------
+    vertex : numpy.ndarray
+        Vertex id of each row (sorted, then by group).
+    group : numpy.ndarray
+        Group code of each row (``0..n_groups-1``).
+    value : numpy.ndarray
+        float64 metric value of each row.
+    n_vertices, n_groups : int
+        Sizes of the dense (vertex x group) matrix the rows are a sparse form of.
+    process, thread : numpy.ndarray
+        Process id and thread id of each group (thread is -1 for process groups).
+    """
+
+    vertex: np.ndarray
+    group: np.ndarray
+    value: np.ndarray
+    n_vertices: int
+    n_groups: int
+    process: np.ndarray
+    thread: np.ndarray
+
+    def dense(self) -> np.ndarray:
+        """The (n_vertices, n_groups) matrix, zeros where there is no row."""
+        out = np.zeros((self.n_vertices, max(self.n_groups, 1)))
+        out[self.vertex, self.group] = self.value
+        return out
+
+
+def grouped(pag: PAG, metric: str, across: str = "process") -> Grouped:
+    """Values of ``metric`` per (vertex, process) with threads summed, or per (vertex, location).
+
+    Parameters
+    ----------
+    pag : PAG
+    metric : str
+        A metric column.
+    across : {"process", "location"}
+        ``"process"`` sums the threads of each process; ``"location"`` keeps
+        every (process, thread) as its own group.
+    """
+    pag._check_metric(metric)
+    if across not in ACROSS:
+        raise PAGError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
+    m = pag._metrics
+    idx = m.index
+    plev = idx.levels[1].to_numpy().astype(np.int64)
+    tlev = idx.levels[2].to_numpy().astype(np.int64)
+    # the index codes order the groups as their ids do, so they serve as group keys
+    v, key, x = group_rows(
+        idx.codes[0], idx.codes[1], idx.codes[2], m[metric].to_numpy(dtype=np.float64, na_value=np.nan), across
+    )
+    if across == "location":
+        loc = pag.locations
+        lp, lt = loc["process"].to_numpy(), loc["thread"].to_numpy()
+        lkey = location_key(np.searchsorted(plev, lp), np.searchsorted(tlev, lt))
+        g = np.searchsorted(lkey, key)
+        return Grouped(v, g, x, pag.n_vertices, len(loc), lp.astype(np.int64), lt.astype(np.int64))
+    return Grouped(v, key, x, pag.n_vertices, len(plev), plev, np.full(len(plev), -1, dtype=np.int64))
+
+
+# ----------------------------------------------------------------------- the analysis
+@dataclass(frozen=True)
+class StatsSettings(Settings):
+    """Which metric, grouped how (see :data:`VERTEX_STATS`)."""
+
+    metric: str = "time_exc"
+    across: Literal["process", "location"] = "process"
+
+
+def _n_groups(pag: PAG, across: str) -> int:
+    return len(pag.processes) if across == "process" else len(pag.locations)
+
+
+def _with_ids(st: dict[str, np.ndarray], process: np.ndarray, thread: np.ndarray) -> dict[str, np.ndarray]:
+    a = st["argmax"]
+    ok = a >= 0
+    st["argmax_process"] = np.where(ok, process[np.maximum(a, 0)] if len(process) else -1, -1)
+    st["argmax_thread"] = np.where(ok, thread[np.maximum(a, 0)] if len(thread) else -1, -1)
+    return st
+
+
+def _stats_local(pag: PAG, s: StatsSettings) -> dict[str, np.ndarray]:
+    g = grouped(pag, s.metric, s.across)
+    return _with_ids(vertex_stats(g.vertex, g.group, g.value, g.n_vertices, g.n_groups), g.process, g.thread)
+
+
+def _stats_partial(part: Any, s: StatsSettings) -> Partial:
+    rows = part.metric_rows(s.metric)
+    if rows is None:
+        return Partial.empty(part.n_vertices)
+    v, key, x = group_rows(*rows, s.across)
+    return partial(v, key, x, part.n_vertices)
+
+
+def _stats_combine(parts: list[Partial], s: StatsSettings) -> Partial:
+    return combine(parts)
+
+
+def _stats_finish(pag: PAG, p: Partial, s: StatsSettings) -> dict[str, np.ndarray]:
+    if s.metric not in pag.metric_names:
+        raise MetricError(f"unknown metric {s.metric!r} (metrics: {', '.join(pag.metric_names)})")
+    st = finish(p, _n_groups(pag, s.across))
+    key = st["argmax"]
+    if s.across == "process":
+        st["argmax_process"], st["argmax_thread"] = key.copy(), np.full(len(key), -1, dtype=np.int64)
+    else:
+        st["argmax_process"], st["argmax_thread"] = split_location_key(key)
+    return st
+
+
+#: per-vertex statistics of one metric across processes or locations (:func:`finish`'s dict, plus
+#: ``argmax_process``/``argmax_thread``); partitioned, so an engine computes it where the rows live
+VERTEX_STATS = Analysis(
+    "pag.vertex_stats",
+    compute=_stats_local,
+    partial=_stats_partial,
+    combine=_stats_combine,
+    finish=_stats_finish,
+    settings=StatsSettings,
+    uses=frozenset({"metrics", "vertices"}),
+    doc="per-vertex sum, mean, max, min, std, count and argmax of a metric across groups",
+)

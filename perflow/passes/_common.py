@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
 from perflow.pag.sets import VertexSet
-from perflow.pag.stats import ACROSS, group_rows, location_key
+from perflow.pag.stats import Grouped, grouped
 from perflow.pag.stats import vertex_stats as stats_of_rows
 
 __all__ = [
@@ -43,71 +42,6 @@ __all__ = [
     "edge_mask",
     "edge_kinds",
 ]
-
-
-@dataclass(frozen=True)
-class Grouped:
-    """One metric reduced to one value per (vertex, group).
-
-    Attributes
-    ----------
-    vertex : numpy.ndarray
-        Vertex id of each row (sorted, then by group).
-    group : numpy.ndarray
-        Group code of each row (``0..n_groups-1``).
-    value : numpy.ndarray
-        float64 metric value of each row.
-    n_vertices, n_groups : int
-        Sizes of the dense (vertex x group) matrix the rows are a sparse form of.
-    process, thread : numpy.ndarray
-        Process id and thread id of each group (thread is -1 for process groups).
-    """
-
-    vertex: np.ndarray
-    group: np.ndarray
-    value: np.ndarray
-    n_vertices: int
-    n_groups: int
-    process: np.ndarray
-    thread: np.ndarray
-
-    def dense(self) -> np.ndarray:
-        """The (n_vertices, n_groups) matrix, zeros where there is no row."""
-        out = np.zeros((self.n_vertices, max(self.n_groups, 1)))
-        out[self.vertex, self.group] = self.value
-        return out
-
-
-def grouped(pag: PAG, metric: str, across: str = "process") -> Grouped:
-    """Values of ``metric`` per (vertex, process) with threads summed, or per (vertex, location).
-
-    Parameters
-    ----------
-    pag : PAG
-    metric : str
-        A metric column.
-    across : {"process", "location"}
-        ``"process"`` sums the threads of each process; ``"location"`` keeps
-        every (process, thread) as its own group.
-    """
-    pag._check_metric(metric)
-    if across not in ACROSS:
-        raise PassError(f"across must be one of {', '.join(ACROSS)}, not {across!r}")
-    m = pag._metrics
-    idx = m.index
-    plev = idx.levels[1].to_numpy().astype(np.int64)
-    tlev = idx.levels[2].to_numpy().astype(np.int64)
-    # the index codes order the groups as their ids do, so they serve as group keys
-    v, key, x = group_rows(
-        idx.codes[0], idx.codes[1], idx.codes[2], m[metric].to_numpy(dtype=np.float64, na_value=np.nan), across
-    )
-    if across == "location":
-        loc = pag.locations
-        lp, lt = loc["process"].to_numpy(), loc["thread"].to_numpy()
-        lkey = location_key(np.searchsorted(plev, lp), np.searchsorted(tlev, lt))
-        g = np.searchsorted(lkey, key)
-        return Grouped(v, g, x, pag.n_vertices, len(loc), lp.astype(np.int64), lt.astype(np.int64))
-    return Grouped(v, key, x, pag.n_vertices, len(plev), plev, np.full(len(plev), -1, dtype=np.int64))
 
 
 def vertex_stats(g: Grouped) -> dict[str, np.ndarray]:

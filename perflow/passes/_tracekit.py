@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
+from perflow.pag.instances import Trace
 from perflow.pag.pag import PAG
 from perflow.pag.tree import descendants_mask
-from perflow.trace.critical import CriticalPath, critical_path
-from perflow.trace.flat import flat_timeline, locations, trace_cached
-from perflow.pag.instances import Trace
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, wait_instances
+from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
+from perflow.trace.critical import CriticalPath
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
 
 __all__ = [
     "require_trace",
@@ -66,23 +66,22 @@ def waits_for(
     late_receiver: str = "synchronous",
     early_reduce: str = "latest",
 ) -> pd.DataFrame:
-    """The (cached, shared: do not modify) wait-state instance table of a PAG."""
-    trace = require_trace(pag, pass_name)
-    check_choice(pass_name, "late_receiver", late_receiver, ("synchronous", "blocking", "none"))
-    check_choice(pass_name, "early_reduce", early_reduce, ("latest", "earliest"))
-    if int(window) < 0:
-        raise PassError(f"pass {pass_name!r}: wrong_order_window must be >= 0, got {window}")
-    return wait_instances(
-        trace, _names(pag), window=int(window), late_receiver=late_receiver, early_reduce=early_reduce
+    """The wait-state instance table of a PAG (computed once per PAG and settings; shared: do not modify)."""
+    require_trace(pag, pass_name)
+    return pag.analyses.get(
+        WAIT_INSTANCES,
+        owner=f"pass {pass_name!r}",
+        wrong_order_window=window,
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
     )
 
 
 def cp_for(pag: PAG, pass_name: str, **wait_settings: Any) -> tuple[CriticalPath, pd.DataFrame]:
-    """The (cached) critical path of a PAG and the wait table it was computed from."""
-    trace = require_trace(pag, pass_name)
+    """The critical path of a PAG and the wait table it was computed from (both computed once)."""
     w = waits_for(pag, pass_name, **wait_settings)
-    key = ("critical_path", tuple(sorted(wait_settings.items())), pag.n_vertices)
-    return trace_cached(trace, key, lambda: critical_path(trace, w, pag.n_vertices)), w
+    s = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
+    return pag.analyses.get(CRITICAL_PATH, owner=f"pass {pass_name!r}", **s), w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:
@@ -125,28 +124,13 @@ def non_useful_mask(pag: PAG, kinds: tuple[str, ...] | list[str]) -> np.ndarray:
 
 def exclusive_by_vertex(pag: PAG, pass_name: str) -> tuple[np.ndarray, float]:
     """Exclusive time per vertex summed over all locations, from the trace; plus the time outside regions."""
-    trace = require_trace(pag, pass_name)
-    flat = flat_timeline(trace)
-    n = pag.n_vertices
-
-    def build() -> tuple[np.ndarray, float]:
-        if len(flat.time) < 2:
-            return np.zeros(n), 0.0
-        dur = np.diff(flat.time)
-        same = np.ones(len(dur), dtype=bool)
-        ends = flat.offsets[1:-1] - 1  # last event of every location but the last
-        same[ends[(ends >= 0) & (ends < len(dur))]] = False
-        v = flat.vertex[:-1]
-        w = np.where(same, np.maximum(dur, 0.0), 0.0)
-        out = np.bincount(np.where(v >= 0, v, n), weights=w, minlength=n + 1)
-        return out[:n], float(out[n])
-
-    return trace_cached(trace, ("exclusive_by_vertex", n), build)
+    require_trace(pag, pass_name)
+    return pag.analyses.get(EXCLUSIVE_BY_VERTEX)  # type: ignore[no-any-return]
 
 
 def n_locations(pag: PAG) -> int:
     """Number of (process, thread) locations of a trace-backed PAG."""
-    return max(len(locations(pag.trace)), 1) if pag.trace is not None else max(len(pag.locations), 1)
+    return max(len(pag.analyses.get(LOCATIONS)), 1) if pag.trace is not None else max(len(pag.locations), 1)
 
 
 def kind_list(pass_name: str, kinds: list[str] | None, family: str | None = None) -> list[str]:

@@ -23,12 +23,15 @@ receiver``; the collective part with one outer product per communicator.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.kinds import CollectiveOp
+from perflow.pag.analysis import Analysis, NoSettings
 from perflow.pag.pag import PAG
 
 from ._common import as_pag, edge_mask
@@ -96,9 +99,9 @@ def p2p_messages(pag: PAG) -> pd.DataFrame:
     )
 
 
-def _axis(pag: PAG, msgs: pd.DataFrame) -> np.ndarray:
+def _axis(pag: PAG, msgs: pd.DataFrame, collectives: bool = True) -> np.ndarray:
     procs = [pag.processes, msgs["src"].to_numpy(), msgs["dst"].to_numpy()]
-    if pag.trace is not None and len(pag.trace.collectives):
+    if collectives and pag.trace is not None and len(pag.trace.collectives):
         procs.append(pag.trace.collectives["process"].to_numpy().astype(np.int64))
     return np.unique(np.concatenate(procs).astype(np.int64))
 
@@ -137,11 +140,53 @@ def _collective_matrix(pag: PAG, axis: np.ndarray, metric: str) -> np.ndarray:
     return out
 
 
+def message_traffic(messages: pd.DataFrame) -> pd.DataFrame:
+    """Messages (rows of ``Trace.messages``) summed per (sender, receiver) process: ``count``, ``bytes``, ``time``.
+
+    ``time`` is the transfer time ``max(0, receive completion - send)``.
+    """
+    df = pd.DataFrame(
+        {
+            "src": messages["send_process"].to_numpy().astype(np.int64),
+            "dst": messages["recv_process"].to_numpy().astype(np.int64),
+            "count": np.ones(len(messages), dtype=np.int64),
+            "bytes": messages["bytes"].to_numpy().astype(np.int64),
+            "time": np.maximum(0.0, messages["recv_time"].to_numpy() - messages["send_time"].to_numpy()),
+        }
+    )
+    return df.groupby(["src", "dst"], sort=True)[["count", "bytes", "time"]].sum().reset_index()
+
+
+def _traffic_partial(part: Any, s: NoSettings) -> pd.DataFrame:
+    return message_traffic(part.messages())
+
+
+def _traffic_combine(parts: list[pd.DataFrame], s: NoSettings) -> pd.DataFrame:
+    df = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
+    return df.groupby(["src", "dst"], sort=True)[["count", "bytes", "time"]].sum().reset_index()
+
+
+def _traffic_finish(pag: PAG, df: pd.DataFrame, s: NoSettings) -> pd.DataFrame:
+    return df
+
+
+#: point-to-point traffic of a trace per (sender, receiver) process; partitioned (each partition sums the
+#: messages received there)
+P2P_TRAFFIC = Analysis(
+    "comm.p2p_traffic",
+    partial=_traffic_partial,
+    combine=_traffic_combine,
+    finish=_traffic_finish,
+    uses=frozenset({"trace"}),
+    doc="messages, bytes and transfer time per (sender, receiver) process",
+)
+
+
 def _matrix(pag: PAG, metric: str, collectives: bool) -> tuple[np.ndarray, np.ndarray]:
     if metric not in COMM_METRICS:
         raise PassError(f"metric must be one of {', '.join(COMM_METRICS)}, not {metric!r}")
-    msgs = p2p_messages(pag)
-    axis = _axis(pag, msgs)
+    msgs = pag.analyses.get(P2P_TRAFFIC) if pag.trace is not None else p2p_messages(pag)
+    axis = _axis(pag, msgs, collectives)
     P = len(axis)
     s = np.searchsorted(axis, msgs["src"].to_numpy())
     d = np.searchsorted(axis, msgs["dst"].to_numpy())

@@ -19,10 +19,9 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.delays import delay_costs
-from perflow.trace.flat import trace_cached
+from perflow.trace.analyses import DELAY_COSTS
 
-from ._tracekit import call_path_column, name_column, require_trace, waits_for
+from ._tracekit import call_path_column, name_column, require_trace
 
 __all__ = ["root_cause", "delay_tables"]
 
@@ -36,10 +35,14 @@ def delay_tables(
     early_reduce: str = "latest",
 ) -> dict[str, Any]:
     """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
-    trace = require_trace(pag, pass_name)
-    w = waits_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
-    key = ("delay", bool(long_term), late_receiver, early_reduce, pag.n_vertices)
-    res = trace_cached(trace, key, lambda: delay_costs(trace, w, pag.n_vertices, long_term=long_term))
+    require_trace(pag, pass_name)
+    res = pag.analyses.get(
+        DELAY_COSTS,
+        owner=f"pass {pass_name!r}",
+        long_term=long_term,
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
+    )
     total = res.total_wait if res.total_wait > 0 else 1.0
     c = res.costs[res.costs["cost"].to_numpy() > 1e-12 * total]  # drop rounding noise
     direct = c[~c["propagating"].to_numpy()]

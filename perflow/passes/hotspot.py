@@ -23,8 +23,9 @@ from perflow.flow.registry import pass_
 from perflow.pag.frames import AGGREGATIONS
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
+from perflow.pag.stats import VERTEX_STATS
 
-from ._common import as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
+from ._common import as_pag, resolve_metric, selected_vertices, vertex_columns
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
 
@@ -51,7 +52,7 @@ def hotspot_table(
     inclusive = info.mode == "inclusive"
     value = pag.aggregate(col, agg).to_numpy()
     total = float(value[pag.roots].sum()) if inclusive else float(value.sum())
-    stats = vertex_stats(grouped(pag, col, "process"))
+    stats = pag.analyses.get(VERTEX_STATS, owner="pass 'hotspot'", metric=col, across="process")
     ids = selected_vertices(data)
     ids = np.arange(pag.n_vertices) if ids is None else np.asarray(ids)
     vs = VertexSet(pag, ids)
@@ -68,13 +69,11 @@ def hotspot_table(
             raise PassError(f"k must be >= 0, not {k}")
         ids, share = ids[:k], share[:k]
     df = vertex_columns(pag, ids)
-    procs = pag.processes
-    amax = stats["argmax"][ids]
     df["value"] = value[ids]
     df["share"] = share
     df["max"] = stats["max"][ids]
     df["mean"] = stats["mean"][ids]
-    df["max_process"] = np.where(amax >= 0, procs[np.maximum(amax, 0)] if len(procs) else -1, -1)
+    df["max_process"] = stats["argmax_process"][ids]
     unit = info.unit
     df.attrs.update({"metric": col, "agg": agg, "total": total, "units": {"value": unit, "max": unit, "mean": unit}})
     return df.reset_index(drop=True)

@@ -40,6 +40,7 @@ from perflow.pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
+from perflow.pag.stats import VERTEX_STATS
 
 from ._common import Grouped, as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
 
@@ -61,9 +62,10 @@ def imbalance_stats(
     return imbalance_measures(mean, mx, mn, std, n)
 
 
-def _floor(g: Grouped, min_value: float) -> float:
+def _floor(st: dict[str, np.ndarray], min_value: float) -> float:
     """``min_value``, raised to a noise floor of 1e-9 of the largest magnitude (rounding residue of exclusive times)."""
-    top = float(np.abs(g.value).max()) if len(g.value) else 0.0
+    has = st["count"] > 0
+    top = float(np.max(np.abs(np.r_[st["row_max"][has], st["row_min"][has]]), initial=0.0))
     return max(min_value, 1e-9 * top)
 
 
@@ -82,12 +84,11 @@ def imbalance_table(
     col = resolve_metric(pag, metric)
     if criterion not in IMBALANCE_CRITERIA:
         raise PassError(f"unknown imbalance criterion {criterion!r}; choose one of {', '.join(IMBALANCE_CRITERIA)}")
-    g = grouped(pag, col, across)
-    st = vertex_stats(g)
+    st = pag.analyses.get(VERTEX_STATS, owner="pass 'imbalance'", metric=col, across=across)
     meas = imbalance_stats(st["mean"], st["max"], st["min"], st["std"], st["n"])
     ids = selected_vertices(data)
     ids = np.arange(pag.n_vertices) if ids is None else np.asarray(ids)
-    keep = st["max"][ids] > _floor(g, min_value)
+    keep = st["max"][ids] > _floor(st, min_value)
     if threshold is not None:
         crit = meas[criterion][ids]
         keep &= (crit <= threshold) if criterion == "load_balance" else (crit > threshold)
@@ -98,13 +99,12 @@ def imbalance_table(
     if k is not None:
         ids = ids[: max(int(k), 0)]
     df = vertex_columns(pag, ids)
-    amax = st["argmax"][ids]
     df["n"] = st["n"][ids]
     for c in ("mean", "max", "min", "std"):
         df[c] = st[c][ids]
-    df["max_process"] = np.where(amax >= 0, g.process[np.maximum(amax, 0)], -1) if g.n_groups else -1
+    df["max_process"] = st["argmax_process"][ids]
     if across == "location":
-        df["max_thread"] = np.where(amax >= 0, g.thread[np.maximum(amax, 0)], -1) if g.n_groups else -1
+        df["max_thread"] = st["argmax_thread"][ids]
     for c in IMBALANCE_CRITERIA:
         df[c] = meas[c][ids]
     u = pag.metric_info[col].unit
@@ -209,7 +209,7 @@ def _outlier_rows(
     g = grouped(pag, col, across)
     st = vertex_stats(g)
     mean_r = st["mean"][g.vertex]
-    hit = (g.value > k * mean_r) & (g.value > _floor(g, min_value))
+    hit = (g.value > k * mean_r) & (g.value > _floor(st, min_value))
     if ids is not None:
         hit &= np.isin(g.vertex, ids)
     rows = np.flatnonzero(hit)

@@ -21,9 +21,10 @@ def read(path: Path, *, format: str | None = None) -> PAG:  # noqa: A002
     format
         Force a format instead of detecting it (see ``perflow info``).
     """
+    from perflow.flow.engine import current_engine
     from perflow.readers import read as read_any
 
-    return read_any(path, format=format)
+    return read_any(path, format=format, engine=current_engine())
 
 
 @pass_(version="1", tags=("io",))

@@ -21,6 +21,7 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.trace.analyses import LOCATIONS
 from perflow.trace.snippets import Matrix, normalised_performance, performance_matrix, snippet_table
 
 from ._tracekit import require_trace, waits_for
@@ -197,6 +198,7 @@ def variance(
         names,
         vt["kind"].astype(str).to_numpy(),
         waits=w,
+        locs=pag.analyses.get(LOCATIONS),
         counter=counter,
         tolerance=tolerance,
         min_instances=int(min_instances),

@@ -27,7 +27,6 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.flat import locations
 from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS
 
 from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
@@ -250,7 +249,7 @@ def wait_state_summary(
         w = w[w["kind"].astype(str).map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True).to_numpy()]
     t0, t1 = trace.span
     span = max(t1 - t0, 1e-300)
-    nloc = max(len(locations(trace)), n_locations(pag))
+    nloc = n_locations(pag)
     kind = w["kind"].astype(str)
     if by == "kind":
         g = w.groupby(kind)["amount"].agg(["sum", "size"]).rename(columns={"sum": "amount", "size": "instances"})

@@ -1,6 +1,8 @@
 """Readers: performance data from other tools into PAGs.
 
-One module per format under :mod:`perflow.readers`, each exposing
+One module per format under :mod:`perflow.readers` (and any module a
+third-party package registers in the entry-point group ``perflow.readers``,
+checked after perflow's own), each exposing
 
 * ``FORMAT``: the format name (``"otf2"``, ``"cube"``, ...),
 * ``DESCRIPTION``: one line for ``perflow info`` and the docs,
@@ -40,8 +42,21 @@ READER_MODULES: dict[str, str] = {
 }
 
 
+def _plugin_readers() -> dict[str, str]:
+    """Format -> module of the readers registered in the ``perflow.readers`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    out = {}
+    for ep in entry_points(group="perflow.readers"):
+        if ep.name not in READER_MODULES:
+            out[ep.name] = ep.value.split(":")[0]
+    return out
+
+
 def reader_module(fmt: str) -> ModuleType:
     """The module that reads ``fmt`` (raising FormatError for an unknown or unavailable format)."""
+    if fmt not in READER_MODULES and fmt in _plugin_readers():
+        return importlib.import_module(_plugin_readers()[fmt])
     if fmt not in READER_MODULES:
         from difflib import get_close_matches
 
@@ -59,7 +74,7 @@ def reader_module(fmt: str) -> ModuleType:
 def formats() -> list[str]:
     """Names of the formats whose reader is available."""
     out = []
-    for f, mod in READER_MODULES.items():
+    for f, mod in {**READER_MODULES, **_plugin_readers()}.items():
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as exc:
@@ -87,7 +102,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     )
 
 
-def read(path: str | os.PathLike[str], format: str | None = None, **options: Any) -> Any:  # noqa: A002
+def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any = None, **options: Any) -> Any:  # noqa: A002
     """Read performance data into a PAG.
 
     Parameters
@@ -96,6 +111,10 @@ def read(path: str | os.PathLike[str], format: str | None = None, **options: Any
         A file or directory written by a supported tool, or a saved PAG.
     format : str, optional
         Force a format instead of detecting it (see :func:`formats`).
+    engine : Engine, optional
+        An engine (:mod:`perflow.flow.engine`) that reads the data where it
+        analyses them, e.g. on a Dask cluster; it may decline (returning
+        ``None``), and the readers here read the data.
     **options
         Passed to the reader.
 
@@ -107,9 +126,7 @@ def read(path: str | os.PathLike[str], format: str | None = None, **options: Any
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     fmt = format or detect_format(p)
-    from ..dask.flow import engine_read
-
-    pag = engine_read(p, fmt, **options)  # None unless a Dask engine is active (perflow run --engine dask)
+    pag = engine.read(p, fmt, **options) if engine is not None else None
     if pag is None:
         pag = reader_module(fmt).read(p, **options)
     pag.attrs.setdefault("source", str(p))

@@ -61,17 +61,37 @@ class TraceBuilder:
 
     # ------------------------------------------------------------- definitions
     def define_region(
-        self, name: str, *, role: str = "function", paradigm: str | None = None, file: str = "", line: int = 0
+        self,
+        name: str,
+        *,
+        role: str = "function",
+        paradigm: str | None = None,
+        file: str = "",
+        line: int = 0,
+        stack: Sequence[str] | None = None,
     ) -> int:
-        """Define (or look up) a region; MPI_* names get the MPI paradigm."""
-        if name not in self._regions:
+        """Define (or look up) a region; MPI_* names get the MPI paradigm.
+
+        ``stack`` (outermost first) is the call stack of the code that calls
+        the region, as a recorder intercepting calls knows it: the region is
+        then placed below those frames (see :mod:`perflow.trace.contexts`);
+        each (name, stack) is a region of its own, like a call site.
+        """
+        key: Any = name if not stack else (name, tuple(stack))
+        if key not in self._regions:
             if paradigm is None:
                 paradigm = "mpi" if name.upper().startswith("MPI_") else "user"
-            self._regions[name] = len(self._region_rows)
+            sid = -1
+            if stack:
+                for frame in stack:
+                    self.define_region(frame)
+                sid = self._stacks.setdefault(tuple(stack), len(self._stacks))
+            self._regions[key] = len(self._region_rows)
             self._region_rows.append(
-                {"name": name, "role": role, "paradigm": paradigm, "file": file, "line": line, "module": ""}
-            )
-        return self._regions[name]
+                {"name": name, "role": role, "paradigm": paradigm, "file": file, "line": line, "module": "",
+                 "stack": sid}
+            )  # fmt: skip
+        return self._regions[key]
 
     def comm(self, comm_id: int, members: Sequence[int], name: str = "") -> None:
         """Define a communicator: ``members[r]`` is the world rank of its rank ``r``."""
@@ -193,9 +213,11 @@ class TraceBuilder:
 
     # ------------------------------------------------------------- conveniences
     @contextmanager
-    def region(self, p: int, name: str, start: float, end: float, *, thread: int = 0) -> Iterator[None]:
+    def region(
+        self, p: int, name: str, start: float, end: float, *, thread: int = 0, **region: Any
+    ) -> Iterator[None]:
         """Enter ``name`` at ``start``; what the block adds is nested inside; leave at ``end``."""
-        self.enter(p, start, name, thread=thread)
+        self.enter(p, start, name, thread=thread, **region)
         yield
         self.leave(p, end, thread=thread)
 
@@ -210,13 +232,15 @@ class TraceBuilder:
         recv: dict[str, Any] | None = None,
         coll: dict[str, Any] | None = None,
         thread: int = 0,
+        **region: Any,
     ) -> None:
         """A leaf region instance, optionally carrying a send (at ``start``), a receive (at ``end``) or a collective.
 
         ``coll`` takes ``op`` (default: from the region name), ``root``,
-        ``sent``, ``received`` (or ``bytes`` for both) and ``comm``.
+        ``sent``, ``received`` (or ``bytes`` for both) and ``comm``; other
+        keywords define the region (``stack``, ``file``, ``line``, ...).
         """
-        self.enter(p, start, name, thread=thread)
+        self.enter(p, start, name, thread=thread, **region)
         if send is not None:
             self.send(p, start, thread=thread, **send)
         if coll is not None:
@@ -290,7 +314,11 @@ class TraceBuilder:
                     "type": "cpu",
                 }
             ),
-            regions=pd.DataFrame(self._region_rows, columns=["name", "role", "paradigm", "file", "line", "module"]),
+            regions=pd.DataFrame(
+                self._region_rows,
+                columns=["name", "role", "paradigm", "file", "line", "module"]
+                + (["stack"] if any(r["stack"] >= 0 for r in self._region_rows) else []),
+            ),
             region_events={c: np.asarray(v) for c, v in tables["region"].items()},
             p2p_events={c: np.asarray(v) for c, v in tables["p2p"].items()},
             coll_events={c: np.asarray(v) for c, v in tables["coll"].items()},

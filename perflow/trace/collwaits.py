@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import CollectiveOp
-from .flat import njit
 from ..pag.instances import Trace
+from .flat import njit
 from .waits import _frame, empty_waits
 
 __all__ = ["collective_waits"]

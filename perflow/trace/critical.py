@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .flat import flat_timeline, locations, njit
 from ..pag.instances import Trace
+from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
 from .waits import IDLE_KINDS
 
 __all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS"]
@@ -166,7 +166,14 @@ def _charge(time, owner, vertex, offsets, hl, ha, hb, nvert):  # type: ignore[no
     return pl[:n], pa[:n], pb[:n], po[:n], cp
 
 
-def critical_path(trace: Trace, waits: pd.DataFrame, n_vertices: int) -> CriticalPath:
+def critical_path(
+    trace: Trace,
+    waits: pd.DataFrame,
+    n_vertices: int,
+    *,
+    locs: Locations | None = None,
+    flat: FlatTimeline | None = None,
+) -> CriticalPath:
     """Find the critical path of ``trace`` given its wait-state instances.
 
     Parameters
@@ -176,9 +183,11 @@ def critical_path(trace: Trace, waits: pd.DataFrame, n_vertices: int) -> Critica
         The wait-state instance table (:func:`perflow.trace.waits.wait_instances`).
     n_vertices : int
         Number of top-down vertices (length of ``cp_time``).
+    locs, flat : optional
+        ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand.
     """
-    locs = locations(trace)
-    flat = flat_timeline(trace)
+    locs = locs if locs is not None else locations(trace)
+    flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
     if L == 0:
         empty = pd.DataFrame({c: np.zeros(0) for c in SEGMENT_COLUMNS})

@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import CollectiveOp
-from .flat import flat_timeline, locations, njit, window_sums
 from ..pag.instances import Trace
+from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, window_sums
 from .waits import IDLE_KINDS
 
 __all__ = ["DelayResult", "delay_costs"]
@@ -280,10 +280,21 @@ def _offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(sorted_keys, np.arange(n + 1)).astype(np.int64)
 
 
-def delay_costs(trace: Trace, waits: pd.DataFrame, n_vertices: int, *, long_term: bool = False) -> DelayResult:
-    """Delay costs of the idle wait states in ``waits`` (a wait-state instance table of ``trace``)."""
-    locs = locations(trace)
-    flat = flat_timeline(trace)
+def delay_costs(
+    trace: Trace,
+    waits: pd.DataFrame,
+    n_vertices: int,
+    *,
+    long_term: bool = False,
+    locs: Locations | None = None,
+    flat: FlatTimeline | None = None,
+) -> DelayResult:
+    """Delay costs of the idle wait states in ``waits`` (a wait-state instance table of ``trace``).
+
+    ``locs`` and ``flat`` are ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand.
+    """
+    locs = locs if locs is not None else locations(trace)
+    flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
     iv = trace.intervals
     leave = iv["leave"].to_numpy()

@@ -10,13 +10,11 @@ interval after every event. Slot ``k`` of a location, between its events
 ``k`` and ``k + 1``, is exclusive time of interval ``owner[k]``; that is what
 the critical-path and delay analyses charge to call paths.
 
-Both results are cached per trace object (a trace never changes).
+A PAG computes both once (:mod:`perflow.trace.analyses`).
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -31,7 +29,6 @@ __all__ = [
     "locations",
     "flat_timeline",
     "subtree_sizes",
-    "trace_cached",
     "njit",
     "window_sums",
 ]
@@ -49,36 +46,6 @@ except ImportError:  # pragma: no cover
 
     def njit(f: Callable[..., Any]) -> Callable[..., Any]:
         return f
-
-
-_CACHE: dict[int, tuple[weakref.ref[Any], dict[Any, Any], dict[Any, threading.Lock]]] = {}
-_LOCK = threading.Lock()
-
-
-def trace_cached(trace: Trace, key: Any, factory: Callable[[], T]) -> T:
-    """Return ``factory()`` computed once per (trace object, key).
-
-    Entries go away with the trace. Threads asking for the same entry at the
-    same time (steps of a flow running concurrently) wait for one computation.
-    Callers must not mutate what they get back.
-    """
-    tid = id(trace)
-    with _LOCK:
-        entry = _CACHE.get(tid)
-        if entry is None or entry[0]() is not trace:
-            ref = weakref.ref(trace, lambda _r, tid=tid: _CACHE.pop(tid, None))
-            entry = (ref, {}, {})
-            _CACHE[tid] = entry
-        store, locks = entry[1], entry[2]
-        if key in store:
-            return store[key]  # type: ignore[no-any-return]
-        lock = locks.setdefault(key, threading.Lock())
-    with lock:
-        if key in store:
-            return store[key]  # type: ignore[no-any-return]
-        value = factory()
-        store[key] = value
-    return value
 
 
 @dataclass(frozen=True)
@@ -119,11 +86,7 @@ class Locations:
 
 
 def locations(trace: Trace) -> Locations:
-    """Number the locations of ``trace`` (cached)."""
-    return trace_cached(trace, "locations", lambda: _locations(trace))
-
-
-def _locations(trace: Trace) -> Locations:
+    """Number the locations of ``trace`` (a PAG caches it: :data:`perflow.trace.analyses.LOCATIONS`)."""
     iv = trace.intervals
     proc = iv["process"].to_numpy().astype(np.int64)
     thr = iv["thread"].to_numpy().astype(np.int64)
@@ -217,13 +180,9 @@ def _flatten(order, offsets, parent, enter, leave):  # type: ignore[no-untyped-d
     return time, owner
 
 
-def flat_timeline(trace: Trace) -> FlatTimeline:
-    """The flat exclusive timeline of ``trace`` (cached)."""
-    return trace_cached(trace, "flat", lambda: _flat_timeline(trace))
-
-
-def _flat_timeline(trace: Trace) -> FlatTimeline:
-    locs = locations(trace)
+def flat_timeline(trace: Trace, locs: Locations | None = None) -> FlatTimeline:
+    """The flat exclusive timeline of ``trace`` (a PAG caches it: :data:`perflow.trace.analyses.FLAT_TIMELINE`)."""
+    locs = locs if locs is not None else locations(trace)
     iv = trace.intervals
     parent = iv["parent"].to_numpy().astype(np.int64)
     time, owner = _flatten(
@@ -292,16 +251,13 @@ def _sizes(order, parent):  # type: ignore[no-untyped-def]
     return size
 
 
-def subtree_sizes(trace: Trace) -> np.ndarray:
-    """Number of intervals in each interval's subtree, itself included (cached).
+def subtree_sizes(trace: Trace, locs: Locations | None = None) -> np.ndarray:
+    """Number of intervals in each interval's subtree, itself included.
 
     Intervals of a location are a pre-order of its instance tree, so the
     subtree of interval ``i`` is the ``size[i]`` intervals from ``i`` on in
     ``locations(trace).order``.
     """
 
-    def build() -> np.ndarray:
-        locs = locations(trace)
-        return _sizes(locs.order, trace.intervals["parent"].to_numpy().astype(np.int64))
-
-    return trace_cached(trace, "subtree_sizes", build)
+    locs = locs if locs is not None else locations(trace)
+    return _sizes(locs.order, trace.intervals["parent"].to_numpy().astype(np.int64))

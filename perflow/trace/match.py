@@ -1,4 +1,4 @@
-"""Message matching and collective grouping, vectorised.
+"""Preparing point-to-point and collective events for matching, vectorised.
 
 Point-to-point messages are matched FIFO per (communicator, source,
 destination, tag): the k-th send from ``s`` to ``d`` with tag ``t`` on
@@ -25,11 +25,9 @@ import pandas as pd
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, P2P, CollectiveOp, CollEv
 from .raw import RawTrace
-from ..pag.instances import conform
 
 __all__ = [
-    "message_table",
-    "collective_table",
+    "record_key",
     "nth_pairs",
     "rank_within",
     "to_world",
@@ -104,6 +102,24 @@ def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     return out
 
 
+def record_key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray) -> np.ndarray:
+    """One dense int64 code per (communicator, source, destination, tag): equal tuples, equal codes.
+
+    Sources and destinations are world ranks (non-negative); communicator
+    and tag are coded together. Codes are only comparable within one call.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    ct = (np.asarray(comm, dtype=np.int64) << 32) + (np.asarray(tag, dtype=np.int64) & 0xFFFFFFFF)
+    codes, uniq = pd.factorize(ct)
+    n = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    if len(uniq) * n * n < (1 << 62):
+        return (codes.astype(np.int64) * n + src) * n + dst
+    key, _ = pd.factorize(codes.astype(np.int64) * n + src)  # pragma: no cover - huge rank counts
+    key, _ = pd.factorize(key.astype(np.int64) * n + dst)
+    return key.astype(np.int64)
+
+
 def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
     """Translate communicator-local ranks to world ranks (-1 stays -1).
 
@@ -114,11 +130,14 @@ def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
     out = local.copy()
     if not raw.comms or not len(comm):
         return out
-    for c in np.unique(comm):
+    ucomm = comm[:1] if len(comm) and bool((comm == comm[0]).all()) else np.sort(pd.unique(comm))
+    for c in ucomm:
         members = raw.comms.get(int(c))
         if members is None:
             continue
-        sel = (comm == c) & (local >= 0)
+        members = np.asarray(members, dtype=np.int64)
+        identity = bool(np.array_equal(members, np.arange(len(members))))  # e.g. MPI_COMM_WORLD: nothing to map
+        sel = local >= 0 if len(ucomm) == 1 else (comm == c) & (local >= 0)
         lr = local[sel]
         if len(lr) and lr.max() >= len(members):
             src = raw.attrs.get("source", "trace")
@@ -126,18 +145,9 @@ def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
                 f"{src}: rank {int(lr.max())} is outside communicator {int(c)} "
                 f"({raw.comm_names.get(int(c), '')!s}, {len(members)} members)"
             )
-        out[sel] = np.asarray(members, dtype=np.int64)[lr]
+        if not identity:
+            out[sel] = members[lr]
     return out
-
-
-def _key4(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """One int64 per 4-tuple of small non-negative ints (factorised when they would overflow)."""
-    cols = [np.asarray(x, dtype=np.int64) for x in (a, b, c, d)]
-    key = np.zeros(len(cols[0]), dtype=np.int64)
-    for x in cols:
-        codes, uniq = pd.factorize(x)
-        key = key * max(len(uniq), 1) + codes
-    return key
 
 
 @dataclass
@@ -232,70 +242,12 @@ def p2p_threaded(raw: RawTrace) -> bool:
     loc = raw.p2p_events["location"].astype(np.int64)
     if not len(loc):
         return False
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
-    return len(np.unique(loc)) != len(np.unique(proc))
-
-
-def message_table(
-    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray
-) -> tuple[pd.DataFrame, tuple[int, int]]:
-    """Match point-to-point events into messages.
-
-    Parameters
-    ----------
-    raw : RawTrace
-    enclosing : numpy.ndarray
-        Region instance open at each p2p event.
-    intervals : pandas.DataFrame
-        The instance table (for process and thread).
-    inst_region : numpy.ndarray
-        Region id of each instance (to recognise synchronous sends).
-
-    Returns
-    -------
-    (pandas.DataFrame, (int, int))
-        The messages table and the numbers of unmatched sends and receives.
-    """
-    ev = raw.p2p_events
-    if len(ev["location"]) == 0:
-        return conform("messages", None), (0, 0)
-    threaded = p2p_threaded(raw)
-    rec = p2p_records(raw, enclosing, inst_region, threaded)
-    s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
-    k_send = _key4(np.r_[comm[s], comm[r]], np.r_[proc[s], peer[r]], np.r_[peer[s], proc[r]], np.r_[tag[s], tag[r]])
-    ks, kr = k_send[: len(s)], k_send[len(s) :]
-    partner = nth_pairs(ks[rec.order_s], kr[rec.order_r])
-    matched = partner >= 0
-    si = rec.order_s[matched]
-    ri = rec.order_r[partner[matched]]
-    S, R = s[si], r[ri]
-    send_iv = enclosing[S]
-    mode = rec.mode[si]
-    send_complete, recv_post = rec.send_complete, rec.recv_post
-    send_time = ev["time"][S]
-    recv_time = ev["time"][R]
-    table = pd.DataFrame(
-        {
-            "send_process": proc[S],
-            "send_thread": thr[S],
-            "recv_process": proc[R],
-            "recv_thread": thr[R],
-            "comm": comm[S],
-            "tag": tag[S],
-            "bytes": ev["bytes"][S],
-            "send_interval": send_iv,
-            "send_complete_interval": send_complete[si],
-            "recv_post_interval": recv_post[ri],
-            "recv_interval": enclosing[R],
-            "send_time": send_time,
-            "recv_time": recv_time,
-            "mode": mode,
-            "clock_violation": send_time > recv_time,
-        }
-    )
-    if threaded:
-        table = table.sort_values(["send_process", "send_time"], kind="stable").reset_index(drop=True)
-    return conform("messages", table), (int(len(s) - matched.sum()), int(len(r) - matched.sum()))
+    if np.all(loc[1:] >= loc[:-1]):  # the contract: sorted by location
+        used = loc[np.r_[True, loc[1:] != loc[:-1]]]
+    else:
+        used = np.unique(loc)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[used]
+    return len(np.unique(proc)) != len(proc)
 
 
 def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
@@ -397,36 +349,3 @@ def synthesised_collective_rows(
         },
         copy=False,
     )
-
-
-def collective_table(
-    raw: RawTrace, enclosing: np.ndarray, intervals: pd.DataFrame, inst_region: np.ndarray, *, infer: bool = False
-) -> pd.DataFrame:
-    """Group collective events into instances, one row per participant.
-
-    MPI_Init and MPI_Finalize calls without collective events inside become
-    instances of :attr:`CollectiveOp.INIT` / :attr:`CollectiveOp.FINALIZE` on
-    the world communicator; with ``infer=True`` so does every call to a
-    collective operation (sources that record no collective events).
-    """
-    enter = intervals["enter"].to_numpy()
-    parts = [
-        collective_event_rows(raw, enclosing, enter).drop(columns=["row", "location"], errors="ignore"),
-        synthesised_collective_rows(
-            raw,
-            enclosing,
-            inst_region,
-            intervals["process"].to_numpy(),
-            intervals["thread"].to_numpy(),
-            enter,
-            intervals["leave"].to_numpy(),
-            infer,
-        ),
-    ]
-    df = pd.concat([p for p in parts if len(p)] or parts[-1:], ignore_index=True)
-    if not len(df):
-        return conform("collectives", None)
-    codes, _ = pd.factorize(df["key_comm"].to_numpy() * (1 << 32) + df["seq"].to_numpy())
-    df["instance"] = codes
-    df = df.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
-    return conform("collectives", df.drop(columns=["key_comm", "seq"]))

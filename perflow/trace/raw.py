@@ -46,6 +46,7 @@ __all__ = [
     "ENTER",
     "LEAVE",
     "empty_table",
+    "TABLE_SCHEMAS",
 ]
 
 ENTER = 0
@@ -114,7 +115,8 @@ THREAD_COLUMNS: dict[str, np.dtype] = {
     "pos": np.dtype(np.int64),
 }
 
-_TABLES = {
+#: the event tables and their columns
+TABLE_SCHEMAS: dict[str, dict[str, np.dtype]] = {
     "region_events": REGION_COLUMNS,
     "p2p_events": P2P_COLUMNS,
     "coll_events": COLL_COLUMNS,
@@ -122,6 +124,7 @@ _TABLES = {
     "sample_events": SAMPLE_COLUMNS,
     "thread_events": THREAD_COLUMNS,
 }
+_TABLES = TABLE_SCHEMAS
 
 
 def empty_table(columns: dict[str, np.dtype], n: int = 0) -> dict[str, np.ndarray]:

@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from ..kinds import MPIClass, mpi_class
-from .flat import locations, njit, subtree_sizes
 from ..pag.instances import Trace
+from .flat import Locations, locations, njit, subtree_sizes
 
 __all__ = ["snippet_table", "normalised_performance", "performance_matrix", "cluster_within", "Matrix"]
 
@@ -141,6 +141,7 @@ def snippet_table(
     tolerance: float = 0.02,
     min_instances: int = 5,
     per_process: bool = False,
+    locs: Locations | None = None,
 ) -> pd.DataFrame:
     """One row per snippet instance of a fixed-workload group, with its normalised performance.
 
@@ -154,7 +155,7 @@ def snippet_table(
     cols = ["process", "thread", "start", "end", "kind", "group", "from_vertex", "to_vertex", "time", "perf"]
     if n == 0:
         return pd.DataFrame({c: [] for c in cols})
-    locs = locations(trace)
+    locs = locs if locs is not None else locations(trace)
     order = locs.order
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     parent = iv["parent"].to_numpy().astype(np.int64)
@@ -169,7 +170,7 @@ def snippet_table(
     pos_of[order] = np.arange(n)
     calls = order[outer[order]]
     cloc = locs.of_interval[calls]
-    size = subtree_sizes(trace)
+    size = subtree_sizes(trace, locs)
     # computation snippets between consecutive calls of one location
     a, b = calls[:-1], calls[1:]
     same = cloc[:-1] == cloc[1:]

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .flat import locations, njit, trace_cached
 from ..pag.instances import Trace
+from .flat import Locations, locations, njit
 
 __all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "wait_instances", "p2p_waits", "IDLE_KINDS"]
 
@@ -223,7 +223,12 @@ def _wrong_order(gloc, gmin, glate, grep_st, grep_src, mstart, mst, msrc, window
 
 
 def p2p_waits(
-    trace: Trace, names: np.ndarray | None = None, *, window: int = 100, late_receiver: str = "synchronous"
+    trace: Trace,
+    names: np.ndarray | None = None,
+    *,
+    window: int = 100,
+    late_receiver: str = "synchronous",
+    locs: Locations | None = None,
 ) -> pd.DataFrame:
     """Point-to-point wait-state instances (see the module docstring).
 
@@ -237,6 +242,8 @@ def p2p_waits(
     late_receiver : {"synchronous", "blocking", "none"}
         Which sends can suffer Late Receiver: synchronous ones (MPI_Ssend,
         MPI_Issend), every blocking or synchronous one, or none.
+    locs : Locations, optional
+        ``locations(trace)``, when already at hand.
     """
     m = trace.messages
     iv = trace.intervals
@@ -276,10 +283,11 @@ def p2p_waits(
         late = gidle > 0
         cls = np.zeros(len(rep), dtype=np.int8)
         if window > 0 and late.any():
-            loc = locations(trace).of_interval[g_r]
+            locs = locs if locs is not None else locations(trace)
+            loc = locs.of_interval[g_r]
             gorder = np.lexsort((g_r, loc))  # receive order on each location
             st = m["send_time"].to_numpy()[rows]
-            src = locations(trace).lookup(m["send_process"].to_numpy()[rows], m["send_thread"].to_numpy()[rows])
+            src = locs.lookup(m["send_process"].to_numpy()[rows], m["send_thread"].to_numpy()[rows])
             # messages of group j (in gorder) are order[starts[j]:starts[j+1]] after re-sorting groups
             mstart = np.r_[starts, len(order)]
             sizes = np.diff(mstart)[gorder]
@@ -398,23 +406,19 @@ def wait_instances(
     window: int = 100,
     late_receiver: str = "synchronous",
     early_reduce: str = "latest",
+    locs: Locations | None = None,
 ) -> pd.DataFrame:
-    """Every wait-state instance of ``trace``, sorted by (process, thread, start); cached per trace.
+    """Every wait-state instance of ``trace``, sorted by (process, thread, start).
 
     The table has the columns of :data:`WAIT_COLUMNS`; ``attrs`` carries
     ``clock_violations``, ``unattributed_messages`` and ``test_completions``.
-    Callers must not modify it (copy first).
+    A PAG computes it once (:data:`perflow.trace.analyses.WAIT_INSTANCES`).
     """
-    key = ("waits", window, late_receiver, early_reduce, None if names is None else tuple(map(str, names)))
+    from .collwaits import collective_waits
 
-    def build() -> pd.DataFrame:
-        from .collwaits import collective_waits
-
-        p = p2p_waits(trace, names, window=window, late_receiver=late_receiver)
-        cw = collective_waits(trace, early_reduce=early_reduce)
-        out = pd.concat([p, cw], ignore_index=True)
-        out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
-        out.attrs = dict(p.attrs)
-        return out
-
-    return trace_cached(trace, key, build)
+    p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
+    cw = collective_waits(trace, early_reduce=early_reduce)
+    out = pd.concat([p, cw], ignore_index=True)
+    out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
+    out.attrs = dict(p.attrs)
+    return out

@@ -12,11 +12,15 @@ import pytest
 pytest.importorskip("dask", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
 pytest.importorskip("distributed", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
 
-from perflow.errors import FormatError, MetricError, PerflowError, TraceError  # noqa: E402
+from perflow.errors import FormatError, MetricError, PassError, TraceError  # noqa: E402
+from perflow.pag.edges import collective_wait, late_sender_wait  # noqa: E402
+from perflow.passes.comm import comm_matrix  # noqa: E402
+from perflow.passes.imbalance import imbalance  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
-from perflow.pag.edges import collective_wait, late_sender_wait  # noqa: E402
+
+from .example_analysis import WAITS_BY_VERTEX  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +80,16 @@ def test_wait_states_equal_single_process(engine, synthetic) -> None:  # type: i
     assert dt.summary()["exchanged_send_records"] == len(ref.trace.messages)
     ls = late_sender_wait(ref.trace)
     assert (ls > 0).sum() > 10  # the injected late senders make receivers wait
-    np.testing.assert_array_equal(dt.late_sender_wait(), ls)
+    np.testing.assert_array_equal(dt.messages()["late_sender_wait"].to_numpy(), ls)
     cw = collective_wait(ref.trace)
     c = dt.collectives()
     np.testing.assert_array_equal(c["wait"].to_numpy(), cw)
     assert c.groupby("instance")["last"].sum().eq(1).all()
-    wv = dt.wait_by_vertex()
+    # an analysis declared in one file of the tests runs on the workers, with no change to perflow.dask
+    pag = dt.pag()
+    wv = pag.analyses.get(WAITS_BY_VERTEX)
+    assert pag.gathered == set()
+    pd.testing.assert_frame_equal(wv, ref.analyses.get(WAITS_BY_VERTEX), rtol=1e-12)
     ivv = ref.trace.intervals["vertex"].to_numpy()
     exp_ls = np.bincount(ivv[ref.trace.messages["recv_interval"].to_numpy()], weights=ls, minlength=ref.n_vertices)
     exp_cw = np.bincount(ivv[ref.trace.collectives["interval"].to_numpy()], weights=cw, minlength=ref.n_vertices)
@@ -106,7 +114,8 @@ def test_aggregates_and_imbalance_from_partials(engine, synthetic) -> None:  # t
             else:  # sums are re-associated across partitions; std = sqrt(E[x^2] - mean^2) loses ~half the digits
                 np.testing.assert_allclose(got.to_numpy(), exp.to_numpy(), rtol=1e-12, atol=1e-7 * scale)
     d = dense_ref(ref, "time_exc", "process")
-    imb = dt.imbalance("time_exc").set_index("vertex")
+    pag = dt.pag()
+    imb = imbalance(pag, metric="time_exc").set_index("vertex")
     v = imb.index.to_numpy()
     np.testing.assert_allclose(imb["max"], d[v].max(axis=1), rtol=0)
     np.testing.assert_allclose(imb["mean"], d[v].mean(axis=1), rtol=1e-12)
@@ -116,29 +125,31 @@ def test_aggregates_and_imbalance_from_partials(engine, synthetic) -> None:  # t
     comp = imb[imb["name"] == "compute"].iloc[0]
     assert comp["max_process"] == 5  # the slow rank
     assert comp["call_path"] == "main/timestep/compute"
-    loc = dt.imbalance("visits", across="location", criterion="load_balance")
+    loc = imbalance(pag, metric="visits", across="location", criterion="load_balance")
     assert "max_thread" in loc.columns
+    assert pag.gathered == set()  # statistics are combined from the partitions' partials
     with pytest.raises(MetricError, match="unknown metric 'tim'"):
         dt.aggregate("tim")
-    with pytest.raises(PerflowError, match="unknown imbalance criterion"):
-        dt.imbalance(criterion="worst")
+    with pytest.raises(PassError, match="unknown imbalance criterion"):
+        imbalance(pag, criterion="worst")
 
 
 def test_median_runs_on_gathered_data(engine, synthetic, caplog) -> None:  # type: ignore[no-untyped-def]
     raw, ref = synthetic
     dt = engine.load(raw)
-    with caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+    with caplog.at_level(logging.WARNING, logger="perflow.dask.lazy"):
         got = dt.aggregate("time_exc", "median")
-    assert "median has no distributed form" in caplog.text
+    assert "median has no partitioned form" in caplog.text
     pd.testing.assert_series_equal(got, ref.aggregate("time_exc", "median"))
 
 
 def test_comm_matrix(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
     raw, ref = synthetic
-    dt = engine.load(raw)
+    pag = engine.load(raw).pag()
     m = ref.trace.messages
     for metric in ("bytes", "count", "time"):
-        got = dt.comm_matrix(metric)
+        got = comm_matrix(pag, metric=metric)
+        pd.testing.assert_frame_equal(got, comm_matrix(ref, metric=metric), rtol=1e-12)
         P = 12
         w = {
             "bytes": m["bytes"].to_numpy(dtype=float),
@@ -149,7 +160,8 @@ def test_comm_matrix(engine, synthetic) -> None:  # type: ignore[no-untyped-def]
         np.testing.assert_allclose(got.to_numpy(dtype=float), exp, rtol=1e-12)
         assert got.index.name == "sender" and got.columns.name == "receiver"
     # ring: rank 3 sends 15 messages of 4096 bytes to each neighbour
-    assert dt.comm_matrix("bytes").loc[3, 4] == 15 * 4096
+    assert comm_matrix(pag).loc[3, 4] == 15 * 4096
+    assert pag.gathered == set()
 
 
 def _fifo_trace() -> TraceBuilder:
@@ -192,9 +204,9 @@ def test_fifo_matching_across_partitions(engine) -> None:  # type: ignore[no-unt
     assert got == [[1, 200], [0, 100], [0, 101], [1, 201], [0, 102]]
     assert m.loc[m["send_process"] == 1, "mode"].tolist() == [1, 1]  # inside MPI_Ssend: synchronous
     assert pag.attrs["unmatched_recvs"] == 1 and pag.attrs["unmatched_sends"] == 0
-    np.testing.assert_array_equal(dt.late_sender_wait(), late_sender_wait(ref.trace))
-    np.testing.assert_array_equal(dt.collective_wait(), collective_wait(ref.trace))
-    np.testing.assert_allclose(dt.collective_wait(), [0.3, 0.2, 0.1, 0.0], rtol=1e-12)
+    np.testing.assert_array_equal(dt.messages()["late_sender_wait"].to_numpy(), late_sender_wait(ref.trace))
+    np.testing.assert_array_equal(dt.collectives()["wait"].to_numpy(), collective_wait(ref.trace))
+    np.testing.assert_allclose(dt.collectives()["wait"].to_numpy(), [0.3, 0.2, 0.1, 0.0], rtol=1e-12)
 
 
 def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -211,7 +223,7 @@ def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore
     assert dt.summary()["exchanged_send_records"] == 2 * 2 * 8
     assert set(dt.timings) >= {"scout", "ingest", "scan", "match"}
     assert_same_pag(dt.to_pag(), ref)
-    np.testing.assert_array_equal(dt.late_sender_wait(), late_sender_wait(ref.trace))
+    np.testing.assert_array_equal(dt.messages()["late_sender_wait"].to_numpy(), late_sender_wait(ref.trace))
 
 
 def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -226,17 +238,6 @@ def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert ok.attrs["closed_open_instances"] == 1
     with pytest.raises(FormatError, match="nothing"):
         engine.load(tmp_path / "nothing")
-    tb = TraceBuilder()
-    with tb.region(0, "main", 0.0, 2.0):
-        tb.sample(0, 1.0, ["solve"], 0.5)
-    with pytest.raises(PerflowError, match="sampled call stacks have no distributed form"):
-        engine.load(tb.raw())
-    raw = raw_trace(nprocs=2, iterations=1)
-    raw.regions["stack"] = -1
-    engine.load(raw)  # no region carries a stack: fine
-    raw.regions.loc[4, "stack"] = 0
-    with pytest.raises(PerflowError, match="regions carry call stacks"):
-        engine.load(raw)
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "traces.otf2").write_bytes(b"\x03\x42OTF2\x00" + b"\x00" * 40)
@@ -290,7 +291,7 @@ def test_threads_metrics_subcommunicators_and_an_empty_partition(engine) -> None
         dt = engine.load(raw, partition=np.array([0, 2, 2, 0]), infer_collectives=infer)
         assert dt.n_parts == 3
         assert_same_pag(dt.to_pag(), ref)
-        np.testing.assert_array_equal(dt.collective_wait(), collective_wait(ref.trace))
+        np.testing.assert_array_equal(dt.collectives()["wait"].to_numpy(), collective_wait(ref.trace))
     c = ref.trace.collectives
     bcast = c[c["op"] == 1]
     assert bcast["root"].tolist() == [3, 3]  # the communicator-local root translated to the world rank
@@ -322,3 +323,40 @@ def test_posting_order_follows_the_single_process_rule(engine) -> None:  # type:
         assert_same_pag(dt.to_pag(), ref)
         first = ref.trace.messages.sort_values("recv_time")["bytes"].iloc[0]
         assert first == (20 if threads else 10)
+
+
+def _sampled_and_stacked() -> TraceBuilder:
+    """A recording-like trace: MPI calls under recorded call stacks, and timer samples of user code."""
+    tb = TraceBuilder(nprocs=4)
+    # call stacks of the code that called MPI (as perflow record resolves them): main -> halo -> MPI_Send
+    for p in range(4):
+        tb.enter(p, 0.0, "main")
+        for it in range(3):
+            t = 1.0 + 3 * it
+            w = 2.0 if p == 1 else 1.0  # rank 1 computes twice as long
+            tb.sample(p, t + 0.2, ["timestep", "solve"], 0.4 * w)
+            tb.sample(p, t + 0.6, ["timestep", "solve", "dot"], 0.2 * w)
+            if p == 2:
+                tb.sample(p, t + 0.7, ["timestep", "io"], 0.1)
+            tb.call(p, "MPI_Allreduce", t + w, t + 2.5, coll={"bytes": 8}, stack=["timestep", "reduce"])
+            nb = (p + 1) % 4
+            tb.call(p, "MPI_Send", t + 2.6, t + 2.7, send={"to": nb, "tag": it, "bytes": 64}, stack=["timestep", "halo"])
+            tb.call(p, "MPI_Recv", t + 2.7, t + 2.9, recv={"frm": (p - 1) % 4, "tag": it, "bytes": 64},
+                    stack=["timestep", "halo"])  # fmt: skip
+        tb.leave(p, 12.0)
+    return tb
+
+
+def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # type: ignore[no-untyped-def]
+    """Recorder output (samples, region call stacks) builds on the workers into the single-process PAG."""
+    raw = _sampled_and_stacked().raw()
+    assert len(raw.sample_events["location"]) and "stack" in raw.regions.columns
+    ref = build_pag(raw)
+    assert {"solve", "dot", "halo", "reduce"} <= set(ref.vertex_table["name"].astype(str))
+    for load in ({}, {"partition": "round_robin", "n_partitions": 4}, {"partition": np.array([0, 1, 1, 0])}):
+        dt = engine.load(raw, **load)
+        assert_same_pag(dt.to_pag(), ref)
+    # rank 1 spent twice as long in solve: the sampled time says so
+    solve = ref.vertex("main/timestep/solve").id
+    t = ref.metrics.xs(solve, level="vertex")["time_inc"]
+    assert t.loc[(1, 0)] == pytest.approx(2 * t.loc[(0, 0)])

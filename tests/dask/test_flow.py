@@ -1,9 +1,8 @@
-"""The Dask engine in flows: perflow run --engine dask, lazily gathered PAGs, distributed forms of passes."""
+"""The Dask engine in flows: perflow run --engine dask, lazily gathered PAGs, passes whose analyses run on workers."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,7 @@ import pytest
 pytest.importorskip("distributed", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
 
 from perflow.cli.main import main  # noqa: E402
-from perflow.dask import flow as dflow  # noqa: E402
+from perflow.flow.engine import current_engine, using  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 
@@ -60,38 +59,49 @@ def test_read_uses_the_active_engine(engine, archive: Path) -> None:  # type: ig
     from perflow.dask.lazy import DaskPAG
 
     assert not isinstance(perflow.read(archive), DaskPAG)
-    with dflow.use(engine, scout_events=100):
-        pag = perflow.read(archive)
-        assert isinstance(pag, DaskPAG) and dflow.active() is engine
-    assert dflow.active() is None
+    pag = perflow.read(archive, engine=engine)
+    assert isinstance(pag, DaskPAG)
+    with using(engine):
+        assert current_engine() is engine
+    assert current_engine() is None
     ref = perflow.read(archive)
     pd.testing.assert_frame_equal(pag.metrics, ref.metrics)
     assert pag.attrs == ref.attrs
+    # a profile is read locally even with an engine (it declines)
+    saved = ref.save(archive.parent / "saved.pag")
+    assert not isinstance(perflow.read(saved, engine=engine), DaskPAG)
 
 
-def test_distributed_form_of_a_pass(engine) -> None:  # type: ignore[no-untyped-def]
-    raw = raw_trace(nprocs=6, iterations=6, imbalance=0.5, seed=2)
-    pag = engine.load(raw).pag()
-    spec = SimpleNamespace(name="imbalance")
-    got = dflow.distributed_call(spec, [pag], {"metric": "time_exc", "k": 3})
-    pd.testing.assert_frame_equal(got, pag.dist.imbalance("time_exc", k=3))
-    assert pag.gathered == set()
-    cm = dflow.distributed_call(SimpleNamespace(name="comm_matrix"), [pag], {"metric": "count"})
-    assert int(cm.to_numpy().sum()) == 6 * 6 * 2
-    # no distributed form (or unsupported settings): the pass runs as usual
-    assert dflow.distributed_call(SimpleNamespace(name="hotspot"), [pag], {}) is NotImplemented
-    assert dflow.distributed_call(SimpleNamespace(name="comm_matrix"), [pag], {"collectives": True}) is NotImplemented
-    assert dflow.distributed_call(spec, [build_pag(raw)], {}) is NotImplemented
+def test_flows_run_on_the_engine(engine, archive: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import perflow
+    from perflow.dask.lazy import DaskPAG
+
+    read = []
+    real = type(engine).read
+
+    def spy(self, path, format=None, **options):  # type: ignore[no-untyped-def]
+        out = real(self, path, format, **options)
+        read.append(out)
+        return out
+
+    monkeypatch.setattr(type(engine), "read", spy)
+    local = perflow.run("imbalance", pag=str(archive))
+    on_dask = perflow.run("imbalance", pag=str(archive), engine=engine)
+    assert on_dask.ok, on_dask.errors
+    assert len(read) == 1 and isinstance(read[0], DaskPAG)  # the flow's input was read on the cluster
+    assert "trace" not in read[0].gathered  # profile passes gather the metrics at most, never the instance tables
+    for name, value in local.outputs.items():
+        if isinstance(value, pd.DataFrame):
+            pd.testing.assert_frame_equal(on_dask.outputs[name], value, rtol=1e-6)
+        elif isinstance(value, str):
+            assert on_dask.outputs[name] == value
+        else:  # figures
+            assert type(on_dask.outputs[name]) is type(value)
 
 
-def test_distributed_forms_equal_the_passes(engine) -> None:  # type: ignore[no-untyped-def]
-    from perflow.flow.registry import get_pass, load_builtin_passes
+def test_passes_equal_on_both_engines_without_gathering(engine) -> None:  # type: ignore[no-untyped-def]
+    from perflow.flow.registry import get_pass
 
-    load_builtin_passes()
-    try:
-        get_pass("imbalance"), get_pass("comm_matrix")
-    except Exception:  # noqa: BLE001 - the profile passes are not in this build yet
-        pytest.skip("the imbalance and comm_matrix passes are not available")
     raw = raw_trace(nprocs=13, iterations=6, imbalance=0.5, slow_rank=2, seed=2)
     ref = build_pag(raw)
     pag = engine.load(raw, n_partitions=3).pag()
@@ -103,12 +113,15 @@ def test_distributed_forms_equal_the_passes(engine) -> None:  # type: ignore[no-
         ("comm_matrix", {}),
         ("comm_matrix", {"metric": "count"}),
         ("comm_matrix", {"metric": "time"}),
+        ("hotspot", {"k": 5}),
     ]
     for name, settings in cases:
         spec = get_pass(name)
         exp = spec.func(ref, **settings)
-        got = dflow.distributed_call(spec, [pag], settings)
-        assert got.attrs == exp.attrs
+        got = spec.func(pag, **settings)
+        assert got.attrs.keys() == exp.attrs.keys()
+        for k, v in exp.attrs.items():  # totals are sums re-associated over partitions
+            assert got.attrs[k] == (pytest.approx(v, rel=1e-12) if isinstance(v, float) else v), k
         if name == "imbalance":
             # std = sqrt(E[x^2] - mean^2) is noise in both engines when max - min is at the rounding level
             scale = float(exp["max"].abs().max())
@@ -127,4 +140,26 @@ def test_perflow_run_engine_dask(engine, archive: Path, capsys) -> None:  # type
     assert main(["run", "overview", "-i", str(archive), "--engine", "dask", "--scheduler", address]) == 0
     assert capsys.readouterr().out == local
     assert main(["run", "overview", "-i", str(archive), "--scheduler", address]) == 2
-    assert "--scheduler and --workers need --engine dask" in capsys.readouterr().err
+    assert "--scheduler and --workers need an engine that takes them" in capsys.readouterr().err
+    assert main(["run", "overview", "-i", str(archive), "--engine", "dusk"]) == 2
+    assert "unknown engine 'dusk'; did you mean 'dask'?" in capsys.readouterr().err
+
+
+def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Three ranks and a barrier, no message: the partitioner has no edge to cut; the flow runs as locally."""
+    from perflow.readers.otf2 import fast_available, write_otf2
+    from perflow.trace.builder import TraceBuilder
+
+    if not fast_available():
+        pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
+    tb = TraceBuilder(nprocs=3)
+    for p in range(3):
+        with tb.region(p, "main", 0.0, 2.0):
+            tb.call(p, "MPI_Barrier", 0.5 + 0.2 * p, 1.5, coll={"op": "barrier"})
+    write_otf2(tb.raw(), tmp_path / "barrier")
+    address = engine.client.scheduler.address
+    assert main(["run", "wait_states", "-i", str(tmp_path / "barrier")]) == 0
+    local = capsys.readouterr().out
+    assert main(["run", "wait_states", "-i", str(tmp_path / "barrier"), "--engine", "dask", "--scheduler", address]) == 0
+    assert capsys.readouterr().out == local
+    assert "wait_barrier" in local

@@ -8,13 +8,28 @@ import pytest
 
 pytest.importorskip("distributed", reason="the Dask engine needs the perflow[dask] extra (dask, distributed)")
 
-from perflow.dask import flow as dflow  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
+from perflow.trace.analyses import WAIT_INSTANCES  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
 from perflow.trace.waits import wait_instances  # noqa: E402
 
 SETTINGS = ({}, {"window": 0}, {"late_receiver": "blocking", "early_reduce": "earliest"}, {"late_receiver": "none"})
+
+#: the wait-state passes and the settings of theirs that reach the wait-state table
+WAIT_PASSES = {
+    "wait_states": ("wrong_order_window", "late_receiver", "early_reduce"),
+    "p2p_wait_states": ("wrong_order_window", "late_receiver"),
+    "late_sender": ("wrong_order_window",),
+    "wait_state_summary": (),
+    "collective_wait_states": ("early_reduce",),
+    "collective_waits_by_operation": ("early_reduce",),
+}
+
+
+def dist_waits(dt, window: int = 100, **settings):  # type: ignore[no-untyped-def]
+    """The wait-state table of a distributed trace, computed on the workers (its partitioned program)."""
+    return dt.pag().analyses.get(WAIT_INSTANCES, wrong_order_window=window, **settings)
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +113,11 @@ def test_every_wait_kind_equals_single_process(engine) -> None:  # type: ignore[
         dt = engine.load(raw, **load)
         for settings in SETTINGS:
             exp = wait_instances(ref.trace, names, **settings)
-            got = dt.wait_instances(**settings)
+            got = dist_waits(dt, **settings)
             pd.testing.assert_frame_equal(got, exp, check_exact=True)
             assert got.attrs == exp.attrs == {"clock_violations": 1, "unattributed_messages": 0, "test_completions": 1}
     # worked numbers: the Waitall waits once for the later of its two senders (P4 enters at 16)
-    got = dt.wait_instances()
+    got = dist_waits(dt)
     ls = got[(got["kind"] == "late_sender") & (got["process"] == 2)]
     assert ls["amount"].max() == 16.0 - 14.0 and ls.loc[ls["amount"].idxmax(), "cause_process"] == 4
     lr = got[got["kind"] == "late_receiver"]
@@ -116,31 +131,24 @@ def test_synthetic_wait_states_equal_single_process(engine) -> None:  # type: ig
     dt = engine.load(raw, n_partitions=3)
     exp = wait_instances(ref.trace, names)
     assert {"late_sender", "wait_nxn", "wait_barrier"} <= set(exp["kind"].astype(str))
-    pd.testing.assert_frame_equal(dt.wait_instances(), exp, check_exact=True)
+    pd.testing.assert_frame_equal(dist_waits(dt), exp, check_exact=True)
 
 
 def test_wait_state_passes_run_without_gathering_the_trace(engine) -> None:  # type: ignore[no-untyped-def]
-    from perflow.flow.registry import get_pass, load_builtin_passes
+    from perflow.flow.registry import get_pass
 
-    load_builtin_passes()
-    try:
-        specs = {name: get_pass(name) for name in dflow.WAIT_PASSES}
-    except Exception:  # noqa: BLE001 - the trace passes are not in this build yet
-        pytest.skip("the wait-state passes are not available")
+    specs = {name: get_pass(name) for name in WAIT_PASSES}
     raw = _wait_kinds_trace().raw()
     ref = build_pag(raw)
     pag = engine.load(raw, partition="round_robin").pag()
     for name, spec in sorted(specs.items(), key=lambda kv: kv[0] == "wait_state_summary"):  # the gathering one last
-        for settings in ({}, {"early_reduce": "earliest"} if "early_reduce" in dflow.WAIT_PASSES[name] else {}):
-            assert (
-                dflow.distributed_call(spec, [pag], settings) is NotImplemented
-            )  # seeds the table, then runs the pass
+        for settings in ({}, {"early_reduce": "earliest"} if "early_reduce" in WAIT_PASSES[name] else {}):
             got, exp = spec.func(pag, **settings), spec.func(ref, **settings)
             pd.testing.assert_frame_equal(got, exp, check_exact=True, check_categorical=False)
         if name != "wait_state_summary":  # it also counts locations, which reads the intervals
             assert "trace" not in pag.gathered, name
+    assert any("trace.wait_instances (program)" in k for k in pag.dist.timings)
     with pytest.raises(Exception, match="late_receiver='sometimes'"):
-        dflow.distributed_call(specs["wait_states"], [pag], {"late_receiver": "sometimes"})
         specs["wait_states"].func(pag, late_receiver="sometimes")
 
 
@@ -148,8 +156,8 @@ def test_errors(engine) -> None:  # type: ignore[no-untyped-def]
     from perflow.errors import PerflowError
 
     dt = engine.load(raw_trace(nprocs=3, iterations=2))
-    with pytest.raises(PerflowError, match="early_reduce must be 'latest' or 'earliest'"):
-        dt.wait_instances(early_reduce="never")
-    with pytest.raises(PerflowError, match="invalid wait-state settings"):
-        dt.wait_instances(window=-1)
+    with pytest.raises(PerflowError, match="setting early_reduce='never' is not one of 'latest', 'earliest'"):
+        dist_waits(dt, early_reduce="never")
+    with pytest.raises(PerflowError, match="wrong_order_window must be >= 0, got -1"):
+        dist_waits(dt, window=-1)
     assert np.isfinite(dt.span()).all()

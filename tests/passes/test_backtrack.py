@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import perflow
-from perflow.passes.backtrack import backtrack, comm_in, predecessors
-from perflow.passes.imbalance import outlier_vertices
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass
+from perflow.passes.backtrack import backtrack, comm_in, predecessors
+from perflow.passes.imbalance import outlier_vertices
 
 from .profile_data import allreduce_waits_for_rank7, literal, read_shared, slow_rank_trace
 

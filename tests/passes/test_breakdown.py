@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import perflow
+from perflow.errors import PassError
 from perflow.passes._common import CATEGORIES, categories
 from perflow.passes.breakdown import breakdown, waiting_time
-from perflow.errors import PassError
 
 from .profile_data import allreduce_waits_for_rank7, literal, read_shared, slow_rank_trace
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import perflow.passes  # noqa: F401
-from perflow.passes.collectives import collective_wait_states, collective_waits_by_operation
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.collectives import collective_wait_states, collective_waits_by_operation
 from perflow.trace.builder import TraceBuilder
 
 

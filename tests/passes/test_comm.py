@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import perflow
+from perflow.errors import PassError
 from perflow.passes._pattern import classify_pattern
 from perflow.passes.comm import comm_matrix, comm_over_time, comm_pattern, comm_summary, message_sizes
-from perflow.errors import PassError
 
 from .profile_data import literal, read_shared, ring_trace
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
-from perflow.passes.contention import contention, instance_concurrency, trace_contention
 from perflow.errors import PassError
+from perflow.passes.contention import contention, instance_concurrency, trace_contention
 
 
 def run(c: int) -> perflow.PAG:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import perflow.passes  # noqa: F401
-from perflow.passes.critical_path import critical_path, critical_path_imbalance
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.critical_path import critical_path, critical_path_imbalance
 from perflow.trace.builder import TraceBuilder
 
 

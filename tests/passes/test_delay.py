@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import perflow.passes  # noqa: F401
-from perflow.passes.delay import root_cause
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.delay import root_cause
 from perflow.trace.builder import TraceBuilder
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
-from perflow.passes.differential import differential
 from perflow.errors import MetricError, PassError
+from perflow.passes.differential import differential
 
 from .profile_data import literal, read_shared
 

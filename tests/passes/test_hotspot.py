@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
-from perflow.passes.hotspot import hotspot, hotspot_set
 from perflow.errors import MetricError, PassError
+from perflow.passes.hotspot import hotspot, hotspot_set
 
 from .profile_data import literal, read_shared, slow_rank_trace
 

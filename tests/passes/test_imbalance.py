@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import perflow
-from perflow.passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices, outlier_vertices
 from perflow.errors import MetricError, PassError
+from perflow.passes.imbalance import imbalance, imbalance_outliers, imbalanced_vertices, outlier_vertices
 
 from .profile_data import literal, read_shared, slow_rank_trace
 
@@ -91,7 +91,7 @@ def test_threads() -> None:
     assert (by_loc["max_process"], by_loc["max_thread"]) == (0, 1)
     out = imbalance_outliers(pag, across="location")
     assert list(zip(out["process"], out["thread"])) == [(0, 1)]
-    with pytest.raises(PassError, match="across must be one of process, location"):
+    with pytest.raises(PassError, match="pass 'imbalance': setting across='thread' is not one of 'process', 'location'"):
         imbalance(pag, across="thread")
 
 

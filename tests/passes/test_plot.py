@@ -12,12 +12,12 @@ from matplotlib.figure import Figure
 from matplotlib.quiver import Quiver
 
 import perflow
+from perflow.errors import PassError
+from perflow.flow.registry import get_pass
 from perflow.passes.parallel_view import normalise_paths, parallel_view_dot, plot_parallel_view
 from perflow.passes.plot import plot_breakdown, plot_imbalance, plot_process_bars
 from perflow.passes.plot_comm import plot_comm_matrix
 from perflow.passes.plot_scaling import fit_log2, plot_scaling
-from perflow.errors import PassError
-from perflow.flow.registry import get_pass
 
 # per process exclusive times (seconds): solve [1, 2, 3, 6], io [1, 1, 1, 1]
 LITERAL = {

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import perflow.passes  # noqa: F401
-from perflow.passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
 from perflow.trace.builder import TraceBuilder
 
 

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 import perflow
+from perflow.errors import PassError
+from perflow.flow.registry import get_pass
 from perflow.passes._render import format_value, guess_unit
 from perflow.passes.plot import plot_breakdown
 from perflow.passes.report import render_table, report, styled_table
-from perflow.errors import PassError
-from perflow.flow.registry import get_pass
 
 
 class Cells(HTMLParser):

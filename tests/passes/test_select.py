@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 import perflow
+from perflow.errors import MetricError, PassError
+from perflow.flow.registry import get_pass
 from perflow.passes.select import (
     ancestors,
     backward_slice,
@@ -21,8 +23,6 @@ from perflow.passes.select import (
     subgraph,
     top_vertices,
 )
-from perflow.errors import MetricError, PassError
-from perflow.flow.registry import get_pass
 
 from .profile_data import allreduce_waits_for_rank7, literal
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import perflow
-from perflow.passes.similarity import process_similarity, ranges
 from perflow.errors import PassError
+from perflow.passes.similarity import process_similarity, ranges
 
 from .profile_data import literal, read_shared, slow_rank_trace
 

@@ -10,9 +10,9 @@ from matplotlib.colors import to_hex
 from matplotlib.quiver import Quiver
 
 import perflow
+from perflow.errors import PassError
 from perflow.passes._figure import CATEGORY_COLORS
 from perflow.passes.timeline import aggregate_bins, plot_timeline
-from perflow.errors import PassError
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import perflow.passes  # noqa: F401
 import perflow
+import perflow.passes  # noqa: F401
 from perflow.passes.critical_path import critical_path
 from perflow.passes.delay import root_cause
 from perflow.passes.pop import pop_metrics

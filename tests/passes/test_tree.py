@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import perflow
-from perflow.passes.tree import tree_dot, tree_html, tree_text
 from perflow.errors import PassError
+from perflow.passes.tree import tree_dot, tree_html, tree_text
 
 # main 0.1 s exclusive, solve 0.2, MPI_Allreduce 0.4, io 0.3 (two processes, half each):
 # inclusive main 1.0, solve 0.6, MPI_Allreduce 0.4, io 0.3

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import perflow.passes  # noqa: F401
 import perflow
-from perflow.passes.variance import variance
+import perflow.passes  # noqa: F401
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.variance import variance
 from perflow.trace.builder import TraceBuilder
 from perflow.trace.snippets import cluster_within, normalised_performance, performance_matrix
 

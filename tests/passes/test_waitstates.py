@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import perflow.passes  # noqa: F401 - registers the passes
-from perflow.passes.waitstates import late_sender, p2p_wait_states, wait_state_summary, wait_states
 from perflow import synthetic
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass
+from perflow.passes.waitstates import late_sender, p2p_wait_states, wait_state_summary, wait_states
 from perflow.trace.builder import TraceBuilder
 from perflow.trace.waits import WAIT_COLUMNS
 

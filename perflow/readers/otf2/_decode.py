@@ -24,7 +24,7 @@ from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
 
-__all__ = ["decode", "fast_available"]
+__all__ = ["decode", "fast_available", "read_defs", "decode_locations_of", "definitions_raw"]
 
 log = logging.getLogger("perflow.readers.otf2")
 
@@ -212,8 +212,10 @@ def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
         raise FormatError(anchor, f"the OTF2 library crashed while reading the archive ({e.detail})") from None
 
 
-def _worker(anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any]) -> list[Any]:
-    return decode_locations(anchor, arena, locs, refs, maps)
+def _worker(
+    anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any], max_events: int | None
+) -> list[Any]:
+    return decode_locations(anchor, arena, locs, refs, maps, max_events)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
@@ -236,17 +238,19 @@ def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
     return rows, sizes
 
 
-def _run_workers(anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int) -> list[Any]:
+def _run_workers(
+    anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int, max_events: int | None
+) -> list[Any]:
     results: list[Any] = [None] * len(refs)
     if jobs == 0:
         for idx in plan:
-            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps)):
+            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps, max_events)):
                 results[i] = r
         return results
     from ._callbacks import callback_addresses
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps)) for idx in plan]  # forked: no pickling
+    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps, max_events)) for idx in plan]  # forked
     try:
         outs = run_forked(tasks, _deadline(anchor))
     except CrashError as e:
@@ -264,7 +268,7 @@ def _run_workers(anchor: str, arena: Arena, plan: list[list[int]], refs: list[in
     return results
 
 
-def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
+def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | None = None) -> RawTrace:
     refs = [int(r) for r in defs.loc_refs]
     maps = {
         "rmap": defs.region_map,
@@ -281,11 +285,13 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
         jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
     rows, sizes = _segment_rows(anchor, defs)
+    if max_events is not None:
+        rows = np.minimum(rows, max_events + 1)
     present = _check_event_files(anchor, defs)
     plan = [[i for i in idx if present[i]] for idx in _plan(sizes, max(jobs, 1))]
     plan = [idx for idx in plan if idx]
     arena = Arena(rows, defs.max_members)
-    results = _run_workers(anchor, arena, plan, refs, maps, jobs)
+    results = _run_workers(anchor, arena, plan, refs, maps, jobs, max_events)
     for i in range(n):
         if results[i] is None:  # no event file, no events declared
             results[i] = LocationResult({t: 0 for t in TABLES}, {}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
@@ -298,3 +304,68 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None) -> RawTrace:
     tables = arena.finalize(counts, spills)
     del arena, spills
     return assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
+
+
+def read_defs(path: str | os.PathLike[str]) -> tuple[str, Defs]:
+    """The resolved anchor and the mapped global definitions of an archive (read in a forked child).
+
+    Raises
+    ------
+    FormatError
+        When the archive cannot be read, or the fast decoder is unavailable.
+    """
+    anchor = resolve_anchor(path)
+    if not fast_available():
+        raise FormatError(anchor, "decoding a subset of locations needs the fast decoder (numba, llvmlite, otf2)")
+    return anchor, _run_isolated(_definitions_job, anchor, isolate="fork" in mp.get_all_start_methods())
+
+
+def decode_locations_of(
+    anchor: str, defs: Defs, locs: list[int] | np.ndarray, *, max_events: int | None = None, jobs: int | None = 0
+) -> RawTrace:
+    """Decode the events of some locations with the fast decoder, keeping global location ids.
+
+    The result has all of the archive's definitions (locations, regions,
+    communicators), and the events of ``locs`` only; ``pos`` indexes its own
+    region events. An engine's workers each decode their partition this way.
+
+    Parameters
+    ----------
+    anchor : str
+        The anchor file.
+    defs : Defs
+        The archive's mapped definitions (:func:`read_defs`).
+    locs : list of int
+        Location ids (rows of ``defs.locations``).
+    max_events : int, optional
+        Decode only the first events of each location (a prefix).
+    jobs : int, optional
+        Worker processes (0: the C library runs in this process).
+    """
+    import dataclasses
+
+    glocs = np.asarray(sorted(int(x) for x in locs), dtype=np.int64)
+    sub = dataclasses.replace(
+        defs,
+        locations=defs.locations.iloc[glocs].reset_index(drop=True),
+        loc_refs=defs.loc_refs[glocs],
+        loc_events=defs.loc_events[glocs],
+    )
+    part = _decode_fast(anchor, sub, jobs, max_events)
+    full = definitions_raw(anchor, defs)  # the archive's definition tables, no events
+    ev = {}
+    for t in TABLES:
+        tab = dict(getattr(part, t))
+        tab["location"] = glocs[tab["location"]].astype(np.int32) if len(tab["location"]) else tab["location"]
+        ev[t] = tab
+    full.attrs["skipped_events"] = part.attrs.get("skipped_events", {})
+    return dataclasses.replace(full, **ev)
+
+
+def definitions_raw(anchor: str, defs: Defs) -> RawTrace:
+    """A RawTrace with the archive's definitions and no events."""
+    from ...trace.raw import TABLE_SCHEMAS, empty_table
+
+    counts = {t: np.zeros(len(defs.locations), dtype=np.int64) for t in TABLES}
+    empty = {t: {c: a for c, a in empty_table(TABLE_SCHEMAS[t]).items() if c != "location"} for t in TABLES}
+    return assemble(defs, empty, counts, {}, "fast")

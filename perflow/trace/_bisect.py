@@ -54,8 +54,9 @@ def _fm(g: sp.csr_matrix, vw: np.ndarray, side: np.ndarray, lo: float, hi: float
     rows = np.repeat(np.arange(n), np.diff(ip))
     for _ in range(max_passes):
         same = side[rows] == side[ix]
-        ext = np.bincount(rows, weights=np.where(same, 0.0, dat), minlength=n)
-        inn = np.bincount(rows, weights=np.where(same, dat, 0.0), minlength=n)
+        # float even without edges (bincount of nothing is an integer array)
+        ext = np.bincount(rows, weights=np.where(same, 0.0, dat), minlength=n).astype(np.float64)
+        inn = np.bincount(rows, weights=np.where(same, dat, 0.0), minlength=n).astype(np.float64)
         gain = ext - inn
         w0 = float(vw[side == 0].sum())
         cut = float(ext.sum()) / 2.0
@@ -147,7 +148,7 @@ def kway_refine(g: sp.csr_matrix, vw: np.ndarray, assign: np.ndarray, k: int, ca
             nb = ix[ip[v] : ip[v + 1]]
             if not len(nb):
                 continue
-            conn = np.bincount(assign[nb], weights=dat[ip[v] : ip[v + 1]], minlength=k)
+            conn = np.bincount(assign[nb], weights=dat[ip[v] : ip[v + 1]], minlength=k).astype(np.float64)
             p = assign[v]
             conn_p = conn[p]
             conn[p] = -np.inf

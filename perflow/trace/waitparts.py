@@ -1,8 +1,9 @@
-"""Distributed wait-state instances: :func:`perflow.trace.waits.wait_instances`, partition by partition.
+"""Wait-state instances over partitions: the partitioned form of :func:`perflow.trace.waits.wait_instances`.
 
-The single-process table is built by :func:`~perflow.trace.waits.p2p_waits`
-and :func:`~perflow.trace.collwaits.collective_waits`; this module runs those
-very functions on small **partition-local traces** and maps their ids back:
+The whole-trace table is built by :func:`~perflow.trace.waits.p2p_waits`
+and :func:`~perflow.trace.collwaits.collective_waits`; :func:`program` runs
+those very functions on small **partition-local traces** and maps their ids
+back (a runtime's partitions: :mod:`perflow.trace.pipeline`):
 
 * Late Sender (and its wrong-order and completion parts) is charged to the
   call that completes a receive: grouped by receive interval, decided in
@@ -27,16 +28,20 @@ does, ties kept in its order.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..trace.collwaits import collective_waits
 from ..pag.instances import Trace, conform
-from ..trace.waits import _is_test, empty_waits, p2p_waits
-from .local import PartTables
+from ..pag.partitioned import Each
+from .collwaits import collective_waits
+from .pipeline import Built, part_of
+from .stages import PartTables, local_rows
+from .waits import _is_test, empty_waits, p2p_waits
 
 __all__ = [
+    "program",
     "SenderState",
     "to_sender",
     "sender_state",
@@ -50,20 +55,8 @@ __all__ = [
 _ROLES = ("send_interval", "send_complete_interval", "recv_post_interval", "recv_interval")
 
 
-def _part_of(processes: np.ndarray, assign: np.ndarray, proc: np.ndarray) -> np.ndarray:
-    if not len(processes):
-        return np.full(len(proc), -1, dtype=np.int64)
-    i = np.clip(np.searchsorted(processes, proc), 0, len(processes) - 1)
-    return np.where(processes[i] == proc, assign[i], -1)
-
-
 def _local_rows(t: PartTables, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Local interval rows of global ids ``g`` and whether each is local."""
-    i = np.clip(np.searchsorted(t.ginst, g), 0, max(len(t.ginst) - 1, 0))
-    ok = (g >= 0) & (len(t.ginst) > 0)
-    if len(t.ginst):
-        ok &= t.ginst[i] == g
-    return i, ok
+    return local_rows(t.ginst, g)
 
 
 def _role_data(t: PartTables, g: np.ndarray) -> dict[str, np.ndarray]:
@@ -89,7 +82,7 @@ def to_sender(
     t: PartTables, messages: pd.DataFrame, processes: np.ndarray, assign: np.ndarray, n_parts: int
 ) -> list[pd.DataFrame]:
     """Boundary messages received here, with their receive calls, by sender partition."""
-    sp = _part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64))
+    sp = part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64))
     m = _with_roles(t, messages, ("recv_post_interval", "recv_interval"))
     return [m[(sp == j) & (j != t.pid)].reset_index(drop=True) for j in range(n_parts)]
 
@@ -112,7 +105,7 @@ def sender_state(
     p2p_off: np.ndarray,
     threaded: bool,
     n_groups: int,
-    *inbound: pd.DataFrame,
+    inbound: list[pd.DataFrame],
 ) -> SenderState:
     """Group and rank this partition's matched sends in the single-process message order.
 
@@ -120,7 +113,7 @@ def sender_state(
     location, rank by event row); with threads by (sending process, send
     time, event row) (group: the process).
     """
-    own = messages[_part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64)) == t.pid]
+    own = messages[part_of(processes, assign, messages["send_process"].to_numpy().astype(np.int64)) == t.pid]
     parts = [own.assign(_remote=False)] + [x.assign(_remote=True) for x in inbound if len(x)]
     sent = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].reset_index(drop=True)
     row = sent["send_row"].to_numpy().astype(np.int64)
@@ -149,7 +142,7 @@ def message_ids(
     """
     sent = _with_roles(t, st.sent, ("send_interval", "send_complete_interval"))
     sent["msg_id"] = offsets[st.group] + st.rank
-    rp = _part_of(processes, assign, sent["recv_process"].to_numpy().astype(np.int64))
+    rp = part_of(processes, assign, sent["recv_process"].to_numpy().astype(np.int64))
     cols = ["send_row", "msg_id"] + [f"{r}:{k}" for r in _ROLES[:2] for k in ("vertex", "enter", "leave")]
     boxes = [sent.loc[(rp == j) & (j != t.pid), cols].reset_index(drop=True) for j in range(n_parts)]
     return sent, boxes
@@ -199,7 +192,7 @@ def p2p_part(
     names: np.ndarray,
     window: int,
     late_receiver: str,
-    *inbound: pd.DataFrame,
+    inbound: list[pd.DataFrame],
 ) -> pd.DataFrame:
     """Point-to-point wait-state instances charged to this partition's calls (global ids), with stats in attrs."""
     recv = messages
@@ -261,7 +254,7 @@ def coll_outbox(t: PartTables, n_parts: int) -> list[pd.DataFrame]:
     return [c[owner == j].reset_index(drop=True) for j in range(n_parts)]
 
 
-def coll_part(comms: dict[int, np.ndarray], early_reduce: str, *inbound: pd.DataFrame) -> pd.DataFrame:
+def coll_part(comms: dict[int, np.ndarray], early_reduce: str, inbound: list[pd.DataFrame]) -> pd.DataFrame:
     """Collective wait-state instances of the instances this partition owns (global ids)."""
     parts = [x for x in inbound if len(x)]
     if not parts:
@@ -308,3 +301,44 @@ def finish(parts: list[pd.DataFrame]) -> pd.DataFrame:
     out = out[list(empty_waits().columns)]
     out.attrs = stats
     return out
+
+
+def t_counts(st: SenderState) -> np.ndarray:
+    """The per-group counts of a sender state."""
+    return st.counts
+
+
+def t_first(x: tuple[Any, ...]) -> Any:
+    """Element 0 of a pair."""
+    return x[0]
+
+
+def t_second(x: tuple[Any, ...]) -> Any:
+    """Element 1 of a pair."""
+    return x[1]
+
+
+def program(b: Built, names: np.ndarray, *, window: int, late_receiver: str, early_reduce: str) -> pd.DataFrame:
+    """Every wait-state instance of a built trace, equal to :func:`perflow.trace.waits.wait_instances`.
+
+    Boundary records are exchanged between partitions, collective instances
+    are sent to owner partitions; only the instance table comes back.
+    """
+    rt, n = b.runtime, b.n_parts
+    procs, assign = b.processes, b.assign
+    tb, msg = b.tables, b.messages
+    boxes = rt.map(to_sender, Each(tb), Each(msg), procs, assign, n)
+    inbound = rt.exchange(boxes, "to_sender")
+    threaded = bool(b.tree["threaded"])
+    p2p_off = b.tree["p2p_off"]
+    n_groups = int(procs.max()) + 1 if threaded and len(procs) else len(p2p_off)
+    states = rt.map(sender_state, Each(tb), Each(msg), procs, assign, p2p_off, threaded, n_groups, Each(inbound))
+    counts = np.sum(rt.gather(rt.map(t_counts, Each(states))), axis=0)
+    offsets = np.cumsum(counts) - counts
+    ids = rt.map(message_ids, Each(tb), Each(states), offsets, procs, assign, n)
+    sent = rt.map(t_first, Each(ids))
+    inbound = rt.exchange(rt.map(t_second, Each(ids)), "to_receiver")
+    p2p = rt.map(p2p_part, Each(tb), Each(msg), Each(sent), names, int(window), late_receiver, Each(inbound))
+    cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
+    coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin))
+    return finish(rt.gather(p2p + coll))

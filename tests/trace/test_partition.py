@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perflow.dask.partition import (
+from perflow.trace.partition import (
     block,
     comm_graph,
     cut_weight,
@@ -79,3 +79,11 @@ def test_more_parts_than_ranks_and_errors() -> None:
         partition_ranks(np.arange(3), np.ones(3), ([], [], []), 2, method=np.array([0, 1]))
     with pytest.raises(ValueError, match="tol must be non-negative"):
         partition_graph(comm_graph([0], [1], None, 2), np.ones(2), 2, tol=-1)
+
+
+def test_ranks_that_never_talk() -> None:
+    """No point-to-point traffic at all (a trace of collectives only): balanced by events, no crash."""
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    p = partition_ranks(np.arange(3), np.array([10.0, 10.0, 10.0]), none, 2)
+    assert sorted(np.bincount(p.assign, minlength=2).tolist()) == [1, 2]
+    assert p.cut == 0

@@ -1,20 +1,23 @@
-"""Per-partition work: region scan, then finalisation with the global numbering.
+"""The per-partition stages of the trace pipeline: region scan, then finalisation with the global numbering.
 
-A partition is a :class:`~perflow.trace.raw.RawTrace` that holds the events of
-some whole processes. It keeps the trace's full definition tables, so its
-``location`` column holds *global* location ids; only ``pos`` is local (an
-index into the partition's own region events). Everything here is plain
-numpy/pandas and runs inside one Dask task; nothing refers to Dask.
+A partition is a :class:`~perflow.trace.raw.RawTrace` holding the events of
+some whole processes (a whole trace is one partition). It keeps the trace's
+full definition tables, so its ``location`` column holds *global* location
+ids; only ``pos`` is local (an index into the partition's own region events).
+Everything here is plain numpy/pandas; :mod:`perflow.trace.pipeline` runs it
+on a runtime (this process, or an engine's workers).
 
 Two steps, with a small exchange of metadata in between:
 
 1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
-   :mod:`perflow.trace.scan`), computes inclusive/exclusive times, finds the
-   instance enclosing every message and collective event, and returns a
-   :class:`PartState` whose :func:`summarize` is small: the partition's local
-   calling-context tree with the first appearance of each call path, row
-   counts per location and the keys of its collective instances.
-2. The client merges the summaries (:mod:`perflow.dask.merge`) into global
+   :mod:`perflow.trace.scan`), computes inclusive/exclusive times, grows the
+   calling-context tree by region call stacks and sampled stacks
+   (:mod:`perflow.trace.contexts`), finds the instance enclosing every
+   message and collective event, and returns a :class:`PartState` whose
+   :func:`summarize` is small: the partition's local calling-context tree
+   with the first appearance of each call path, row counts per location and
+   the keys of its collective instances.
+2. The summaries are merged (:mod:`perflow.trace.numbering`) into global
    call-path ids, interval offsets and collective instance ids, and
    :func:`finalize` turns the state into global tables: intervals, metric
    rows, send/receive records and collective rows.
@@ -30,16 +33,49 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from ..trace.build import exclusive_time, last_time_per_location, metric_deltas
-from ..trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
-from ..trace.raw import RawTrace
-from ..trace.scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
-from .match import p2p_records
-from .split import check_distributable
+from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
+from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .raw import RawTrace
+from .records import p2p_records
+from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
+from .tally import dense_keys, exclusive_time, last_time_per_location, metric_deltas
 
-__all__ = ["PartState", "PartTables", "scan_part", "summarize", "finalize", "within_location"]
+__all__ = [
+    "PartState",
+    "PartTables",
+    "scan_part",
+    "summarize",
+    "finalize",
+    "within_location",
+    "local_rows",
+    "offset_in_location",
+]
 
 log = logging.getLogger(__name__)
+
+
+def offset_in_location(loc: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Index of some rows among the rows of their location (``loc`` sorted ascending)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    return rows - np.searchsorted(loc, loc[rows], side="left") if len(rows) else rows
+
+
+def local_rows(ginst: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Local instance index of global interval rows ``g``, and whether each is held locally.
+
+    ``ginst`` (the global row of each local instance) is increasing; when it
+    is one contiguous range (a whole trace, or one location) no search is needed.
+    """
+    g = np.asarray(g, dtype=np.int64)
+    n = len(ginst)
+    if n == 0:
+        return np.zeros(len(g), dtype=np.int64), np.zeros(len(g), dtype=bool)
+    if int(ginst[-1]) - int(ginst[0]) == n - 1:
+        i = g - int(ginst[0])
+        ok = (i >= 0) & (i < n)
+        return np.where(ok, i, 0), ok
+    i = np.clip(np.searchsorted(ginst, g), 0, n - 1)
+    return i, (g >= 0) & (ginst[i] == g)
 
 
 def within_location(loc: np.ndarray) -> np.ndarray:
@@ -69,6 +105,14 @@ class PartState:
     coll_open: np.ndarray
     coll: pd.DataFrame
     infer: bool = False
+    #: the local calling-context tree after call stacks and samples grew it: scan call paths first
+    #: (ids ``0..n_scan-1``, their parents possibly re-pointed to stack frames), then synthetic vertices
+    cp_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cp_region: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: metric rows of synthetic vertices (local vertex, location, inclusive time) from region call stacks
+    stack_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: the samples' rows (see :func:`perflow.trace.contexts.attach_samples`), or None without samples
+    samples: dict[str, np.ndarray] | None = None
 
 
 @dataclass
@@ -76,8 +120,8 @@ class PartTables:
     """A partition's results in global numbering (lives on a worker).
 
     ``ginst`` is the global interval row of each local instance (increasing);
-    ``metric_keys``/``metric_cols`` are the per-(vertex, location) sums
-    before byte metrics; ``sends``/``recvs`` are the message records;
+    ``metric_vertex``/``metric_loc``/``metric_cols`` are the per-(vertex,
+    location) sums (global vertex ids) before byte metrics; ``sends``/``recvs`` are the message records;
     ``coll`` the collective rows (single-process columns plus ``key``).
     """
 
@@ -106,7 +150,7 @@ def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
         return TraceError(f"{src}: location {at}: {what}; pass close_open=True to close them at the last event")
     ev = raw.region_events
     loc = int(ev["location"][at])
-    idx = int(within_location(ev["location"])[at])
+    idx = int(offset_in_location(ev["location"], np.array([at]))[0])
     reg = int(ev["region"][at])
     rname = raw.regions["name"].iloc[reg] if 0 <= reg < len(raw.regions) else reg
     return TraceError(
@@ -118,7 +162,7 @@ def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
 def scan_part(
     pid: int, raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer: bool = False
 ) -> PartState:
-    """Scan one partition's region events (step 1).
+    """Scan one partition's region events and grow its calling-context tree (step 1).
 
     Raises
     ------
@@ -126,7 +170,6 @@ def scan_part(
         On unmatched Enter/Leave events or a broken ordering contract, naming
         the global location.
     """
-    check_distributable(raw)
     if validate:
         raw.validate()
     ev = raw.region_events
@@ -142,18 +185,25 @@ def scan_part(
     if not closed.all():
         last = last_time_per_location(raw, len(raw.locations))
         t_leave[~closed] = last[inst_loc[~closed]]
+        log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
     inc = t_leave - t_enter
     exc = exclusive_time(inc, res.parent, t_leave)
     p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
     st.infer = infer
+    # calling contexts without Enter/Leave events: region call stacks and samples extend the tree
+    tree = TreeGrower(res.cp_parent, res.cp_region)
+    frames = stack_frames(raw)
+    st.stack_rows = attach_region_stacks(raw, res, tree, frames)
+    st.samples = attach_samples(raw, res, tree, frames) if len(raw.sample_events["location"]) else None
+    st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
     return st
 
 
 def summarize(st: PartState) -> dict[str, Any]:
-    """The small metadata of step 1 that the client merges (see :mod:`perflow.dask.merge`)."""
+    """The small metadata of step 1 that is merged into the global numbering (see :mod:`.numbering`)."""
     res = st.res
     rloc = st.raw.region_events["location"]
     ncp = len(res.cp_parent)
@@ -163,7 +213,7 @@ def summarize(st: PartState) -> dict[str, Any]:
         first_inst = np.flatnonzero(np.r_[True, cm[1:] > cm[:-1]])
         first_ev = res.enter[first_inst]
         cp_loc = rloc[first_ev].astype(np.int64)
-        cp_off = within_location(rloc)[first_ev]
+        cp_off = offset_in_location(rloc, first_ev)
     else:
         cp_loc = cp_off = np.zeros(0, dtype=np.int64)
     nloc = len(st.raw.locations)
@@ -175,10 +225,13 @@ def summarize(st: PartState) -> dict[str, Any]:
         ckey = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
     return {
         "pid": st.pid,
-        "cp_parent": res.cp_parent,
+        "cp_parent": res.cp_parent,  # the parent the scan saw: with the region, a call path's identity
         "cp_region": res.cp_region,
         "cp_loc": cp_loc,
         "cp_off": cp_off,
+        "final_parent": st.cp_parent[:ncp],  # the parent after call stacks re-pointed it (a stack frame)
+        "syn_parent": st.cp_parent[ncp:],  # synthetic vertices: local parent and region
+        "syn_region": st.cp_region[ncp:],
         "n_inst": np.bincount(st.inst_loc, minlength=nloc),
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
         # processes with point-to-point events on several locations (threads): then posting order is time order
@@ -206,7 +259,7 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
                     "key": ev_rows["key_comm"].to_numpy() * (1 << 32) + ev_rows["seq"].to_numpy(),
                     "first_cls": np.zeros(len(ev_rows), dtype=np.int64),
                     "first_loc": ev_rows["location"].to_numpy(),
-                    "first_off": within_location(loc)[ev_rows["row"].to_numpy()],
+                    "first_off": offset_in_location(loc, ev_rows["row"].to_numpy()),
                     **_common_columns(ev_rows),
                 },
                 copy=False,
@@ -232,7 +285,7 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
                     "key": syn["key_comm"].to_numpy() * (1 << 32) + syn["seq"].to_numpy(),
                     "first_cls": np.ones(len(syn), dtype=np.int64),
                     "first_loc": st.inst_loc[cand],
-                    "first_off": within_location(st.inst_loc)[cand],
+                    "first_off": offset_in_location(st.inst_loc, cand),
                     **_common_columns(syn),
                 },
                 copy=False,
@@ -278,17 +331,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         },
         copy=False,
     )
-    # per (vertex, location) sums, as build_pag computes them (one location's instances in order)
-    key = vertex * max(nloc, 1) + st.inst_loc
-    vals = {"time_inc": st.inc, "time_exc": st.exc, "visits": np.ones(len(st.inc))}
-    span = int(key.max()) + 1 if len(key) else 0
-    if span <= max(4 * len(key), 1 << 20):  # dense keys: bincount adds in the same (instance) order as unique+bincount
-        cnt = np.bincount(key, minlength=span)
-        uniq = np.flatnonzero(cnt)
-        cols = {k: np.bincount(key, weights=v, minlength=span)[uniq] for k, v in vals.items()}
-    else:
-        uniq, inv = np.unique(key, return_inverse=True)
-        cols = {k: np.bincount(inv, weights=v, minlength=len(uniq)) for k, v in vals.items()}
+    uniq, cols = _metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
@@ -322,7 +365,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         procs,
         ginst,
         intervals,
-        uniq // max(nloc, 1),
+        cp_map[uniq // max(nloc, 1)] if len(uniq) else np.zeros(0, np.int64),
         uniq % max(nloc, 1),
         cols,
         deltas,
@@ -332,3 +375,39 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         coll,
         int((~st.closed).sum()),
     )
+
+
+def _metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Time, visits and samples summed per (local vertex, location): sorted keys ``vertex * nloc + location``.
+
+    Instances give ``time_inc``/``time_exc``/``visits``; synthetic vertices
+    above re-parented call paths get the inclusive time of their instances;
+    sampled vertices get the samples' time (the instance a sample fell in
+    loses it from its exclusive time) and ``samples``.
+    """
+    nloc = max(nloc, 1)
+    parts = [(st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, np.ones(len(st.inc)), np.zeros(len(st.inc)))]
+    if st.stack_rows is not None and len(st.stack_rows[0]):
+        sv, sl, sx = st.stack_rows
+        z = np.zeros(len(sv))
+        parts.append((sv * nloc + sl, sx, z, z, z))
+    smp = st.samples
+    if smp is not None:
+        parts.append(
+            (smp["vertex"] * nloc + smp["location"], smp["inc"], smp["exc"], np.zeros(len(smp["inc"])), smp["n"])
+        )
+    key = np.concatenate([q[0] for q in parts]).astype(np.int64)
+    uniq, inv = dense_keys(key)
+    names = ["time_inc", "time_exc", "visits", "samples"]
+    cols = {
+        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
+        for i, m in enumerate(names)
+    }
+    if smp is None:
+        del cols["samples"]
+    elif len(smp["moved"]):
+        # sampled time leaves the exclusive time of the instance the sample fell in
+        mk = smp["moved_vertex"] * nloc + smp["moved_location"]
+        moved = np.bincount(np.searchsorted(uniq, mk), weights=smp["moved"], minlength=len(uniq))
+        cols["time_exc"] = np.maximum(cols["time_exc"] - moved, 0.0)
+    return uniq, cols

@@ -1,4 +1,4 @@
-"""Cutting a raw trace into partitions of whole processes, and the traffic pass that guides it.
+"""Cutting a raw trace into partitions of whole processes (the pipeline's first stage), and the traffic that guides it.
 
 :func:`traffic` is the cheap first pass: per-process event counts and the
 point-to-point traffic between world ranks (messages and bytes per ordered
@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import PerflowError
 from ..kinds import P2P
-from ..trace.match import to_world
-from ..trace.raw import RawTrace
+from .match import to_world
+from .raw import RawTrace
 
-__all__ = ["traffic", "split_raw", "location_parts", "definitions_only", "check_distributable", "EVENT_TABLES"]
+__all__ = ["traffic", "send_traffic", "split_raw", "location_parts", "definitions_only", "EVENT_TABLES"]
 
 EVENT_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
 
@@ -75,31 +74,8 @@ def definitions_only(raw: RawTrace) -> RawTrace:
     )
 
 
-def check_distributable(raw: RawTrace) -> None:
-    """Raise for traces whose calling contexts come from call stacks (samples, region stacks): no distributed form."""
-    src = raw.attrs.get("source", "trace")
-    if len(raw.sample_events["location"]):
-        raise PerflowError(
-            f"{src}: traces with sampled call stacks have no distributed form; build them with perflow.build_pag"
-        )
-    if "stack" in raw.regions.columns:
-        st = pd.to_numeric(raw.regions["stack"], errors="coerce").fillna(-1).to_numpy()
-        if (st >= 0).any():
-            raise PerflowError(
-                f"{src}: traces whose regions carry call stacks (perflow recordings) have no distributed form; "
-                "build them with perflow.build_pag"
-            )
-
-
 def split_raw(raw: RawTrace, loc_part: np.ndarray, n_parts: int) -> list[RawTrace]:
-    """Cut ``raw`` into ``n_parts`` raw traces by the partition of each location.
-
-    Raises
-    ------
-    PerflowError
-        For traces with sampled call stacks, which have no distributed form.
-    """
-    check_distributable(raw)
+    """Cut ``raw`` into ``n_parts`` raw traces by the partition of each location."""
     loc_part = np.asarray(loc_part, dtype=np.int64)
     rloc = raw.region_events["location"].astype(np.int64)
     nloc = len(raw.locations)

@@ -1,10 +1,10 @@
-"""Distributed FIFO message matching: local matching plus an exchange of boundary send records.
+"""FIFO message matching over partitions: send and receive records, and an exchange of boundary send records.
 
-Single-process matching (:func:`perflow.trace.match.message_table`) pairs the
-k-th send of a key ``(comm, source, destination, tag)`` in posting order with
-the k-th receive of that key in posting order. Every send of a key is on the
-source process and every receive on the destination process, and partitions
-hold whole processes, so:
+Messages are matched FIFO: the k-th send of a key ``(comm, source,
+destination, tag)`` in posting order pairs with the k-th receive of that key
+in posting order (:mod:`perflow.trace.match` prepares the events). Every send
+of a key is on the source process and every receive on the destination
+process, and partitions hold whole processes, so:
 
 1. each partition turns its point-to-point events into **send records** and
    **receive records** (:func:`p2p_records`), numbering each record ``k``
@@ -21,8 +21,9 @@ hold whole processes, so:
 The message rows of a boundary message live in the receiver's partition;
 the receiver acknowledges the matched boundary sends to their senders (send
 interval and bytes), which need them for ``bytes_sent``. Concatenating every
-partition's rows and sorting them as the single-process engine does
-(:func:`gather_messages`) gives exactly ``trace.messages``.
+partition's rows in the order of their send events (:func:`gather_messages`)
+gives ``trace.messages``, whatever the partitioning (a whole trace is one
+partition).
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace.match import p2p_records as local_p2p_records
-from ..trace.match import rank_within, ssend_regions
-from ..trace.raw import RawTrace
 from ..pag.instances import conform
+from .match import p2p_records as prepare_p2p
+from .match import rank_within, record_key
+from .raw import RawTrace
 
-__all__ = ["KEY", "p2p_records", "outbox", "match_records", "gather_messages", "ssend_regions"]
+__all__ = ["KEY", "p2p_records", "outbox", "match_records", "gather_messages"]
 
 #: the matching key of a message, plus its FIFO number within the key
 KEY = ["comm", "src", "dst", "tag", "k"]
@@ -43,10 +44,7 @@ KEY = ["comm", "src", "dst", "tag", "k"]
 
 def _fifo(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray, order: np.ndarray) -> np.ndarray:
     """FIFO number of each record within its key, ``order`` being the posting order."""
-    key = np.zeros(len(comm), dtype=np.int64)
-    for x in (comm, src, dst, tag):
-        codes, uniq = pd.factorize(x)
-        key = key * max(len(uniq), 1) + codes
+    key = record_key(comm, src, dst, tag)
     k = np.empty(len(comm), dtype=np.int64)
     k[order] = rank_within(key[order])
     return k
@@ -101,7 +99,7 @@ def p2p_records(
     def glob(iv: np.ndarray) -> np.ndarray:
         return np.where(iv >= 0, ginst[np.maximum(iv, 0)] if len(ginst) else -1, -1)
 
-    rec = local_p2p_records(raw, enclosing, inst_region, threaded)
+    rec = prepare_p2p(raw, enclosing, inst_region, threaded)
     s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
     order_s, order_r, send_complete, recv_post, mode = (
         rec.order_s,
@@ -167,17 +165,31 @@ def outbox(sends: pd.DataFrame, part_of_dst: np.ndarray, n_parts: int) -> list[p
 def match_records(recvs: pd.DataFrame, inbound: list[pd.DataFrame]) -> pd.DataFrame:
     """Join receive records with the send records addressed to this partition on ``(key, k)``.
 
-    Returns one row per matched message with the single-process message
-    columns plus ``send_row`` (global row of the send event, for ordering),
-    ``send_enter``, ``recv_enter`` and ``recv_leave`` (for wait states).
+    Returns one row per matched message with the message columns of
+    ``Trace.messages`` plus ``send_row`` (global row of the send event, for
+    ordering), ``send_enter``, ``recv_enter`` and ``recv_leave`` (for wait
+    states). A hash join on one integer per record: linear.
     """
     sends = [x for x in inbound if len(x)]
     if not sends or not len(recvs):
         return _empty_messages()
     s = pd.concat(sends, ignore_index=True) if len(sends) > 1 else sends[0]
-    m = s.merge(recvs, on=KEY, how="inner", sort=False)
+    ns = len(s)
+    both = {c: np.r_[s[c].to_numpy(), recvs[c].to_numpy()] for c in KEY}
+    key = record_key(both["comm"], both["src"], both["dst"], both["tag"])
+    k = both["k"].astype(np.int64)
+    kmax = int(k.max(initial=0)) + 1
+    if int(key.max(initial=0)) + 1 < (1 << 62) // kmax:
+        key = key * kmax + k
+    else:  # pragma: no cover - astronomically many keys
+        key = pd.MultiIndex.from_arrays([key, k]).factorize()[0].astype(np.int64)
+    pos = pd.Index(key[:ns]).get_indexer(key[ns:])
+    hit = np.flatnonzero(pos >= 0)
+    sd = s.drop(columns=["src", "dst", "k"]).iloc[pos[hit]].reset_index(drop=True)
+    rd = recvs.drop(columns=KEY).iloc[hit].reset_index(drop=True)
+    m = pd.concat([sd, rd], axis=1)
     m["clock_violation"] = m["send_time"].to_numpy() > m["recv_time"].to_numpy()
-    return m.drop(columns=["src", "dst", "k"])
+    return m
 
 
 def _empty_messages() -> pd.DataFrame:
@@ -198,8 +210,12 @@ def gather_messages(parts: list[pd.DataFrame], *, keep: tuple[str, ...] = (), th
     keep (``send_row``, ``late_sender_wait``, ...).
     """
     parts = [p for p in parts if len(p)] or [_empty_messages()]
-    m = pd.concat(parts, ignore_index=True)
-    by = ["send_process", "send_time", "send_row"] if threaded else ["send_row"]
-    m = m.sort_values(by, kind="stable").reset_index(drop=True)
+    m = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    row = m["send_row"].to_numpy()
+    if threaded:
+        order = np.lexsort((row, m["send_time"].to_numpy(), m["send_process"].to_numpy()))
+    else:
+        order = np.argsort(row, kind="stable")
+    m = m.take(order).reset_index(drop=True)
     out = conform("messages", m)
     return out[list(conform("messages", None).columns) + [c for c in keep if c in out.columns]]

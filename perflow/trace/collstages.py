@@ -1,12 +1,13 @@
-"""Distributed wait states: Late Sender per message, waiting time per collective participant.
+"""Waits over partitions: Late Sender per message, waiting time per collective participant.
+
+The formulas are those of :mod:`perflow.pag.edges`; this module finds their
+inputs when the participants are spread over partitions.
 
 **Late Sender** (:func:`late_sender`) needs the enter time of the region that
 issued the send and the enter/leave of the region that completed the receive.
 The send record carries the former (``send_enter``), so a message's wait is
-computed where the message row lives (the receiver's partition):
-``max(0, min(Es, Lr) - Er)``, 0 for messages without a send or receive
-region or with a clock violation, as in
-:func:`perflow.pag.edges.late_sender_wait`.
+computed where the message row lives (the receiver's partition) with
+:func:`perflow.pag.edges.message_late_sender`.
 
 **Collective waits** need, per instance, the latest arrival over all
 participants. Each partition reduces its rows to per-instance partials
@@ -14,9 +15,8 @@ participants. Each partition reduces its rows to per-instance partials
 arriving then, bytes moved), the partials are combined in a reduction tree
 (:func:`combine_collective`), and each partition computes its rows' waits
 ``max(0, min(latest, L_i) - E_i)`` from the combined arrays
-(:func:`collective_rows_wait`), exactly as
-:func:`perflow.pag.edges.collective_wait` (barriers, MPI_Init/Finalize and
-collectives that move data synchronise; the last arriver is the lowest
+(:func:`collective_rows_wait`) with
+:func:`perflow.pag.edges.collective_row_wait` (the last arriver is the lowest
 (process, thread) among the latest).
 """
 
@@ -25,26 +25,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..kinds import CollectiveOp
+from ..pag.edges import collective_row_wait, message_late_sender
 
-__all__ = ["late_sender", "collective_partial", "combine_collective", "collective_rows_wait", "wait_partial"]
-
-_SYNC_OPS = [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE]
+__all__ = ["late_sender", "collective_partial", "combine_collective", "collective_rows_wait"]
 
 
 def late_sender(messages: pd.DataFrame) -> np.ndarray:
     """Late Sender waiting time of each message row (see the module docstring)."""
     if not len(messages):
         return np.zeros(0)
-    si = messages["send_interval"].to_numpy()
-    ri = messages["recv_interval"].to_numpy()
-    ok = (si >= 0) & (ri >= 0) & ~messages["clock_violation"].to_numpy()
-    es = messages["send_enter"].to_numpy()[ok]
-    er = messages["recv_enter"].to_numpy()[ok]
-    lr = messages["recv_leave"].to_numpy()[ok]
-    w = np.zeros(len(messages))
-    w[ok] = np.maximum(0.0, np.minimum(es, lr) - er)
-    return w
+    ok = (
+        (messages["send_interval"].to_numpy() >= 0)
+        & (messages["recv_interval"].to_numpy() >= 0)
+        & ~messages["clock_violation"].to_numpy()
+    )
+    return message_late_sender(
+        ok, messages["send_enter"].to_numpy(), messages["recv_enter"].to_numpy(), messages["recv_leave"].to_numpy()
+    )
 
 
 def collective_partial(coll: pd.DataFrame) -> pd.DataFrame:
@@ -106,19 +103,14 @@ def collective_rows_wait(coll: pd.DataFrame, combined: pd.DataFrame) -> tuple[np
         return np.zeros(0), np.zeros(0, dtype=bool)
     inst = coll["instance"].to_numpy().astype(np.int64)
     j = np.searchsorted(combined["instance"].to_numpy(), inst)
-    latest = combined["latest"].to_numpy()[j]
-    begin = coll["begin"].to_numpy()
-    end = coll["end"].to_numpy()
-    w = np.maximum(0.0, np.minimum(latest, end) - begin)
-    op = coll["op"].to_numpy()
-    sync = np.isin(op, _SYNC_OPS) | (combined["moved"].to_numpy()[j] > 0)
+    w = collective_row_wait(
+        coll["op"].to_numpy(),
+        combined["latest"].to_numpy()[j],
+        coll["begin"].to_numpy(),
+        coll["end"].to_numpy(),
+        combined["moved"].to_numpy()[j],
+    )
     is_last = (coll["process"].to_numpy() == combined["proc"].to_numpy()[j]) & (
         coll["thread"].to_numpy() == combined["thr"].to_numpy()[j]
     )
-    return np.where(sync, w, 0.0), is_last
-
-
-def wait_partial(vertex: np.ndarray, wait: np.ndarray, n_vertices: int) -> np.ndarray:
-    """Per-vertex sums of waiting time (vertex -1 rows are dropped)."""
-    ok = vertex >= 0
-    return np.bincount(vertex[ok], weights=wait[ok], minlength=n_vertices)
+    return w, is_last

@@ -1,14 +1,20 @@
-"""Client-side merging: global numbering from the partitions' summaries, and gathering.
+"""Global numbering from the partitions' summaries, and gathering of partition tables.
 
-Global numbering, so that every distributed table equals the single-process one:
+The numbering does not depend on how the processes are partitioned, so a
+trace built in one partition and in several gives the same tables:
 
-* **call paths** (top-down vertices): the single-process scan numbers call
-  paths in order of first appearance in the region-event stream (locations in
-  order, each in stream order). Each partition reports its local tree and,
-  per local call path, the ``(location, offset)`` of the Enter that created
-  it. Sorting all of them by ``(location, offset)`` and walking the sorted
-  list with a map from ``(global parent, region)`` to id reproduces that
-  order exactly; a parent always sorts before its children.
+* **call paths** (top-down vertices from Enter/Leave events) are numbered in
+  order of first appearance in the region-event stream (locations in order,
+  each in stream order). Each partition reports its local tree and, per local
+  call path, the ``(location, offset)`` of the Enter that created it. Sorting
+  all of them by ``(location, offset)`` and walking the sorted list with a map
+  from ``(global parent, region)`` to id gives that order; a parent always
+  sorts before its children.
+* **synthetic vertices** (frames of region call stacks and of sampled stacks,
+  :mod:`perflow.trace.contexts`) follow, level by level from the call paths
+  down: at each level the new vertices are numbered by ``(global parent,
+  region)``, one vertex per distinct pair. A call path that a call stack
+  re-parents keeps its id; its parent becomes the stack's innermost frame.
 * **intervals** and **p2p rows**: both are grouped by location, so the global
   row of the ``i``-th instance (event) of location ``l`` is the number of
   instances (events) of locations before ``l`` plus ``i``.
@@ -26,20 +32,12 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
-from ..pag.pag import MetricInfo
-from ..trace.build import region_kinds
-from ..trace.raw import RawTrace
 from ..pag.instances import Trace, conform
-from .match import gather_messages
+from .raw import RawTrace
+from .records import gather_messages
+from .tally import region_kinds
 
-__all__ = ["merge_summaries", "vertex_table", "gather_trace", "concat_metric_rows", "BYTE_METRICS"]
-
-#: descriptions of the metrics :func:`perflow.build_pag` adds (as it words them)
-BYTE_METRICS = {
-    "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
-    "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
-    "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
-}
+__all__ = ["merge_summaries", "vertex_table", "gather_trace", "concat_metric_rows"]
 
 
 def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[str, Any]:
@@ -77,9 +75,38 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
             cp_parent.append(pg)
             cp_region.append(reg)
         gid[(pid, j)] = g
-    cp_maps = {}
+    n_real = len(cp_parent)
+    # the parent after call stacks: real call paths re-pointed to a stack frame, synthetic ones below
+    local_parent: dict[tuple[int, int], int] = {}
+    syn_todo: list[tuple[int, int, int, int]] = []  # (pid, local id, local parent, region)
     for s in summaries:
         n = len(s["cp_parent"])
+        fp = np.asarray(s.get("final_parent", s["cp_parent"]), dtype=np.int64)
+        for j in np.flatnonzero(fp != s["cp_parent"]).tolist():
+            local_parent[(s["pid"], j)] = int(fp[j])
+        sp = np.asarray(s.get("syn_parent", np.zeros(0, np.int64)), dtype=np.int64)
+        sr = np.asarray(s.get("syn_region", np.zeros(0, np.int64)), dtype=np.int64)
+        syn_todo += [(s["pid"], n + i, int(p), int(r)) for i, (p, r) in enumerate(zip(sp.tolist(), sr.tolist()))]
+    syn_path: dict[tuple[int, int], int] = {}
+    while syn_todo:
+        ready = [t for t in syn_todo if t[2] < 0 or (t[0], t[2]) in gid]
+        if not ready:  # pragma: no cover - a parent always precedes its synthetic children
+            raise ValueError("synthetic vertices whose parents are never numbered")
+        keys = sorted({(gid[(p, par)] if par >= 0 else -1, reg) for p, _, par, reg in ready})
+        for key in keys:
+            if key not in syn_path:
+                syn_path[key] = len(cp_parent)
+                cp_parent.append(key[0])
+                cp_region.append(key[1])
+        for p, j, par, reg in ready:
+            gid[(p, j)] = syn_path[(gid[(p, par)] if par >= 0 else -1, reg)]
+        done = set(ready)
+        syn_todo = [t for t in syn_todo if t not in done]
+    for (p, j), lp in local_parent.items():  # real call paths whose parent is a stack frame
+        cp_parent[gid[(p, j)]] = gid[(p, lp)]
+    cp_maps = {}
+    for s in summaries:
+        n = len(s["cp_parent"]) + len(s.get("syn_parent", ()))
         cp_maps[s["pid"]] = np.array([gid[(s["pid"], j)] for j in range(n)], dtype=np.int64)
 
     def offsets(name: str) -> np.ndarray:
@@ -105,6 +132,7 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         "cp_parent": np.asarray(cp_parent, dtype=np.int64),
         "cp_region": np.asarray(cp_region, dtype=np.int64),
         "cp_maps": cp_maps,
+        "n_real": n_real,
         "inst_off": inst_off[:-1],
         "p2p_off": p2p_off[:-1],
         "n_intervals": int(inst_off[-1]),
@@ -158,14 +186,16 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
     """
     iv = conform("intervals", None)
     if n_intervals:
-        cat = pd.concat([p["intervals"] for p in parts if len(p["intervals"])], ignore_index=True)
-        rows = np.concatenate([p["ginst"] for p in parts if len(p["intervals"])])
-        iv = cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
+        have = [p for p in parts if len(p["intervals"])]
+        cat = pd.concat([p["intervals"] for p in have], ignore_index=True) if len(have) > 1 else have[0]["intervals"]
+        rows = np.concatenate([p["ginst"] for p in have])
+        iv = cat if np.all(rows[1:] > rows[:-1]) else cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
     messages = gather_messages([p["messages"] for p in parts], threaded=threaded)
     coll = [p["coll"].drop(columns=["wait", "last"], errors="ignore") for p in parts if len(p["coll"])]
     if coll:
-        c = pd.concat(coll, ignore_index=True).sort_values(["instance", "process", "thread"], kind="stable")
-        collectives = conform("collectives", c.reset_index(drop=True))
+        c = pd.concat(coll, ignore_index=True) if len(coll) > 1 else coll[0]
+        order = np.lexsort((c["thread"].to_numpy(), c["process"].to_numpy(), c["instance"].to_numpy()))
+        collectives = conform("collectives", c.take(order).reset_index(drop=True))
     else:
         collectives = conform("collectives", None)
     return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))

@@ -1,0 +1,188 @@
+"""The trace analyses a PAG caches: locations, flat timeline, wait states, critical path, delay costs.
+
+Each is an :class:`~perflow.pag.analysis.Analysis` computed once per PAG and
+settings (``pag.analyses.get(WAIT_INSTANCES, late_receiver="blocking")``);
+passes ask for them instead of recomputing, so the wait-state table that the
+``wait_states``, ``critical_path`` and ``root_cause`` passes of one flow use
+is computed once. :class:`WaitSettings` validates the wait-state settings in
+one place.
+
+The wait-state instances have a partitioned form
+(:func:`perflow.trace.waitparts.program`) that an engine runs where the
+trace's partitions live; the others run on the gathered trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..errors import PAGError
+from ..pag.analysis import Analysis, Settings, SettingsError
+from ..pag.instances import Trace
+from .critical import CriticalPath, critical_path
+from .delays import DelayResult, delay_costs
+from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
+from .waits import wait_instances
+
+__all__ = [
+    "WaitSettings",
+    "DelaySettings",
+    "trace_of",
+    "LOCATIONS",
+    "FLAT_TIMELINE",
+    "SUBTREE_SIZES",
+    "WAIT_INSTANCES",
+    "CRITICAL_PATH",
+    "DELAY_COSTS",
+    "EXCLUSIVE_BY_VERTEX",
+]
+
+_TRACE = frozenset({"trace"})
+_TRACE_V = frozenset({"trace", "vertices"})
+
+
+@dataclass(frozen=True)
+class WaitSettings(Settings):
+    """Settings of the wait-state analysis (and of everything computed from its table).
+
+    Attributes
+    ----------
+    wrong_order_window : int
+        Late Sender instances kept per receiving location for the wrong-order
+        test (0 disables it).
+    late_receiver : {"synchronous", "blocking", "none"}
+        Which sends can suffer Late Receiver: synchronous ones, every blocking
+        or synchronous one, or none.
+    early_reduce : {"latest", "earliest"}
+        Early Reduce waits until the latest sender arrives, or only until the
+        earliest one.
+    """
+
+    wrong_order_window: int = 100
+    late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
+    early_reduce: Literal["latest", "earliest"] = "latest"
+
+    def check(self) -> None:
+        if self.wrong_order_window < 0:
+            raise SettingsError(f"setting wrong_order_window must be >= 0, got {self.wrong_order_window}")
+
+
+@dataclass(frozen=True)
+class DelaySettings(WaitSettings):
+    """Settings of the delay-cost analysis: the wait-state settings, and whether to add long-term costs."""
+
+    long_term: bool = False
+
+    def waits(self) -> WaitSettings:
+        """The wait-state part."""
+        return WaitSettings(self.wrong_order_window, self.late_receiver, self.early_reduce)
+
+
+def trace_of(pag: Any) -> Trace:
+    """The instance tables of a trace-backed PAG (a :class:`~perflow.errors.PAGError` for a profile)."""
+    if pag.trace is None:
+        src = pag.attrs.get("source")
+        raise PAGError(f"this PAG{f' (from {src})' if src else ''} has no trace: read a trace rather than a profile")
+    return pag.trace
+
+
+def _names(pag: Any) -> np.ndarray:
+    return pag.vertex_table["name"].astype(str).to_numpy()
+
+
+def _locations(pag: Any, s: Settings) -> Locations:
+    return locations(trace_of(pag))
+
+
+def _flat(pag: Any, s: Settings) -> FlatTimeline:
+    return flat_timeline(trace_of(pag), pag.analyses.get(LOCATIONS))
+
+
+def _sizes(pag: Any, s: Settings) -> np.ndarray:
+    return subtree_sizes(trace_of(pag), pag.analyses.get(LOCATIONS))
+
+
+def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
+    return wait_instances(
+        trace_of(pag),
+        _names(pag),
+        window=s.wrong_order_window,
+        late_receiver=s.late_receiver,
+        early_reduce=s.early_reduce,
+        locs=pag.analyses.get(LOCATIONS),
+    )
+
+
+def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
+    from .waitparts import program
+
+    return program(
+        handle, _names(pag), window=s.wrong_order_window, late_receiver=s.late_receiver, early_reduce=s.early_reduce
+    )
+
+
+def _critical(pag: Any, s: WaitSettings) -> CriticalPath:
+    w = pag.analyses.get(WAIT_INSTANCES, s)
+    return critical_path(
+        trace_of(pag), w, pag.n_vertices, locs=pag.analyses.get(LOCATIONS), flat=pag.analyses.get(FLAT_TIMELINE)
+    )
+
+
+def _delays(pag: Any, s: DelaySettings) -> DelayResult:
+    w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    return delay_costs(
+        trace_of(pag),
+        w,
+        pag.n_vertices,
+        long_term=s.long_term,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+    )
+
+
+def _exclusive(pag: Any, s: Settings) -> tuple[np.ndarray, float]:
+    flat = pag.analyses.get(FLAT_TIMELINE)
+    n = pag.n_vertices
+    if len(flat.time) < 2:
+        return np.zeros(n), 0.0
+    dur = np.diff(flat.time)
+    same = np.ones(len(dur), dtype=bool)
+    ends = flat.offsets[1:-1] - 1  # the last event of every location but the last
+    same[ends[(ends >= 0) & (ends < len(dur))]] = False
+    v = flat.vertex[:-1]
+    w = np.where(same, np.maximum(dur, 0.0), 0.0)
+    out = np.bincount(np.where(v >= 0, v, n), weights=w, minlength=n + 1)
+    return out[:n], float(out[n])
+
+
+LOCATIONS = Analysis(
+    "trace.locations", compute=_locations, uses=_TRACE, doc="the (process, thread) streams and their intervals"
+)
+FLAT_TIMELINE = Analysis(
+    "trace.flat_timeline", compute=_flat, uses=_TRACE, doc="per location, the innermost interval between events"
+)
+SUBTREE_SIZES = Analysis("trace.subtree_sizes", compute=_sizes, uses=_TRACE, doc="intervals in each interval's subtree")
+WAIT_INSTANCES = Analysis(
+    "trace.wait_instances",
+    compute=_waits,
+    program=_waits_program,
+    settings=WaitSettings,
+    uses=_TRACE_V,
+    doc="every wait-state instance (perflow.trace.waits.WAIT_COLUMNS)",
+)
+CRITICAL_PATH = Analysis(
+    "trace.critical_path", compute=_critical, settings=WaitSettings, uses=_TRACE_V, doc="the critical path"
+)
+DELAY_COSTS = Analysis(
+    "trace.delay_costs", compute=_delays, settings=DelaySettings, uses=_TRACE_V, doc="delay costs of the wait states"
+)
+EXCLUSIVE_BY_VERTEX = Analysis(
+    "trace.exclusive_by_vertex",
+    compute=_exclusive,
+    uses=_TRACE_V,
+    doc="exclusive time per vertex over all locations, and the time outside every region",
+)

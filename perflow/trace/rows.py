@@ -1,0 +1,93 @@
+"""A partition's final metric rows: times, visits, samples, metric deltas and byte counts.
+
+Each partition holds whole processes, so every ``(vertex, process, thread)``
+metric row is computed completely inside one partition, equal to the row of a
+one-partition build. Bytes sent by a message whose receive completed in
+another partition come back to the sender in acknowledgements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..pag.frames import make_metrics
+from ..pag.pag import MetricInfo
+from .stages import PartTables, local_rows
+from .tally import align_rows
+
+__all__ = ["metric_rows", "BYTE_METRICS"]
+
+#: descriptions of the metrics the pipeline adds besides times and visits
+BYTE_METRICS = {
+    "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
+    "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
+    "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
+}
+
+
+def metric_rows(
+    t: PartTables, messages: pd.DataFrame, acks: list[pd.DataFrame], loc_proc: np.ndarray, loc_thr: np.ndarray
+) -> tuple[pd.DataFrame, dict[str, MetricInfo], bool]:
+    """A partition's final metric rows: times, visits, metric deltas and byte counts.
+
+    Parameters
+    ----------
+    t : PartTables
+    messages : pandas.DataFrame
+        Messages received in this partition (their ``send_interval`` may be elsewhere).
+    acks : list of pandas.DataFrame
+        ``send_interval``/``bytes`` of this partition's sends matched in other partitions.
+    loc_proc, loc_thr : numpy.ndarray
+        Process and thread of every global location.
+
+    Returns
+    -------
+    (pandas.DataFrame, dict, bool)
+        Rows with ``vertex``, ``process``, ``thread`` and metric columns;
+        metric descriptions; whether any byte was attributed to a sending
+        instance (the single-process engine only adds byte metrics then).
+    """
+    v, loc = t.metric_vertex, t.metric_loc
+    n_vertices = int(v.max()) + 1 if len(v) else 0
+    m = make_metrics(v, loc_proc[loc], loc_thr[loc], t.metric_cols, n_vertices=n_vertices, duplicates="sum")
+    ivx = t.intervals["vertex"].to_numpy().astype(np.int64)
+    ivp = t.intervals["process"].to_numpy().astype(np.int64)
+    ivt = t.intervals["thread"].to_numpy().astype(np.int64)
+
+    def local(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return local_rows(t.ginst, g)
+
+    sent_i, sent_v, recv_i, recv_v = [], [], [], []
+    if len(messages):
+        b = messages["bytes"].to_numpy(dtype=np.float64)
+        i, ok = local(messages["send_interval"].to_numpy())
+        sent_i.append(i[ok])
+        sent_v.append(b[ok])
+        i, ok = local(messages["recv_interval"].to_numpy())
+        recv_i.append(i[ok])
+        recv_v.append(b[ok])
+    for a in acks:
+        if len(a):
+            i, ok = local(a["send_interval"].to_numpy())
+            sent_i.append(i[ok])
+            sent_v.append(a["bytes"].to_numpy(dtype=np.float64)[ok])
+    c = t.coll
+    if len(c):
+        i, ok = local(c["interval"].to_numpy())
+        sent_i.append(i[ok])
+        sent_v.append(c["sent"].to_numpy(dtype=np.float64)[ok])
+        recv_i.append(i[ok])
+        recv_v.append(c["received"].to_numpy(dtype=np.float64)[ok])
+    has_sent = bool(sum(len(x) for x in sent_i))
+    cols: dict[str, np.ndarray] = {}
+    if sent_i or recv_i:
+        for name, ii, vv in (("bytes_sent", sent_i, sent_v), ("bytes_recv", recv_i, recv_v)):
+            ii_ = np.concatenate(ii) if ii else np.zeros(0, np.int64)
+            vv_ = np.concatenate(vv) if vv else np.zeros(0)
+            cols[name] = align_rows(m, ivx[ii_], ivp[ii_], ivt[ii_], vv_)
+    for name, (dv, dl, vals) in t.deltas.items():
+        cols[name] = align_rows(m, dv, loc_proc[dl], loc_thr[dl], vals)
+    for k, a in cols.items():
+        m[k] = a
+    return m.reset_index(), dict(t.delta_info), has_sent
