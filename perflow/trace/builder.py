@@ -213,9 +213,7 @@ class TraceBuilder:
 
     # ------------------------------------------------------------- conveniences
     @contextmanager
-    def region(
-        self, p: int, name: str, start: float, end: float, *, thread: int = 0, **region: Any
-    ) -> Iterator[None]:
+    def region(self, p: int, name: str, start: float, end: float, *, thread: int = 0, **region: Any) -> Iterator[None]:
         """Enter ``name`` at ``start``; what the block adds is nested inside; leave at ``end``."""
         self.enter(p, start, name, thread=thread, **region)
         yield

@@ -340,7 +340,9 @@ def _sampled_and_stacked() -> TraceBuilder:
                 tb.sample(p, t + 0.7, ["timestep", "io"], 0.1)
             tb.call(p, "MPI_Allreduce", t + w, t + 2.5, coll={"bytes": 8}, stack=["timestep", "reduce"])
             nb = (p + 1) % 4
-            tb.call(p, "MPI_Send", t + 2.6, t + 2.7, send={"to": nb, "tag": it, "bytes": 64}, stack=["timestep", "halo"])
+            tb.call(
+                p, "MPI_Send", t + 2.6, t + 2.7, send={"to": nb, "tag": it, "bytes": 64}, stack=["timestep", "halo"]
+            )
             tb.call(p, "MPI_Recv", t + 2.7, t + 2.9, recv={"frm": (p - 1) % 4, "tag": it, "bytes": 64},
                     stack=["timestep", "halo"])  # fmt: skip
         tb.leave(p, 12.0)

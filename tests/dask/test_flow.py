@@ -160,6 +160,8 @@ def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  #
     address = engine.client.scheduler.address
     assert main(["run", "wait_states", "-i", str(tmp_path / "barrier")]) == 0
     local = capsys.readouterr().out
-    assert main(["run", "wait_states", "-i", str(tmp_path / "barrier"), "--engine", "dask", "--scheduler", address]) == 0
+    assert (
+        main(["run", "wait_states", "-i", str(tmp_path / "barrier"), "--engine", "dask", "--scheduler", address]) == 0
+    )
     assert capsys.readouterr().out == local
     assert "wait_barrier" in local

@@ -91,7 +91,9 @@ def test_threads() -> None:
     assert (by_loc["max_process"], by_loc["max_thread"]) == (0, 1)
     out = imbalance_outliers(pag, across="location")
     assert list(zip(out["process"], out["thread"])) == [(0, 1)]
-    with pytest.raises(PassError, match="pass 'imbalance': setting across='thread' is not one of 'process', 'location'"):
+    with pytest.raises(
+        PassError, match="pass 'imbalance': setting across='thread' is not one of 'process', 'location'"
+    ):
         imbalance(pag, across="thread")
 
 

@@ -242,7 +242,8 @@ def test_mismatched_leave_names_the_event():
         attrs={"source": "x.otf2"},
     )
     with pytest.raises(
-        TraceError, match=r"x.otf2: location 0, region event 1 of the location at t=1.000000000: a Leave whose region differs.*'b'"
+        TraceError,
+        match=r"x.otf2: location 0, region event 1 of the location at t=1.000000000: a Leave whose region differs.*'b'",
     ):
         perflow.build_pag(raw)
 
