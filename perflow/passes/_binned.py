@@ -35,6 +35,7 @@ __all__ = [
     "interval_categories",
     "span_cover",
     "path_rows",
+    "path_runs",
     "share_pixels",
     "location_rows",
 ]
@@ -164,6 +165,18 @@ def path_rows(row: np.ndarray, start: np.ndarray, end: np.ndarray, *, t0: float,
     inside = centre[ok] < e[kk]
     out[np.flatnonzero(ok)[inside]] = r[kk[inside]]
     return out
+
+
+def path_runs(rows: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of bins on the same row of :func:`path_rows`: start and end times and the row of each run."""
+    bins = len(rows)
+    edges = np.linspace(t0, t1, bins + 1)
+    same = (rows[1:] == rows[:-1]) | (np.isnan(rows[1:]) & np.isnan(rows[:-1]))
+    first = np.flatnonzero(np.r_[True, ~same])
+    last = np.r_[first[1:], bins]
+    keep = np.isfinite(rows[first])
+    first, last = first[keep], last[keep]
+    return edges[first], edges[last], rows[first]
 
 
 def share_pixels(shares: np.ndarray, sub: int) -> np.ndarray:

@@ -37,6 +37,7 @@ from ._binned import (
     aggregate_bins,
     interval_categories,
     path_rows,
+    path_runs,
     share_pixels,
     span_cover,
     timeline_data,
@@ -171,14 +172,8 @@ def _draw_path(ax: Any, cp: pd.DataFrame, td: TimelineData, t0: float, t1: float
     # zoomed out: a dash on the row the path is on in each bin (runs merged), no jumps
     ok = np.isfinite(cr)
     rows = path_rows(cr[ok], s_[ok], e_[ok], t0=t0, t1=t1, bins=bins)
-    edges = np.linspace(t0, t1, bins + 1)
-    change = np.r_[True, ~((rows[1:] == rows[:-1]) | (np.isnan(rows[1:]) & np.isnan(rows[:-1])))]
-    first = np.flatnonzero(change)
-    last = np.r_[first[1:], bins]
-    keep = np.isfinite(rows[first])
-    first, last = first[keep], last[keep]
-    r = rows[first]
-    segs = np.stack([np.c_[edges[first], r], np.c_[edges[last], r]], axis=1)
+    x0, x1, r = path_runs(rows, t0, t1)
+    segs = np.stack([np.c_[x0, r], np.c_[x1, r]], axis=1)
     lc = LineCollection(segs, colors="black", linewidths=2.5, label="critical path", zorder=4)
     ax.add_collection(lc)
     return lc
