@@ -19,7 +19,8 @@ anything else                          ``NAME.txt`` (its repr)
 
 :func:`write_outputs` writes every output of a run and ``index.html``, one
 self-contained page with the reports, tables, figures, call tree and (for a
-trace) the interactive timeline (:mod:`perflow.passes.html_report`).
+trace) the interactive timeline (the ``report_page`` pass of the pass library,
+found by name: this layer does not import the passes).
 
 :func:`as_text` fits tables to the terminal: columns that do not fit are left
 out, and a note names them.
@@ -117,13 +118,14 @@ def write_index(
     steps: pd.DataFrame | None = None,
     pag: Any = None,
 ) -> Path:
-    """Write ``directory/index.html``: the self-contained page of a run (imports the report page module)."""
-    from perflow.passes.html_report import run_page
+    """Write ``directory/index.html``: the self-contained page of a run (the ``report_page`` pass)."""
+    from .registry import get_pass
 
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "index.html"
-    p.write_text(run_page(values, title=title, subtitle=subtitle, steps=steps, pag=pag), encoding="utf-8")
+    page = get_pass("report_page")(values, pag, steps, title=title, subtitle=subtitle)
+    p.write_text(page, encoding="utf-8")
     log.info("wrote %s", p)
     return p
 

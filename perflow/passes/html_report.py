@@ -35,9 +35,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._render import as_frame, column_units, format_column
+from perflow.flow.registry import pass_
 
-__all__ = ["run_page", "table_html", "markdown_html", "find_overlays"]
+from ._render import as_frame, column_units, format_column, write_text
+
+__all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +125,7 @@ def markdown_html(text: str) -> str:
     return md.render(text).replace("<table>", '<table class="pf-sortable">')
 
 
-def _figure_html(fig: Any, alt: str) -> str:
+def figure_html(fig: Any, alt: str) -> str:
     from ._mplfig import figure_png
 
     data = base64.b64encode(figure_png(fig, dpi=110)).decode()
@@ -162,7 +164,7 @@ def _section(name: str, value: Any, anchors: list[tuple[str, str]], parts: list[
     elif isinstance(value, pd.DataFrame | pd.Series) or (hasattr(value, "to_frame") and hasattr(value, "_ids")):
         body = table_html(value)
     elif hasattr(value, "savefig"):
-        body = _figure_html(value, name)
+        body = figure_html(value, name)
     elif type(value).__name__ == "PAG":
         page["pags"].append((name, value))
         return
@@ -245,3 +247,72 @@ def run_page(
         + (f'<p class="pf-sub">{esc(subtitle)}</p>\n' if subtitle else "")
         + f'<nav class="pf-toc">{toc}</nav>\n{body}\n<script>{_SORT_JS}{TREE_JS}</script>\n</body></html>\n'
     )
+
+
+@pass_(version="1", tags=("report",))
+def report_page(
+    outputs: dict[str, Any],
+    pag: Any = None,
+    steps: pd.DataFrame | None = None,
+    *,
+    title: str = "perflow report",
+    subtitle: str = "",
+    timeline: bool = True,
+    path: str | None = None,
+) -> str:
+    """The self-contained HTML page of a run's values (what ``index.html`` holds; see :func:`run_page`).
+
+    Parameters
+    ----------
+    outputs : dict
+        Values by name, shown in order.
+    pag : PAG, optional
+        The run's input: its call tree and, for a trace, the interactive timeline.
+    steps : DataFrame, optional
+        The run's steps table.
+    title, subtitle : str
+        Heading and the line below it.
+    timeline : bool
+        Include the interactive timeline of a trace.
+    path : str, optional
+        Also write the page there.
+
+    Returns
+    -------
+    str
+        The HTML document.
+    """
+    page = run_page(outputs, title=title, subtitle=subtitle, steps=steps, pag=pag, timeline=timeline)
+    write_text(page, path)
+    return page
+
+
+@pass_(version="1", tags=("report",))
+def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
+    """One value as an HTML fragment for a notebook: a Markdown report rendered, a figure as PNG, a table.
+
+    Parameters
+    ----------
+    value : any
+        A report (str), a table, a figure or anything with ``_repr_html_``.
+    name : str
+        The figure's alternative text.
+    max_rows : int
+        Rows shown of a table.
+
+    Returns
+    -------
+    str
+        The fragment.
+    """
+    if isinstance(value, str):
+        if value.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+            return f"<p>an HTML document ({len(value):,} characters): <code>result.save(DIR)</code> writes it</p>"
+        return markdown_html(value)
+    if isinstance(value, pd.DataFrame | pd.Series) or (hasattr(value, "to_frame") and hasattr(value, "_ids")):
+        return table_html(value, max_rows=max_rows)
+    if hasattr(value, "savefig"):
+        return figure_html(value, name)
+    if hasattr(value, "_repr_html_"):
+        return str(value._repr_html_())
+    return f"<pre>{html.escape(repr(value)[:2000])}</pre>"
