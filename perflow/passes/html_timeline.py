@@ -435,6 +435,7 @@ def timeline_html(
     tile_bins: int = 1024,
     max_instances: int = 1_000_000,
     max_overlays: int = 100_000,
+    max_shown: int = 30_000,
     messages: bool = True,
     max_messages: int = 20_000,
     title: str = "perflow timeline",
@@ -464,6 +465,8 @@ def timeline_html(
         Instances embedded in the page, the longest first.
     max_overlays : int
         Wait states and path segments embedded, each.
+    max_shown : int
+        Instances are drawn one by one when at most this many are in view; else the summary shows.
     messages : bool
         Embed point-to-point messages (drawn when few are in view).
     max_messages : int
@@ -492,6 +495,7 @@ def timeline_html(
         tile_bins=tile_bins,
         max_instances=max_instances,
         max_overlays=max_overlays,
+        max_shown=max_shown,
         messages=messages,
         max_messages=max_messages,
         title=title,
