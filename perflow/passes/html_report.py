@@ -107,7 +107,7 @@ def table_html(data: Any, *, title: str = "", max_rows: int = MAX_ROWS, units: M
         for c in df.columns:
             if num[c]:
                 v = raw[c][i]
-                dv = f' data-v="{v!r}"' if np.isfinite(v) else ""
+                dv = f' data-v="{float(v)!r}"' if np.isfinite(v) else ""
                 tds.append(f'<td class="n"{dv}>{esc(cells[c][i])}</td>')
             else:
                 tds.append(f"<td>{esc(cells[c][i])}</td>")

@@ -31,7 +31,9 @@ from ._figure import (
 )
 from ._render import as_frame, guess_unit, numeric, require_columns
 
-__all__ = ["plot_process_bars", "plot_imbalance", "plot_breakdown"]
+#: ``new_figure(width, height)``: a matplotlib Figure without pyplot that displays itself in notebooks
+#: (as the figures of the plot passes do), for figures drawn by hand.
+__all__ = ["plot_process_bars", "plot_imbalance", "plot_breakdown", "new_figure"]
 
 PerProcessInput = PAG | VertexSet | pd.DataFrame
 
