@@ -68,8 +68,9 @@ def test_run_writes_outputs_and_prints_reports(capsys, report, tmp_path):
     out_dir = tmp_path / "out"
     code, out, err = cli(capsys, "run", report, "--input", "x=4", "--output", out_dir)
     assert code == 0, err
-    assert sorted(os.listdir(out_dir)) == ["parts.json", "table.csv", "text.txt"]
+    assert sorted(os.listdir(out_dir)) == ["index.html", "parts.json", "table.csv", "text.txt"]
     assert (out_dir / "text.txt").read_text() == "report: 3 rows, sum 12\n"
+    assert ">table</h2>" in (out_dir / "index.html").read_text()  # the page of the run
     assert (out_dir / "table.csv").read_text().splitlines() == ["i,v", "0,0", "1,4", "2,8"]
     assert json.loads((out_dir / "parts.json").read_text()) == 2
     # a flow with a text report shows only its report(s) on the terminal; everything is in --output
