@@ -99,7 +99,7 @@ def test_the_python_shipped_flow_overview(capsys, tmp_path):
     code, out, err = cli(capsys, "run", "overview", "--input", SAMPLE, "-o", tmp_path)
     assert code == 0, err
     assert out.startswith("# perflow overview\n") and "MPI_Allreduce" in out
-    assert (tmp_path / "report.txt").read_text() == out
+    assert (tmp_path / "report.md").read_text() == out  # a Markdown report is saved as .md
     code, out, err = cli(capsys, "flows", "overview")
     assert code == 0 and "    pass: tree_text\n" in out and "        'Calling-context tree: inclusive time" in out
 
