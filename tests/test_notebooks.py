@@ -1,8 +1,13 @@
-"""Every notebook under notebooks/ runs from top to bottom without an error."""
+"""Every notebook under notebooks/ runs from top to bottom without an error, and shows every figure.
+
+No notebook uses ``%matplotlib`` magic: the figures of the plot passes (and those made with
+``perflow.passes.plot.new_figure``) display themselves as the last expression of a cell.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -28,3 +33,24 @@ def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         client.execute()
     except nbclient.exceptions.CellExecutionError as exc:  # show which cell failed and why
         pytest.fail(f"{path.name}: {exc}", pytrace=False)
+
+    figures = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        assert "%matplotlib" not in cell.source, f"{path.name} cell {i}: figures must show without magic"
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            text = data.get("text/plain", "")
+            if re.search(r"Figure size \d+x\d+", text):  # a figure as the last expression of the cell
+                assert "image/png" in data, f"{path.name} cell {i} shows {text!r} instead of the figure"
+                figures += 1
+            if "FlowResult" in text:  # a run shows its figures and tables inline
+                assert "text/html" in data and "<table" in data["text/html"], f"{path.name} cell {i}"
+    expected = sum(
+        1
+        for c in nb.cells
+        if c.cell_type == "code"
+        and re.search(r"^(fig|plot_\w+\(.*\)|result\[\"timeline\"\])\s*$", c.source.strip().split("\n")[-1])
+    )
+    assert figures >= expected > 0 or expected == 0, f"{path.name}: {figures} figures shown, {expected} expected"

@@ -34,6 +34,8 @@ COMMAND_MODULES = [
     "passes",
     "flows",
     "record",
+    "view",
+    "convert",
 ]
 
 

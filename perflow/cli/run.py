@@ -38,7 +38,11 @@ def register(sub: Any) -> None:
         help="change a setting (repeatable); VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]",
     )
     p.add_argument(
-        "-o", "--output", metavar="DIR", help="write every output to DIR (CSV, JSON, PNG, TXT, HTML, saved PAG)"
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write every output to DIR (CSV, JSON, PNG, MD, TXT, HTML, saved PAG) and DIR/index.html, "
+        "a page with all of them",
     )
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="steps to run at once (default: CPUs)")
     p.add_argument("--cache", metavar="DIR", help="reuse step results cached in DIR across runs")
@@ -152,7 +156,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     from ..errors import FlowError, ValidationError
     from ..flow.api import run as run_flow
     from ..flow.loader import load_flow
-    from ..flow.outputs import as_text, write_value
+    from ..flow.outputs import as_text, write_outputs
 
     flow = load_flow(args.flow, allow_import=args.allow_import, validate=False)
     try:
@@ -181,8 +185,9 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     printed = []
     hidden = []
     has_report = any(isinstance(v, str) for v in result.outputs.values())
+    written = write_outputs(result, args.output) if args.output else {}  # every output, and index.html
     for name, value in result.outputs.items():
-        where = write_value(value, args.output, name) if args.output else None
+        where = written.get(name)
         # when the flow has a text report, the terminal shows the report(s) only
         text = as_text(value) if (isinstance(value, str) or not has_report) else None
         if text is not None:
@@ -202,7 +207,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         if len(printed) > 1:
             print()
     if not args.quiet:
-        dest = f"; outputs written to {args.output}" if args.output else ""
+        dest = f"; outputs written to {args.output} (open {written['index']})" if args.output else ""
         print(f"perflow: {result.summary()}{dest}", file=sys.stderr)
     for err in result.errors.values():
         if args.debug:

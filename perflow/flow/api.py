@@ -167,6 +167,7 @@ def run(
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
     outputs = {name: r.outputs[name] for name in plan.outputs if name in r.outputs}  # in declared order
     result = FlowResult(f, outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)
+    result.inputs = values  # the inputs as read (a trace's PAG for the HTML report's tree and timeline)
     r.hook("on_finish", result)
     return result
 

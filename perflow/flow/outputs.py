@@ -9,24 +9,39 @@ PAG                                    ``NAME.pag/`` (saved PAG)
 DataFrame, Series                      ``NAME.csv``
 vertex / edge set (``to_frame()``)     ``NAME.csv``
 matplotlib Figure (``savefig``)        ``NAME.png``
-str                                    ``NAME.txt``
+str: an HTML document                  ``NAME.html``
+str: Markdown (a ``# title`` first)    ``NAME.md``
+other str                              ``NAME.txt``
 dict, list, number, bool, None         ``NAME.json``
 other objects with ``_repr_html_``     ``NAME.html``
 anything else                          ``NAME.txt`` (its repr)
 =====================================  =====================
+
+:func:`write_outputs` writes every output of a run and ``index.html``, one
+self-contained page with the reports, tables, figures, call tree and (for a
+trace) the interactive timeline (the ``report_page`` pass of the pass library,
+found by name: this layer does not import the passes).
+
+:func:`as_text` fits tables to the terminal: columns that do not fit are left
+out, and a note names them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["write_value", "as_text", "SMALL_TABLE_ROWS"]
+__all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
+
+log = logging.getLogger(__name__)
 
 #: Tables with at most this many rows are printed by ``perflow run``.
 SMALL_TABLE_ROWS = 50
@@ -52,6 +67,15 @@ def _frame(value: Any) -> pd.DataFrame | pd.Series | None:
     return None
 
 
+def text_suffix(text: str) -> str:
+    """``.html`` for an HTML document, ``.md`` for Markdown (a first line ``# title``), else ``.txt``."""
+    head = text.lstrip()[:15].lower()
+    if head.startswith(("<!doctype html", "<html")):
+        return ".html"
+    first = text.lstrip("\n").split("\n", 1)[0]
+    return ".md" if re.match(r"#{1,6} \S", first) else ".txt"
+
+
 def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Path:
     """Write ``value`` to ``directory`` as ``name`` plus the fitting extension; return the path."""
     d = Path(directory)
@@ -69,7 +93,7 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
         value.savefig(p, dpi=150, bbox_inches="tight")
         return p
     if isinstance(value, str):
-        p = d / f"{safe}.txt"
+        p = d / f"{safe}{text_suffix(value)}"
         p.write_text(value if value.endswith("\n") else value + "\n", encoding="utf-8")
         return p
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
@@ -85,16 +109,115 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     return p
 
 
-def as_text(value: Any, *, max_rows: int = SMALL_TABLE_ROWS) -> str | None:
-    """The value as text for a terminal, or ``None`` when it is not a report (PAG, figure, big table)."""
+def write_index(
+    values: dict[str, Any],
+    directory: str | os.PathLike[str],
+    *,
+    title: str = "perflow report",
+    subtitle: str = "",
+    steps: pd.DataFrame | None = None,
+    pag: Any = None,
+) -> Path:
+    """Write ``directory/index.html``: the self-contained page of a run (the ``report_page`` pass)."""
+    from .registry import get_pass
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    p = d / "index.html"
+    page = get_pass("report_page")(values, pag, steps, title=title, subtitle=subtitle)
+    p.write_text(page, encoding="utf-8")
+    log.info("wrote %s", p)
+    return p
+
+
+def write_outputs(result: Any, directory: str | os.PathLike[str], *, index: bool = True) -> dict[str, Path]:
+    """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``."""
+    paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
+    if index:
+        pag = next((v for v in getattr(result, "inputs", {}).values() if type(v).__name__ == "PAG"), None)
+        paths["index"] = write_index(
+            result.outputs,
+            directory,
+            title=f"perflow: {result.flow.name}",
+            subtitle=result.summary(),
+            steps=result.steps,
+            pag=pag,
+        )
+    return paths
+
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _terminal_width() -> int:
+    return shutil.get_terminal_size((120, 40)).columns
+
+
+def fit_width(text: str, width: int | None = None) -> str:
+    """Markdown or aligned-text tables in ``text`` cut to ``width`` columns, with a note naming the left-out ones.
+
+    Markdown tables (lines starting with ``|``) lose their last columns until
+    they fit; other lines are kept as they are.
+    """
+    width = width or _terminal_width()
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i].startswith("|"):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith("|"):
+            j += 1
+        block = lines[i:j]
+        i = j
+        if max(len(b) for b in block) <= width:
+            out.extend(block)
+            continue
+        rows = [[c.strip() for c in _CELL_SPLIT.split(b.strip())[1:-1]] for b in block]
+        ncol = min(len(r) for r in rows)
+        widths = [max(len(r[k]) for r in rows) for k in range(ncol)]
+        keep = ncol
+        while keep > 1 and 1 + sum(w + 3 for w in widths[:keep]) + len(" ...|") > width:
+            keep -= 1
+        for r in rows:
+            cells = [r[k].ljust(widths[k]) for k in range(keep)]
+            out.append("| " + " | ".join(cells) + " | ... |")
+        out.append(f"(columns not shown to fit {width} characters: {', '.join(rows[0][keep:ncol])})")
+    return "\n".join(out)
+
+
+def _frame_text(frame: pd.DataFrame | pd.Series, width: int) -> str:
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame()
+    with pd.option_context("display.width", 10**6, "display.max_columns", None):
+        text = frame.to_string()
+        if max(len(ln) for ln in text.split("\n")) <= width:
+            return text
+        cols = list(frame.columns)
+        for keep in range(len(cols) - 1, 0, -1):
+            text = frame[cols[:keep]].to_string()
+            if max(len(ln) for ln in text.split("\n")) <= width:
+                left = ", ".join(map(str, cols[keep:]))
+                return f"{text}\n(columns not shown to fit {width} characters: {left})"
+        return text
+
+
+def as_text(value: Any, *, max_rows: int = SMALL_TABLE_ROWS, width: int | None = None) -> str | None:
+    """The value as text for a terminal, or ``None`` when it is not a report (PAG, figure, big table).
+
+    Tables (and Markdown tables in reports) are cut to ``width`` columns (default: the terminal's).
+    """
+    width = width or _terminal_width()
     if isinstance(value, str):
-        return value.rstrip("\n")
+        return fit_width(value.rstrip("\n"), width)
     frame = _frame(value)
     if frame is not None:
         if len(frame) > max_rows:
             return None
-        with pd.option_context("display.width", 160, "display.max_columns", 20):
-            return frame.to_string()
+        return _frame_text(frame, width)
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
         text = json.dumps(value, indent=2, default=_json_default)
         return text if len(text) <= 4000 else None

@@ -57,6 +57,7 @@ class FlowResult:
         self.seconds = seconds
         self.intermediates = intermediates or {}
         self._output_steps = output_steps
+        self.inputs: dict[str, Any] = {}
 
     @property
     def steps(self) -> pd.DataFrame:
@@ -121,11 +122,28 @@ class FlowResult:
             raise next(iter(self.errors.values()))
         return self
 
-    def save(self, directory: Any) -> dict[str, Any]:
-        """Write every computed output to ``directory`` (see :mod:`perflow.flow.outputs`); return the paths."""
-        from .outputs import write_value
+    def save(self, directory: Any, *, index: bool = True) -> dict[str, Any]:
+        """Write every computed output to ``directory`` and ``index.html`` (see :mod:`perflow.flow.outputs`).
 
-        return {name: write_value(v, directory, name) for name, v in self.outputs.items()}
+        Returns the paths by output name (``"index"``: the page of the run).
+        """
+        from .outputs import write_outputs
+
+        return write_outputs(self, directory, index=index)
+
+    def to_html(self, path: Any = None) -> str:
+        """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
+        from pathlib import Path
+
+        from .registry import get_pass
+
+        pag = next((v for v in self.inputs.values() if type(v).__name__ == "PAG"), None)
+        page = get_pass("report_page")(
+            self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
+        )
+        if path is not None:
+            Path(path).write_text(page, encoding="utf-8")
+        return page
 
     # ------------------------------------------------------------------ display
     def summary(self) -> str:
@@ -143,6 +161,7 @@ class FlowResult:
         return f"<FlowResult {self.flow.name!r} {state}; outputs [{', '.join(self.outputs)}]>"
 
     def _repr_html_(self) -> str:
+        """The run in a notebook: its summary, then every output shown (reports rendered, figures, tables), then the steps."""
         e = html.escape
         colour = {"failed": "#c00", "skipped": "#888", "cached": "#06c", "unneeded": "#888"}
         rows = []
@@ -153,14 +172,26 @@ class FlowResult:
                 f"<td style='color:{c}'>{e(str(r['status']))}</td><td>{r['seconds']:.3f}</td>"
                 f"<td>{e(str(r['error'] or ''))}</td></tr>"
             )
-        outs = []
+        shown = []
         for name in self._output_steps:
-            v = self.outputs.get(name)
-            desc = "not computed" if name not in self.outputs else type(v).__name__
-            outs.append(f"<li><code>{e(name)}</code>: {e(desc)}</li>")
+            if name not in self.outputs:
+                shown.append(f"<h4><code>{e(name)}</code></h4><p><i>not computed</i></p>")
+                continue
+            shown.append(f"<h4><code>{e(name)}</code></h4>{_inline(self.outputs[name], name)}")
         return (
-            f"<b>{e(self.summary())}</b><br>outputs:<ul>{''.join(outs)}</ul>"
-            "<table><tr><th>step</th><th>pass</th><th>status</th><th>seconds</th><th>error</th></tr>"
-            + "".join(rows)
-            + "</table>"
+            f"<b>{e(self.summary())}</b>"
+            + "".join(shown)
+            + "<details><summary>steps</summary><table><tr><th>step</th><th>pass</th><th>status</th>"
+            "<th>seconds</th><th>error</th></tr>" + "".join(rows) + "</table></details>"
         )
+
+
+#: Rows of a table shown inline in a notebook.
+INLINE_ROWS = 20
+
+
+def _inline(value: Any, name: str) -> str:
+    """One output as an HTML fragment for a notebook (the ``output_html`` pass of the pass library)."""
+    from .registry import get_pass
+
+    return str(get_pass("output_html")(value, name=name, max_rows=INLINE_ROWS))

@@ -1,7 +1,7 @@
 """A Markdown overview of a run: where the time goes in the calling-context tree.
 
 Run it as ``perflow run overview --input RUN`` (prints the report) or with
-``--output DIR`` (writes ``DIR/report.txt``). A Python flow: the same graph
+``--output DIR`` (writes ``DIR/report.md`` and ``DIR/index.html``). A Python flow: the same graph
 could be written in YAML; ``perflow flows overview`` prints it that way.
 """
 

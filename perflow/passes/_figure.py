@@ -4,6 +4,16 @@ Every figure is a :class:`matplotlib.figure.Figure` with an Agg canvas
 attached and no pyplot state, so plot passes can run in threads of the flow
 scheduler and never open windows. Close nothing: the figure is garbage
 collected with its last reference.
+
+Figures show themselves in notebooks: :func:`new_figure` makes a
+:class:`perflow.passes._mplfig.PerflowFigure`, a ``Figure`` subclass whose
+``_repr_png_`` gives IPython a PNG, so a figure displays as the last
+expression of a cell without ``%matplotlib inline`` (see docs/viewing.md).
+
+This module does not import matplotlib: importing the pass library or
+validating a flow stays cheap. :class:`Figure` stands for
+``matplotlib.figure.Figure`` in pass signatures and imports matplotlib only
+when asked whether a value is one.
 """
 
 from __future__ import annotations
@@ -15,8 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
@@ -25,6 +33,7 @@ from perflow.pag.sets import VertexSet
 from ._render import as_frame, guess_unit, numeric, require_columns
 
 __all__ = [
+    "Figure",
     "new_figure",
     "save_figure",
     "axis_scale",
@@ -53,14 +62,38 @@ CATEGORY_COLORS = {
 }
 
 
-def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Figure:
-    """A new figure with an Agg canvas (no pyplot, no global state)."""
-    fig = Figure(figsize=(width, height), dpi=dpi)
+class _LazyFigureType(type):
+    """Instance and subclass checks against matplotlib's Figure, importing matplotlib only then."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        from matplotlib.figure import Figure as _Figure
+
+        return isinstance(obj, _Figure)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        if sub is cls:
+            return True
+        from matplotlib.figure import Figure as _Figure
+
+        return issubclass(sub, _Figure)
+
+
+class Figure(metaclass=_LazyFigureType):
+    """``matplotlib.figure.Figure`` in pass signatures, without importing matplotlib (``isinstance`` works)."""
+
+
+def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Any:
+    """A new figure with an Agg canvas (no pyplot, no global state) that displays itself in notebooks."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from ._mplfig import PerflowFigure
+
+    fig = PerflowFigure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
     return fig
 
 
-def save_figure(fig: Figure, path: str | Path | None, *, dpi: int | None = None) -> Path | None:
+def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None) -> Path | None:
     """Save ``fig`` to ``path`` (format from the suffix) when a path is given."""
     if path is None or path == "":
         return None

@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
@@ -27,7 +25,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
 
-from ._figure import new_figure, save_figure, vertex_ids, vertex_labels
+from ._figure import Figure, new_figure, save_figure, vertex_ids, vertex_labels
 from ._render import format_value, require_columns, write_text
 
 __all__ = ["plot_parallel_view", "parallel_view_dot", "normalise_paths"]
@@ -243,6 +241,8 @@ def plot_parallel_view(
     ids, locs = _layout(pag, pl, vertices, names, processes, metric, k, max_processes, who)
     nodes = _nodes(pag, ids, locs)
     vals = pag.metrics[metric].to_numpy(dtype=np.float64)[nodes["row"].to_numpy()]
+    import matplotlib
+
     fig = new_figure(width or max(6.0, 1.3 * len(ids) + 2.5), height or max(3.0, 0.45 * len(locs) + 1.8))
     ax = fig.add_subplot()
     for y in range(len(locs)):

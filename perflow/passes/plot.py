@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
-from ._figure import CATEGORIES, CATEGORY_COLORS, axis_scale, new_figure, palette, per_process, save_figure, unit_label
+from ._figure import (
+    CATEGORIES,
+    CATEGORY_COLORS,
+    Figure,
+    axis_scale,
+    new_figure,
+    palette,
+    per_process,
+    save_figure,
+    unit_label,
+)
 from ._render import as_frame, guess_unit, numeric, require_columns
 
-__all__ = ["plot_process_bars", "plot_imbalance", "plot_breakdown"]
+#: ``new_figure(width, height)``: a matplotlib Figure without pyplot that displays itself in notebooks
+#: (as the figures of the plot passes do), for figures drawn by hand.
+__all__ = ["plot_process_bars", "plot_imbalance", "plot_breakdown", "new_figure"]
 
 PerProcessInput = PAG | VertexSet | pd.DataFrame
 

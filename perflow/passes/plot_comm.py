@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LogNorm, Normalize
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
-from ._figure import new_figure, save_figure, unit_label
+from ._figure import Figure, new_figure, save_figure, unit_label
 from ._render import as_frame, format_value, guess_unit, numeric, require_columns
 
 __all__ = ["plot_comm_matrix", "comm_matrix_array"]
@@ -137,6 +134,9 @@ def plot_comm_matrix(
     unit = guess_unit(value)
     fig = new_figure(width, height)
     ax = fig.add_subplot()
+    import matplotlib
+    from matplotlib.colors import LogNorm, Normalize
+
     cm = matplotlib.colormaps[cmap].with_extremes(bad="white")
     norm: Any
     shown = mat

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FixedLocator, NullLocator
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 
-from ._figure import new_figure, palette, save_figure
+from ._figure import Figure, new_figure, palette, save_figure
 from ._render import as_frame, format_value, numeric, require_columns
 
 __all__ = ["plot_scaling", "fit_log2"]
@@ -134,6 +131,9 @@ def plot_scaling(
     order = at_max.sort_values(ascending=False, kind="stable").index.tolist()
     order += [n for n in dict.fromkeys(tidy["label"]) if n not in order]
     order = order[: max(k, 1)]
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     fig = new_figure(width, height)
     ax = fig.add_subplot()
     ps = np.sort(tidy["P"].unique())

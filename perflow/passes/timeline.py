@@ -6,12 +6,16 @@ MPI) or by region. Nested instances are painted over their parents, so what
 shows at any moment is the innermost region.
 
 Large traces stay fast: above ``max_intervals`` instances in the time window
-the timeline is *aggregated*: the window is cut into bins per row, the
-exclusive time of each category in each bin is summed (vectorised: each
-instance adds its overlap to its own category and removes it from its
-parent's), and each bin shows its dominant category, runs of equal bins
-merged into one bar. ``reduce="sample"`` instead draws only the
-``max_intervals`` longest instances.
+the timeline is a *summary timeline* built from the binned summaries of
+:mod:`perflow.passes._binned`: the window is cut into ``bins`` time bins, the
+exclusive time of every category in every (row, bin) is computed in numpy,
+and each row's band stacks the shares of *all* categories in each bin (an
+image, drawn in constant time whatever the trace size). A strip above the
+rows shows, per bin, how many processes are in each category (Vampir's
+summary timeline). Wait states and the critical path follow the same rule:
+drawn one by one when few are in the window, binned otherwise (the share of
+each bin spent waiting, the row the path is on at each bin).
+``reduce="sample"`` instead draws only the ``max_intervals`` longest instances.
 
 >>> fig = plot_timeline(pag, waits, critical, messages=True, start=0.5, end=0.6)   # doctest: +SKIP
 """
@@ -19,133 +23,32 @@ merged into one bar. ``reduce="sample"`` instead draws only the
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.collections import LineCollection, PolyCollection
-from matplotlib.colors import to_rgba_array
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
-from perflow.kinds import MPIClass, mpi_class
 from perflow.pag.pag import PAG
 
-from ._figure import CATEGORIES, CATEGORY_COLORS, axis_scale, new_figure, palette, save_figure
+from ._binned import (
+    TimelineData,
+    aggregate_bins,
+    interval_categories,
+    path_rows,
+    path_runs,
+    share_pixels,
+    span_cover,
+    timeline_data,
+)
+from ._figure import Figure, axis_scale, new_figure, save_figure
 from ._render import numeric, require_columns
 
 __all__ = ["plot_timeline", "interval_categories", "aggregate_bins"]
 
-_MPI_CAT = {
-    MPIClass.P2P: "p2p",
-    MPIClass.COLLECTIVE: "collective",
-    MPIClass.SYNC: "sync",
-    MPIClass.WAIT: "wait",
-    MPIClass.IO: "io",
-}
-
-
-def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.ndarray, list[str], list[str]]:
-    """Category code per *vertex*, the category names and their colours.
-
-    ``color_by="kind"``: computation / p2p / collective / sync / wait / io /
-    mpi (other MPI calls). ``color_by="region"``: the ``top_regions`` names with
-    the most exclusive time, the rest as ``other``.
-    """
-    vt = pag.vertex_table
-    names = vt["name"].astype(str).to_numpy()
-    if color_by == "kind":
-        kinds = vt["kind"].astype(str).to_numpy()
-        uniq, inv = np.unique(names, return_inverse=True)
-        cat_of_name = []
-        for n in uniq.tolist():
-            c = mpi_class(n)
-            cat_of_name.append("computation" if c is None else _MPI_CAT.get(c, "mpi"))
-        cats = np.asarray(cat_of_name, dtype=object)[inv]
-        cats = np.where((kinds == "io") & (cats == "computation"), "io", cats)
-        present = [c for c in CATEGORIES if c in set(cats.tolist())]
-        code = {c: i for i, c in enumerate(present)}
-        return np.array([code[c] for c in cats], dtype=np.int64), present, [CATEGORY_COLORS[c] for c in present]
-    if color_by == "region":
-        tr = pag.trace
-        iv = tr.intervals if tr is not None else None
-        if iv is not None and len(iv):
-            dur = (iv["leave"] - iv["enter"]).to_numpy()
-            par = iv["parent"].to_numpy()
-            exc = dur.copy()
-            np.subtract.at(exc, par[par >= 0], dur[par >= 0])
-            per_name = pd.Series(exc).groupby(names[iv["vertex"].to_numpy()]).sum()
-        else:
-            per_name = pd.Series(dtype=float)
-        top = per_name.sort_values(ascending=False, kind="stable").index[:top_regions].tolist()
-        labels = [*top, "other"]
-        code = {n: i for i, n in enumerate(top)}
-        vcode = np.array([code.get(n, len(top)) for n in names], dtype=np.int64)
-        return vcode, labels, [*palette(len(top)), CATEGORY_COLORS["other"]]
-    raise PassError(f"plot_timeline: color_by must be 'kind' or 'region', not {color_by!r}")
-
-
-def aggregate_bins(
-    row: np.ndarray,
-    enter: np.ndarray,
-    leave: np.ndarray,
-    cat: np.ndarray,
-    parent_cat: np.ndarray,
-    *,
-    n_rows: int,
-    n_cats: int,
-    t0: float,
-    t1: float,
-    bins: int,
-) -> np.ndarray:
-    """Exclusive time per (row, bin, category) of nested intervals clipped to [t0, t1).
-
-    Each interval adds its overlap with each bin to its own category and
-    subtracts it from its parent's category (``parent_cat`` -1: no parent).
-    Returns an array of shape ``(n_rows, bins, n_cats)``.
-    """
-    w = (t1 - t0) / bins
-    a = np.clip(enter, t0, t1)
-    b = np.clip(leave, t0, t1)
-    ia = np.minimum(((a - t0) / w).astype(np.int64), bins - 1)
-    ib = np.minimum(((b - t0) / w).astype(np.int64), bins - 1)
-    size = n_rows * bins * n_cats
-    out = np.zeros(size)
-    full = np.zeros(size)  # difference array over bins, for the fully covered bins
-    for c, sign in ((cat, 1.0), (parent_cat, -1.0)):
-        ok = c >= 0
-        r, c, a_, b_, ia_, ib_ = row[ok], c[ok], a[ok], b[ok], ia[ok], ib[ok]
-        base = r * bins * n_cats + c
-        same = ia_ == ib_
-        out += sign * np.bincount(base[same] + ia_[same] * n_cats, weights=b_[same] - a_[same], minlength=size)
-        d = ~same
-        first = t0 + (ia_[d] + 1) * w - a_[d]
-        last = b_[d] - (t0 + ib_[d] * w)
-        out += sign * np.bincount(base[d] + ia_[d] * n_cats, weights=first, minlength=size)
-        out += sign * np.bincount(base[d] + ib_[d] * n_cats, weights=last, minlength=size)
-        span = d & (ib_ > ia_ + 1)
-        full += sign * w * np.bincount(base[span] + (ia_[span] + 1) * n_cats, minlength=size)
-        full -= sign * w * np.bincount(base[span] + ib_[span] * n_cats, minlength=size)
-    cover = np.cumsum(full.reshape(n_rows, bins, n_cats), axis=1)
-    return out.reshape(n_rows, bins, n_cats) + cover
-
-
-def _rows(pag: PAG, processes: list[int] | None) -> pd.DataFrame:
-    iv = pag.trace.intervals  # type: ignore[union-attr]
-    locs = iv[["process", "thread"]].drop_duplicates().sort_values(["process", "thread"]).reset_index(drop=True)
-    if processes is not None:
-        locs = locs[locs["process"].isin(list(processes))].reset_index(drop=True)
-    return locs
-
-
-def _row_of(locs: pd.DataFrame, process: np.ndarray, thread: np.ndarray) -> np.ndarray:
-    key = pd.MultiIndex.from_arrays([locs["process"].to_numpy(np.int64), locs["thread"].to_numpy(np.int64)])
-    q = pd.MultiIndex.from_arrays([np.asarray(process, np.int64), np.asarray(thread, np.int64)])
-    return (
-        pd.Series(np.arange(len(locs)), index=key).reindex(q).to_numpy(dtype=np.float64, na_value=-1).astype(np.int64)
-    )
+#: Wait-state colour (hatched boxes, or the binned overlay).
+WAIT_RGBA = (0.85, 0.1, 0.1)
 
 
 def _rects(row: np.ndarray, x0: np.ndarray, x1: np.ndarray, h: float) -> np.ndarray:
@@ -153,7 +56,8 @@ def _rects(row: np.ndarray, x0: np.ndarray, x1: np.ndarray, h: float) -> np.ndar
     return np.stack([np.c_[x0, y0], np.c_[x0, y1], np.c_[x1, y1], np.c_[x1, y0]], axis=1)
 
 
-def _overlay_table(df: pd.DataFrame, who: str, what: str, start: str, end: str) -> pd.DataFrame:
+def overlay_table(df: pd.DataFrame, who: str, what: str, start: str = "start", end: str = "end") -> pd.DataFrame:
+    """``process``, ``thread``, ``start``, ``end`` of a wait-state or path table (thread 0 when absent)."""
     require_columns(df, ["process", start, end], f"{who} ({what})")
     thread = df["thread"].to_numpy(np.int64) if "thread" in df.columns else np.zeros(len(df), np.int64)
     return pd.DataFrame(
@@ -171,7 +75,137 @@ def _scaled_tick(x: float, _pos: object, *, factor: float) -> str:
     return f"{x * factor:g}"
 
 
-@pass_(version="1", tags=("plot",))
+def _band_image(shares: np.ndarray, rgba: np.ndarray, n_rows: int) -> np.ndarray:
+    """RGBA pixels of the rows' bands: each bin's column stacks every category's share; a gap between rows."""
+    sub = int(np.clip(600 // max(n_rows, 1), 2, 12))
+    gap = 1 if sub >= 5 else 0
+    idx = share_pixels(shares, sub - gap)
+    if gap:
+        idx = idx.reshape(n_rows, sub - gap, -1)
+        idx = np.concatenate([np.full((n_rows, gap, idx.shape[2]), rgba.shape[0] - 1, np.int16), idx], axis=1)
+        idx = idx.reshape(n_rows * sub, -1)
+    return rgba[idx]
+
+
+def _draw_exact(ax: Any, pag: PAG, td: TimelineData, sel: np.ndarray, t0: float, t1: float, rgba: np.ndarray) -> int:
+    depth = pag.vertex_table["depth"].to_numpy()[td.vertex[sel]]
+    sel = sel[np.lexsort((depth, td.row[sel]))]  # per row, parents first so children paint over them
+    b_row, b_c = td.row[sel], td.cat[sel]
+    b_x0, b_x1 = np.maximum(td.enter[sel], t0), np.minimum(td.leave[sel], t1)
+    cuts = np.searchsorted(b_row, np.arange(td.n_rows + 1))
+    for r in range(td.n_rows):
+        s = slice(cuts[r], cuts[r + 1])
+        x0, x1 = b_x0[s], b_x1[s]
+        ax.broken_barh(np.c_[x0, x1 - x0], (r - 0.4, 0.8), facecolors=rgba[b_c[s]], edgecolor="none", linewidth=0)
+    return len(sel)
+
+
+def _draw_summary(
+    ax: Any, sax: Any, td: TimelineData, sel: np.ndarray, t0: float, t1: float, bins: int, rgba: np.ndarray
+) -> tuple[int, np.ndarray]:
+    shares = td.shares(t0, t1, bins, sel)
+    palette = np.vstack([rgba, [1.0, 1.0, 1.0, 0.0]])  # the last entry: idle (transparent)
+    img = _band_image(shares, palette, td.n_rows)
+    ax.imshow(
+        img, extent=(t0, t1, td.n_rows - 0.5, -0.5), aspect="auto", interpolation="nearest", origin="upper", zorder=1
+    )
+    if sax is not None:
+        centre = t0 + (np.arange(bins) + 0.5) * (t1 - t0) / bins
+        sax.stackplot(centre, shares.sum(axis=0).T, colors=rgba, linewidth=0)
+        sax.set_ylim(0, td.n_rows)
+        sax.set_ylabel("processes", fontsize="small")
+        sax.tick_params(labelbottom=False, labelsize="small")
+        sax.set_title("summary: processes per category")
+    return int((shares.sum(axis=2) > 1e-9).sum()), shares
+
+
+def _draw_waits(ax: Any, ws: pd.DataFrame, td: TimelineData, t0: float, t1: float, bins: int, cap: int) -> Any:
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    wr = td.rows_of(ws["process"].to_numpy(), ws["thread"].to_numpy())
+    s_, e_ = ws["start"].to_numpy(), ws["end"].to_numpy()
+    ok = (wr >= 0) & (e_ > t0) & (s_ < t1)
+    if ok.sum() <= cap:
+        pc = PolyCollection(
+            _rects(wr[ok], np.maximum(s_[ok], t0), np.minimum(e_[ok], t1), 0.8),
+            facecolors=(*WAIT_RGBA, 0.25),
+            edgecolors="#b00000",
+            hatch="////",
+            linewidths=0.8,
+            label="wait states",
+            zorder=3,
+        )
+        ax.add_collection(pc)
+        return pc
+    cover = span_cover(wr[ok], s_[ok], e_[ok], n_rows=td.n_rows, t0=t0, t1=t1, bins=bins)
+    # a strip along the bottom quarter of each row's band: red, as opaque as the bin is spent waiting
+    over = np.zeros((td.n_rows, 4, bins, 4))
+    over[:, 3, :, :3] = WAIT_RGBA
+    over[:, 3, :, 3] = 0.9 * cover
+    ax.imshow(
+        over.reshape(td.n_rows * 4, bins, 4),
+        extent=(t0, t1, td.n_rows - 0.5, -0.5),
+        aspect="auto",
+        interpolation="nearest",
+        zorder=3,
+    )
+    return Patch(facecolor=(*WAIT_RGBA, 0.6), edgecolor="#b00000", label="wait states")
+
+
+def _draw_path(ax: Any, cp: pd.DataFrame, td: TimelineData, t0: float, t1: float, bins: int, cap: int) -> Any:
+    from matplotlib.collections import LineCollection
+
+    cr = td.rows_of(cp["process"].to_numpy(), cp["thread"].to_numpy()).astype(np.float64)
+    cr[cr < 0] = np.nan
+    s_, e_ = cp["start"].to_numpy(), cp["end"].to_numpy()
+    if ((e_ > t0) & (s_ < t1)).sum() <= cap:
+        segs = [np.c_[s_, cr, e_, cr]]
+        if len(cp) > 1:
+            jump = cr[1:] != cr[:-1]
+            segs.append(np.c_[e_[:-1], cr[:-1], s_[1:], cr[1:]][jump])
+        allseg = np.concatenate(segs).reshape(-1, 2, 2)
+        allseg = allseg[np.isfinite(allseg).all(axis=(1, 2))]
+        lc = LineCollection(allseg, colors="black", linewidths=3, label="critical path", zorder=4)
+        ax.add_collection(lc)
+        return lc
+    # zoomed out: a dash on the row the path is on in each bin (runs merged), no jumps
+    ok = np.isfinite(cr)
+    rows = path_rows(cr[ok], s_[ok], e_[ok], t0=t0, t1=t1, bins=bins)
+    x0, x1, r = path_runs(rows, t0, t1)
+    segs = np.stack([np.c_[x0, r], np.c_[x1, r]], axis=1)
+    lc = LineCollection(segs, colors="black", linewidths=2.5, label="critical path", zorder=4)
+    ax.add_collection(lc)
+    return lc
+
+
+def _draw_messages(ax: Any, pag: PAG, td: TimelineData, t0: float, t1: float, cap: int) -> Any:
+    m = pag.trace.messages  # type: ignore[union-attr]
+    sr = td.rows_of(m["send_process"].to_numpy(), m["send_thread"].to_numpy())
+    rr = td.rows_of(m["recv_process"].to_numpy(), m["recv_thread"].to_numpy())
+    st, rt = m["send_time"].to_numpy(), m["recv_time"].to_numpy()
+    ok = np.flatnonzero((sr >= 0) & (rr >= 0) & (rt > t0) & (st < t1))
+    if len(ok) > cap:
+        ok = ok[np.unique(np.linspace(0, len(ok) - 1, cap).round().astype(np.int64))]
+    return ax.quiver(
+        st[ok],
+        sr[ok],
+        rt[ok] - st[ok],
+        rr[ok] - sr[ok],
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        width=0.0015,
+        headwidth=5,
+        headlength=6,
+        color="#333333",
+        alpha=0.7,
+        zorder=5,
+        label="messages",
+    )
+
+
+@pass_(version="2", tags=("plot",))
 def plot_timeline(
     pag: PAG,
     wait_states: pd.DataFrame | None = None,
@@ -183,8 +217,10 @@ def plot_timeline(
     color_by: str = "kind",
     top_regions: int = 10,
     max_intervals: int = 20000,
+    max_overlays: int = 2000,
     reduce: str = "aggregate",
     bins: int = 1500,
+    summary: bool = True,
     messages: bool = False,
     max_messages: int = 2000,
     title: str | None = None,
@@ -199,12 +235,15 @@ def plot_timeline(
     pag : PAG
         A trace-backed PAG (``pag.trace.intervals``).
     wait_states : DataFrame, optional
-        Wait states to overlay as hatched red boxes: columns ``process``, ``start``,
-        ``end`` (``thread``, ``kind``, ``amount`` optional).
+        Wait states to overlay in red: columns ``process``, ``start``, ``end``
+        (``thread``, ``kind``, ``amount`` optional). Hatched boxes when at most
+        ``max_overlays`` are in the window, else the share of each bin spent waiting.
     critical_path : DataFrame, optional
         Critical-path segments, drawn as a thick black line through the rows
         (with jumps between processes): columns ``process``, ``start``, ``end``
-        (``thread`` optional), in path order or sorted by ``start``.
+        (``thread`` optional), in path order or sorted by ``start``. Above
+        ``max_overlays`` segments in the window, a dash per run of bins on the
+        same row, without the jumps.
     start, end : float, optional
         Time window in seconds (default: the whole trace).
     processes : list of int, optional
@@ -215,11 +254,17 @@ def plot_timeline(
         With ``color_by="region"``, the regions with the most exclusive time get
         their own colour; the rest are ``other``.
     max_intervals : int
-        Above this many instances in the window, aggregate or sample (see ``reduce``).
+        Above this many instances in the window, summarise or sample (see ``reduce``).
+    max_overlays : int
+        Above this many wait states (critical-path segments) in the window, they are binned too.
     reduce : str
-        ``"aggregate"`` (dominant category per time bin) or ``"sample"`` (the longest instances).
+        ``"aggregate"`` (each row's band stacks the share of every category per time bin)
+        or ``"sample"`` (the longest instances).
     bins : int
-        Time bins per row when aggregating (fewer with very many rows).
+        Time bins of the summary.
+    summary : bool
+        With ``reduce="aggregate"``, add a strip above the rows with the number of
+        processes in each category per bin.
     messages : bool
         Draw point-to-point messages as arrows from send to receive completion.
     max_messages : int
@@ -234,152 +279,77 @@ def plot_timeline(
     Returns
     -------
     matplotlib.figure.Figure
-        One axes: one ``broken_barh`` collection per row (x data in seconds),
-        then a PolyCollection labelled ``"wait states"``, a LineCollection
-        labelled ``"critical path"`` and a quiver labelled ``"messages"`` when
-        requested; ``fig.perflow_timeline`` records ``mode`` ("exact",
-        "aggregated" or "sampled"), ``intervals`` (instances in the window)
-        and ``bars`` (bars drawn).
+        The first axes holds the timeline (x data in seconds): exact and
+        sampled modes draw one ``broken_barh`` collection per row, the
+        aggregated mode one RGBA image; then the wait states (a PolyCollection
+        or an image, legend "wait states"), the critical path (a LineCollection
+        or a line) and a quiver labelled ``"messages"`` when requested.
+        ``fig.perflow_timeline`` records ``mode`` ("exact", "aggregated" or
+        "sampled"), ``intervals`` (instances in the window) and ``bars``
+        (bars drawn, or non-empty (row, bin) cells when aggregated).
     """
     who = "plot_timeline"
-    if pag.trace is None or not len(pag.trace.intervals):
-        raise PassError(f"{who}: the PAG has no trace instances (pag.trace is empty); a timeline needs a trace")
     if reduce not in ("aggregate", "sample"):
         raise PassError(f"{who}: reduce must be 'aggregate' or 'sample', not {reduce!r}")
-    iv = pag.trace.intervals
+    if pag.trace is None or not len(pag.trace.intervals):
+        raise PassError(f"{who}: the PAG has no trace instances (pag.trace is empty); a timeline needs a trace")
+    if bins < 1:
+        raise PassError(f"{who}: bins must be at least 1, not {bins}")
     t_lo, t_hi = pag.trace.span
     t0 = t_lo if start is None else float(start)
     t1 = t_hi if end is None else float(end)
     if not t1 > t0:
         raise PassError(f"{who}: the time window is empty (start={t0}, end={t1})")
-    locs = _rows(pag, processes)
-    if not len(locs):
-        raise PassError(f"{who}: none of the processes {processes} has trace data")
-    vcat, cat_names, cat_colors = interval_categories(pag, color_by, top_regions)
-    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
-    sel = (leave > t0) & (enter < t1)
-    row_all = _row_of(locs, iv["process"].to_numpy(), iv["thread"].to_numpy())
-    sel &= row_all >= 0
-    idx = np.flatnonzero(sel)
-    vert = iv["vertex"].to_numpy()
-    depth = pag.vertex_table["depth"].to_numpy()[vert[idx]]
-    n_rows = len(locs)
-    fig = new_figure(width, height or max(2.5, 0.3 * n_rows + 1.6))
-    ax = fig.add_subplot()
-    mode = "exact"
-    if len(idx) > max_intervals and reduce == "aggregate":
-        mode = "aggregated"
-        nb = int(np.clip(max_intervals // max(n_rows, 1), min(50, bins), bins))
-        par = iv["parent"].to_numpy()[idx]
-        pcat = np.where(par >= 0, vcat[vert[np.maximum(par, 0)]], -1)
-        cov = aggregate_bins(
-            row_all[idx],
-            enter[idx],
-            leave[idx],
-            vcat[vert[idx]],
-            pcat,
-            n_rows=n_rows,
-            n_cats=len(cat_names),
-            t0=t0,
-            t1=t1,
-            bins=nb,
-        )
-        dom = cov.argmax(axis=2)
-        has = cov.max(axis=2) > 1e-12 * (t1 - t0)
-        flat_c = np.where(has, dom, -1).ravel()
-        br = np.r_[True, (flat_c[1:] != flat_c[:-1]) | (np.arange(1, flat_c.size) % nb == 0)]
-        starts = np.flatnonzero(br)
-        lens = np.diff(np.r_[starts, flat_c.size])
-        keep = flat_c[starts] >= 0
-        starts, lens = starts[keep], lens[keep]
-        w = (t1 - t0) / nb
-        b_row, b_c = starts // nb, flat_c[starts]
-        b_x0, b_x1 = t0 + (starts % nb) * w, t0 + (starts % nb + lens) * w
+    ws = overlay_table(wait_states, who, "wait_states") if wait_states is not None else None
+    cp = overlay_table(critical_path, who, "critical_path") if critical_path is not None else None
+    td = timeline_data(pag, processes=processes, color_by=color_by, top_regions=top_regions, who=who)
+    from matplotlib.colors import to_rgba_array
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    full = t0 <= td.span[0] and t1 >= td.span[1]
+    sel = np.arange(len(td.row)) if full else td.in_window(t0, t1)
+    n_in = len(sel)
+    mode = "exact" if n_in <= max_intervals else ("aggregated" if reduce == "aggregate" else "sampled")
+    n_rows = td.n_rows
+    rgba = to_rgba_array(td.colors)
+    with_strip = mode == "aggregated" and summary
+    fig = new_figure(width, height or max(2.5, 0.3 * n_rows + 1.6) + (1.2 if with_strip else 0.0))
+    if with_strip:
+        fig.set_layout_engine("constrained")
+        gs = fig.add_gridspec(2, 1, height_ratios=[1.0, max(2.0, 0.3 * n_rows + 0.6)])
+        ax = fig.add_subplot(gs[1])
+        sax = fig.add_subplot(gs[0], sharex=ax)
     else:
-        if len(idx) > max_intervals:
-            mode = "sampled"
-            dur = np.minimum(leave[idx], t1) - np.maximum(enter[idx], t0)
-            idx = idx[np.sort(np.argsort(-dur, kind="stable")[:max_intervals])]
-            depth = pag.vertex_table["depth"].to_numpy()[vert[idx]]
-        order = np.lexsort((depth, row_all[idx]))  # per row, parents first so children paint over them
-        idx = idx[order]
-        b_row, b_c = row_all[idx], vcat[vert[idx]]
-        b_x0, b_x1 = np.maximum(enter[idx], t0), np.minimum(leave[idx], t1)
-    rgba = to_rgba_array(cat_colors)
-    cuts = np.searchsorted(b_row, np.arange(n_rows + 1))  # bars are sorted by row
-    for r in range(n_rows):
-        s = slice(cuts[r], cuts[r + 1])
-        x0, x1 = b_x0[s], b_x1[s]
-        ax.broken_barh(np.c_[x0, x1 - x0], (r - 0.4, 0.8), facecolors=rgba[b_c[s]], edgecolor="none", linewidth=0)
-    handles = [Patch(facecolor=c, label=n) for n, c in zip(cat_names, cat_colors)]
-    if wait_states is not None:
-        ws = _overlay_table(wait_states, who, "wait_states", "start", "end")
-        wr = _row_of(locs, ws["process"].to_numpy(), ws["thread"].to_numpy())
-        ok = (wr >= 0) & (ws["end"].to_numpy() > t0) & (ws["start"].to_numpy() < t1)
-        pc = PolyCollection(
-            _rects(wr[ok], np.maximum(ws["start"].to_numpy()[ok], t0), np.minimum(ws["end"].to_numpy()[ok], t1), 0.8),
-            facecolors=(0.85, 0.1, 0.1, 0.25),
-            edgecolors="#b00000",
-            hatch="////",
-            linewidths=0.8,
-            label="wait states",
-            zorder=3,
-        )
-        ax.add_collection(pc)
-        handles.append(pc)
-    if critical_path is not None:
-        cp = _overlay_table(critical_path, who, "critical_path", "start", "end")
-        cr = _row_of(locs, cp["process"].to_numpy(), cp["thread"].to_numpy()).astype(np.float64)
-        cr[cr < 0] = np.nan
-        s_, e_ = cp["start"].to_numpy(), cp["end"].to_numpy()
-        segs = [np.c_[s_, cr, e_, cr]]
-        if len(cp) > 1:
-            jump = cr[1:] != cr[:-1]
-            segs.append(np.c_[e_[:-1], cr[:-1], s_[1:], cr[1:]][jump])
-        allseg = np.concatenate(segs).reshape(-1, 2, 2)
-        allseg = allseg[np.isfinite(allseg).all(axis=(1, 2))]
-        lc = LineCollection(allseg, colors="black", linewidths=3, label="critical path", zorder=4)
-        ax.add_collection(lc)
-        handles.append(lc)
+        ax, sax = fig.add_subplot(), None
+    if mode == "aggregated":
+        bars, _ = _draw_summary(ax, sax, td, sel, t0, t1, bins, rgba)
+    else:
+        if mode == "sampled":
+            dur = np.minimum(td.leave[sel], t1) - np.maximum(td.enter[sel], t0)
+            sel = sel[np.sort(np.argsort(-dur, kind="stable")[:max_intervals])]
+        bars = _draw_exact(ax, pag, td, sel, t0, t1, rgba)
+    handles: list[Any] = [Patch(facecolor=c, label=n) for n, c in zip(td.names, td.colors)]
+    if ws is not None:
+        handles.append(_draw_waits(ax, ws, td, t0, t1, bins, max_overlays))
+    if cp is not None:
+        handles.append(_draw_path(ax, cp, td, t0, t1, bins, max_overlays))
     if messages:
-        m = pag.trace.messages
-        sr = _row_of(locs, m["send_process"].to_numpy(), m["send_thread"].to_numpy())
-        rr = _row_of(locs, m["recv_process"].to_numpy(), m["recv_thread"].to_numpy())
-        st, rt = m["send_time"].to_numpy(), m["recv_time"].to_numpy()
-        ok = np.flatnonzero((sr >= 0) & (rr >= 0) & (rt > t0) & (st < t1))
-        if len(ok) > max_messages:
-            ok = ok[np.unique(np.linspace(0, len(ok) - 1, max_messages).round().astype(np.int64))]
-        q = ax.quiver(
-            st[ok],
-            sr[ok],
-            rt[ok] - st[ok],
-            rr[ok] - sr[ok],
-            angles="xy",
-            scale_units="xy",
-            scale=1,
-            width=0.0015,
-            headwidth=5,
-            headlength=6,
-            color="#333333",
-            alpha=0.7,
-            zorder=5,
-            label="messages",
-        )
-        handles.append(q)
+        handles.append(_draw_messages(ax, pag, td, t0, t1, max_messages))
     f, unit = axis_scale(np.array([t1 - t0]), "s")
     ax.xaxis.set_major_formatter(FuncFormatter(functools.partial(_scaled_tick, factor=f)))
     ax.set_xlim(t0, t1)
     ax.set_ylim(n_rows - 0.5, -0.5)
-    threaded = (locs["thread"] != 0).any()
-    labels = [f"{p}.{t}" if threaded else str(p) for p, t in zip(locs["process"], locs["thread"])]
+    labels = td.labels()
     step = max(1, int(np.ceil(n_rows / 40)))
     ax.set_yticks(np.arange(0, n_rows, step), labels[::step])
     ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("process")
     suffix = {"aggregated": " (aggregated)", "sampled": f" (longest {max_intervals} instances)"}.get(mode, "")
-    ax.set_title((title or "timeline") + suffix)
+    (fig.suptitle if with_strip else ax.set_title)((title or "timeline") + suffix)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
-    fig.tight_layout()
-    fig.perflow_timeline = {"mode": mode, "intervals": int(sel.sum()), "bars": int(len(b_x0))}  # type: ignore[attr-defined]
+    if not with_strip:
+        fig.tight_layout()
+    fig.perflow_timeline = {"mode": mode, "intervals": int(n_in), "bars": int(bars)}  # type: ignore[attr-defined]
     save_figure(fig, path)
     return fig

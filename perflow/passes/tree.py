@@ -22,9 +22,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import matplotlib
 import pandas as pd
-from matplotlib.colors import to_hex
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
@@ -219,6 +217,9 @@ def tree_dot(
         collapse=collapse,
         sort=sort,
     )
+    import matplotlib
+    from matplotlib.colors import to_hex
+
     cm = matplotlib.colormaps[cmap]
     out = [
         f"digraph {_dot_str(name)} {{",

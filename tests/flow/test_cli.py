@@ -68,8 +68,9 @@ def test_run_writes_outputs_and_prints_reports(capsys, report, tmp_path):
     out_dir = tmp_path / "out"
     code, out, err = cli(capsys, "run", report, "--input", "x=4", "--output", out_dir)
     assert code == 0, err
-    assert sorted(os.listdir(out_dir)) == ["parts.json", "table.csv", "text.txt"]
+    assert sorted(os.listdir(out_dir)) == ["index.html", "parts.json", "table.csv", "text.txt"]
     assert (out_dir / "text.txt").read_text() == "report: 3 rows, sum 12\n"
+    assert ">table</h2>" in (out_dir / "index.html").read_text()  # the page of the run
     assert (out_dir / "table.csv").read_text().splitlines() == ["i,v", "0,0", "1,4", "2,8"]
     assert json.loads((out_dir / "parts.json").read_text()) == 2
     # a flow with a text report shows only its report(s) on the terminal; everything is in --output
@@ -98,7 +99,7 @@ def test_the_python_shipped_flow_overview(capsys, tmp_path):
     code, out, err = cli(capsys, "run", "overview", "--input", SAMPLE, "-o", tmp_path)
     assert code == 0, err
     assert out.startswith("# perflow overview\n") and "MPI_Allreduce" in out
-    assert (tmp_path / "report.txt").read_text() == out
+    assert (tmp_path / "report.md").read_text() == out  # a Markdown report is saved as .md
     code, out, err = cli(capsys, "flows", "overview")
     assert code == 0 and "    pass: tree_text\n" in out and "        'Calling-context tree: inclusive time" in out
 

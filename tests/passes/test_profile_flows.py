@@ -109,7 +109,7 @@ def cli(capsys: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, st
 def test_command_line_in_process(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, err = cli(capsys, "-q", "run", "imbalance", "--input", RING8, "--output", tmp_path / "imb")
     assert code == 0, err
-    assert {"vertices.csv", "outliers.csv", "groups.csv", "figure.png", "report.txt"} <= {
+    assert {"vertices.csv", "outliers.csv", "groups.csv", "figure.png", "report.md", "index.html"} <= {
         p.name for p in (tmp_path / "imb").iterdir()
     }
     assert "# perflow: load imbalance" in out

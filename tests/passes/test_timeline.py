@@ -11,6 +11,7 @@ from matplotlib.quiver import Quiver
 
 import perflow
 from perflow.errors import PassError
+from perflow.passes._binned import path_rows, share_pixels, span_cover
 from perflow.passes._figure import CATEGORY_COLORS
 from perflow.passes.timeline import aggregate_bins, plot_timeline
 
@@ -101,12 +102,63 @@ def test_nested_children_paint_over_parents(nested: perflow.PAG) -> None:
     assert row_bars(fig) == [[(0.0, 10.0, COMP), (2.0, 7.0, P2P)]]
 
 
-def test_aggregated(nested: perflow.PAG) -> None:
-    fig = plot_timeline(nested, max_intervals=1, bins=5)
-    assert fig.perflow_timeline["mode"] == "aggregated"
-    # bins: comp | p2p | p2p | tie (first category wins) | comp -> runs merged
-    assert row_bars(fig) == [[(0.0, 2.0, COMP), (2.0, 6.0, P2P), (6.0, 10.0, COMP)]]
-    assert fig.axes[0].get_title() == "timeline (aggregated)"
+def test_aggregated_bands_stack_every_category(nested: perflow.PAG) -> None:
+    fig = plot_timeline(nested, max_intervals=1, bins=4)
+    assert fig.perflow_timeline == {"mode": "aggregated", "intervals": 2, "bars": 4}
+    ax = fig.axes[0]
+    assert row_bars(fig) == []  # one image, no bars
+    (im,) = ax.images
+    px = np.asarray(im.get_array())
+    assert px.shape == (12, 4, 4)  # one row: a band of 12 pixels (the top one a gap) x 4 bins
+    assert (px[0, :, 3] == 0).all()  # the gap is transparent
+    hexes = [[to_hex(px[j, i]) for j in range(1, 12)] for i in range(4)]
+    # bins of 2.5 s: 80% comp + 20% p2p | p2p | 80% p2p + 20% comp | comp; 11 pixels stack each bin,
+    # computation at the bottom: every category's share shows, not only the dominant one
+    assert hexes[0] == [P2P] * 2 + [COMP] * 9
+    assert hexes[1] == [P2P] * 11
+    assert hexes[2] == [P2P] * 9 + [COMP] * 2
+    assert hexes[3] == [COMP] * 11
+    assert im.get_extent() == [0.0, 10.0, 0.5, -0.5]
+    assert fig.texts[0].get_text() == "timeline (aggregated)"
+    # the summary strip: processes per category per bin, stacked
+    strip = fig.axes[1]
+    assert strip.get_title() == "summary: processes per category"
+    comp_poly, p2p_poly = strip.collections
+    verts = comp_poly.get_paths()[0].vertices
+    at = verts[np.isclose(verts[:, 0], 6.25)][:, 1]  # the centre of bin 2
+    assert sorted(np.round(at, 9)) == [0.0, 0.2]
+
+
+def test_share_pixels_hand_computed() -> None:
+    shares = np.array([[[0.25, 0.5], [0.0, 0.0]]])  # one row, 2 bins, 2 categories
+    idx = share_pixels(shares, 4)
+    # heights sampled top to bottom: 0.875, 0.625, 0.375, 0.125; cumulative shares 0.25, 0.75
+    assert idx[:, 0].tolist() == [2, 1, 1, 0]  # idle above 75%, then category 1, category 0 at the bottom
+    assert idx[:, 1].tolist() == [2, 2, 2, 2]
+
+
+def test_path_rows_and_span_cover() -> None:
+    rows = path_rows(np.array([0, 1]), np.array([0.0, 4.0]), np.array([3.0, 8.0]), t0=0.0, t1=10.0, bins=5)
+    np.testing.assert_array_equal(rows, [0, np.nan, 1, 1, np.nan])  # centres 1, 3 (the end: off the path), 5, 7, 9
+    cov = span_cover(np.array([0, 0]), np.array([0.0, 1.0]), np.array([2.0, 2.5]), n_rows=1, t0=0.0, t1=4.0, bins=2)
+    np.testing.assert_allclose(cov, [[1.0, 0.25]])  # overlaps add up, clipped at a full bin
+
+
+def test_big_overlays_are_binned(nested: perflow.PAG) -> None:
+    waits = pd.DataFrame({"process": [0] * 3, "start": [2.0, 3.0, 4.0], "end": [3.0, 4.0, 5.0]})
+    path = pd.DataFrame({"process": [0, 0], "start": [0.0, 5.0], "end": [5.0, 10.0]})
+    fig = plot_timeline(nested, waits, path, max_intervals=1, max_overlays=1, bins=5)
+    ax = fig.axes[0]
+    band, wait_img = ax.images
+    px = np.asarray(wait_img.get_array())
+    assert px.shape == (4, 5, 4)  # a strip on the bottom quarter of the band
+    assert (px[:3, :, 3] == 0).all()
+    np.testing.assert_allclose(px[3, :, 3], 0.9 * np.array([0, 1, 0.5, 0, 0]))  # waits cover [2, 5), bins of 2 s
+    (cp,) = [c for c in ax.collections if c.get_label() == "critical path"]
+    # one dash per run of bins on the same row: the whole window on process 0, no jumps
+    assert [np.round(s, 9).tolist() for s in cp.get_segments()] == [[[0, 0], [10, 0]]]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["computation", "p2p", "wait states", "critical path"]
 
 
 def test_sampled(nested: perflow.PAG) -> None:
