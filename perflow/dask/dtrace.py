@@ -23,7 +23,7 @@ from ..pag.pag import PAG, MetricInfo
 from ..pag.partitioned import Each
 from ..trace import parts as P
 from ..trace.partition import Partitioning
-from ..trace.pipeline import Built, build
+from ..trace.pipeline import BuildOptions, Built, build
 from ..trace.raw import RawTrace
 from .runtime import DaskRuntime
 
@@ -65,7 +65,7 @@ class DistTrace:
         self.partitioning = partitioning
         self.runtime = DaskRuntime(engine, len(raws))
         self._raws = raws
-        self._opts = {"close_open": close_open, "validate": validate, "infer_collectives": infer}
+        self._opts = BuildOptions(close_open, validate, infer)
         self.timings: dict[str, float] = {}
         self._built: Built | None = None
         self._cache: dict[str, Any] = {}
@@ -87,7 +87,7 @@ class DistTrace:
         """Run the trace pipeline on the workers (idempotent)."""
         if self._built is None:
             p = self.partitioning
-            self._built = build(self.runtime, self._raws, self.defs, p.processes, p.assign, **self._opts)
+            self._built = build(self.runtime, self._raws, self.defs, p.processes, p.assign, self._opts)
             self.timings.update(self._built.timings)
             self._raws = []  # the raw partitions are released
         return self

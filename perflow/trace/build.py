@@ -26,7 +26,7 @@ import numpy as np
 from ..pag.pag import PAG
 from ..pag.partitioned import LocalRuntime
 from .parts import assemble, pag_attrs
-from .pipeline import build
+from .pipeline import BuildOptions, build
 from .raw import RawTrace
 from .scan import enclosing_instance
 from .split import definitions_only
@@ -81,9 +81,7 @@ def build_pag(
         definitions_only(raw),
         processes,
         np.zeros(len(processes), dtype=np.int64),
-        close_open=close_open,
-        validate=validate,
-        infer_collectives=infer_collectives,
+        BuildOptions(close_open, validate, infer_collectives),
     )
     attrs = pag_attrs(built)
     if attrs["unmatched_sends"] or attrs["unmatched_recvs"]:

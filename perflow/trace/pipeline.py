@@ -42,7 +42,28 @@ from .raw import RawTrace
 from .records import match_records, outbox
 from .stages import PartState, PartTables, finalize, scan_part, summarize
 
-__all__ = ["Built", "build", "part_of"]
+__all__ = ["Built", "BuildOptions", "build", "part_of"]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How raw events become a PAG (the options of :func:`perflow.trace.build.build_pag`).
+
+    Attributes
+    ----------
+    close_open : bool
+        Close region instances left open at the end of a location (a
+        truncated trace) at that location's last event, instead of failing.
+    validate : bool
+        Check the raw trace's ordering contract first.
+    infer_collectives : bool
+        Treat every call to a collective operation as an instance on
+        MPI_COMM_WORLD (sources that record no collective events).
+    """
+
+    close_open: bool = False
+    validate: bool = True
+    infer_collectives: bool = False
 
 
 @dataclass
@@ -214,10 +235,7 @@ def build(
     defs: RawTrace,
     processes: np.ndarray,
     assign: np.ndarray,
-    *,
-    close_open: bool = False,
-    validate: bool = True,
-    infer_collectives: bool = False,
+    options: BuildOptions = BuildOptions(),  # noqa: B008 - frozen
 ) -> Built:
     """Run the pipeline's stages on ``rt``'s partitions.
 
@@ -232,8 +250,7 @@ def build(
         The trace's definitions (events are not read).
     processes, assign : numpy.ndarray
         Sorted world ranks and the partition holding each.
-    close_open, validate, infer_collectives : bool
-        As for :func:`perflow.trace.build.build_pag`.
+    options : BuildOptions
     """
     n = len(raws)
     nloc = len(defs.locations)
@@ -246,7 +263,8 @@ def build(
         timings[name] = timings.get(name, 0.0) + t1 - t0
         t0 = t1
 
-    states = rt.map(t_scan, Each(range(n)), Each(raws), close_open, validate, infer_collectives)
+    o = options
+    states = rt.map(t_scan, Each(range(n)), Each(raws), o.close_open, o.validate, o.infer_collectives)
     summ = rt.map(summarize, Each(states))
     n_events = int(sum(rt.gather(rt.map(t_n_events, Each(summ)))))
     lap("scan")
