@@ -47,6 +47,10 @@ class ScanResult:
     error, error_at : int
         An error code of :data:`SCAN_ERRORS` (0 when fine) and the region-event
         index (or location, for code 3) where it occurred.
+    t_enter, t_leave, child_inc : numpy.ndarray, optional
+        With ``time`` given: enter and leave time of each instance (leave 0
+        when it was not closed) and the summed inclusive time of its closed
+        children.
     """
 
     enter: np.ndarray
@@ -58,10 +62,36 @@ class ScanResult:
     open_after: np.ndarray
     error: int = 0
     error_at: int = -1
+    #: with event times: each instance's enter and leave time (leave 0 where ``leave`` is -1) and the
+    #: inclusive time of its children (closed children only)
+    t_enter: np.ndarray | None = None
+    t_leave: np.ndarray | None = None
+    child_inc: np.ndarray | None = None
 
 
-def scan_regions_py(location: np.ndarray, kind: np.ndarray, region: np.ndarray, close_open: bool = False) -> ScanResult:
+def scan_regions_py(
+    location: np.ndarray, kind: np.ndarray, region: np.ndarray, close_open: bool = False, time: np.ndarray | None = None
+) -> ScanResult:
     """Pure-Python reference implementation of :func:`scan_regions`."""
+    res = _scan_py(location, kind, region, close_open)
+    if time is not None and not res.error:
+        _times_py(res, np.asarray(time, dtype=np.float64))
+    return res
+
+
+def _times_py(res: ScanResult, time: np.ndarray) -> None:
+    n = len(res.enter)
+    res.t_enter = time[res.enter] if n else np.zeros(0)
+    closed = res.leave >= 0
+    res.t_leave = np.where(closed, time[np.maximum(res.leave, 0)], 0.0) if n else np.zeros(0)
+    res.child_inc = np.zeros(n)
+    for k in range(n):
+        p = res.parent[k]
+        if p >= 0 and closed[k]:
+            res.child_inc[p] += res.t_leave[k] - res.t_enter[k]
+
+
+def _scan_py(location: np.ndarray, kind: np.ndarray, region: np.ndarray, close_open: bool) -> ScanResult:
     n = len(location)
     enter: list[int] = []
     leave: list[int] = []
@@ -122,9 +152,11 @@ try:  # pragma: no cover - exercised whenever numba is installed
     from numba.typed import Dict
 
     @numba.njit(cache=True, nogil=True)
-    def _scan_kernel(location, kind, region, nreg, close_open):  # type: ignore[no-untyped-def]
+    def _scan_kernel(location, kind, region, time, nreg, close_open):  # type: ignore[no-untyped-def]
         n = location.shape[0]
         cap = n // 2 + 1
+        tin = np.empty(cap, np.float64)
+        tout = np.empty(cap, np.float64)
         enter = np.empty(cap, np.int64)
         leave = np.empty(cap, np.int64)
         parent = np.empty(cap, np.int64)
@@ -140,7 +172,8 @@ try:  # pragma: no cover - exercised whenever numba is installed
         for i in range(n):
             if i > 0 and location[i] != location[i - 1] and sp > 0:
                 if not close_open:
-                    return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 3, location[i - 1]
+                    return (enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout,
+                            ni, ncp, 3, location[i - 1])  # fmt: skip
                 sp = 0
             if kind[i] == 0:
                 if ni >= cap:  # more enters than n/2: grow
@@ -151,6 +184,8 @@ try:  # pragma: no cover - exercised whenever numba is installed
                     callpath = _grow(callpath, cap2)
                     cp_parent = _grow(cp_parent, cap2)
                     cp_region = _grow(cp_region, cap2)
+                    tin = _growf(tin, cap2)
+                    tout = _growf(tout, cap2)
                     cap = cap2
                 par = stack[sp - 1] if sp > 0 else -1
                 pcp = callpath[par] if par >= 0 else -1
@@ -164,6 +199,8 @@ try:  # pragma: no cover - exercised whenever numba is installed
                     ncp += 1
                 enter[ni] = i
                 leave[ni] = -1
+                tin[ni] = time[i]
+                tout[ni] = 0.0
                 parent[ni] = par
                 callpath[ni] = cp
                 stack[sp] = ni
@@ -171,20 +208,56 @@ try:  # pragma: no cover - exercised whenever numba is installed
                 ni += 1
             else:
                 if sp == 0:
-                    return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 1, i
+                    return (
+                        enter,
+                        leave,
+                        parent,
+                        callpath,
+                        cp_parent,
+                        cp_region,
+                        open_after,
+                        tin,
+                        tout,
+                        ni,
+                        ncp,
+                        1,
+                        i,
+                    )
                 k = stack[sp - 1]
                 if region[enter[k]] != region[i]:
-                    return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 2, i
+                    return (
+                        enter,
+                        leave,
+                        parent,
+                        callpath,
+                        cp_parent,
+                        cp_region,
+                        open_after,
+                        tin,
+                        tout,
+                        ni,
+                        ncp,
+                        2,
+                        i,
+                    )
                 sp -= 1
                 leave[k] = i
+                tout[k] = time[i]
             open_after[i] = stack[sp - 1] if sp > 0 else -1
         if sp > 0 and not close_open:
-            return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 3, location[n - 1]
-        return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 0, -1
+            return (enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout,
+                    ni, ncp, 3, location[n - 1])  # fmt: skip
+        return enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout, ni, ncp, 0, -1
 
     @numba.njit(cache=True, nogil=True)
     def _grow(a, cap):  # type: ignore[no-untyped-def]
-        b = np.empty(cap, a.dtype)
+        b = np.empty(cap, np.int64)
+        b[: a.shape[0]] = a
+        return b
+
+    @numba.njit(cache=True, nogil=True)
+    def _growf(a, cap):  # type: ignore[no-untyped-def]
+        b = np.empty(cap, np.float64)
         b[: a.shape[0]] = a
         return b
 
@@ -193,38 +266,56 @@ except ImportError:  # pragma: no cover
     HAVE_NUMBA = False
 
 
-def scan_regions(location: np.ndarray, kind: np.ndarray, region: np.ndarray, close_open: bool = False) -> ScanResult:
+def scan_regions(
+    location: np.ndarray, kind: np.ndarray, region: np.ndarray, close_open: bool = False, time: np.ndarray | None = None
+) -> ScanResult:
     """Pair Enter/Leave events and assign call paths (compiled when numba is available).
 
     Parameters
     ----------
     location, kind, region : numpy.ndarray
         Region events grouped by location in stream order (``kind`` 0 = Enter,
-        1 = Leave).
+        1 = Leave). Any integer dtypes; they are not copied.
     close_open : bool
         Close instances still open at the end of a location instead of
         reporting error 3.
+    time : numpy.ndarray, optional
+        Event times: the result then also has each instance's enter and leave
+        time and its children's inclusive time.
     """
     if not HAVE_NUMBA:
-        return scan_regions_py(location, kind, region, close_open)
-    loc = np.ascontiguousarray(location, dtype=np.int64)
-    kd = np.ascontiguousarray(kind, dtype=np.int8)
-    rg = np.ascontiguousarray(region, dtype=np.int64)
+        return scan_regions_py(location, kind, region, close_open, time)
+    loc = np.ascontiguousarray(location)
+    kd = np.ascontiguousarray(kind)
+    rg = np.ascontiguousarray(region)
+    if loc.dtype.kind not in "iu" or rg.dtype.kind not in "iu":
+        loc, rg = loc.astype(np.int64), rg.astype(np.int64)
+    tm = np.ascontiguousarray(time, dtype=np.float64) if time is not None else np.zeros(len(loc))
     nreg = int(rg.max()) + 1 if len(rg) else 1
-    enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, err, at = _scan_kernel(
-        loc, kd, rg, nreg, close_open
-    )
-    return ScanResult(
-        enter[:ni].copy(),
-        leave[:ni].copy(),
-        parent[:ni].copy(),
-        callpath[:ni].copy(),
+    (enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout,
+     ni, ncp, err, at) = _scan_kernel(loc, kd, rg, tm, nreg, close_open)  # fmt: skip
+    # views of the kernel's buffers (at most about half the events long: no copy worth making)
+    res = ScanResult(
+        enter[:ni],
+        leave[:ni],
+        parent[:ni],
+        callpath[:ni],
         cp_parent[:ncp].copy(),
         cp_region[:ncp].copy(),
         open_after,
         int(err),
         int(at),
     )
+    if time is not None:
+        res.t_enter, res.t_leave = tin[:ni], tout[:ni]
+        res.child_inc = _child_inc(res.parent, res.leave, tin[:ni], tout[:ni])
+    return res
+
+
+def _child_inc(parent: np.ndarray, leave: np.ndarray, t_enter: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
+    """Summed inclusive time of each instance's closed children (one bincount; faster than in the scan loop)."""
+    ok = (parent >= 0) & (leave >= 0)
+    return np.bincount(parent[ok], weights=(t_leave - t_enter)[ok], minlength=len(parent)).astype(np.float64)
 
 
 def enclosing_instance(open_after: np.ndarray, reg_loc: np.ndarray, loc: np.ndarray, pos: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ from .match import collective_event_rows, p2p_threaded, synthesised_collective_r
 from .raw import RawTrace
 from .records import p2p_records
 from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
-from .tally import dense_keys, exclusive_time, last_time_per_location, metric_deltas
+from .tally import dense_keys, exclusive_from_children, exclusive_time, last_time_per_location, metric_deltas
 
 __all__ = [
     "PartState",
@@ -174,20 +174,23 @@ def scan_part(
         raw.validate()
     ev = raw.region_events
     rloc = ev["location"]
-    res = scan_regions(rloc, ev["kind"], ev["region"], close_open=close_open)
+    res = scan_regions(rloc, ev["kind"], ev["region"], close_open=close_open, time=ev["time"])
     if res.error:
         raise _scan_error(raw, res.error, res.error_at)
-    times = ev["time"]
+    assert res.t_enter is not None and res.t_leave is not None and res.child_inc is not None
     inst_loc = rloc[res.enter].astype(np.int64)
-    t_enter = times[res.enter]
+    t_enter, t_leave = res.t_enter, res.t_leave
     closed = res.leave >= 0
-    t_leave = np.where(closed, times[np.maximum(res.leave, 0)], 0.0)
-    if not closed.all():
+    if closed.all():
+        inc = t_leave - t_enter
+        exc = exclusive_from_children(inc, res.child_inc, t_leave)
+    else:  # a truncated trace: instances left open close at their location's last event
         last = last_time_per_location(raw, len(raw.locations))
+        t_leave = t_leave.copy()
         t_leave[~closed] = last[inst_loc[~closed]]
         log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
-    inc = t_leave - t_enter
-    exc = exclusive_time(inc, res.parent, t_leave)
+        inc = t_leave - t_enter
+        exc = exclusive_time(inc, res.parent, t_leave)
     p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())

@@ -16,7 +16,7 @@ from ..kinds import VertexKind, classify_region
 from ..pag.pag import MetricInfo
 from .raw import RawTrace
 
-__all__ = ["region_kinds", "exclusive_time", "dense_keys", "last_time_per_location", "align_rows", "metric_deltas"]
+__all__ = ["region_kinds", "exclusive_time", "exclusive_from_children", "dense_keys", "last_time_per_location", "align_rows", "metric_deltas"]
 
 _PARADIGM_KIND = {
     "mpi": VertexKind.MPI,
@@ -55,12 +55,17 @@ def region_kinds(regions: pd.DataFrame) -> np.ndarray:
 
 
 def exclusive_time(inc: np.ndarray, parent: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
-    """Exclusive time of each region instance: its inclusive time minus its children's.
+    """Exclusive time of each region instance: its inclusive time minus its children's."""
+    child_inc = np.bincount(parent[parent >= 0], weights=inc[parent >= 0], minlength=len(inc))
+    return exclusive_from_children(inc, child_inc, t_leave)
+
+
+def exclusive_from_children(inc: np.ndarray, child_inc: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
+    """Inclusive time minus the children's inclusive time (the scan sums those as it goes).
 
     Children nest inside their parent, so what is left below the timestamps'
     rounding error (relative 1e-12 of the leave time) is zero.
     """
-    child_inc = np.bincount(parent[parent >= 0], weights=inc[parent >= 0], minlength=len(inc))
     exc = inc - child_inc
     exc[exc < 1e-12 * np.maximum(np.abs(t_leave), 1.0)] = 0.0
     return exc

@@ -52,6 +52,17 @@ def test_compiled_scan_equals_reference_on_broken_streams(s, close):
     _same(scan.scan_regions(*s, close_open=close), scan.scan_regions_py(*s, close_open=close))
 
 
+@settings(max_examples=100, deadline=None)
+@given(streams(valid=True), st.integers(0, 2**16))
+def test_compiled_times_equal_reference(s, seed):
+    """Enter/leave times and the children's inclusive time the compiled scan sums as it goes."""
+    t = np.cumsum(np.random.default_rng(seed).random(len(s[0])))
+    a, b = scan.scan_regions(*s, time=t), scan.scan_regions_py(*s, time=t)
+    for f in ("t_enter", "t_leave"):
+        assert getattr(a, f).tolist() == getattr(b, f).tolist(), f
+    np.testing.assert_allclose(a.child_inc, b.child_inc, rtol=1e-12, atol=0)
+
+
 def test_scan_by_hand():
     # loc 0: A( B() C() )   loc 1: A( B() )
     loc = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])
