@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "passes",
     "flows",
     "record",
+    "cc",
 ]
 
 

@@ -16,6 +16,7 @@ examples:
   perflow record -n 4 -- ./solver input.dat
   perflow record -n 4 --sample-rate 200 -o run1 -- python train.py --epochs 2
   perflow record -n 8 --mpirun "mpirun.mpich -ppn 4" -- ./a.out
+  perflow cc -O2 -o solver solver.c && perflow record -n 4 -- ./solver   # with user-function regions
 
 The program's output and exit status are passed through unchanged. Results go
 to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/.
@@ -36,6 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mpirun", metavar="CMD", help="launcher command line (default: the MPI implementation's mpirun)")
     p.add_argument(
         "--sample-rate", type=int, default=100, metavar="HZ", help="samples per second of CPU time, 0 to disable (100)"
+    )
+    p.add_argument(
+        "--min-call",
+        type=float,
+        metavar="SECONDS",
+        help="programs built with perflow cc/cxx/fc: drop instrumented calls shorter than this with nothing "
+        "recorded inside (1e-5; 0 keeps every call)",
     )
     p.add_argument("-o", "--output", metavar="DIR", help="output directory (perflow-<program>-<date-time>)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the run after this many seconds")
@@ -61,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         nprocs=args.nprocs,
         mpirun=args.mpirun,
         sample_rate=args.sample_rate,
+        min_call=args.min_call,
         outdir=args.output,
         timeout=args.timeout,
     )

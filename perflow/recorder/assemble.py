@@ -193,9 +193,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
         if len(p.sample_time):
             utop = p.sample_utop if len(p.sample_utop) == len(p.sample_frames) else np.zeros(len(p.sample_frames))
-            stacks = np.array(
-                [frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32
-            )
+            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
             smp_parts.append(
                 {
                     "location": np.full(len(stacks), loc, np.int32),

@@ -187,12 +187,11 @@ class NativeFrames:
 
     def _relative(self, p: ProcessData, frames: list[Frame], utop: int) -> tuple[int, ...]:
         """Function regions of ``frames`` (outermost first) below the enclosing user function ``utop``."""
-        regs = self._regions(frames)
         if utop:
-            top = self.user_region(p, utop)
-            if top in regs:
-                k = len(regs) - 1 - regs[::-1].index(top)
-                return regs[k + 1 :]
+            t = self._chain(p, utop)[-1]
+            hits = [k for k, f in enumerate(frames) if (f[0], f[1], f[3]) == (t[0], t[1], t[3])]
+            if hits:
+                return self._regions(frames[hits[-1] + 1 :])
         return self._regions(_trim_main(frames))
 
     def sample_stack(self, p: ProcessData, frames: np.ndarray, utop: int = 0) -> int:
