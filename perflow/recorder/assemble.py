@@ -208,7 +208,13 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     p2p = _concat(p2p_parts, P2P_COLUMNS)
     _fill_send_bytes(p2p, procs, comm_members)
     locations = pd.DataFrame(
-        {"process": [p.rank for p in procs], "thread": 0, "name": [f"rank {p.rank}" for p in procs], "type": "cpu"}
+        {
+            "process": [p.rank for p in procs],
+            "thread": 0,
+            "name": [f"rank {p.rank}" for p in procs],
+            "type": "cpu",
+            "host": [p.meta.get("host", "") for p in procs],
+        }
     )
     region_events = _concat(reg_parts, REGION_COLUMNS)
     meta = {
