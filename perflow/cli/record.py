@@ -19,7 +19,8 @@ examples:
   perflow cc -O2 -o solver solver.c && perflow record -n 4 -- ./solver   # with user-function regions
 
 The program's output and exit status are passed through unchanged. Results go
-to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/.
+to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/;
+`perflow info DIR` and `perflow run FLOW --input DIR` read the folder.
 """
 
 
@@ -79,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if res.raw is not None and not args.quiet:
         print(f"\nperflow record: {shlex.join(program)} -> {res.outdir}/", file=err)
         print(summarize(res.raw).text(), file=err)
-        target = res.files.get("pag") or res.files.get("otf2") or res.files.get("rawtrace")
-        print(f"analyse further: perflow info {shlex.quote(str(target))}", file=err)
+        print(f"analyse further: perflow info {shlex.quote(str(res.outdir))}", file=err)
     if res.status != 0:
         print(f"perflow record: the program exited with status {res.status}", file=err)
     return res.status

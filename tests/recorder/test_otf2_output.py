@@ -65,7 +65,7 @@ def test_recording_layout(recorded) -> None:  # noqa: ANN001
     assert f'SYSTEM_TREE_NODE                       1  Name: "{host}"' in defs
     assert 'Class: "node"' in defs and 'Parent: "node::' in defs
     assert "INTERRUPT_GENERATOR" in defs and "Mode: TIME" in defs and "Period: 10000000" in defs
-    assert 'CALLING_CONTEXT ' in defs and 'Region: "slow_compute"' in defs
+    assert "CALLING_CONTEXT " in defs and 'Region: "slow_compute"' in defs
     assert "perflow::region_stack" in defs  # the MPI calls' stacks
     events = otf2_print(run.result.files["otf2"])
     assert "MPI_COLLECTIVE_END" in events and "<100>" not in events and "<101>" not in events

@@ -25,7 +25,11 @@ def test_nonblocking_collectives(recorded) -> None:  # noqa: ANN001
     for kind in (CollEv.BEGIN, CollEv.END):
         assert nb[nb["kind"] == kind].groupby("rank").size().to_dict() == {r: 6 for r in range(4)}
     ends = nb[nb["kind"] == CollEv.END]
-    assert ends.groupby("op").size().to_dict() == {CollectiveOp.ALLREDUCE: 12, CollectiveOp.BARRIER: 4, CollectiveOp.BCAST: 8}
+    assert ends.groupby("op").size().to_dict() == {
+        CollectiveOp.ALLREDUCE: 12,
+        CollectiveOp.BARRIER: 4,
+        CollectiveOp.BCAST: 8,
+    }
     assert set(ends.loc[ends["op"] == CollectiveOp.ALLREDUCE, "sent"]) == {8}
     # each END lies in the call that completed it: MPI_Wait, MPI_Test, MPI_Waitall
     reg = run.raw.regions
@@ -89,7 +93,9 @@ def test_mpi_io_regions_and_bytes(recorded, workdir: Path) -> None:  # noqa: ANN
         got = pag.aggregate(metric, "sum").to_numpy()[v[0]]
         assert got == 4 * per_rank
     written = pag.aggregate("io_bytes_written", "sum").to_numpy()
-    assert written[np.flatnonzero(pd.Series(paths).str.endswith("/main/MPI_File_write").to_numpy())[0]] == 80  # last rank only, 10 doubles
+    assert (
+        written[np.flatnonzero(pd.Series(paths).str.endswith("/main/MPI_File_write").to_numpy())[0]] == 80
+    )  # last rank only, 10 doubles
 
 
 def test_no_mpi_recorded_is_a_warning_naming_the_binding(tmp_path: Path) -> None:
@@ -142,4 +148,3 @@ def test_mpi4py_choice_matches_the_loaded_library(mpi4py_ok: str) -> None:
     so = out.splitlines()[1]
     assert _python_mpi() == ("openmpi" if "Open MPI" in out.splitlines()[0] else "mpich")
     assert Path(so).name.startswith("MPI")
-

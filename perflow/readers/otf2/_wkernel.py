@@ -113,9 +113,12 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
 
     Non-region events due before region event ``k`` (pos <= base + k) are
     written first, in time order (ties: metric, thread, p2p, collective, sample).
+    OTF2 needs non-decreasing time stamps along a location: an event stamped
+    before the one written last (a clock glitch of the source) gets its time.
     """
     nr, np_, nc, ng, nh, ns = len(rt), p.shape[1], c.shape[1], g.shape[1], h.shape[1], s.shape[1]
     ir_ = ip = ic = ig = ih = is_ = 0
+    last_t = np.uint64(0)
     vaddr = mvals.ctypes.data
     taddr = mtypes.ctypes.data
     while True:
@@ -137,9 +140,17 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
             if last:
                 return 0
             f = F_ENTER if rk[ir_] == 0 else F_LEAVE
-            rc = _ccall(fn[f], (w, 0, np.int64(rt[ir_]), np.int64(rr[ir_]) & _M32))
+            tr = rt[ir_] if rt[ir_] > last_t else last_t
+            last_t = tr
+            rc = _ccall(fn[f], (w, 0, np.int64(tr), np.int64(rr[ir_]) & _M32))
             ir_ += 1
-        elif best == 0:
+            if rc != 0:
+                return rc
+            continue
+        if bt < last_t:
+            bt = last_t
+        last_t = bt
+        if best == 0:
             k = g[2, ig]
             rc = _ccall(fn[F_METRIC], (w, 0, np.int64(bt), g[0, ig], k & _MASK8, taddr, vaddr + 8 * g[1, ig]))
             ig += 1

@@ -94,7 +94,7 @@ uint64_t pf_req_key(MPI_Request r);
 extern uint64_t pf_utop;
 extern volatile uint64_t pf_nsamples;
 int pf_user_ok(void);
-uint64_t pf_region_rec(pf_rec r);
+uint64_t pf_region_rec(pf_rec r, double *t);
 int pf_region_unrec(uint64_t mark);
 void pf_inst_close(void);
 double pf_inst_min(void);

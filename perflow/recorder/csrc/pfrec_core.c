@@ -310,11 +310,18 @@ int pf_user_ok(void) {
     return 1;
 }
 
-/* Append a region record; return the number of records written before it. */
-uint64_t pf_region_rec(pf_rec r) {
+/* Append a region record stamped now; return the number of records written
+ * before it. No sample is taken between the time stamp and the count (a
+ * sample there would precede the record in the stream with a later time). */
+uint64_t pf_region_rec(pf_rec r, double *t) {
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint64_t mark = nwritten;
+    r.t = *t = pf_now();
     *slot() = r;
     g.nregion++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = 0;
     return mark;
 }
 

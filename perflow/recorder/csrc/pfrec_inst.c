@@ -76,11 +76,10 @@ __attribute__((no_instrument_function)) void __cyg_profile_func_enter(void *fn, 
     u->prev_top = pf_utop;
     if (!u->rec) return;
     if (st) st->calls++;
-    double t = pf_now();
-    u->t = t;
     u->nsmp = pf_nsamples;
-    u->mark = pf_region_rec((pf_rec){.t = t, .addr = a, .n1 = -1, .n2 = (int64_t)pf_utop, .comm = -1,
-                                     .type = PF_R_ENTER, .fn = PF_USER});
+    u->mark = pf_region_rec((pf_rec){.addr = a, .n1 = -1, .n2 = (int64_t)pf_utop, .comm = -1, .type = PF_R_ENTER,
+                                     .fn = PF_USER},
+                            &u->t);
     pf_utop = a;
 }
 
@@ -92,7 +91,7 @@ __attribute__((no_instrument_function)) static void leave(ustack_t *u, double t)
         if (st && ++st->dropped >= PF_PROBATION && st->dropped == st->calls) st->off = 1;
         return;
     }
-    pf_region_rec((pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = PF_USER});
+    pf_region_rec((pf_rec){.comm = -1, .type = PF_R_LEAVE, .fn = PF_USER}, &t);
 }
 
 __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, void *site) {
@@ -112,11 +111,11 @@ __attribute__((no_instrument_function)) void __cyg_profile_func_exit(void *fn, v
 
 /* Close the user functions still open (exit() called inside them). */
 __attribute__((no_instrument_function)) void pf_inst_close(void) {
-    double t = pf_now();
+    double t;
     uover = 0;
     while (udepth > 0) {
         ustack_t *u = &ustack[--udepth];
         pf_utop = u->prev_top;
-        if (u->rec) pf_region_rec((pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = PF_USER});
+        if (u->rec) pf_region_rec((pf_rec){.comm = -1, .type = PF_R_LEAVE, .fn = PF_USER}, &t);
     }
 }
