@@ -255,3 +255,48 @@ def test_python_runtime_constants_match_perflow_kinds(monkeypatch: pytest.Monkey
         assert fn in FN
     assert recorder.FN == FN and recorder.MAGIC == S_MAGIC
     assert recorder._REC.size == REC_DTYPE.itemsize
+
+
+def test_io_nonblocking_collectives_and_user_samples_handmade(tmp_path: Path) -> None:
+    """MPI-IO records -> accumulated byte counters; I-collective BEGIN/END with request ids; 5-word samples."""
+    from perflow.recorder.decode import read_process
+    from perflow.recorder.functions import R_IO, S_USAMPLE
+    from perflow.trace.build import build_pag
+
+    io, ia, wait = FN["MPI_File_write"], FN["MPI_Iallreduce"], FN["MPI_Wait"]
+    op = CollectiveOp.ALLREDUCE
+    events = [
+        _rec(t=10.0, type=R_ENTER, fn=0, n1=-1),
+        _rec(t=10.1, type=R_ENTER, fn=io, n1=-1),
+        _rec(t=10.2, type=R_IO, addr=800, a=2),
+        _rec(t=10.3, type=R_LEAVE, fn=io),
+        _rec(t=10.4, type=R_ENTER, fn=ia, n1=-1),
+        _rec(t=10.4, type=R_COLL, kind=CollEv.BEGIN, fn=op, addr=5 + 1, a=-1, comm=0),
+        _rec(t=10.5, type=R_LEAVE, fn=ia),
+        _rec(t=10.6, type=R_ENTER, fn=wait, n1=-1),
+        _rec(t=10.7, type=R_COLL, kind=CollEv.END, fn=op, addr=5 + 1, n1=8, n2=8, a=-1, comm=0),
+        _rec(t=10.8, type=R_LEAVE, fn=wait),
+        _rec(t=10.9, type=R_ENTER, fn=io, n1=-1),
+        _rec(t=11.0, type=R_IO, addr=200, a=2),
+        _rec(t=11.1, type=R_LEAVE, fn=io),
+        _rec(t=12.0, type=R_LEAVE, fn=0),
+    ]
+    # a sample of the native layout: header, time, weight, region records before it, innermost user function, 1 frame
+    sample = struct.pack("<QddQQQ", S_MAGIC | (S_USAMPLE << 32) | 1, 10.55, 0.01, 7, 0xABC, 0)
+    _write_proc(tmp_path, 21, 0, 0.0, events, sample)
+    p = read_process(tmp_path / "p21.txt")
+    assert p.sample_utop.tolist() == [0xABC] and p.sample_nregion.tolist() == [7] and len(p.sample_frames[0]) == 1
+    raw = load_recording(tmp_path)
+    c = raw.table("coll_events")
+    assert c["request"].tolist() == [5, 5] and c["kind"].tolist() == [CollEv.BEGIN, CollEv.END]
+    m = raw.table("metric_events")
+    assert m["metric"].tolist() == [1, 1, 1, 1] and m["value"].tolist() == [0, 800, 800, 1000]
+    assert m["pos"].tolist() == [2, 2, 8, 8]  # right after each call's Enter, before its Leave
+    np.testing.assert_allclose(m["time"], [0.1, 0.2, 0.9, 1.0], atol=1e-9)
+    assert list(raw.metrics["name"]) == ["io_bytes_read", "io_bytes_written"]
+    assert set(raw.regions.loc[raw.regions["name"] == "MPI_File_write", "role"]) == {"file_io"}
+    pag = build_pag(raw)
+    paths = pag.call_paths().to_numpy()
+    written = pag.aggregate("io_bytes_written", "sum").to_numpy()
+    assert written[np.flatnonzero(paths == "prog.py/MPI_File_write")[0]] == 1000  # both calls
+    assert len(pag.trace.collectives) == 1 and pag.trace.collectives["begin"].iloc[0] == pytest.approx(0.4)
