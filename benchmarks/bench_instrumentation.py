@@ -70,6 +70,38 @@ def _plain_run(tc, n: int, argv: list[str]) -> float:  # noqa: ANN001
     return time.perf_counter() - t
 
 
+def _per_call(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
+    """CPU cost of the hooks per instrumented call (one rank, 3 M calls of a trivial function, best of reps)."""
+    import re
+
+    plain = _build("tiny_calls.c", ["-O2"], tmpd / "pc-plain", tc.mpicc, False)
+    inst = _build("tiny_calls.c", ["-O2"], tmpd / "pc-inst", tc.mpicc, True)
+    n = "3000000"
+
+    def ns(text: str) -> float:
+        return float(re.search(r"tiny-ns-per-call ([0-9.]+)", text).group(1))
+
+    res: dict[str, list[float]] = {m: [] for m in ("plain", "inst-off", "inst", "inst-all")}
+    for rep in range(reps):
+        for mode, exe in (("plain", plain), ("inst-off", inst)):
+            cmd, env = launch_command(tc, 1, [exe, n], {})
+            res[mode].append(ns(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stderr))
+        for mode, min_call in (("inst", None), ("inst-all", 0.0)):
+            err = tmpd / f"pc-{mode}-{rep}.err"
+            with open(err, "w") as fe, open(os.devnull, "w") as fo:
+                record([inst, n], nprocs=1, min_call=min_call, outdir=tmpd / f"pc-{mode}-{rep}", outputs=(),
+                       stdout=fo, stderr=fe, timeout=900)  # fmt: skip
+            res[mode].append(ns(err.read_text()))
+    base = min(res["plain"])
+    print(f"\nper-call cost (one rank, CPU ns per call of a trivial function, best of {reps}): plain {base:.1f} ns;")
+    for mode, what in (
+        ("inst-off", "instrumented, not recorded (glibc's empty hooks)"),
+        ("inst", "recorded, default filter (calls dropped, then the function switched off)"),
+        ("inst-all", "recorded, --min-call 0 (an Enter and a Leave record per call)"),
+    ):
+        print(f"  {mode:<9} {min(res[mode]):7.1f} ns  (+{min(res[mode]) - base:.1f} ns per call)  {what}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=4)
@@ -124,6 +156,8 @@ def main() -> int:
             )
             ev = f"{statistics.median(nuser['inst']):,.0f} / {statistics.median(nuser['inst-all']):,.0f}"
             print(f"{name:<11}{cells}{ev:>18}  {what}")
+        if not args.only or "per-call" in args.only:
+            _per_call(tc, tmpd, args.reps)
     print("\nplain: wall time of the whole launched run; the others: overhead against it (fastest runs compared).")
     print("user events/rank: user-function Enter+Leave records per rank with the default filter / with --min-call 0.")
     return 0
