@@ -224,6 +224,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
         units += [("pfrec_f.c", []), ("pfrec_f.c", ["-DPF_F08"])]
     fd, tmp = tempfile.mkstemp(prefix=".libpfrec-", suffix=".so", dir=d)
     os.close(fd)
+    log.info("building the recorder library with %s in %s", tc.mpicc, d)
     try:
         with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as bdir:
             objs = []
@@ -241,7 +242,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
 
 
 def _compile(tc: Toolchain, argv: list[str], timeout: float) -> None:
-    log.info("building the recorder library: %s", shlex.join(argv))
+    log.debug("building the recorder library: %s", shlex.join(argv))
     rc, out = _run(argv, timeout)
     if rc != 0:
         tail = "\n".join(out.strip().splitlines()[-20:])

@@ -93,3 +93,7 @@ def test_instrumented_slow_function(recorded, source: str, flags: tuple, tag: st
     waitall = [p for p in paths if p.endswith("/MPI_Waitall")]
     assert len(waitall) == 1 and waitall[0].count("/main/") == 1, waitall
     assert any(p.endswith("/" + fname) for p in paths)
+    # the run summary's top compute hotspot: samples inside the instrumented function count for it
+    from perflow.recorder.summary import summarize
+
+    assert summarize(raw).hotspots[0][0] == fname
