@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "record",
     "view",
     "convert",
+    "cc",
 ]
 
 

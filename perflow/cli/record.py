@@ -16,9 +16,11 @@ examples:
   perflow record -n 4 -- ./solver input.dat
   perflow record -n 4 --sample-rate 200 -o run1 -- python train.py --epochs 2
   perflow record -n 8 --mpirun "mpirun.mpich -ppn 4" -- ./a.out
+  perflow cc -O2 -o solver solver.c && perflow record -n 4 -- ./solver   # with user-function regions
 
 The program's output and exit status are passed through unchanged. Results go
-to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/.
+to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/;
+`perflow info DIR` and `perflow run FLOW --input DIR` read the folder.
 """
 
 
@@ -36,6 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mpirun", metavar="CMD", help="launcher command line (default: the MPI implementation's mpirun)")
     p.add_argument(
         "--sample-rate", type=int, default=100, metavar="HZ", help="samples per second of CPU time, 0 to disable (100)"
+    )
+    p.add_argument(
+        "--min-call",
+        type=float,
+        metavar="SECONDS",
+        help="programs built with perflow cc/cxx/fc: drop instrumented calls shorter than this with nothing "
+        "recorded inside (1e-5; 0 keeps every call)",
     )
     p.add_argument("-o", "--output", metavar="DIR", help="output directory (perflow-<program>-<date-time>)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the run after this many seconds")
@@ -61,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         nprocs=args.nprocs,
         mpirun=args.mpirun,
         sample_rate=args.sample_rate,
+        min_call=args.min_call,
         outdir=args.output,
         timeout=args.timeout,
     )
@@ -70,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     if res.raw is not None and not args.quiet:
         print(f"\nperflow record: {shlex.join(program)} -> {res.outdir}/", file=err)
         print(summarize(res.raw).text(), file=err)
-        target = res.files.get("pag") or res.files.get("otf2") or res.files.get("rawtrace")
-        print(f"analyse further: perflow info {shlex.quote(str(target))}", file=err)
+        print(f"analyse further: perflow info {shlex.quote(str(res.outdir))}", file=err)
     if res.status != 0:
         print(f"perflow record: the program exited with status {res.status}", file=err)
     return res.status

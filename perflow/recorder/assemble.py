@@ -3,8 +3,16 @@
 * One location per recorded rank (``process`` = world rank, thread 0).
 * ``region_events``: the program's root region around everything, and one
   region instance per recorded MPI call (regions: see :mod:`.regions`).
-* ``p2p_events``/``coll_events``: as recorded; MPI_Init and MPI_Finalize are
-  collectives ``INIT``/``FINALIZE`` on the world communicator.
+* With compiler instrumentation (``perflow cc``): one region instance per
+  recorded user-function call, the MPI calls and samples nested inside.
+* ``p2p_events``/``coll_events``: as recorded (MPI_Init and MPI_Finalize carry
+  none: the trace builder makes them world barriers from their names); a
+  non-blocking collective has its BEGIN in the I-call and its END in the
+  Wait/Test that completed it, both with its ``request`` id.
+* ``metric_events``: for MPI-IO calls, the accumulated counters
+  ``io_bytes_read``/``io_bytes_written`` of the location, taken right after
+  the call's Enter and before its Leave (the builder's per-instance deltas
+  are the bytes of each call).
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
   inside MPI calls), each worth one timer period of the main thread's CPU
   time (native) or the CPU time since the previous tick (Python).
@@ -25,9 +33,17 @@ import pandas as pd
 
 from ..errors import FormatError
 from ..kinds import P2P
-from ..trace.raw import COLL_COLUMNS, P2P_COLUMNS, REGION_COLUMNS, SAMPLE_COLUMNS, RawTrace, empty_table
+from ..trace.raw import (
+    COLL_COLUMNS,
+    METRIC_COLUMNS,
+    P2P_COLUMNS,
+    REGION_COLUMNS,
+    SAMPLE_COLUMNS,
+    RawTrace,
+    empty_table,
+)
 from .decode import ProcessData, read_dir
-from .functions import FN, R_COLL, R_ENTER, R_LEAVE, R_P2P
+from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P
 from .regions import NativeFrames, PythonFrames, RegionTable
 
 __all__ = ["assemble", "load_recording"]
@@ -117,7 +133,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     t0 = min(float(p.events["t"][0]) + o for p, o in zip(procs, off) if len(p.events))
 
     comm_ids, comm_members, comm_names = _comms(procs)
-    reg_parts, p2p_parts, coll_parts, smp_parts = [], [], [], []
+    reg_parts, p2p_parts, coll_parts, smp_parts, met_parts = [], [], [], [], []
     nreg_total = 0
     for loc, (p, o) in enumerate(zip(procs, off)):
         src = f"{source}/p{p.pid}"
@@ -126,16 +142,23 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         time = ev["t"] + o - t0
         isreg = (typ == R_ENTER) | (typ == R_LEAVE)
         ent = typ == R_ENTER
-        # one region per distinct (function, call site, context): resolve the distinct triples only
+        # one region per distinct (function, call site, context, enclosing user function): resolve those only
+        keys = ["fn", "addr", "ctx", "utop"]
         triples = pd.DataFrame(
-            {"fn": ev["fn"][ent].astype(np.int64), "addr": ev["addr"][ent].view(np.int64), "ctx": ev["n1"][ent]}
+            {
+                "fn": ev["fn"][ent].astype(np.int64),
+                "addr": ev["addr"][ent].view(np.int64),
+                "ctx": ev["n1"][ent],
+                "utop": ev["n2"][ent],
+            }
         )
-        inverse = triples.groupby(["fn", "addr", "ctx"], sort=False).ngroup().to_numpy()  # by first appearance
+        inverse = triples.groupby(keys, sort=False).ngroup().to_numpy()  # by first appearance
         uniq = triples.drop_duplicates()
+        mask = 0xFFFFFFFFFFFFFFFF
         ids = np.array(
             [
-                0 if f == 0 else frames.call_region(p, int(f), int(a) & 0xFFFFFFFFFFFFFFFF, int(c))
-                for f, a, c in zip(uniq["fn"], uniq["addr"], uniq["ctx"])
+                0 if f == 0 else frames.call_region(p, int(f), int(a) & mask, int(c), int(u) & mask)
+                for f, a, c, u in zip(uniq["fn"], uniq["addr"], uniq["ctx"], uniq["utop"])
             ],
             dtype=np.int32,
         )
@@ -165,8 +188,12 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
                 valid = (c >= 0) & (c < len(lut))
                 rows["comm"] = np.where(valid, lut[np.where(valid, c, 0)], -1)
                 parts.append(rows)
+        io = typ == R_IO
+        if io.any():
+            met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
         if len(p.sample_time):
-            stacks = np.array([frames.sample_stack(p, f) for f in p.sample_frames], np.int32)
+            utop = p.sample_utop if len(p.sample_utop) == len(p.sample_frames) else np.zeros(len(p.sample_frames))
+            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
             smp_parts.append(
                 {
                     "location": np.full(len(stacks), loc, np.int32),
@@ -181,7 +208,13 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     p2p = _concat(p2p_parts, P2P_COLUMNS)
     _fill_send_bytes(p2p, procs, comm_members)
     locations = pd.DataFrame(
-        {"process": [p.rank for p in procs], "thread": 0, "name": [f"rank {p.rank}" for p in procs], "type": "cpu"}
+        {
+            "process": [p.rank for p in procs],
+            "thread": 0,
+            "name": [f"rank {p.rank}" for p in procs],
+            "type": "cpu",
+            "host": [p.meta.get("host", "") for p in procs],
+        }
     )
     region_events = _concat(reg_parts, REGION_COLUMNS)
     meta = {
@@ -201,8 +234,10 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         regions=table.regions_frame(),
         region_events=region_events,
         p2p_events=p2p,
-        coll_events=_concat(coll_parts, COLL_COLUMNS),
+        coll_events=_concat(coll_parts, {**COLL_COLUMNS, "request": np.dtype(np.int64)}),
         sample_events=_concat(smp_parts, SAMPLE_COLUMNS),
+        metric_events=_concat(met_parts, METRIC_COLUMNS),
+        **({"metrics": _IO_METRICS.copy()} if met_parts else {}),
         stacks=table.stacks_frame(),
         comms=comm_members,
         comm_names=comm_names,
@@ -234,7 +269,46 @@ def _coll_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> d
         "root": ev["a"],
         "sent": ev["n1"],
         "received": ev["n2"],
+        "request": ev["addr"].astype(np.int64) - 1,
         "pos": pos,
+    }
+
+
+#: Metrics of MPI-IO calls (ids 0 and 1 of ``metric_events``).
+_IO_METRICS = pd.DataFrame(
+    {"name": ["io_bytes_read", "io_bytes_written"], "unit": "bytes", "mode": "accumulated_start"}
+)
+
+
+def _io_rows(
+    ev: np.ndarray, time: np.ndarray, all_time: np.ndarray, typ: np.ndarray, loc: int, pos: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Two rows of one accumulated counter per MPI-IO record: the total before the call and after it.
+
+    The IO record sits right before the call's Leave, with no region record
+    between the call's Enter and it, so both rows share ``pos``; the first is
+    stamped with the Enter's time.
+    """
+    metric = np.where(ev["a"] == 2, 1, 0).astype(np.int32)
+    nbytes = ev["addr"].astype(np.float64)
+    after = np.zeros(len(ev))
+    for m in (0, 1):
+        sel = metric == m
+        after[sel] = np.cumsum(nbytes[sel])
+    before = after - nbytes
+    # the Enter of each call: the last region record before the IO record
+    isreg = np.flatnonzero((typ == R_ENTER) | (typ == R_LEAVE))
+    at = np.flatnonzero(typ == R_IO)
+    enter_t = all_time[isreg[np.searchsorted(isreg, at) - 1]]
+    n = len(ev)
+    inter = np.empty(2 * n, np.int64)
+    inter[0::2], inter[1::2] = np.arange(n), np.arange(n)
+    return {
+        "location": np.full(2 * n, loc, np.int32),
+        "time": np.ravel(np.column_stack([enter_t, time])),
+        "metric": metric[inter],
+        "value": np.ravel(np.column_stack([before, after])),
+        "pos": pos[inter],
     }
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError
-from .functions import REC_DTYPE, S_CTX, S_MAGIC, S_SAMPLE
+from .functions import REC_DTYPE, S_CTX, S_MAGIC, S_SAMPLE, S_USAMPLE
 
 __all__ = ["ProcessData", "read_process", "read_dir", "Mapping"]
 
@@ -51,6 +51,9 @@ class ProcessData:
         Number of region events recorded before each sample.
     sample_frames : list of numpy.ndarray
         Frames of each sample, innermost first (addresses, or frame ids for Python).
+    sample_utop : numpy.ndarray of uint64
+        Entry address of the innermost recorded user function (compiler
+        instrumentation) open at each sample, 0 when none.
     contexts : dict of int to numpy.ndarray
         Call context id to frames, innermost first.
     comms : list of tuple
@@ -69,6 +72,7 @@ class ProcessData:
     sample_nregion: np.ndarray
     sample_frames: list[np.ndarray]
     contexts: dict[int, np.ndarray]
+    sample_utop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     comms: list[tuple[int, int, str, np.ndarray]] = field(default_factory=list)
     frames: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     sites: dict[int, tuple[str, str, int]] = field(default_factory=dict)
@@ -132,17 +136,17 @@ def _read_maps(path: Path) -> Mapping | None:
 
 
 def _split_stream(words: np.ndarray, path: Path) -> list[tuple[int, int, int]]:
-    """(type, header index, depth) of every record in a sample stream."""
+    """(type, header index, depth) of every record in a sample stream (headers: 4 words, 5 for S_USAMPLE)."""
     cand = np.flatnonzero((words >> np.uint64(48)) == np.uint64(S_MAGIC >> 48))
     depth = (words[cand] & np.uint64(0xFFFF)).astype(np.int64)
     typ = ((words[cand] >> np.uint64(32)) & np.uint64(0xFF)).astype(np.int64)
-    nxt = cand + 4 + depth
+    nxt = cand + 4 + (typ == S_USAMPLE) + depth
     if (
         len(cand)
         and cand[0] == 0
         and np.array_equal(cand[1:], nxt[:-1])
         and nxt[-1] == len(words)
-        and np.all(np.isin(typ, (S_SAMPLE, S_CTX)))
+        and np.all(np.isin(typ, (S_SAMPLE, S_CTX, S_USAMPLE)))
     ):
         ok = np.ones(len(cand), bool)
     else:  # a frame word looked like a header, or the stream is truncated: follow the chain
@@ -178,13 +182,15 @@ def read_process(txt: str | Path) -> ProcessData:
     events = np.frombuffer(raw[: n * REC_DTYPE.itemsize], dtype=REC_DTYPE)
     smp = base.with_suffix(".smp")
     words = np.fromfile(smp, dtype="<u8") if smp.is_file() else np.zeros(0, "<u8")
-    times, weights, nreg, sframes, ctx = [], [], [], [], {}
+    times, weights, nreg, utop, sframes, ctx = [], [], [], [], [], {}
     for typ, i, d in _split_stream(words, smp):
-        fr = words[i + 4 : i + 4 + d]
-        if typ == S_SAMPLE:
+        h = 5 if typ == S_USAMPLE else 4
+        fr = words[i + h : i + h + d]
+        if typ in (S_SAMPLE, S_USAMPLE):
             times.append(words[i + 1])
             weights.append(words[i + 2])
             nreg.append(words[i + 3])
+            utop.append(words[i + 4] if h == 5 else 0)
             sframes.append(fr)
         elif typ == S_CTX:
             ctx[int(words[i + 1])] = fr
@@ -199,6 +205,7 @@ def read_process(txt: str | Path) -> ProcessData:
         sample_nregion=np.array(nreg, dtype=np.uint64).astype(np.int64),
         sample_frames=sframes,
         contexts=ctx,
+        sample_utop=np.array(utop, dtype=np.uint64),
         comms=comms,
         frames=frames,
         sites=sites,

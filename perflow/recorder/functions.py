@@ -22,10 +22,13 @@ __all__ = [
     "R_LEAVE",
     "R_P2P",
     "R_COLL",
+    "R_IO",
     "S_SAMPLE",
+    "S_USAMPLE",
     "S_CTX",
     "S_MAGIC",
     "region_role",
+    "USER",
 ]
 
 _DEF = Path(__file__).resolve().parent / "csrc" / "functions.def"
@@ -34,6 +37,7 @@ _DEF = Path(__file__).resolve().parent / "csrc" / "functions.def"
 FUNCTIONS: list[str] = re.findall(r'^PF_FN\(\w+,\s*"([^"]+)"\)', _DEF.read_text(), re.MULTILINE)
 #: Function id by name.
 FN: dict[str, int] = {name: i for i, name in enumerate(FUNCTIONS)}
+USER = FN["user function"]
 
 #: One event record, as written by the C library and by the Python recorder.
 REC_DTYPE = np.dtype(
@@ -52,8 +56,9 @@ REC_DTYPE = np.dtype(
 )
 assert REC_DTYPE.itemsize == 48
 
-R_ENTER, R_LEAVE, R_P2P, R_COLL = 1, 2, 3, 4
-S_SAMPLE, S_CTX = 1, 2
+R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO = 1, 2, 3, 4, 5
+S_SAMPLE, S_CTX, S_USAMPLE = 1, 2, 3
+
 S_MAGIC = 0xFFFF000000000000
 
 
@@ -64,6 +69,8 @@ def region_role(name: str) -> str:
         return "point2point"
     if cls is MPIClass.SYNC:
         return "barrier"
+    if cls is MPIClass.IO:
+        return "file_io"
     if cls is MPIClass.COLLECTIVE:
         pattern = COLLECTIVE_NAMES.get(name, CollectiveOp.ALLREDUCE).pattern
         return {"one2n": "coll_one2all", "n2one": "coll_all2one", "n2n": "coll_all2all"}.get(pattern, "coll_other")

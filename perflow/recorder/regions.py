@@ -1,8 +1,9 @@
 """Turn recorded frames and call sites into the raw trace's regions and stacks.
 
 Regions are: the program's root region (id 0); one *function* region per
-sampled function (native: function, file and module from ``addr2line``;
-Python: the code object's name, file and first line); and one *MPI call*
+sampled or instrumented function (native: function, file, start line and
+module from the symbolizer; Python: the code object's name, file and first
+line); and one *MPI call*
 region per MPI function and call site, whose ``file``/``line``/``module`` are
 the call site's and whose extra columns ``caller`` and ``stack`` give the
 calling function and the calling context (an id in the stacks table: the
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .decode import ProcessData
-from .functions import FUNCTIONS, region_role
+from .functions import FUNCTIONS, USER, region_role
 from .symbols import Frame, Resolver, is_mpi_module
 
 __all__ = ["RegionTable", "NativeFrames", "PythonFrames"]
@@ -150,7 +151,11 @@ class NativeFrames:
         """Locate every address of every process and resolve them, one batch per module."""
         by_module: dict[str, set[int]] = {}
         for p in procs:
-            parts = [np.asarray(p.events["addr"][p.events["fn"] > 0], np.uint64)]
+            ev = p.events
+            ent = ev["type"] == 1
+            parts = [np.asarray(ev["addr"][ent & (ev["fn"] > 0)], np.uint64)]
+            parts.append(np.asarray(ev["n2"][ent & (ev["n2"] != 0)]).view(np.uint64))
+            parts.append(np.asarray(p.sample_utop[p.sample_utop != 0], np.uint64))
             parts += [np.asarray(f, np.uint64) for f in p.sample_frames]
             parts += [np.asarray(f, np.uint64) for f in p.contexts.values()]
             addrs = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
@@ -169,12 +174,29 @@ class NativeFrames:
             w = where[int(addr)] = (mods[0], int(offs[0]))
         return self.resolver.frames(*w)
 
-    def _regions(self, frames: list[Frame]) -> tuple[int, ...]:
-        return tuple(self.table.function(f[0], f[1], f[2], f[3], "user") for f in frames)
+    def _function(self, f: Frame) -> int:
+        line = self.resolver.start_line.get((f[0], f[1]), f[2])
+        return self.table.function(f[0], f[1], line, f[3], "user")
 
-    def sample_stack(self, p: ProcessData, frames: np.ndarray) -> int:
-        """Stack id of one sample (frames innermost first)."""
-        key = (p.pid, np.asarray(frames, np.uint64).tobytes())
+    def _regions(self, frames: list[Frame]) -> tuple[int, ...]:
+        return tuple(self._function(f) for f in frames)
+
+    def user_region(self, p: ProcessData, addr: int) -> int:
+        """Region id of the instrumented user function whose entry address is ``addr``."""
+        return self._function(self._chain(p, addr)[-1])
+
+    def _relative(self, p: ProcessData, frames: list[Frame], utop: int) -> tuple[int, ...]:
+        """Function regions of ``frames`` (outermost first) below the enclosing user function ``utop``."""
+        if utop:
+            t = self._chain(p, utop)[-1]
+            hits = [k for k, f in enumerate(frames) if (f[0], f[1], f[3]) == (t[0], t[1], t[3])]
+            if hits:
+                return self._regions(frames[hits[-1] + 1 :])
+        return self._regions(_trim_main(frames))
+
+    def sample_stack(self, p: ProcessData, frames: np.ndarray, utop: int = 0) -> int:
+        """Stack id of one sample (frames innermost first), relative to the user function ``utop`` (0: none)."""
+        key = (p.pid, np.asarray(frames, np.uint64).tobytes(), int(utop))
         regs = self._memo.get(key)
         if regs is None:
             out: list[Frame] = []
@@ -182,11 +204,16 @@ class NativeFrames:
                 out.extend(
                     f for f in self._chain(p, int(a)) if not Path(f[3]).name.startswith(("libpfrec", ".libpfrec"))
                 )
-            regs = self._memo[key] = self._regions(_trim_main(out))
+            regs = self._memo[key] = self._relative(p, out, int(utop))
         return self.table.stack(regs)
 
-    def call_region(self, p: ProcessData, fn: int, addr: int, ctx: int) -> int:
-        """Region id of an MPI call of function ``fn`` at ``addr`` with call context ``ctx``."""
+    def call_region(self, p: ProcessData, fn: int, addr: int, ctx: int, utop: int = 0) -> int:
+        """Region id of an MPI call of function ``fn`` at ``addr`` with call context ``ctx``.
+
+        ``fn`` :data:`~.functions.USER` is an instrumented user function entered at ``addr``.
+        """
+        if fn == USER:
+            return self.user_region(p, addr)
         frames = p.contexts.get(int(ctx)) if ctx >= 0 else None
         if frames is None or not len(frames):
             chain = self._chain(p, addr)
@@ -199,9 +226,9 @@ class NativeFrames:
         out: list[Frame] = []
         for a in reversed(addrs[k:]):
             out.extend(self._chain(p, a))
-        out = _trim_main(out)
         site = out[-1]
-        return self.table.mpi(fn, site[0], site[1], site[2], site[3], self.table.stack(self._regions(out)))
+        stack = self.table.stack(self._relative(p, out, int(utop)))
+        return self.table.mpi(fn, site[0], site[1], site[2], site[3], stack)
 
 
 class PythonFrames:
@@ -218,7 +245,7 @@ class PythonFrames:
             out.append(self.table.function(name, file, line, "python", "python"))
         return tuple(out)
 
-    def sample_stack(self, p: ProcessData, frames: np.ndarray) -> int:
+    def sample_stack(self, p: ProcessData, frames: np.ndarray, utop: int = 0) -> int:
         """Stack id of one sample (frame ids innermost first)."""
         key = (p.pid, np.asarray(frames, np.uint64).tobytes())
         sid = self._memo.get(key)
@@ -226,7 +253,7 @@ class PythonFrames:
             sid = self._memo[key] = self.table.stack(self._regions(p, frames))
         return sid
 
-    def call_region(self, p: ProcessData, fn: int, site: int, ctx: int) -> int:
+    def call_region(self, p: ProcessData, fn: int, site: int, ctx: int, utop: int = 0) -> int:
         """Region id of an MPI call made at call-site id ``site`` in context ``ctx``."""
         func, file, line = p.sites.get(int(site), ("", "", 0))
         frames = p.contexts.get(int(ctx)) if ctx >= 0 else None

@@ -24,11 +24,11 @@ from typing import Any
 
 from ..errors import PerflowError, RecordError
 from ..trace.raw import RawTrace
+from ..trace.store import save_raw
 from .assemble import load_recording
-from .store import save_raw
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
 
-__all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command"]
+__all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command", "program_binding"]
 
 log = logging.getLogger(__name__)
 _PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level package perflow_pyrec
@@ -85,19 +85,54 @@ def python_command(argv: list[str], python: str | None = None) -> list[str]:
     return out + ["-m", "perflow_pyrec", *argv[i:]]
 
 
-def _python_mpi() -> str | None:
-    """The MPI implementation mpi4py was built with (without importing it: that would start MPI)."""
-    import importlib.util
+_MPI4PY_PROBE = """\
+import mpi4py
+mpi4py.rc.initialize = False
+mpi4py.rc.finalize = False
+from mpi4py import MPI
+print(MPI.Get_library_version().splitlines()[0])
+print(MPI.__file__)
+"""
 
+
+def _python_mpi(python: str | None = None) -> str | None:
+    """The MPI implementation that mpi4py loads in ``python`` (this interpreter by default).
+
+    mpi4py 4.x ships builds for several MPIs in one wheel and picks one when
+    imported (``$MPI4PY_MPIABI``, else the first that loads), so the choice
+    is asked of mpi4py itself, in a child interpreter that imports
+    ``mpi4py.MPI`` without initialising MPI; the answer is
+    ``MPI.Get_library_version()``. Falls back to the library names of the
+    extension modules when that fails.
+    """
+    import importlib.util
+    import sys
+
+    try:
+        p = subprocess.run(
+            [python or sys.executable, "-c", _MPI4PY_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        version = p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else ""
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    if version:
+        low = version.lower()
+        if "open mpi" in low:
+            return "openmpi"
+        if "mpich" in low or "intel(r) mpi" in low or "mvapich" in low:
+            return "mpich"
+        log.warning("mpi4py loads an MPI perflow does not know: %s", version)
+    if python:
+        return None
     spec = importlib.util.find_spec("mpi4py")
     if spec is None or not spec.submodule_search_locations:
         return None
-    for d in spec.submodule_search_locations:
-        for so in Path(d).glob("MPI*.so"):
-            impl = program_mpi(so)
-            if impl:
-                return impl
-    return None
+    impls = {program_mpi(so) for d in spec.submodule_search_locations for so in Path(d).glob("MPI*.so")} - {None}
+    return impls.pop() if len(impls) == 1 else None
 
 
 def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: dict[str, str]) -> tuple[list[str], dict]:
@@ -168,6 +203,7 @@ def record(
     nprocs: int = 1,
     mpirun: str | None = None,
     sample_rate: int = 100,
+    min_call: float | None = None,
     outdir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
     cache: str | os.PathLike[str] | None = None,
@@ -188,6 +224,10 @@ def record(
         Launcher command line (default: the implementation's ``mpirun``).
     sample_rate : int
         Samples per second of CPU time (0 disables sampling).
+    min_call : float, optional
+        Programs built with ``perflow cc``/``cxx``/``fc``: calls of
+        instrumented functions shorter than this (seconds) with nothing
+        recorded inside are dropped (default 1e-5; 0 keeps every call).
     outdir : path, optional
         Output directory (default ``perflow-<program>-<date-time>``).
     timeout : float, optional
@@ -224,9 +264,14 @@ def record(
         shutil.rmtree(rawdir)
     rawdir.mkdir(parents=True)
     env = {"PERFLOW_RECORD_DIR": str(rawdir.resolve()), "PERFLOW_RECORD_HZ": str(int(sample_rate))}
+    if min_call is not None:
+        if min_call < 0:
+            raise RecordError(f"the shortest recorded call must be >= 0 seconds, not {min_call}")
+        env["PERFLOW_RECORD_MIN_CALL"] = repr(float(min_call))
     if is_python(program):
+        python = shutil.which(program[0]) if not program[0].endswith(".py") else None
         try:
-            tc = find_toolchain(_python_mpi(), mpirun)
+            tc = find_toolchain(_python_mpi(python), mpirun)
         except RecordError:
             if nprocs > 1 or mpirun:
                 raise
@@ -259,9 +304,50 @@ def record(
         return result
     if len(result.raw.locations) < nprocs:
         result.notes.append(f"data for {len(result.raw.locations)} of {nprocs} ranks only")
+    if not is_python(program):
+        _check_bindings(result, exe, tc.impl)
     result.files["rawtrace"] = save_raw(result.raw, out / "rawtrace.npz")
     _write_outputs(result, outputs)
     return result
+
+
+def _check_bindings(result: RecordResult, exe: str, impl: str) -> None:
+    """Warn, naming the binding, when a program's MPI calls were not seen (never a silent empty trace)."""
+    raw = result.raw
+    if raw is None or (raw.regions["paradigm"] == "mpi").any():
+        return
+    binding = program_binding(exe)
+    why = {
+        "mpi_f08": "the mpi_f08 Fortran module",
+        "fortran": "the Fortran mpif.h/use mpi bindings",
+    }.get(binding or "", "")
+    if why and impl != "openmpi":
+        msg = f"no MPI call was recorded: {Path(exe).name} uses {why}, which the recorder wraps under Open MPI only"
+    elif why:
+        msg = f"no MPI call was recorded although {Path(exe).name} uses {why}"
+    else:
+        msg = f"no MPI call was recorded in {Path(exe).name} (is it an MPI program, linked dynamically?)"
+    log.warning("%s", msg)
+    result.notes.append(msg)
+
+
+def program_binding(path: str | os.PathLike[str]) -> str | None:
+    """The MPI language binding an executable links: ``"mpi_f08"``, ``"fortran"``, ``"c"`` or None."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m[:4] != b"\x7fELF":
+                return None
+            if m.find(b"libmpi_usempif08") >= 0 or m.find(b"mpi_f08") >= 0:
+                return "mpi_f08"
+            if m.find(b"libmpi_mpifh") >= 0 or m.find(b"libmpifort") >= 0 or m.find(b"libmpi_usempi") >= 0:
+                return "fortran"
+            if m.find(b"libmpi") >= 0:
+                return "c"
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:

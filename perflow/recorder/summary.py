@@ -65,6 +65,23 @@ class RunSummary:
         return "\n".join(lines)
 
 
+def _sampled_functions(raw: RawTrace) -> np.ndarray:
+    """Region each sample fell in: its innermost frame, else (an empty stack) the region instance it fell in."""
+    from ..trace.scan import enclosing_instance, scan_regions
+
+    smp, ev, st = raw.sample_events, raw.region_events, raw.stacks
+    out = np.full(len(smp["stack"]), -1, dtype=np.int64)
+    if len(st):
+        inner = st.loc[st.groupby("stack")["depth"].idxmax(), ["stack", "region"]].set_index("stack")["region"]
+        out = inner.reindex(smp["stack"]).fillna(-1).to_numpy(dtype=np.int64)
+    empty = out < 0
+    if empty.any() and len(ev["location"]):
+        res = scan_regions(ev["location"], ev["kind"], ev["region"], close_open=True)
+        inst = enclosing_instance(res.open_after, ev["location"], smp["location"][empty], smp["pos"][empty])
+        out[empty] = np.where(inst >= 0, res.cp_region[res.callpath[np.maximum(inst, 0)]], -1)
+    return out
+
+
 def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
     """Summarize a recorded raw trace.
 
@@ -84,12 +101,10 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
     coll = raw.coll_events
     smp = raw.sample_events
     hot: list[tuple[str, str, float]] = []
-    if len(smp["stack"]) and len(raw.stacks):
-        st = raw.stacks
-        inner = st.loc[st.groupby("stack")["depth"].idxmax(), ["stack", "region"]].set_index("stack")["region"]
-        w = pd.Series(smp["weight"]).groupby(inner.reindex(smp["stack"]).to_numpy()).sum()
+    if len(smp["stack"]):
+        w = pd.Series(smp["weight"]).groupby(_sampled_functions(raw)).sum()
         total = float(smp["weight"].sum()) or 1.0
-        for reg, weight in w.sort_values(ascending=False).head(top).items():
+        for reg, weight in w.drop(index=-1, errors="ignore").sort_values(ascending=False).head(top).items():
             r = raw.regions.loc[int(reg)]
             where = f"{r['file']}:{r['line']}" if r["file"] else str(r["module"])
             hot.append((str(r["name"]), where, float(weight) / total))

@@ -2,14 +2,25 @@
 
 An address is first turned into *module + offset* with the process's memory
 map (for position-independent modules the load base is subtracted), then each
-module's offsets are resolved in one ``addr2line -f -C -i`` run. Inlined
-frames are expanded, and modules without line information fall back to their
-symbol table (``nm``) or, failing that, to ``[module]``.
+module's offsets are resolved in one run of a symbolizer: ``llvm-symbolizer``
+(``--inlining``, JSON output) when it is installed, else GNU ``addr2line -f -C
+-i`` (which names some inlined frames after their caller: install ``llvm`` for
+exact inline chains; ``$PERFLOW_SYMBOLIZER`` = ``addr2line`` or
+``llvm-symbolizer`` forces one). Inlined frames are expanded, Fortran names
+lose their trailing underscore (module procedures ``__m_MOD_p`` become
+``m::p``), and modules without line information fall back to their symbol
+table (``nm``) or, failing that, to ``[module]``.
+
+Callers pass the address of the call instruction for return addresses
+(return address minus one), so the line of a caller's frame is the line of
+its call statement.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -19,7 +30,7 @@ import numpy as np
 
 from .decode import Mapping
 
-__all__ = ["Resolver", "Frame", "is_mpi_module"]
+__all__ = ["Resolver", "Frame", "is_mpi_module", "clean_name"]
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +42,22 @@ _MPI_MODULE = re.compile(
     r"libhwloc|libevent)"
 )
 _LOC = re.compile(r"^(.*?):(\d+|\?)(?: \(discriminator \d+\))?$")
+_FORTRAN_FILE = re.compile(r"\.(f|for|ftn|f77|f90|f95|f03|f08)$", re.IGNORECASE)
+_FORTRAN_MOD = re.compile(r"^__(\w+?)_MOD_(\w+)$")
+
+
+def clean_name(name: str, file: str = "") -> str:
+    """A function name as a user wrote it: Fortran module procedures and external names demangled.
+
+    ``__mymod_MOD_solve`` becomes ``mymod::solve``; in Fortran sources (by the
+    file's extension) a trailing underscore of an external name is dropped.
+    """
+    m = _FORTRAN_MOD.match(name)
+    if m:
+        return f"{m.group(1)}::{m.group(2)}"
+    if name.endswith("_") and not name.endswith("__") and _FORTRAN_FILE.search(file or ""):
+        return name[:-1]
+    return name
 
 
 def is_mpi_module(module: str) -> bool:
@@ -59,9 +86,15 @@ class Resolver:
         Seconds allowed for each ``addr2line``/``nm`` run.
     """
 
-    def __init__(self, timeout: float = 120) -> None:
+    def __init__(self, timeout: float = 120, backend: str | None = None) -> None:
         self.timeout = timeout
+        backend = backend or os.environ.get("PERFLOW_SYMBOLIZER") or None
+        self._llvm = shutil.which(backend or "llvm-symbolizer") if backend != "addr2line" else None
         self._addr2line = shutil.which("addr2line")
+        #: ``"llvm-symbolizer"`` or ``"addr2line"`` (or ``"nm"`` when neither is installed)
+        self.backend = "llvm-symbolizer" if self._llvm else ("addr2line" if self._addr2line else "nm")
+        #: (function, file) -> line where the function starts (from llvm-symbolizer)
+        self.start_line: dict[tuple[str, str], int] = {}
         self._nm = shutil.which("nm")
         self._dyn: dict[str, bool] = {}
         self._syms: dict[str, tuple[np.ndarray, list[str]]] = {}
@@ -99,8 +132,11 @@ class Resolver:
         if not todo:
             return
         chains: dict[int, list[Frame]] = {}
-        if module and self._addr2line and Path(module).is_file():
-            chains = self._run_addr2line(module, todo)
+        if module and Path(module).is_file():
+            if self._llvm:
+                chains = self._run_llvm(module, todo)
+            elif self._addr2line:
+                chains = self._run_addr2line(module, todo)
         for off in todo:
             chain = chains.get(off) or [("??", "", 0, module)]
             if chain[-1][0] == "??":
@@ -114,6 +150,34 @@ class Resolver:
         if key not in self._done:
             self.resolve(module, [offset])
         return self._done[key]
+
+    def _run_llvm(self, module: str, offs: list[int]) -> dict[int, list[Frame]]:
+        inp = "".join(f"0x{o:x}\n" for o in offs)
+        argv = [self._llvm, f"--obj={module}", "--inlining", "--demangle", "--functions=linkage", "--output-style=JSON"]
+        try:
+            p = subprocess.run(argv, input=inp, capture_output=True, text=True, timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("llvm-symbolizer failed on %s: %s", module, exc)
+            return {}
+        out: dict[int, list[Frame]] = {}
+        for line in p.stdout.splitlines():
+            try:
+                rec = json.loads(line)
+                addr = int(rec["Address"], 16)
+            except (ValueError, KeyError, TypeError):
+                continue
+            chain: list[Frame] = []
+            for sym in rec.get("Symbol") or []:  # innermost first
+                file = sym.get("FileName") or ""
+                file = "" if file == "??" else file
+                name = sym.get("FunctionName") or "??"
+                name = "??" if name == "<invalid>" else clean_name(name, file)
+                chain.insert(0, (name, file, int(sym.get("Line") or 0), module))
+                if sym.get("StartLine"):
+                    self.start_line.setdefault((name, file), int(sym["StartLine"]))
+            if chain:
+                out[addr] = chain
+        return out
 
     def _run_addr2line(self, module: str, offs: list[int]) -> dict[int, list[Frame]]:
         inp = "".join(f"{o:x}\n" for o in offs)
@@ -142,7 +206,8 @@ class Resolver:
             if cur is not None and i + 1 < len(lines):
                 m = _LOC.match(lines[i + 1])
                 file, ln = (m.group(1), m.group(2)) if m else ("??", "0")
-                cur.insert(0, (line.strip(), "" if file == "??" else file, int(ln) if ln.isdigit() else 0, module))
+                file = "" if file == "??" else file
+                cur.insert(0, (clean_name(line.strip(), file), file, int(ln) if ln.isdigit() else 0, module))
             i += 2
         return out
 

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 #: Directory of the recorder's C sources.
 CSRC = Path(__file__).resolve().parent / "csrc"
-_SOURCES = ["pfrec.h", "functions.def", "pfrec_core.c", "pfrec_c.c", "pfrec_f.c"]
+_SOURCES = ["pfrec.h", "functions.def", "pfrec_core.c", "pfrec_inst.c", "pfrec_c.c", "pfrec_f.c"]
 
 OPENMPI = "openmpi"
 MPICH = "mpich"
@@ -218,15 +218,32 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
     if lib.is_file():
         return lib
     d.mkdir(parents=True, exist_ok=True)
-    srcs = ["pfrec_core.c", "pfrec_c.c"] + (["pfrec_f.c"] if tc.impl == OPENMPI else [])
+    # (source, extra flags): under Open MPI the Fortran wrappers twice, for mpif.h/use mpi and for mpi_f08
+    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", [])]
+    if tc.impl == OPENMPI:
+        units += [("pfrec_f.c", []), ("pfrec_f.c", ["-DPF_F08"])]
     fd, tmp = tempfile.mkstemp(prefix=".libpfrec-", suffix=".so", dir=d)
     os.close(fd)
-    argv = [tc.mpicc, "-shared", "-fPIC", "-O2", "-g", "-Wall", "-o", tmp, *[str(CSRC / s) for s in srcs], "-lrt"]
-    log.info("building the recorder library: %s", shlex.join(argv))
-    rc, out = _run(argv, timeout)
-    if rc != 0:
+    log.info("building the recorder library with %s in %s", tc.mpicc, d)
+    try:
+        with tempfile.TemporaryDirectory(prefix=".build-", dir=d) as bdir:
+            objs = []
+            for k, (src, flags) in enumerate(units):
+                obj = str(Path(bdir) / f"{k}-{Path(src).stem}.o")
+                argv = [tc.mpicc, "-c", "-fPIC", "-O2", "-g", "-Wall", *flags, "-o", obj, str(CSRC / src)]
+                _compile(tc, argv, timeout)
+                objs.append(obj)
+            _compile(tc, [tc.mpicc, "-shared", "-fPIC", "-o", tmp, *objs, "-lrt"], timeout)
+    except RecordError:
         Path(tmp).unlink(missing_ok=True)
-        tail = "\n".join(out.strip().splitlines()[-20:])
-        raise RecordError(f"building the recorder library with {tc.mpicc} failed (status {rc}):\n{tail}")
+        raise
     os.replace(tmp, lib)
     return lib
+
+
+def _compile(tc: Toolchain, argv: list[str], timeout: float) -> None:
+    log.debug("building the recorder library: %s", shlex.join(argv))
+    rc, out = _run(argv, timeout)
+    if rc != 0:
+        tail = "\n".join(out.strip().splitlines()[-20:])
+        raise RecordError(f"building the recorder library with {tc.mpicc} failed (status {rc}):\n{tail}")

@@ -259,6 +259,12 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     ``interval`` (the enclosing instance), ``op``, ``comm``, ``root`` (world
     rank or -1), ``sent``, ``received``, ``begin``, ``end``. Without a BEGIN,
     ``begin`` is the enclosing instance's enter time.
+
+    A non-blocking collective (``request`` >= 0: BEGIN in the I-call, END in
+    the Wait/Test that completed it) pairs by request id, the others by
+    order; instances are numbered in the order of their BEGINs (MPI starts
+    the collectives of a communicator in the same order on every member,
+    whatever the order in which they complete).
     """
     ev = raw.coll_events
     kind = ev["kind"]
@@ -267,7 +273,19 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     if not len(ends):
         return pd.DataFrame()
     begins = np.flatnonzero(kind == CollEv.BEGIN)
-    j = nth_pairs(loc[ends], loc[begins])
+    req = ev.get("request")
+    order = None
+    if req is not None and (req >= 0).any():
+        j = np.full(len(ends), -1, dtype=np.int64)
+        e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
+        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
+        j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
+        span = int(req.max()) + 2
+        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
+        j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
+        order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
+    else:
+        j = nth_pairs(loc[ends], loc[begins])
     iv = enclosing[ends]
     fallback = np.where(iv >= 0, t_enter[np.maximum(iv, 0)] if len(t_enter) else 0.0, ev["time"][ends])
     begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], fallback)
@@ -275,12 +293,18 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     root_local = ev["root"][ends].astype(np.int64)
     root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
     lo = loc[ends]
+    if order is None:
+        seq = rank_within(comm * (1 << 32) + lo)
+    else:  # number each (comm, location)'s collectives in BEGIN order
+        by = np.lexsort((order, comm * (1 << 32) + lo))
+        seq = np.empty(len(ends), dtype=np.int64)
+        seq[by] = rank_within((comm * (1 << 32) + lo)[by])
     return pd.DataFrame(
         {
             "row": ends,
             "location": lo,
             "key_comm": comm,
-            "seq": rank_within(comm * (1 << 32) + lo),
+            "seq": seq,
             "process": raw.locations["process"].to_numpy(dtype=np.int64)[lo],
             "thread": raw.locations["thread"].to_numpy(dtype=np.int64)[lo],
             "interval": iv,

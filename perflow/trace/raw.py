@@ -43,6 +43,7 @@ __all__ = [
     "METRIC_COLUMNS",
     "SAMPLE_COLUMNS",
     "THREAD_COLUMNS",
+    "OPTIONAL_COLUMNS",
     "ENTER",
     "LEAVE",
     "empty_table",
@@ -113,6 +114,14 @@ THREAD_COLUMNS: dict[str, np.dtype] = {
     "team": np.dtype(np.int32),
     "count": np.dtype(np.int32),
     "pos": np.dtype(np.int64),
+}
+
+#: Optional columns per table: ``{table: {column: (dtype, default)}}``. A source
+#: that does not provide one gets it filled with the default.
+#: ``coll_events['request']``: the request id of a non-blocking collective
+#: (its BEGIN is in the I-call, its END in the Wait/Test that completed it), -1 when blocking.
+OPTIONAL_COLUMNS: dict[str, dict[str, tuple[np.dtype, Any]]] = {
+    "coll_events": {"request": (np.dtype(np.int64), -1)},
 }
 
 #: the event tables and their columns
@@ -214,6 +223,14 @@ class RawTrace:
                     raise TraceError(f"raw trace table {name!r}: column {c!r} has {len(a)} rows, expected {n}")
                 n = len(a)
                 fixed[c] = a
+            for c, (dt, default) in OPTIONAL_COLUMNS.get(name, {}).items():
+                if c in table:
+                    a = np.ascontiguousarray(table[c], dtype=dt)
+                    if len(a) != n:
+                        raise TraceError(f"raw trace table {name!r}: column {c!r} has {len(a)} rows, expected {n}")
+                    fixed[c] = a
+                else:
+                    fixed[c] = np.full(n or 0, default, dtype=dt)
             setattr(self, name, fixed)
 
     @property

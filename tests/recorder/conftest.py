@@ -23,6 +23,8 @@ import pytest
 
 from perflow.errors import RecordError
 
+from .otf2check import check_otf2
+
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 RUN_TIMEOUT = 120.0
 
@@ -126,8 +128,8 @@ def build(toolchain, workdir: Path):  # noqa: ANN001, ANN201
     """compile(source, *flags) -> path of the executable (cached per session)."""
     cache: dict[tuple, Path] = {}
 
-    def compile(source: str, *flags: str) -> Path:
-        key = (source, flags)
+    def compile(source: str, *flags: str, instrument: bool = False) -> Path:
+        key = (source, flags, instrument)
         if key in cache:
             return cache[key]
         if source.endswith((".f90", ".f")):
@@ -140,8 +142,13 @@ def build(toolchain, workdir: Path):  # noqa: ANN001, ANN201
             cc = toolchain.mpicc
         exe = workdir / "bin" / f"{Path(source).stem}{''.join(f.strip('-') for f in flags)}-{len(cache)}"
         exe.parent.mkdir(exist_ok=True)
+        argv = [cc, "-O2", "-g", *flags, "-o", str(exe), str(PROGRAMS / source)]
+        if instrument:  # what `perflow cc/cxx/fc` runs
+            from perflow.recorder.instrument import instrumented_argv
+
+            argv = instrumented_argv([cc], argv[1:])
         p = subprocess.run(
-            [cc, "-O2", "-g", *flags, "-o", str(exe), str(PROGRAMS / source)],
+            argv,
             capture_output=True,
             text=True,
             timeout=120,
@@ -162,10 +169,12 @@ def recorded(toolchain, build, workdir: Path):  # noqa: ANN001, ANN201
     cache: dict[tuple, Run] = {}
     serial = itertools.count()
 
-    def run(program: str | list[str], *args: str, n: int = 4, flags: tuple = (), **kw: object) -> Run:
-        key = (str(program), args, n, flags, tuple(sorted(kw.items())))
+    def run(
+        program: str | list[str], *args: str, n: int = 4, flags: tuple = (), instrument: bool = False, **kw: object
+    ) -> Run:
+        key = (str(program), args, n, flags, instrument, tuple(sorted(kw.items())))
         if key not in cache:
-            argv = list(program) if isinstance(program, list) else [str(build(program, *flags))]
+            argv = list(program) if isinstance(program, list) else [str(build(program, *flags, instrument=instrument))]
             out = workdir / f"run-{next(serial)}"
             out.mkdir()
             with open(out / "stdout", "w+") as fo, open(out / "stderr", "w+") as fe:
@@ -180,6 +189,8 @@ def recorded(toolchain, build, workdir: Path):  # noqa: ANN001, ANN201
                     **kw,
                 )
             cache[key] = Run(res, (out / "stdout").read_text(), (out / "stderr").read_text())
+            if "otf2" in res.files:  # every OTF2 trace the recorder writes must be valid for other tools
+                check_otf2(res.files["otf2"], need_print=False)  # test_otf2_output.py needs otf2-print itself
         return cache[key]
 
     return run

@@ -16,8 +16,8 @@ from perflow.kinds import P2P, CollectiveOp, CollEv, mpi_class
 from perflow.recorder.assemble import load_recording
 from perflow.recorder.functions import FN, FUNCTIONS, R_COLL, R_ENTER, R_LEAVE, R_P2P, REC_DTYPE, S_MAGIC, S_SAMPLE
 from perflow.recorder.session import is_python, python_command
-from perflow.recorder.store import load_raw, save_raw
 from perflow.recorder.toolchain import CSRC, Toolchain, build_library, program_mpi
+from perflow.trace.store import load_raw, save_raw
 
 HEADER = (CSRC / "pfrec.h").read_text()
 
@@ -37,7 +37,8 @@ def test_c_constants_match_perflow_kinds() -> None:
 
 def test_function_list() -> None:
     assert FUNCTIONS[0] == "program" and FN["MPI_Send"] == 4
-    assert all(mpi_class(name) is not None for name in FUNCTIONS[1:])
+    assert all(mpi_class(name) is not None for name in FUNCTIONS[1:] if name != "user function")
+    assert FUNCTIONS[FN["user function"]] == "user function" and mpi_class("user function") is None
     assert len(set(FUNCTIONS)) == len(FUNCTIONS)
 
 
@@ -189,10 +190,16 @@ def test_build_library_sources_and_cache(tmp_path: Path) -> None:
     assert ompi.is_file() and mpich.is_file() and ompi != mpich
     assert ompi.parent.name.startswith("openmpi-") and mpich.parent.name.startswith("mpich-")
     lines = (tmp_path / "cc.log").read_text().splitlines()
-    assert len(lines) == 2
-    assert "pfrec_f.c" in lines[0] and "pfrec_f.c" not in lines[1]  # Fortran wrappers for Open MPI only
+    # Open MPI: 5 objects (core, instrumentation hooks, C, Fortran mpif.h/use mpi, mpi_f08) and a link;
+    # MPICH (whose Fortran bindings call the C ones): 3 objects and a link
+    assert len(lines) == 6 + 4
+    ompi_lines, mpich_lines = lines[:6], lines[6:]
+    assert sum("pfrec_f.c" in x for x in ompi_lines) == 2 and sum("-DPF_F08" in x for x in ompi_lines) == 1
+    assert not any("pfrec_f.c" in x for x in mpich_lines)
+    assert all("pfrec_inst.c" in "".join(x) for x in (ompi_lines, mpich_lines))
+    assert "-shared" in ompi_lines[-1] and "-shared" in mpich_lines[-1]
     assert build_library(Toolchain("openmpi", str(cc), show="gcc -lmpi"), cache=tmp_path / "cache") == ompi
-    assert len((tmp_path / "cc.log").read_text().splitlines()) == 2  # cached: not compiled again
+    assert len((tmp_path / "cc.log").read_text().splitlines()) == 10  # cached: not compiled again
 
 
 def test_build_library_failure_message(tmp_path: Path) -> None:
@@ -243,9 +250,53 @@ def test_python_runtime_constants_match_perflow_kinds(monkeypatch: pytest.Monkey
         P2P.REQUEST_CANCELLED,
     )
     assert (names.BEGIN, names.END) == (CollEv.BEGIN, CollEv.END)
-    assert (names.OP_INIT, names.OP_FINALIZE) == (CollectiveOp.INIT, CollectiveOp.FINALIZE)
     for fn, op, _, _ in names.COLLECTIVES.values():
         assert CollectiveOp(op).name == fn[4:].upper()
         assert fn in FN
     assert recorder.FN == FN and recorder.MAGIC == S_MAGIC
     assert recorder._REC.size == REC_DTYPE.itemsize
+
+
+def test_io_nonblocking_collectives_and_user_samples_handmade(tmp_path: Path) -> None:
+    """MPI-IO records -> accumulated byte counters; I-collective BEGIN/END with request ids; 5-word samples."""
+    from perflow.recorder.decode import read_process
+    from perflow.recorder.functions import R_IO, S_USAMPLE
+    from perflow.trace.build import build_pag
+
+    io, ia, wait = FN["MPI_File_write"], FN["MPI_Iallreduce"], FN["MPI_Wait"]
+    op = CollectiveOp.ALLREDUCE
+    events = [
+        _rec(t=10.0, type=R_ENTER, fn=0, n1=-1),
+        _rec(t=10.1, type=R_ENTER, fn=io, n1=-1),
+        _rec(t=10.2, type=R_IO, addr=800, a=2),
+        _rec(t=10.3, type=R_LEAVE, fn=io),
+        _rec(t=10.4, type=R_ENTER, fn=ia, n1=-1),
+        _rec(t=10.4, type=R_COLL, kind=CollEv.BEGIN, fn=op, addr=5 + 1, a=-1, comm=0),
+        _rec(t=10.5, type=R_LEAVE, fn=ia),
+        _rec(t=10.6, type=R_ENTER, fn=wait, n1=-1),
+        _rec(t=10.7, type=R_COLL, kind=CollEv.END, fn=op, addr=5 + 1, n1=8, n2=8, a=-1, comm=0),
+        _rec(t=10.8, type=R_LEAVE, fn=wait),
+        _rec(t=10.9, type=R_ENTER, fn=io, n1=-1),
+        _rec(t=11.0, type=R_IO, addr=200, a=2),
+        _rec(t=11.1, type=R_LEAVE, fn=io),
+        _rec(t=12.0, type=R_LEAVE, fn=0),
+    ]
+    # a sample of the native layout: header, time, weight, region records before it, innermost user function, 1 frame
+    sample = struct.pack("<QddQQQ", S_MAGIC | (S_USAMPLE << 32) | 1, 10.55, 0.01, 7, 0xABC, 0)
+    _write_proc(tmp_path, 21, 0, 0.0, events, sample)
+    p = read_process(tmp_path / "p21.txt")
+    assert p.sample_utop.tolist() == [0xABC] and p.sample_nregion.tolist() == [7] and len(p.sample_frames[0]) == 1
+    raw = load_recording(tmp_path)
+    c = raw.table("coll_events")
+    assert c["request"].tolist() == [5, 5] and c["kind"].tolist() == [CollEv.BEGIN, CollEv.END]
+    m = raw.table("metric_events")
+    assert m["metric"].tolist() == [1, 1, 1, 1] and m["value"].tolist() == [0, 800, 800, 1000]
+    assert m["pos"].tolist() == [2, 2, 8, 8]  # right after each call's Enter, before its Leave
+    np.testing.assert_allclose(m["time"], [0.1, 0.2, 0.9, 1.0], atol=1e-9)
+    assert list(raw.metrics["name"]) == ["io_bytes_read", "io_bytes_written"]
+    assert set(raw.regions.loc[raw.regions["name"] == "MPI_File_write", "role"]) == {"file_io"}
+    pag = build_pag(raw)
+    paths = pag.call_paths().to_numpy()
+    written = pag.aggregate("io_bytes_written", "sum").to_numpy()
+    assert written[np.flatnonzero(paths == "prog.py/MPI_File_write")[0]] == 1000  # both calls
+    assert len(pag.trace.collectives) == 1 and pag.trace.collectives["begin"].iloc[0] == pytest.approx(0.4)

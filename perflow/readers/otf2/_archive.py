@@ -21,13 +21,16 @@ from ...errors import FormatError
 from . import _capi
 from ._wkernel import FUNCTIONS, emit_location, pre_flush
 
-__all__ = ["ArchiveWriter", "role_code", "paradigm_code", "mode_code"]
+__all__ = ["ArchiveWriter", "role_code", "paradigm_code", "mode_code", "REGION_STACK"]
 
 _UNDEF32 = 0xFFFFFFFF
 _LOCATION_TYPES = {"cpu": 1, "gpu": 2, "metric": 3}
 _GT_COMM_LOCATIONS, _GT_COMM_GROUP, _GT_COMM_SELF = 4, 5, 6
 _PARADIGM_MPI = 4
 _TYPE_DOUBLE = 10
+_TYPE_UINT8 = 1
+#: CallingContextProperty marking a context that ends a region's call stack (the frames above the region)
+REGION_STACK = "perflow::region_stack"
 
 
 def _codes(enum_name: str) -> dict[str, int]:
@@ -117,11 +120,29 @@ class ArchiveWriter:
             self._fail(f"cannot open the event writer of location {ref}")
         self._ref = ref
 
-    def write(self, region: tuple[np.ndarray, ...], p2p: Any, coll: Any, metric: Any, thread: Any, base: int) -> None:
-        """Append events of the current location (see :func:`._wkernel.emit_location` for the layout)."""
+    def write(
+        self,
+        region: tuple[np.ndarray, ...],
+        p2p: Any,
+        coll: Any,
+        metric: Any,
+        thread: Any,
+        base: int,
+        samples: Any = None,
+    ) -> None:
+        """Append events of the current location (see :func:`._wkernel.emit_location` for the layout).
+
+        ``coll`` rows have 8 columns (the last: request id) or 7 (blocking only);
+        ``samples`` is ``(matrix, ticks)`` of CallingContextSample rows, or None.
+        """
         rt, rk, rr = region
         (p, pi), (c, ci), (g, gi, mvals), (h, hi) = p2p, coll, metric, thread
-        rc = emit_location(self._writer, self.fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, self.mtypes, h, hi)
+        if c.shape[0] == 7:
+            c = np.ascontiguousarray(np.vstack([c, np.full((1, c.shape[1]), -1, dtype=np.int64)]))
+        s, si = samples if samples is not None else (np.zeros((4, 0), dtype=np.int64), np.zeros(0, dtype=np.uint64))
+        rc = emit_location(
+            self._writer, self.fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, self.mtypes, h, hi, s, si
+        )
         if rc:
             self._fail(f"writing events of location {self._ref} failed ({_capi.error_name(rc)})")
 
@@ -148,11 +169,20 @@ class ArchiveWriter:
         metric_classes: list[tuple[int, ...]],
         global_offset: int,
         trace_length: int,
+        *,
+        calling_contexts: pd.DataFrame | None = None,
+        interrupt: tuple[str, int] | None = None,
+        hosts: dict[int, str] | None = None,
     ) -> str:
         """Write the global definitions, close the archive and return the anchor path.
 
         Location ``i`` of ``locations`` gets OTF2 ref ``i``; metric class ``k``
         of ``metric_classes`` (a tuple of metric ids) gets metric ref ``k``.
+        ``calling_contexts`` (columns ``region``, ``parent``, ``file``,
+        ``line``; row ``k`` gets ref ``k``) and ``interrupt`` (name and period
+        in nanoseconds of interrupt generator 0) define what samples refer to.
+        ``hosts`` maps processes to host names: the system tree is machine ->
+        host node -> process (one node "node" when not given).
         """
         lib, ar = self.lib, self.ar
         self._check(lib.OTF2_Archive_CloseEvtFiles(ar))
@@ -177,8 +207,17 @@ class ArchiveWriter:
         self._check(lib.OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, 0, s("perflow"), s("machine"), _UNDEF32))
         procs = sorted(set(int(x) for x in locations["process"]))
         rank = {p: j for j, p in enumerate(procs)}
+        host_of = {p: str((hosts or {}).get(p) or "node") for p in procs}
+        node: dict[str, int] = {}
+        for h in sorted(set(host_of.values())):
+            node[h] = len(node) + 1
+            self._check(lib.OTF2_GlobalDefWriter_WriteSystemTreeNode(gw, node[h], s(h), s("node"), 0))
         for p in procs:
-            self._check(lib.OTF2_GlobalDefWriter_WriteLocationGroup(gw, rank[p], s(f"MPI Rank {p}"), 1, 0, _UNDEF32))
+            self._check(
+                lib.OTF2_GlobalDefWriter_WriteLocationGroup(
+                    gw, rank[p], s(f"MPI Rank {p}"), 1, node[host_of[p]], _UNDEF32
+                )
+            )
         first: dict[int, int] = {}
         for i, row in enumerate(locations.itertuples(index=False)):
             p = int(row.process)
@@ -191,9 +230,10 @@ class ArchiveWriter:
             name = s(row.name)
             role, par = role_code(row.role), paradigm_code(row.paradigm)
             line = int(row.line) if pd.notna(row.line) else 0
+            module = getattr(row, "module", "")  # kept in the description (perflow's reader reads it back)
             self._check(
                 lib.OTF2_GlobalDefWriter_WriteRegion(
-                    gw, int(ref), name, name, s(""), role, par, 0, s(row.file), line, 0
+                    gw, int(ref), name, name, s(module), role, par, 0, s(row.file), line, 0
                 )
             )
         members = (u64 * len(procs))(*[first[p] for p in procs])
@@ -219,6 +259,23 @@ class ArchiveWriter:
         for k, cls in enumerate(metric_classes):
             arr = (ctypes.c_uint32 * max(len(cls), 1))(*cls)
             self._check(lib.OTF2_GlobalDefWriter_WriteMetricClass(gw, k, len(cls), arr, 0, 2))
+        if interrupt is not None:  # mode TIME (0), period in 10^-9 s (base DECIMAL = 1)
+            name, period_ns = interrupt
+            self._check(lib.OTF2_GlobalDefWriter_WriteInterruptGenerator(gw, 0, s(name), 0, 1, -9, int(period_ns)))
+        if calling_contexts is not None and len(calling_contexts):
+            scl: dict[tuple[str, int], int] = {}
+            for ref, row in enumerate(calling_contexts.itertuples(index=False)):
+                key = (str(row.file), int(row.line))
+                if key not in scl:
+                    scl[key] = len(scl)
+                    self._check(lib.OTF2_GlobalDefWriter_WriteSourceCodeLocation(gw, scl[key], s(key[0]), key[1]))
+                parent = int(row.parent) if int(row.parent) >= 0 else _UNDEF32
+                self._check(lib.OTF2_GlobalDefWriter_WriteCallingContext(gw, ref, int(row.region), scl[key], parent))
+            if "region_stack" in calling_contexts.columns:  # see perflow.writers.otf2: regions' call stacks
+                for ref in np.flatnonzero(calling_contexts["region_stack"].to_numpy()).tolist():
+                    self._check(
+                        lib.OTF2_GlobalDefWriter_WriteCallingContextProperty(gw, ref, s(REGION_STACK), _TYPE_UINT8, 1)
+                    )
         self._check(lib.OTF2_Archive_Close(ar))
         self.ar = None
         return self.anchor

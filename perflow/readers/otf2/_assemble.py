@@ -22,20 +22,38 @@ __all__ = ["assemble", "concat_parts", "TABLES"]
 TABLES = {
     "region_events": raw.REGION_COLUMNS,
     "p2p_events": raw.P2P_COLUMNS,
-    "coll_events": raw.COLL_COLUMNS,
+    "coll_events": {**raw.COLL_COLUMNS, "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0]},
     "metric_events": raw.METRIC_COLUMNS,
     "thread_events": raw.THREAD_COLUMNS,
+    "sample_events": raw.SAMPLE_COLUMNS,
 }
 
 
 def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
-    """Give each BEGIN row the op, communicator and root of the END that follows it on its location."""
+    """Give each BEGIN row the op, communicator and root of its END.
+
+    A blocking BEGIN's END follows it on its location; a non-blocking one
+    (NonBlockingCollectiveRequest, ``request`` >= 0) has the END with the same
+    request id on its location.
+    """
     k, loc = coll["kind"], coll["location"]
     if len(k) < 2:
         return
     pair = np.flatnonzero((k[:-1] == CollEv.BEGIN) & (k[1:] == CollEv.END) & (loc[:-1] == loc[1:]))
     for c in ("op", "comm", "root"):
         coll[c][pair] = coll[c][pair + 1]
+    req = coll.get("request")
+    if req is None or not (req >= 0).any():
+        return
+    from ...trace.match import nth_pairs
+
+    b = np.flatnonzero((k == CollEv.BEGIN) & (req >= 0))
+    e = np.flatnonzero((k == CollEv.END) & (req >= 0))
+    span = int(req.max()) + 1
+    j = nth_pairs(loc[b].astype(np.int64) * span + req[b], loc[e].astype(np.int64) * span + req[e])
+    ok = j >= 0
+    for c in ("op", "comm", "root"):
+        coll[c][b[ok]] = coll[c][e[j[ok]]]
 
 
 def _check_order(defs: Defs, region: dict[str, np.ndarray]) -> None:
@@ -139,6 +157,14 @@ def assemble(
         out[table] = {c: cols[c] for c in columns}
     _check_order(defs, out["region_events"])
     _propagate_collectives(out["coll_events"])
+    from ._contexts import resolve_samples
+
+    regions = defs.regions.copy()
+    out["sample_events"], stacks, reg_stack = resolve_samples(
+        defs.attrs.get("contexts"), out["sample_events"], len(regions)
+    )
+    if reg_stack is not None:
+        regions["stack"] = reg_stack
     _check_refs(defs, out, defs.source)
     attrs = {
         "source": defs.source,
@@ -153,7 +179,8 @@ def assemble(
     }
     return raw.RawTrace(
         locations=defs.locations.copy(),
-        regions=defs.regions.copy(),
+        regions=regions,
+        stacks=stacks,
         comms={k: v.copy() for k, v in defs.comms.items()},
         comm_names=dict(defs.comm_names),
         metrics=defs.metrics.copy(),

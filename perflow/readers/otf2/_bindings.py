@@ -122,9 +122,12 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             p2p(lo, ev, P2P.REQUEST_TEST, None, False, ev.request_id)
         elif name == "MpiRequestCancelled":
             p2p(lo, ev, P2P.REQUEST_CANCELLED, None, False, ev.request_id)
-        elif name == "MpiCollectiveBegin":
-            _row(lo, "coll_events", ev.time, kind=CollEv.BEGIN, op=-1, comm=-1, root=-1, sent=0, received=0)
-        elif name == "MpiCollectiveEnd":
+        elif name in ("MpiCollectiveBegin", "NonBlockingCollectiveRequest"):
+            req = _s64(ev.request_id) if name == "NonBlockingCollectiveRequest" else -1
+            _row(
+                lo, "coll_events", ev.time, kind=CollEv.BEGIN, op=-1, comm=-1, root=-1, sent=0, received=0, request=req
+            )
+        elif name in ("MpiCollectiveEnd", "NonBlockingCollectiveComplete"):
             _row(
                 lo,
                 "coll_events",
@@ -135,7 +138,11 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
                 root=_s32(ev.root),
                 sent=_s64(ev.size_sent),
                 received=_s64(ev.size_received),
+                request=_s64(ev.request_id) if name == "NonBlockingCollectiveComplete" else -1,
             )
+        elif name == "CallingContextSample":
+            cc = _s32(ev.calling_context)
+            _row(lo, "sample_events", ev.time, stack=cc, weight=float(ev.unwind_distance))
         elif name == "Metric":
             ref = int(ev.metric._ref)
             a, b = int(moff[ref]), int(moff[ref + 1])

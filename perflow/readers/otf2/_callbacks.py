@@ -95,7 +95,7 @@ def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def _coll(ud, t, kind, op, comm, root, sent, received):  # noqa: ANN001, ANN202
+def _coll(ud, t, kind, op, comm, root, sent, received, request):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.COLL_N]
@@ -109,7 +109,23 @@ def _coll(ud, t, kind, op, comm, root, sent, received):  # noqa: ANN001, ANN202
     _i64(st[L.COLL_SENT])[i] = sent
     _i64(st[L.COLL_RECV])[i] = received
     _i64(st[L.COLL_POS])[i] = st[L.REG_N]
+    _i64(st[L.COLL_REQ])[i] = request
     st[L.COLL_N] = i + 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _sample(ud, t, context, unwind):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.SMP_N]
+    if i >= st[L.SMP_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.SMP_T])[i] = _seconds(st, stf, t)
+    _i32(st[L.SMP_S])[i] = context
+    _f64(st[L.SMP_W])[i] = unwind
+    _i64(st[L.SMP_POS])[i] = st[L.REG_N]
+    st[L.SMP_N] = i + 1
     return 0
 
 
@@ -196,12 +212,33 @@ def cb_mpi_request_cancelled(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
 # --- collectives -----------------------------------------------------------
 @cfunc(_sig(), cache=True, nopython=True)
 def cb_mpi_collective_begin(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
-    return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0))
+    return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(-1))
 
 
 @cfunc(_sig(_u8, _u32, _u32, _u64, _u64), cache=True, nopython=True)
 def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  # noqa: ANN001, ANN201
-    return _coll(ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received))
+    return _coll(
+        ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(-1)
+    )
+
+
+# non-blocking collectives: BEGIN at the request, END at the completion, both with the request id
+@cfunc(_sig(_u64), cache=True, nopython=True)
+def cb_nbc_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
+    return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(req))
+
+
+@cfunc(_sig(_u8, _u32, _u32, _u64, _u64, _u64), cache=True, nopython=True)
+def cb_nbc_complete(loc, t, ev, ud, al, op, comm, root, sent, received, req):  # noqa: ANN001, ANN201
+    return _coll(
+        ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(req)
+    )
+
+
+# --- samples ------------------------------------------------------------------
+@cfunc(_sig(_u32, _u32, _u32), cache=True, nopython=True)
+def cb_calling_context_sample(loc, t, ev, ud, al, context, unwind, generator):  # noqa: ANN001, ANN201
+    return _sample(ud, t, np.int32(context), np.float64(unwind))
 
 
 # --- metrics ---------------------------------------------------------------
@@ -321,6 +358,9 @@ _HANDLERS = {
     "ThreadEnd": cb_thread_end,
     "OmpFork": cb_omp_fork,
     "OmpJoin": cb_omp_join,
+    "CallingContextSample": cb_calling_context_sample,
+    "NonBlockingCollectiveRequest": cb_nbc_request,
+    "NonBlockingCollectiveComplete": cb_nbc_complete,
 }
 assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.

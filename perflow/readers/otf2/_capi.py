@@ -78,6 +78,10 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "OTF2_GlobalDefWriter_WriteComm": (_int, [_vp, _u32, _u32, _u32, _u32, _u32]),
     "OTF2_GlobalDefWriter_WriteMetricMember": (_int, [_vp, _u32, _u32, _u32, _u8, _u8, _u8, _u8, ctypes.c_int64, _u32]),
     "OTF2_GlobalDefWriter_WriteMetricClass": (_int, [_vp, _u32, _u8, ctypes.POINTER(_u32), _u8, _u8]),
+    "OTF2_GlobalDefWriter_WriteInterruptGenerator": (_int, [_vp, _u32, _u32, _u8, _u8, ctypes.c_int64, _u64]),
+    "OTF2_GlobalDefWriter_WriteSourceCodeLocation": (_int, [_vp, _u32, _u32, _u32]),
+    "OTF2_GlobalDefWriter_WriteCallingContext": (_int, [_vp, _u32, _u32, _u32, _u32]),
+    "OTF2_GlobalDefWriter_WriteCallingContextProperty": (_int, [_vp, _u32, _u32, _u8, _u64]),
 }
 
 # va_list is a pointer to a register save area on x86-64 System V, so vsnprintf

@@ -364,8 +364,11 @@ def decode_locations_of(
 
 def definitions_raw(anchor: str, defs: Defs) -> RawTrace:
     """A RawTrace with the archive's definitions and no events."""
-    from ...trace.raw import TABLE_SCHEMAS, empty_table
+    from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS
+
+    def dtype(t: str, c: str) -> np.dtype:
+        return TABLE_SCHEMAS[t][c] if c in TABLE_SCHEMAS[t] else OPTIONAL_COLUMNS[t][c][0]
 
     counts = {t: np.zeros(len(defs.locations), dtype=np.int64) for t in TABLES}
-    empty = {t: {c: a for c, a in empty_table(TABLE_SCHEMAS[t]).items() if c != "location"} for t in TABLES}
+    empty = {t: {c: np.zeros(0, dtype=dtype(t, c)) for c in TABLES[t] if c != "location"} for t in TABLES}
     return assemble(defs, empty, counts, {}, "fast")

@@ -238,6 +238,7 @@ def read_definitions(reader: Any, source: str) -> Defs:
         version = f"{major}.{minor}.{bugfix}"
     except Exception:  # noqa: BLE001 - optional metadata
         creator, version = "", ""
+    extra = _perflow_extras(d, rmap, regions, creator, source)
     return Defs(
         source=source,
         creator=creator,
@@ -255,4 +256,20 @@ def read_definitions(reader: Any, source: str) -> Defs:
         metrics=metrics,
         metric_offsets=moff,
         metric_members=mmem,
+        attrs=extra,
     )
+
+
+def _perflow_extras(d: Any, rmap: np.ndarray, regions: pd.DataFrame, creator: str, source: str) -> dict[str, Any]:
+    """Calling contexts and sampling period (see :mod:`._contexts`); perflow's own archives keep the
+    region's module in its description."""
+    from ._contexts import read_contexts
+
+    try:
+        ctx = read_contexts(d, rmap)
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise FormatError(source, f"inconsistent OTF2 calling-context definitions: {type(e).__name__}: {e}") from None
+    if creator.startswith("perflow"):
+        regs = sorted(d.regions, key=_ref)
+        regions["module"] = [r.description or "" for r in regs]
+    return {"contexts": ctx} if len(ctx["cc_region"]) else {}

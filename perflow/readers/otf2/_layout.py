@@ -36,7 +36,8 @@ ALL_EVENTS = (
 HANDLED_EVENTS = (
     "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
-    "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin"
+    "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
+    "NonBlockingCollectiveRequest NonBlockingCollectiveComplete"
 ).split()
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
@@ -46,9 +47,15 @@ SKIPPED_EVENTS = tuple(n for n in ALL_EVENTS if n not in HANDLED_EVENTS)
 TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
     "region_events": {c: d for c, d in raw.REGION_COLUMNS.items() if c != "location"},
     "p2p_events": {c: d for c, d in raw.P2P_COLUMNS.items() if c != "location"},
-    "coll_events": {c: d for c, d in raw.COLL_COLUMNS.items() if c != "location"},
+    "coll_events": {
+        **{c: d for c, d in raw.COLL_COLUMNS.items() if c != "location"},
+        "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0],
+    },
     "metric_events": {c: d for c, d in raw.METRIC_COLUMNS.items() if c != "location"},
     "thread_events": {c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+    # while decoding, ``stack`` holds the OTF2 calling-context ref and ``weight`` the unwind distance
+    # (turned into a stack id and the sampling period by _assemble)
+    "sample_events": {c: d for c, d in raw.SAMPLE_COLUMNS.items() if c != "location"},
 }
 
 S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
@@ -75,8 +82,8 @@ P2P_T, P2P_K, P2P_PEER, P2P_COMM, P2P_TAG, P2P_BYTES, P2P_REQ, P2P_POS = (
     _col("p2p_events", c) for c in ("time", "kind", "peer", "comm", "tag", "bytes", "request", "pos")
 )
 COLL_N = TABLE_BASE["coll_events"]
-COLL_T, COLL_K, COLL_OP, COLL_COMM, COLL_ROOT, COLL_SENT, COLL_RECV, COLL_POS = (
-    _col("coll_events", c) for c in ("time", "kind", "op", "comm", "root", "sent", "received", "pos")
+COLL_T, COLL_K, COLL_OP, COLL_COMM, COLL_ROOT, COLL_SENT, COLL_RECV, COLL_POS, COLL_REQ = (
+    _col("coll_events", c) for c in ("time", "kind", "op", "comm", "root", "sent", "received", "pos", "request")
 )
 MET_N = TABLE_BASE["metric_events"]
 MET_T, MET_M, MET_V, MET_POS = (_col("metric_events", c) for c in ("time", "metric", "value", "pos"))
@@ -84,3 +91,5 @@ THR_N = TABLE_BASE["thread_events"]
 THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS = (
     _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos")
 )
+SMP_N = TABLE_BASE["sample_events"]
+SMP_T, SMP_S, SMP_W, SMP_POS = (_col("sample_events", c) for c in ("time", "stack", "weight", "pos"))

@@ -21,11 +21,12 @@ __all__ = ["FUNCTIONS", "emit_location", "metric_groups", "pre_flush"]
 FUNCTIONS = (
     "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
-    "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd"
+    "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd NonBlockingCollectiveRequest "
+    "NonBlockingCollectiveComplete CallingContextSample"
 ).split()
 (F_ENTER, F_LEAVE, F_SEND, F_ISEND, F_ISEND_COMPLETE, F_IRECV_REQUEST, F_RECV, F_IRECV, F_REQUEST_TEST,
  F_REQUEST_CANCELLED, F_COLL_BEGIN, F_COLL_END, F_METRIC, F_FORK, F_JOIN, F_TEAM_BEGIN, F_TEAM_END,
- F_CREATE, F_BEGIN, F_WAIT, F_END) = range(len(FUNCTIONS))  # fmt: skip
+ F_CREATE, F_BEGIN, F_WAIT, F_END, F_NBC_REQUEST, F_NBC_COMPLETE, F_SAMPLE) = range(len(FUNCTIONS))  # fmt: skip
 
 _P2P_FN = np.array(
     [F_SEND, F_ISEND, F_ISEND_COMPLETE, F_RECV, F_IRECV_REQUEST, F_IRECV, F_REQUEST_TEST, F_REQUEST_CANCELLED, F_SEND]
@@ -94,25 +95,30 @@ def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
 
 
 @njit(cache=True)
-def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h, hi):  # noqa: ANN001, ANN201, PLR0913
+def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h, hi, s, si):  # noqa: ANN001, ANN201, PLR0913
     """Write one location's events in stream order; return 0 or the first OTF2 error code.
 
     ``w`` is the OTF2_EvtWriter*, ``fn`` the address table (FUNCTIONS order),
     ``base`` the global index of the location's first region event; ``rt``,
-    ``rk``, ``rr``: ticks, kind, region of its region events. ``p``/``c``/``g``/``h``
-    are int64 matrices (one row per column) of the p2p, collective, metric-event
-    and thread rows of the location, ``pi``/``ci``/``gi``/``hi`` their uint64 ticks:
+    ``rk``, ``rr``: ticks, kind, region of its region events. ``p``/``c``/``g``/``h``/``s``
+    are int64 matrices (one row per column) of the p2p, collective, metric-event,
+    thread and sample rows of the location, ``pi``/``ci``/``gi``/``hi``/``si`` their uint64 ticks:
 
     * p: kind, peer, comm, tag, bytes, request, pos
-    * c: kind, op, comm, root, sent, received, pos
+    * c: kind, op, comm, root, sent, received, pos, request (kind 0/1: MpiCollectiveBegin/End;
+      2/3: NonBlockingCollectiveRequest/Complete of ``request``)
     * g: class, first value row, number of values, pos
     * h: kind, team, count, pos
+    * s: calling context, unwind distance, interrupt generator, pos (CallingContextSample)
 
     Non-region events due before region event ``k`` (pos <= base + k) are
-    written first, in time order (ties: metric, thread, p2p, collective).
+    written first, in time order (ties: metric, thread, p2p, collective, sample).
+    OTF2 needs non-decreasing time stamps along a location: an event stamped
+    before the one written last (a clock glitch of the source) gets its time.
     """
-    nr, np_, nc, ng, nh = len(rt), p.shape[1], c.shape[1], g.shape[1], h.shape[1]
-    ir_ = ip = ic = ig = ih = 0
+    nr, np_, nc, ng, nh, ns = len(rt), p.shape[1], c.shape[1], g.shape[1], h.shape[1], s.shape[1]
+    ir_ = ip = ic = ig = ih = is_ = 0
+    last_t = np.uint64(0)
     vaddr = mvals.ctypes.data
     taddr = mtypes.ctypes.data
     while True:
@@ -128,13 +134,23 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
             best, bt = 2, pi[ip]
         if ic < nc and (last or c[6, ic] <= cur) and (best < 0 or ci[ic] < bt):
             best, bt = 3, ci[ic]
+        if is_ < ns and (last or s[3, is_] <= cur) and (best < 0 or si[is_] < bt):
+            best, bt = 4, si[is_]
         if best < 0:
             if last:
                 return 0
             f = F_ENTER if rk[ir_] == 0 else F_LEAVE
-            rc = _ccall(fn[f], (w, 0, np.int64(rt[ir_]), np.int64(rr[ir_]) & _M32))
+            tr = rt[ir_] if rt[ir_] > last_t else last_t
+            last_t = tr
+            rc = _ccall(fn[f], (w, 0, np.int64(tr), np.int64(rr[ir_]) & _M32))
             ir_ += 1
-        elif best == 0:
+            if rc != 0:
+                return rc
+            continue
+        if bt < last_t:
+            bt = last_t
+        last_t = bt
+        if best == 0:
             k = g[2, ig]
             rc = _ccall(fn[F_METRIC], (w, 0, np.int64(bt), g[0, ig], k & _MASK8, taddr, vaddr + 8 * g[1, ig]))
             ig += 1
@@ -161,12 +177,24 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
             else:
                 rc = _ccall(fn[f], (w, 0, np.int64(bt), p[5, ip]))
             ip += 1
-        else:
-            if c[0, ic] == 0:
+        elif best == 3:
+            ck = c[0, ic]
+            if ck == 0:
                 rc = _ccall(fn[F_COLL_BEGIN], (w, 0, np.int64(bt)))
-            else:
+            elif ck == 1:
                 args = (w, 0, np.int64(bt), c[1, ic] & _MASK8, c[2, ic] & _M32, c[3, ic] & _M32, c[4, ic], c[5, ic])
                 rc = _ccall(fn[F_COLL_END], args)
+            elif ck == 2:
+                rc = _ccall(fn[F_NBC_REQUEST], (w, 0, np.int64(bt), c[7, ic]))
+            else:
+                rc = _ccall(
+                    fn[F_NBC_COMPLETE],
+                    (w, 0, np.int64(bt), c[1, ic] & _MASK8, c[2, ic] & _M32, c[3, ic] & _M32, c[4, ic], c[5, ic],
+                     c[7, ic]),
+                )  # fmt: skip
             ic += 1
+        else:
+            rc = _ccall(fn[F_SAMPLE], (w, 0, np.int64(bt), s[0, is_] & _M32, s[1, is_] & _M32, s[2, is_] & _M32))
+            is_ += 1
         if rc != 0:
             return rc

@@ -37,10 +37,8 @@ int MPI_Init(int *argc, char ***argv) {
         pf_after_init();
         return rc;
     }
-    pf_coll(COLL_BEGIN, OP_INIT, 0, -1, 0, 0, pf_t_enter());
     int rc = PMPI_Init(argc, argv);
     pf_after_init();
-    pf_coll(COLL_END, OP_INIT, 0, -1, 0, 0, pf_now());
     pf_end(PF_INIT);
     return rc;
 }
@@ -51,21 +49,17 @@ int MPI_Init_thread(int *argc, char ***argv, int req, int *prov) {
         pf_after_init();
         return rc;
     }
-    pf_coll(COLL_BEGIN, OP_INIT, 0, -1, 0, 0, pf_t_enter());
     int rc = PMPI_Init_thread(argc, argv, req, prov);
     pf_after_init();
-    pf_coll(COLL_END, OP_INIT, 0, -1, 0, 0, pf_now());
     pf_end(PF_INIT_THREAD);
     return rc;
 }
 
 int MPI_Finalize(void) {
     int rec = PF_BEGIN(FINALIZE);
-    if (rec) pf_coll(COLL_BEGIN, OP_FINALIZE, 0, -1, 0, 0, pf_t_enter());
     pf_before_finalize();
     int rc = PMPI_Finalize();
     if (rec) {
-        pf_coll(COLL_END, OP_FINALIZE, 0, -1, 0, 0, pf_now());
         pf_end(PF_FINALIZE);
     }
     pf_after_finalize();
@@ -219,7 +213,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st) {
     int rc = PMPI_Test(req, flag, st);
     pf_req *r = pf_req_find(key);
     if (r && *flag) pf_req_done(r, st, pf_now());
-    else if (r) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
+    else if (r && r->recv != 2) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
     pf_end(PF_TEST);
     return rc;
 }
@@ -431,6 +425,160 @@ int MPI_Scan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Co
 int MPI_Exscan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c) {
     COLL(EXSCAN, OP_EXSCAN, c, -1, pf_bytes(n, dt), pf_bytes(n, dt), PMPI_Exscan(sb, rb, n, dt, op, c))
 }
+
+/* ---- non-blocking collectives ---------------------------------------------
+ * BEGIN inside the I-call, END when Wait/Test completes the request (the
+ * completion's time and region), both with the request id. */
+
+#define ICOLL(ID, OP, COMM, ROOT, SENT, RECVD, CALL, REQ)                        \
+    if (!PF_BEGIN(ID)) return CALL;                                              \
+    int rc_ = CALL;                                                              \
+    if (rc_ == MPI_SUCCESS) pf_icoll_post(pf_req_key(*(REQ)), OP, pf_comm(COMM), ROOT, SENT, RECVD); \
+    pf_end(PF_##ID);                                                             \
+    return rc_;
+
+int MPI_Ibarrier(MPI_Comm c, MPI_Request *r) { ICOLL(IBARRIER, OP_BARRIER, c, -1, 0, 0, PMPI_Ibarrier(c, r), r) }
+
+int MPI_Ibcast(void *buf, int n, MPI_Datatype dt, int root, MPI_Comm c, MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(IBCAST, OP_BCAST, c, root, me == root ? pf_bytes(n, dt) : 0, me == root ? 0 : pf_bytes(n, dt),
+          PMPI_Ibcast(buf, n, dt, root, c, r), r)
+}
+
+int MPI_Igather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt, int root, MPI_Comm c,
+                MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(IGATHER, OP_GATHER, c, root, sb == MPI_IN_PLACE ? pf_bytes(rn, rt) : pf_bytes(sn, st),
+          me == root ? pf_bytes(rn, rt) * csize(c) : 0, PMPI_Igather(sb, sn, st, rb, rn, rt, root, c, r), r)
+}
+
+int MPI_Igatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[], const int displs[],
+                 MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(IGATHERV, OP_GATHERV, c, root,
+          sb == MPI_IN_PLACE ? (me == root ? pf_bytes(rn[me], rt) : 0) : pf_bytes(sn, st),
+          me == root ? sum_counts(rn, csize(c)) * pf_bytes(1, rt) : 0,
+          PMPI_Igatherv(sb, sn, st, rb, rn, displs, rt, root, c, r), r)
+}
+
+int MPI_Iscatter(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt, int root, MPI_Comm c,
+                 MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(ISCATTER, OP_SCATTER, c, root, me == root ? pf_bytes(sn, st) * csize(c) : 0,
+          rb == MPI_IN_PLACE ? pf_bytes(sn, st) : pf_bytes(rn, rt), PMPI_Iscatter(sb, sn, st, rb, rn, rt, root, c, r),
+          r)
+}
+
+int MPI_Iscatterv(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb, int rn,
+                  MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(ISCATTERV, OP_SCATTERV, c, root, me == root ? sum_counts(sn, csize(c)) * pf_bytes(1, st) : 0,
+          rb == MPI_IN_PLACE ? (me == root ? pf_bytes(sn[me], st) : 0) : pf_bytes(rn, rt),
+          PMPI_Iscatterv(sb, sn, displs, st, rb, rn, rt, root, c, r), r)
+}
+
+int MPI_Iallgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt, MPI_Comm c,
+                   MPI_Request *r) {
+    ICOLL(IALLGATHER, OP_ALLGATHER, c, -1, sb == MPI_IN_PLACE ? pf_bytes(rn, rt) : pf_bytes(sn, st),
+          pf_bytes(rn, rt) * csize(c), PMPI_Iallgather(sb, sn, st, rb, rn, rt, c, r), r)
+}
+
+int MPI_Iallgatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[], const int displs[],
+                    MPI_Datatype rt, MPI_Comm c, MPI_Request *r) {
+    ICOLL(IALLGATHERV, OP_ALLGATHERV, c, -1, sb == MPI_IN_PLACE ? pf_bytes(rn[crank(c)], rt) : pf_bytes(sn, st),
+          sum_counts(rn, csize(c)) * pf_bytes(1, rt), PMPI_Iallgatherv(sb, sn, st, rb, rn, displs, rt, c, r), r)
+}
+
+int MPI_Ialltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt, MPI_Comm c,
+                  MPI_Request *r) {
+    ICOLL(IALLTOALL, OP_ALLTOALL, c, -1, (sb == MPI_IN_PLACE ? pf_bytes(rn, rt) : pf_bytes(sn, st)) * csize(c),
+          pf_bytes(rn, rt) * csize(c), PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r), r)
+}
+
+int MPI_Ialltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb, const int rn[],
+                   const int rd[], MPI_Datatype rt, MPI_Comm c, MPI_Request *r) {
+    ICOLL(IALLTOALLV, OP_ALLTOALLV, c, -1,
+          sb == MPI_IN_PLACE ? sum_counts(rn, csize(c)) * pf_bytes(1, rt) : sum_counts(sn, csize(c)) * pf_bytes(1, st),
+          sum_counts(rn, csize(c)) * pf_bytes(1, rt), PMPI_Ialltoallv(sb, sn, sd, st, rb, rn, rd, rt, c, r), r)
+}
+
+int MPI_Iallreduce(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *r) {
+    ICOLL(IALLREDUCE, OP_ALLREDUCE, c, -1, pf_bytes(n, dt), pf_bytes(n, dt), PMPI_Iallreduce(sb, rb, n, dt, op, c, r),
+          r)
+}
+
+int MPI_Ireduce(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm c, MPI_Request *r) {
+    int me = crank(c);
+    ICOLL(IREDUCE, OP_REDUCE, c, root, pf_bytes(n, dt), me == root ? pf_bytes(n, dt) : 0,
+          PMPI_Ireduce(sb, rb, n, dt, op, root, c, r), r)
+}
+
+int MPI_Ireduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype dt, MPI_Op op, MPI_Comm c,
+                        MPI_Request *r) {
+    ICOLL(IREDUCE_SCATTER, OP_REDUCE_SCATTER, c, -1, sum_counts(rn, csize(c)) * pf_bytes(1, dt),
+          pf_bytes(rn[crank(c)], dt), PMPI_Ireduce_scatter(sb, rb, rn, dt, op, c, r), r)
+}
+
+int MPI_Ireduce_scatter_block(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c,
+                              MPI_Request *r) {
+    ICOLL(IREDUCE_SCATTER_BLOCK, OP_REDUCE_SCATTER_BLOCK, c, -1, pf_bytes(n, dt) * csize(c), pf_bytes(n, dt),
+          PMPI_Ireduce_scatter_block(sb, rb, n, dt, op, c, r), r)
+}
+
+int MPI_Iscan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *r) {
+    ICOLL(ISCAN, OP_SCAN, c, -1, pf_bytes(n, dt), pf_bytes(n, dt), PMPI_Iscan(sb, rb, n, dt, op, c, r), r)
+}
+
+int MPI_Iexscan(const void *sb, void *rb, int n, MPI_Datatype dt, MPI_Op op, MPI_Comm c, MPI_Request *r) {
+    ICOLL(IEXSCAN, OP_EXSCAN, c, -1, pf_bytes(n, dt), pf_bytes(n, dt), PMPI_Iexscan(sb, rb, n, dt, op, c, r), r)
+}
+
+/* ---- MPI-IO: io regions; the bytes moved are recorded before the Leave ------ */
+
+static int64_t io_bytes(const MPI_Status *st, int rc) {
+    int n = 0;
+    if (rc != MPI_SUCCESS || PMPI_Get_count(st, MPI_BYTE, &n) != MPI_SUCCESS || n == MPI_UNDEFINED) return 0;
+    return n;
+}
+
+#define FILE_RW(NAME, ID, DIR, PARAMS, ARGS)                                      \
+    int NAME PARAMS {                                                            \
+        if (!PF_BEGIN(ID)) return P##NAME ARGS;                                  \
+        MPI_Status loc;                                                          \
+        if (st == MPI_STATUS_IGNORE) st = &loc;                                  \
+        int rc = P##NAME ARGS;                                                   \
+        pf_io(DIR, io_bytes(st, rc), pf_now());                                  \
+        pf_end(PF_##ID);                                                         \
+        return rc;                                                               \
+    }
+#define P_RW (MPI_File fh, void *buf, int n, MPI_Datatype dt, MPI_Status *st)
+#define P_WW (MPI_File fh, const void *buf, int n, MPI_Datatype dt, MPI_Status *st)
+#define P_RAT (MPI_File fh, MPI_Offset off, void *buf, int n, MPI_Datatype dt, MPI_Status *st)
+#define P_WAT (MPI_File fh, MPI_Offset off, const void *buf, int n, MPI_Datatype dt, MPI_Status *st)
+FILE_RW(MPI_File_read, FILE_READ, 1, P_RW, (fh, buf, n, dt, st))
+FILE_RW(MPI_File_read_all, FILE_READ_ALL, 1, P_RW, (fh, buf, n, dt, st))
+FILE_RW(MPI_File_read_at, FILE_READ_AT, 1, P_RAT, (fh, off, buf, n, dt, st))
+FILE_RW(MPI_File_read_at_all, FILE_READ_AT_ALL, 1, P_RAT, (fh, off, buf, n, dt, st))
+FILE_RW(MPI_File_write, FILE_WRITE, 2, P_WW, (fh, buf, n, dt, st))
+FILE_RW(MPI_File_write_all, FILE_WRITE_ALL, 2, P_WW, (fh, buf, n, dt, st))
+FILE_RW(MPI_File_write_at, FILE_WRITE_AT, 2, P_WAT, (fh, off, buf, n, dt, st))
+FILE_RW(MPI_File_write_at_all, FILE_WRITE_AT_ALL, 2, P_WAT, (fh, off, buf, n, dt, st))
+
+#define PLAIN(NAME, ID, PARAMS, ARGS)                                            \
+    int NAME PARAMS {                                                            \
+        if (!PF_BEGIN(ID)) return P##NAME ARGS;                                  \
+        int rc = P##NAME ARGS;                                                   \
+        pf_end(PF_##ID);                                                         \
+        return rc;                                                               \
+    }
+PLAIN(MPI_File_open, FILE_OPEN, (MPI_Comm c, const char *name, int mode, MPI_Info info, MPI_File *fh),
+      (c, name, mode, info, fh))
+PLAIN(MPI_File_close, FILE_CLOSE, (MPI_File * fh), (fh))
+PLAIN(MPI_File_set_view, FILE_SET_VIEW,
+      (MPI_File fh, MPI_Offset disp, MPI_Datatype et, MPI_Datatype ft, const char *rep, MPI_Info info),
+      (fh, disp, et, ft, rep, info))
+PLAIN(MPI_File_sync, FILE_SYNC, (MPI_File fh), (fh))
+PLAIN(MPI_File_seek, FILE_SEEK, (MPI_File fh, MPI_Offset off, int whence), (fh, off, whence))
 
 /* ---- communicators --------------------------------------------------------
  * pf_comm_new runs whether or not the call is recorded, so that every member

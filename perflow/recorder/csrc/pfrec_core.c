@@ -35,6 +35,7 @@
 #define PF_MAXCOMM 1024
 
 volatile int pf_active;
+volatile uint64_t pf_nsamples; /* samples taken so far (pfrec_inst.c keeps calls that hold one) */
 static __thread int t_main __attribute__((tls_model("initial-exec")));
 
 static struct {
@@ -123,8 +124,11 @@ double pf_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static uint64_t nwritten; /* event records so far */
+
 static inline pf_rec *slot(void) {
     if (g.nev == PF_EVBUF) flush_ev();
+    nwritten++;
     return &evbuf[g.nev++];
 }
 
@@ -151,16 +155,19 @@ static uintptr_t uc_pc(void *ucv) {
 /* Append a header and frames to the sample stream; frames after the first are
  * return addresses and are stored minus one (the call instruction). */
 static void put_stack(int type, uint64_t w1, uint64_t w2, uint64_t w3, void **fr, int n, int exact_first) {
+    int h = type == PF_S_USAMPLE ? 5 : 4;
     if (n > PF_MAXDEPTH) n = PF_MAXDEPTH;
     if (n < 0) n = 0;
-    if (g.nsmp + 4 + n > PF_SMPBUF) flush_smp();
+    if (g.nsmp + h + n > PF_SMPBUF) flush_smp();
     uint64_t *w = smpbuf + g.nsmp;
     w[0] = PF_S_MAGIC | ((uint64_t)type << 32) | (uint64_t)n;
     w[1] = w1;
     w[2] = w2;
     w[3] = w3;
-    for (int i = 0; i < n; i++) w[4 + i] = (uint64_t)(uintptr_t)fr[i] - ((i == 0 && exact_first) ? 0 : 1);
-    g.nsmp += 4 + n;
+    if (h == 5) w[4] = pf_utop;
+    for (int i = 0; i < n; i++) w[h + i] = (uint64_t)(uintptr_t)fr[i] - ((i == 0 && exact_first) ? 0 : 1);
+    g.nsmp += h + n;
+    if (type != PF_S_CTX) pf_nsamples++;
 }
 
 static void on_prof(int sig, siginfo_t *si, void *ucv) {
@@ -181,7 +188,7 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
             break;
         }
     if (s > n) s = n;
-    put_stack(PF_S_SAMPLE, dbits(pf_now()), dbits(w), g.nregion, fr + s, n - s, 1);
+    put_stack(PF_S_USAMPLE, dbits(pf_now()), dbits(w), g.nregion, fr + s, n - s, 1);
 out:
     errno = saved;
 }
@@ -277,7 +284,7 @@ int pf_begin(int fn, void *ra, void *fp) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     int64_t ctx = call_ctx(ra, fp);
     double t = g.t_enter = pf_now();
-    *slot() = (pf_rec){.t = t, .addr = (uint64_t)(uintptr_t)ra - 1, .n1 = ctx, .n2 = 0, .comm = -1,
+    *slot() = (pf_rec){.t = t, .addr = (uint64_t)(uintptr_t)ra - 1, .n1 = ctx, .n2 = (int64_t)pf_utop, .comm = -1,
                        .type = PF_R_ENTER, .fn = (uint16_t)fn};
     g.nregion++;
     return 1;
@@ -292,6 +299,46 @@ void pf_end(int fn) {
 
 double pf_t_enter(void) { return g.t_enter; }
 
+/* ---- for the user-function hooks (pfrec_inst.c) ---------------------------- */
+
+int pf_user_ok(void) {
+    if (!pf_active || g.stopping || g.in_mpi) return 0;
+    if (t_main != 1) {
+        if (t_main == 0) t_main = pthread_equal(pthread_self(), g.main) ? 1 : 2;
+        if (t_main != 1) return 0;
+    }
+    return 1;
+}
+
+/* Append a region record stamped now; return the number of records written
+ * before it. No sample is taken between the time stamp and the count (a
+ * sample there would precede the record in the stream with a later time). */
+uint64_t pf_region_rec(pf_rec r, double *t) {
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint64_t mark = nwritten;
+    r.t = *t = pf_now();
+    *slot() = r;
+    g.nregion++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = 0;
+    return mark;
+}
+
+/* Take back the region record appended at `mark` if it is still the last one
+ * in the buffer; the caller checked that no sample refers to it. */
+int pf_region_unrec(uint64_t mark) {
+    if (nwritten != mark + 1 || g.nev == 0) return 0;
+    g.in_mpi = 1; /* no sample while the count goes back */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.nev--;
+    nwritten--;
+    g.nregion--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = 0;
+    return 1;
+}
+
 /* peer: as the program gave it (MPI_PROC_NULL: nothing recorded; MPI_ANY_SOURCE
  * in a posted receive is recorded as -1, whatever its value in this MPI) */
 void pf_p2p(int kind, int peer, int comm, int tag, int64_t bytes, int64_t req, double t) {
@@ -301,9 +348,18 @@ void pf_p2p(int kind, int peer, int comm, int tag, int64_t bytes, int64_t req, d
                        .kind = (uint8_t)kind};
 }
 
+void pf_coll_req(int64_t reqid, int kind, int op, int comm, int root, int64_t sent, int64_t recvd, double t) {
+    *slot() = (pf_rec){.t = t, .addr = (uint64_t)(reqid + 1), .n1 = sent, .n2 = recvd, .a = root, .comm = comm,
+                       .type = PF_R_COLL, .kind = (uint8_t)kind, .fn = (uint16_t)op};
+}
+
 void pf_coll(int kind, int op, int comm, int root, int64_t sent, int64_t recvd, double t) {
-    *slot() = (pf_rec){.t = t, .n1 = sent, .n2 = recvd, .a = root, .comm = comm, .type = PF_R_COLL,
-                       .kind = (uint8_t)kind, .fn = (uint16_t)op};
+    pf_coll_req(-1, kind, op, comm, root, sent, recvd, t);
+}
+
+/* bytes moved by an MPI-IO call (dir 1 read, 2 write), inside its region */
+void pf_io(int dir, int64_t bytes, double t) {
+    *slot() = (pf_rec){.t = t, .addr = (uint64_t)(bytes > 0 ? bytes : 0), .a = dir, .comm = -1, .type = PF_R_IO};
 }
 
 int64_t pf_bytes(int count, MPI_Datatype dt) {
@@ -405,8 +461,24 @@ void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t by
     while (reqs[i].key && reqs[i].key != key) i = (i + 1) & (PF_REQ_SLOTS - 1);
     if (!reqs[i].key) g.nreq++;
     int64_t id = g.req_next++;
-    reqs[i] = (pf_req){key, id, bytes, peer, tag, comm, (uint8_t)recv};
+    reqs[i] = (pf_req){key, id, bytes, 0, peer, tag, comm, (uint8_t)recv};
     pf_p2p(recv ? P2P_IRECV_REQUEST : P2P_ISEND, peer, comm, tag, bytes, id, g.t_enter);
+}
+
+/* A non-blocking collective: BEGIN now (inside the I-call), END when a
+ * Wait/Test completes the request; both carry the request id. */
+void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64_t recvd) {
+    if (!key) return;
+    if (g.nreq >= PF_REQ_SLOTS * 3 / 4) {
+        g.req_dropped++;
+        return;
+    }
+    size_t i = rhash(key);
+    while (reqs[i].key && reqs[i].key != key) i = (i + 1) & (PF_REQ_SLOTS - 1);
+    if (!reqs[i].key) g.nreq++;
+    int64_t id = g.req_next++;
+    reqs[i] = (pf_req){key, id, sent, recvd, root, op, comm, 2};
+    pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, g.t_enter);
 }
 
 pf_req *pf_req_find(uint64_t key) {
@@ -436,6 +508,11 @@ static void req_delete(size_t i) {
 
 void pf_req_done(pf_req *r, const MPI_Status *st, double t) {
     int cancelled = 0;
+    if (r->recv == 2) {
+        pf_coll_req(r->id, COLL_END, r->tag, r->comm, r->peer, r->bytes, r->bytes2, t);
+        req_delete((size_t)(r - reqs));
+        return;
+    }
     if (st) PMPI_Test_cancelled(st, &cancelled);
     if (cancelled) {
         pf_p2p(P2P_REQUEST_CANCELLED, r->peer, r->comm, r->tag, 0, r->id, t);
@@ -473,7 +550,7 @@ static pf_req *persist_slot(uint64_t key, int add) {
 
 void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
     pf_req *r = key > 1 ? persist_slot(key, 1) : NULL;
-    if (r) *r = (pf_req){key, 0, bytes, peer, tag, comm, (uint8_t)recv};
+    if (r) *r = (pf_req){key, 0, bytes, 0, peer, tag, comm, (uint8_t)recv};
     else g.req_dropped++;
 }
 
@@ -581,6 +658,7 @@ __attribute__((destructor)) static void pf_dtor(void) {
     if (!pf_active || getpid() != g.pid) return;
     stop_sampling();
     if (g.in_mpi) pf_end(g.cur_fn); /* exit() from inside an MPI call: close it */
+    pf_inst_close();                 /* and user functions still open */
     *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = PF_PROGRAM};
     g.nregion++;
     flush_ev();

@@ -1,4 +1,4 @@
-/* perflow recorder: Fortran (mpif.h / use mpi) entry points, for Open MPI only.
+/* perflow recorder: Fortran (mpif.h / use mpi, and mpi_f08) entry points, for Open MPI only.
  *
  * Open MPI's Fortran bindings call PMPI_* directly, so the C wrappers never see
  * Fortran calls; these wrappers record them and call the Fortran profiling
@@ -14,12 +14,23 @@
 typedef MPI_Fint F;
 #define FSTAT ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 
+#ifdef PF_F08
+/* Built a second time with -DPF_F08 for the mpi_f08 module's procedures
+ * (mpi_x_f08_ calling pmpi_x_f08_): their handles are structures holding one
+ * MPI_Fint and their statuses have the layout of a Fortran status array, so
+ * the same wrappers serve; their ierror argument is optional (may be NULL). */
+#define F_NAME(x) x##_f08_
+#define ALIASES(lc, UC, params)
+#else
+#define F_NAME(x) x##_
 /* Every spelling Fortran compilers use for mpi_x: mpi_x_ is the definition. */
 #define ALIASES(lc, UC, params)                                  \
     void lc params __attribute__((alias(#lc "_")));              \
     void lc##__ params __attribute__((alias(#lc "_")));          \
     void UC params __attribute__((alias(#lc "_")));
-#define PMPI(lc, params) extern void p##lc##_ params __attribute__((weak));
+#endif
+#define PMPI(lc, params) extern void F_NAME(p##lc) params __attribute__((weak));
+#define IERR_OK (!ierr || *ierr == MPI_SUCCESS)
 
 static uint64_t fkey(F r) {
     static F null = -12345;
@@ -50,13 +61,11 @@ static void fdone(uint64_t key, F *fst, double t) {
 
 #define P_INIT (F * ierr)
 PMPI(mpi_init, P_INIT)
-void mpi_init_ P_INIT {
+void F_NAME(mpi_init) P_INIT {
     int rec = PF_BEGIN(INIT);
-    if (rec) pf_coll(COLL_BEGIN, OP_INIT, 0, -1, 0, 0, pf_t_enter());
-    pmpi_init_(ierr);
+    F_NAME(pmpi_init)(ierr);
     pf_after_init();
     if (rec) {
-        pf_coll(COLL_END, OP_INIT, 0, -1, 0, 0, pf_now());
         pf_end(PF_INIT);
     }
 }
@@ -64,26 +73,22 @@ ALIASES(mpi_init, MPI_INIT, P_INIT)
 
 #define P_INIT_THREAD (F * req, F *prov, F *ierr)
 PMPI(mpi_init_thread, P_INIT_THREAD)
-void mpi_init_thread_ P_INIT_THREAD {
+void F_NAME(mpi_init_thread) P_INIT_THREAD {
     int rec = PF_BEGIN(INIT_THREAD);
-    if (rec) pf_coll(COLL_BEGIN, OP_INIT, 0, -1, 0, 0, pf_t_enter());
-    pmpi_init_thread_(req, prov, ierr);
+    F_NAME(pmpi_init_thread)(req, prov, ierr);
     pf_after_init();
     if (rec) {
-        pf_coll(COLL_END, OP_INIT, 0, -1, 0, 0, pf_now());
         pf_end(PF_INIT_THREAD);
     }
 }
 ALIASES(mpi_init_thread, MPI_INIT_THREAD, P_INIT_THREAD)
 
 PMPI(mpi_finalize, P_INIT)
-void mpi_finalize_ P_INIT {
+void F_NAME(mpi_finalize) P_INIT {
     int rec = PF_BEGIN(FINALIZE);
-    if (rec) pf_coll(COLL_BEGIN, OP_FINALIZE, 0, -1, 0, 0, pf_t_enter());
     pf_before_finalize();
-    pmpi_finalize_(ierr);
+    F_NAME(pmpi_finalize)(ierr);
     if (rec) {
-        pf_coll(COLL_END, OP_FINALIZE, 0, -1, 0, 0, pf_now());
         pf_end(PF_FINALIZE);
     }
     pf_after_finalize();
@@ -95,10 +100,10 @@ ALIASES(mpi_finalize, MPI_FINALIZE, P_INIT)
 #define P_SEND (void *buf, F *n, F *dt, F *peer, F *tag, F *comm, F *ierr)
 #define FSEND(lc, UC, ID, KIND)                                                          \
     PMPI(lc, P_SEND)                                                                     \
-    void lc##_ P_SEND {                                                                  \
-        if (!PF_BEGIN(ID)) { p##lc##_(buf, n, dt, peer, tag, comm, ierr); return; }           \
+    void F_NAME(lc) P_SEND {                                                                  \
+        if (!PF_BEGIN(ID)) { F_NAME(p##lc)(buf, n, dt, peer, tag, comm, ierr); return; }           \
         pf_p2p(KIND, *peer, fcomm(comm), *tag, fbytes(n, dt), -1, pf_t_enter());         \
-        p##lc##_(buf, n, dt, peer, tag, comm, ierr);                                     \
+        F_NAME(p##lc)(buf, n, dt, peer, tag, comm, ierr);                                     \
         pf_end(PF_##ID);                                                                 \
     }                                                                                    \
     ALIASES(lc, UC, P_SEND)
@@ -110,10 +115,10 @@ FSEND(mpi_rsend, MPI_RSEND, RSEND, P2P_SEND)
 #define P_ISEND (void *buf, F *n, F *dt, F *peer, F *tag, F *comm, F *req, F *ierr)
 #define FISEND(lc, UC, ID, RECV)                                                         \
     PMPI(lc, P_ISEND)                                                                    \
-    void lc##_ P_ISEND {                                                                 \
-        if (!PF_BEGIN(ID)) { p##lc##_(buf, n, dt, peer, tag, comm, req, ierr); return; }      \
-        p##lc##_(buf, n, dt, peer, tag, comm, req, ierr);                                \
-        if (*ierr == MPI_SUCCESS)                                                        \
+    void F_NAME(lc) P_ISEND {                                                                 \
+        if (!PF_BEGIN(ID)) { F_NAME(p##lc)(buf, n, dt, peer, tag, comm, req, ierr); return; }      \
+        F_NAME(p##lc)(buf, n, dt, peer, tag, comm, req, ierr);                                \
+        if (IERR_OK)                                                        \
             pf_req_post(fkey(*req), RECV, *peer, *tag, fcomm(comm), fbytes(n, dt));     \
         pf_end(PF_##ID);                                                                 \
     }                                                                                    \
@@ -126,11 +131,11 @@ FISEND(mpi_irecv, MPI_IRECV, IRECV, 1)
 
 #define P_RECV (void *buf, F *n, F *dt, F *src, F *tag, F *comm, F *st, F *ierr)
 PMPI(mpi_recv, P_RECV)
-void mpi_recv_ P_RECV {
-    if (!PF_BEGIN(RECV)) { pmpi_recv_(buf, n, dt, src, tag, comm, st, ierr); return; }
+void F_NAME(mpi_recv) P_RECV {
+    if (!PF_BEGIN(RECV)) { F_NAME(pmpi_recv)(buf, n, dt, src, tag, comm, st, ierr); return; }
     F loc[FSTAT + 2];
     if (st == MPI_F_STATUS_IGNORE) st = loc;
-    pmpi_recv_(buf, n, dt, src, tag, comm, st, ierr);
+    F_NAME(pmpi_recv)(buf, n, dt, src, tag, comm, st, ierr);
     frecv_event(fcomm(comm), st);
     pf_end(PF_RECV);
 }
@@ -139,16 +144,16 @@ ALIASES(mpi_recv, MPI_RECV, P_RECV)
 #define P_SENDRECV \
     (void *sb, F *sn, F *sdt, F *dest, F *stag, void *rb, F *rn, F *rdt, F *src, F *rtag, F *comm, F *st, F *ierr)
 PMPI(mpi_sendrecv, P_SENDRECV)
-void mpi_sendrecv_ P_SENDRECV {
+void F_NAME(mpi_sendrecv) P_SENDRECV {
     if (!PF_BEGIN(SENDRECV)) {
-        pmpi_sendrecv_(sb, sn, sdt, dest, stag, rb, rn, rdt, src, rtag, comm, st, ierr);
+        F_NAME(pmpi_sendrecv)(sb, sn, sdt, dest, stag, rb, rn, rdt, src, rtag, comm, st, ierr);
         return;
     }
     F loc[FSTAT + 2];
     if (st == MPI_F_STATUS_IGNORE) st = loc;
     int cid = fcomm(comm);
     pf_p2p(P2P_SEND, *dest, cid, *stag, fbytes(sn, sdt), -1, pf_t_enter());
-    pmpi_sendrecv_(sb, sn, sdt, dest, stag, rb, rn, rdt, src, rtag, comm, st, ierr);
+    F_NAME(pmpi_sendrecv)(sb, sn, sdt, dest, stag, rb, rn, rdt, src, rtag, comm, st, ierr);
     frecv_event(cid, st);
     pf_end(PF_SENDRECV);
 }
@@ -158,12 +163,12 @@ ALIASES(mpi_sendrecv, MPI_SENDRECV, P_SENDRECV)
 
 #define P_WAIT (F * req, F *st, F *ierr)
 PMPI(mpi_wait, P_WAIT)
-void mpi_wait_ P_WAIT {
-    if (!PF_BEGIN(WAIT)) { pmpi_wait_(req, st, ierr); return; }
+void F_NAME(mpi_wait) P_WAIT {
+    if (!PF_BEGIN(WAIT)) { F_NAME(pmpi_wait)(req, st, ierr); return; }
     uint64_t key = fkey(*req);
     F loc[FSTAT + 2];
     if (st == MPI_F_STATUS_IGNORE) st = loc;
-    pmpi_wait_(req, st, ierr);
+    F_NAME(pmpi_wait)(req, st, ierr);
     fdone(key, st, pf_now());
     pf_end(PF_WAIT);
 }
@@ -171,15 +176,15 @@ ALIASES(mpi_wait, MPI_WAIT, P_WAIT)
 
 #define P_TEST (F * req, F *flag, F *st, F *ierr)
 PMPI(mpi_test, P_TEST)
-void mpi_test_ P_TEST {
-    if (!PF_BEGIN(TEST)) { pmpi_test_(req, flag, st, ierr); return; }
+void F_NAME(mpi_test) P_TEST {
+    if (!PF_BEGIN(TEST)) { F_NAME(pmpi_test)(req, flag, st, ierr); return; }
     uint64_t key = fkey(*req);
     F loc[FSTAT + 2];
     if (st == MPI_F_STATUS_IGNORE) st = loc;
-    pmpi_test_(req, flag, st, ierr);
+    F_NAME(pmpi_test)(req, flag, st, ierr);
     pf_req *r = pf_req_find(key);
     if (r && *flag) fdone(key, st, pf_now());
-    else if (r) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
+    else if (r && r->recv != 2) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
     pf_end(PF_TEST);
 }
 ALIASES(mpi_test, MPI_TEST, P_TEST)
@@ -199,12 +204,12 @@ static int fmany(int n, F *reqs, F **sts, uint64_t **keys) {
 
 #define P_WAITALL (F * n, F *reqs, F *sts, F *ierr)
 PMPI(mpi_waitall, P_WAITALL)
-void mpi_waitall_ P_WAITALL {
-    if (!PF_BEGIN(WAITALL)) { pmpi_waitall_(n, reqs, sts, ierr); return; }
+void F_NAME(mpi_waitall) P_WAITALL {
+    if (!PF_BEGIN(WAITALL)) { F_NAME(pmpi_waitall)(n, reqs, sts, ierr); return; }
     uint64_t *keys;
     F *s = sts;
     int ok = fmany(*n, reqs, &s, &keys);
-    pmpi_waitall_(n, reqs, ok ? s : sts, ierr);
+    F_NAME(pmpi_waitall)(n, reqs, ok ? s : sts, ierr);
     double t = pf_now();
     for (int i = 0; ok && i < *n; i++) fdone(keys[i], s + FSTAT * i, t);
     if (ok) free(keys);
@@ -215,12 +220,12 @@ ALIASES(mpi_waitall, MPI_WAITALL, P_WAITALL)
 
 #define P_TESTALL (F * n, F *reqs, F *flag, F *sts, F *ierr)
 PMPI(mpi_testall, P_TESTALL)
-void mpi_testall_ P_TESTALL {
-    if (!PF_BEGIN(TESTALL)) { pmpi_testall_(n, reqs, flag, sts, ierr); return; }
+void F_NAME(mpi_testall) P_TESTALL {
+    if (!PF_BEGIN(TESTALL)) { F_NAME(pmpi_testall)(n, reqs, flag, sts, ierr); return; }
     uint64_t *keys;
     F *s = sts;
     int ok = fmany(*n, reqs, &s, &keys);
-    pmpi_testall_(n, reqs, flag, ok ? s : sts, ierr);
+    F_NAME(pmpi_testall)(n, reqs, flag, ok ? s : sts, ierr);
     double t = pf_now();
     for (int i = 0; ok && *flag && i < *n; i++) fdone(keys[i], s + FSTAT * i, t);
     if (ok) free(keys);
@@ -231,14 +236,14 @@ ALIASES(mpi_testall, MPI_TESTALL, P_TESTALL)
 
 #define P_WAITANY (F * n, F *reqs, F *idx, F *st, F *ierr)
 PMPI(mpi_waitany, P_WAITANY)
-void mpi_waitany_ P_WAITANY {
-    if (!PF_BEGIN(WAITANY)) { pmpi_waitany_(n, reqs, idx, st, ierr); return; }
+void F_NAME(mpi_waitany) P_WAITANY {
+    if (!PF_BEGIN(WAITANY)) { F_NAME(pmpi_waitany)(n, reqs, idx, st, ierr); return; }
     uint64_t *keys;
     F *none = MPI_F_STATUSES_IGNORE, loc[FSTAT + 2];
     int ok = fmany(*n, reqs, &none, &keys);
     if (ok == 2) free(none);
     if (st == MPI_F_STATUS_IGNORE) st = loc;
-    pmpi_waitany_(n, reqs, idx, st, ierr);
+    F_NAME(pmpi_waitany)(n, reqs, idx, st, ierr);
     if (ok && *idx != MPI_UNDEFINED && *idx >= 1 && *idx <= *n) fdone(keys[*idx - 1], st, pf_now());
     if (ok) free(keys);
     pf_end(PF_WAITANY);
@@ -269,108 +274,136 @@ static int fsize(F *c) {
 
 #define P_BARRIER (F * comm, F *ierr)
 PMPI(mpi_barrier, P_BARRIER)
-void mpi_barrier_ P_BARRIER { FCOLL(BARRIER, OP_BARRIER, comm, -1, 0, 0, pmpi_barrier_(comm, ierr)) }
+void F_NAME(mpi_barrier) P_BARRIER { FCOLL(BARRIER, OP_BARRIER, comm, -1, 0, 0, F_NAME(pmpi_barrier)(comm, ierr)) }
 ALIASES(mpi_barrier, MPI_BARRIER, P_BARRIER)
 
 #define P_BCAST (void *buf, F *n, F *dt, F *root, F *comm, F *ierr)
 PMPI(mpi_bcast, P_BCAST)
-void mpi_bcast_ P_BCAST {
+void F_NAME(mpi_bcast) P_BCAST {
     int me = frank(comm);
     FCOLL(BCAST, OP_BCAST, comm, *root, me == *root ? fbytes(n, dt) : 0, me == *root ? 0 : fbytes(n, dt),
-          pmpi_bcast_(buf, n, dt, root, comm, ierr))
+          F_NAME(pmpi_bcast)(buf, n, dt, root, comm, ierr))
 }
 ALIASES(mpi_bcast, MPI_BCAST, P_BCAST)
 
 #define P_ALLREDUCE (void *sb, void *rb, F *n, F *dt, F *op, F *comm, F *ierr)
 PMPI(mpi_allreduce, P_ALLREDUCE)
-void mpi_allreduce_ P_ALLREDUCE {
-    FCOLL(ALLREDUCE, OP_ALLREDUCE, comm, -1, fbytes(n, dt), fbytes(n, dt), pmpi_allreduce_(sb, rb, n, dt, op, comm, ierr))
+void F_NAME(mpi_allreduce) P_ALLREDUCE {
+    FCOLL(ALLREDUCE, OP_ALLREDUCE, comm, -1, fbytes(n, dt), fbytes(n, dt), F_NAME(pmpi_allreduce)(sb, rb, n, dt, op, comm, ierr))
 }
 ALIASES(mpi_allreduce, MPI_ALLREDUCE, P_ALLREDUCE)
 
 PMPI(mpi_scan, P_ALLREDUCE)
-void mpi_scan_ P_ALLREDUCE {
-    FCOLL(SCAN, OP_SCAN, comm, -1, fbytes(n, dt), fbytes(n, dt), pmpi_scan_(sb, rb, n, dt, op, comm, ierr))
+void F_NAME(mpi_scan) P_ALLREDUCE {
+    FCOLL(SCAN, OP_SCAN, comm, -1, fbytes(n, dt), fbytes(n, dt), F_NAME(pmpi_scan)(sb, rb, n, dt, op, comm, ierr))
 }
 ALIASES(mpi_scan, MPI_SCAN, P_ALLREDUCE)
 
 #define P_REDUCE (void *sb, void *rb, F *n, F *dt, F *op, F *root, F *comm, F *ierr)
 PMPI(mpi_reduce, P_REDUCE)
-void mpi_reduce_ P_REDUCE {
+void F_NAME(mpi_reduce) P_REDUCE {
     int me = frank(comm);
     FCOLL(REDUCE, OP_REDUCE, comm, *root, fbytes(n, dt), me == *root ? fbytes(n, dt) : 0,
-          pmpi_reduce_(sb, rb, n, dt, op, root, comm, ierr))
+          F_NAME(pmpi_reduce)(sb, rb, n, dt, op, root, comm, ierr))
 }
 ALIASES(mpi_reduce, MPI_REDUCE, P_REDUCE)
 
 #define P_GATHER (void *sb, F *sn, F *sdt, void *rb, F *rn, F *rdt, F *root, F *comm, F *ierr)
 PMPI(mpi_gather, P_GATHER)
-void mpi_gather_ P_GATHER {
+void F_NAME(mpi_gather) P_GATHER {
     int me = frank(comm);
     FCOLL(GATHER, OP_GATHER, comm, *root, fbytes(sn, sdt), me == *root ? fbytes(rn, rdt) * fsize(comm) : 0,
-          pmpi_gather_(sb, sn, sdt, rb, rn, rdt, root, comm, ierr))
+          F_NAME(pmpi_gather)(sb, sn, sdt, rb, rn, rdt, root, comm, ierr))
 }
 ALIASES(mpi_gather, MPI_GATHER, P_GATHER)
 
 PMPI(mpi_scatter, P_GATHER)
-void mpi_scatter_ P_GATHER {
+void F_NAME(mpi_scatter) P_GATHER {
     int me = frank(comm);
     FCOLL(SCATTER, OP_SCATTER, comm, *root, me == *root ? fbytes(sn, sdt) * fsize(comm) : 0, fbytes(rn, rdt),
-          pmpi_scatter_(sb, sn, sdt, rb, rn, rdt, root, comm, ierr))
+          F_NAME(pmpi_scatter)(sb, sn, sdt, rb, rn, rdt, root, comm, ierr))
 }
 ALIASES(mpi_scatter, MPI_SCATTER, P_GATHER)
 
 #define P_ALLGATHER (void *sb, F *sn, F *sdt, void *rb, F *rn, F *rdt, F *comm, F *ierr)
 PMPI(mpi_allgather, P_ALLGATHER)
-void mpi_allgather_ P_ALLGATHER {
+void F_NAME(mpi_allgather) P_ALLGATHER {
     FCOLL(ALLGATHER, OP_ALLGATHER, comm, -1, fbytes(sn, sdt), fbytes(rn, rdt) * fsize(comm),
-          pmpi_allgather_(sb, sn, sdt, rb, rn, rdt, comm, ierr))
+          F_NAME(pmpi_allgather)(sb, sn, sdt, rb, rn, rdt, comm, ierr))
 }
 ALIASES(mpi_allgather, MPI_ALLGATHER, P_ALLGATHER)
 
 PMPI(mpi_alltoall, P_ALLGATHER)
-void mpi_alltoall_ P_ALLGATHER {
+void F_NAME(mpi_alltoall) P_ALLGATHER {
     FCOLL(ALLTOALL, OP_ALLTOALL, comm, -1, fbytes(sn, sdt) * fsize(comm), fbytes(rn, rdt) * fsize(comm),
-          pmpi_alltoall_(sb, sn, sdt, rb, rn, rdt, comm, ierr))
+          F_NAME(pmpi_alltoall)(sb, sn, sdt, rb, rn, rdt, comm, ierr))
 }
 ALIASES(mpi_alltoall, MPI_ALLTOALL, P_ALLGATHER)
+
+/* ---- non-blocking collectives -------------------------------------------- */
+
+#define P_IALLREDUCE (void *sb, void *rb, F *n, F *dt, F *op, F *comm, F *req, F *ierr)
+PMPI(mpi_iallreduce, P_IALLREDUCE)
+void F_NAME(mpi_iallreduce) P_IALLREDUCE {
+    if (!PF_BEGIN(IALLREDUCE)) {
+        F_NAME(pmpi_iallreduce)(sb, rb, n, dt, op, comm, req, ierr);
+        return;
+    }
+    F_NAME(pmpi_iallreduce)(sb, rb, n, dt, op, comm, req, ierr);
+    if (IERR_OK) pf_icoll_post(fkey(*req), OP_ALLREDUCE, fcomm(comm), -1, fbytes(n, dt), fbytes(n, dt));
+    pf_end(PF_IALLREDUCE);
+}
+ALIASES(mpi_iallreduce, MPI_IALLREDUCE, P_IALLREDUCE)
+
+#define P_IBARRIER (F * comm, F *req, F *ierr)
+PMPI(mpi_ibarrier, P_IBARRIER)
+void F_NAME(mpi_ibarrier) P_IBARRIER {
+    if (!PF_BEGIN(IBARRIER)) {
+        F_NAME(pmpi_ibarrier)(comm, req, ierr);
+        return;
+    }
+    F_NAME(pmpi_ibarrier)(comm, req, ierr);
+    if (IERR_OK) pf_icoll_post(fkey(*req), OP_BARRIER, fcomm(comm), -1, 0, 0);
+    pf_end(PF_IBARRIER);
+}
+ALIASES(mpi_ibarrier, MPI_IBARRIER, P_IBARRIER)
 
 /* ---- communicators ------------------------------------------------------- */
 
 #define FNEWCOMM(ID, PARENT, NEW, CALL)                                                     \
     int rec = PF_BEGIN(ID);                                                                 \
     CALL;                                                                                   \
-    if (*ierr == MPI_SUCCESS) pf_comm_new(PMPI_Comm_f2c(*PARENT), PMPI_Comm_f2c(*NEW), PF_##ID, 0); \
+    if (IERR_OK) pf_comm_new(PMPI_Comm_f2c(*PARENT), PMPI_Comm_f2c(*NEW), PF_##ID, 0); \
     if (rec) pf_end(PF_##ID);
 
 #define P_DUP (F * comm, F *newc, F *ierr)
 PMPI(mpi_comm_dup, P_DUP)
-void mpi_comm_dup_ P_DUP { FNEWCOMM(COMM_DUP, comm, newc, pmpi_comm_dup_(comm, newc, ierr)) }
+void F_NAME(mpi_comm_dup) P_DUP { FNEWCOMM(COMM_DUP, comm, newc, F_NAME(pmpi_comm_dup)(comm, newc, ierr)) }
 ALIASES(mpi_comm_dup, MPI_COMM_DUP, P_DUP)
 
 #define P_SPLIT (F * comm, F *color, F *key, F *newc, F *ierr)
 PMPI(mpi_comm_split, P_SPLIT)
-void mpi_comm_split_ P_SPLIT { FNEWCOMM(COMM_SPLIT, comm, newc, pmpi_comm_split_(comm, color, key, newc, ierr)) }
+void F_NAME(mpi_comm_split) P_SPLIT { FNEWCOMM(COMM_SPLIT, comm, newc, F_NAME(pmpi_comm_split)(comm, color, key, newc, ierr)) }
 ALIASES(mpi_comm_split, MPI_COMM_SPLIT, P_SPLIT)
 
 #define P_CREATE (F * comm, F *grp, F *newc, F *ierr)
 PMPI(mpi_comm_create, P_CREATE)
-void mpi_comm_create_ P_CREATE { FNEWCOMM(COMM_CREATE, comm, newc, pmpi_comm_create_(comm, grp, newc, ierr)) }
+void F_NAME(mpi_comm_create) P_CREATE { FNEWCOMM(COMM_CREATE, comm, newc, F_NAME(pmpi_comm_create)(comm, grp, newc, ierr)) }
 ALIASES(mpi_comm_create, MPI_COMM_CREATE, P_CREATE)
 
 #define P_CART (F * comm, F *nd, F *dims, F *periods, F *reorder, F *newc, F *ierr)
 PMPI(mpi_cart_create, P_CART)
-void mpi_cart_create_ P_CART {
-    FNEWCOMM(CART_CREATE, comm, newc, pmpi_cart_create_(comm, nd, dims, periods, reorder, newc, ierr))
+void F_NAME(mpi_cart_create) P_CART {
+    FNEWCOMM(CART_CREATE, comm, newc, F_NAME(pmpi_cart_create)(comm, nd, dims, periods, reorder, newc, ierr))
 }
 ALIASES(mpi_cart_create, MPI_CART_CREATE, P_CART)
 
 #define P_FREE (F * comm, F *ierr)
 PMPI(mpi_comm_free, P_FREE)
-void mpi_comm_free_ P_FREE {
+void F_NAME(mpi_comm_free) P_FREE {
     pf_comm_gone(PMPI_Comm_f2c(*comm));
     int rec = PF_BEGIN(COMM_FREE);
-    pmpi_comm_free_(comm, ierr);
+    F_NAME(pmpi_comm_free)(comm, ierr);
     if (rec) pf_end(PF_COMM_FREE);
 }
 ALIASES(mpi_comm_free, MPI_COMM_FREE, P_FREE)

@@ -33,8 +33,6 @@ from .names import (
     IRECV_REQUEST,
     ISEND,
     ISENDS,
-    OP_FINALIZE,
-    OP_INIT,
     RECV,
     SEND,
     SENDS,
@@ -296,10 +294,7 @@ class _Patcher:
         if not rec.begin(fid):
             return real()
         try:
-            rec.coll(BEGIN, OP_FINALIZE, 0, -1, 0, 0, rec.t_enter)
-            res = real()
-            rec.coll(END, OP_FINALIZE, 0, -1, 0, 0)
-            return res
+            return real()
         finally:
             rec.end(fid)
 
@@ -328,12 +323,8 @@ class _Patcher:
         def init(*args: Any, **kw: Any) -> Any:
             recorded = self.rec.begin(fid)
             try:
-                if recorded:
-                    self.rec.coll(BEGIN, OP_INIT, 0, -1, 0, 0, self.rec.t_enter)
                 res = real(*args, **kw)
                 self.after_init()
-                if recorded:
-                    self.rec.coll(END, OP_INIT, 0, -1, 0, 0)
                 return res
             finally:
                 if recorded:
@@ -350,16 +341,12 @@ class _Loader(importlib.abc.Loader):
     def create_module(self, spec: Any) -> Any:
         if self.init:
             self.recorded = self.rec.begin(FN["MPI_Init"])
-            if self.recorded:
-                self.rec.coll(BEGIN, OP_INIT, 0, -1, 0, 0, self.rec.t_enter)
         return self.inner.create_module(spec)
 
     def exec_module(self, module: Any) -> None:
         try:
             self.inner.exec_module(module)
             _Patcher(module, self.rec).patch(self.init)
-            if self.recorded:
-                self.rec.coll(END, OP_INIT, 0, -1, 0, 0)
         finally:
             if self.recorded:
                 self.rec.end(FN["MPI_Init"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 SEND, ISEND, RECV, IRECV_REQUEST, SSEND = 0, 1, 3, 4, 8  # perflow.kinds.P2P
 BEGIN, END = 0, 1  # perflow.kinds.CollEv
-OP_INIT, OP_FINALIZE = 100, 101
 
 # name: (MPI function, CollectiveOp, position of root or None, size rule)
 COLLECTIVES = {

@@ -1,0 +1,80 @@
+! The halo exchange of halo_slow.c in Fortran with mpif.h: external
+! subroutines, slow_compute() made slow on one rank (its extra work is an
+! argument). usage: halo_slow_mpifh [iterations] [work] [extra] [slow_rank]
+function slow_compute(u, n, sweeps) result(r) ! SITE:fh_slow_begin
+  implicit none
+  integer, intent(in) :: n
+  integer(8), intent(in) :: sweeps
+  double precision, intent(in) :: u(0:n+1)
+  double precision :: r
+  integer(8) :: s
+  integer :: i
+  r = 0
+  do s = 0, sweeps - 1
+    do i = 1, n
+      r = r + 1.0d0 / (1.0d0 + u(i) * u(i) + dble(s))
+    end do
+  end do
+end function slow_compute ! SITE:fh_slow_end
+
+function relax(u, v, n, sweeps) result(r)
+  implicit none
+  integer, intent(in) :: n
+  integer(8), intent(in) :: sweeps
+  double precision, intent(in) :: u(0:n+1)
+  double precision, intent(inout) :: v(0:n+1)
+  double precision :: r
+  integer(8) :: s
+  r = 0
+  do s = 1, sweeps
+    v(1:n) = 0.5d0 * u(1:n) + 0.25d0 * (u(0:n-1) + u(2:n+1))
+    r = r + sum(v(1:n) - u(1:n))
+  end do
+end function relax
+
+subroutine halo(u, n, left, right)
+  implicit none
+  include 'mpif.h'
+  integer, intent(in) :: n, left, right
+  double precision, intent(inout) :: u(0:n+1)
+  integer :: rq(4), ierr
+  call MPI_Irecv(u(0), 1, MPI_DOUBLE_PRECISION, left, 1, MPI_COMM_WORLD, rq(1), ierr)
+  call MPI_Irecv(u(n+1), 1, MPI_DOUBLE_PRECISION, right, 2, MPI_COMM_WORLD, rq(2), ierr)
+  call MPI_Isend(u(1), 1, MPI_DOUBLE_PRECISION, left, 2, MPI_COMM_WORLD, rq(3), ierr)
+  call MPI_Isend(u(n), 1, MPI_DOUBLE_PRECISION, right, 1, MPI_COMM_WORLD, rq(4), ierr)
+  call MPI_Waitall(4, rq, MPI_STATUSES_IGNORE, ierr) ! SITE:fh_waitall
+end subroutine halo
+
+program halo_slow_mpifh
+  implicit none
+  include 'mpif.h'
+  integer, parameter :: n = 2048
+  double precision :: u(0:n+1), v(0:n+1), res, tot
+  double precision, external :: slow_compute, relax
+  integer :: rank, size, ierr, iters, slow, left, right, it, i
+  integer(8) :: work, extra
+  character(len=32) :: arg
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, size, ierr)
+  iters = 10; work = 1000; extra = 40000; slow = size - 1
+  if (command_argument_count() >= 1) then; call get_command_argument(1, arg); read(arg, *) iters; end if
+  if (command_argument_count() >= 2) then; call get_command_argument(2, arg); read(arg, *) work; end if
+  if (command_argument_count() >= 3) then; call get_command_argument(3, arg); read(arg, *) extra; end if
+  if (command_argument_count() >= 4) then; call get_command_argument(4, arg); read(arg, *) slow; end if
+  left = merge(rank - 1, MPI_PROC_NULL, rank > 0)
+  right = merge(rank + 1, MPI_PROC_NULL, rank < size - 1)
+  do i = 0, n + 1
+    u(i) = dble(rank * n + i) / dble(size * n)
+  end do
+  v = 0
+  tot = 0
+  do it = 1, iters
+    call halo(u, n, left, right)
+    res = relax(u, v, n, work)
+    if (rank == slow) res = res + 1d-9 * slow_compute(u, n, extra) ! SITE:fh_slow_call
+    call MPI_Allreduce(res, tot, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr) ! SITE:fh_allreduce
+  end do
+  if (rank == 0) print '(a,i0,a,i0,a,es12.5)', 'halo_slow_mpifh: ', size, ' ranks, ', iters, ' iterations, residual ', tot
+  call MPI_Finalize(ierr)
+end program halo_slow_mpifh
