@@ -156,17 +156,37 @@ class Runtime(Protocol):
 
 
 class LocalRuntime:
-    """A runtime that runs everything in this process, in partition order (refs are the values)."""
+    """A runtime that runs everything in this process (refs are the values).
 
-    def __init__(self, n_parts: int = 1) -> None:
+    With ``jobs > 1`` the partitions' functions run in a pool of threads (the
+    compiled kernels and most numpy operations release the GIL), results in
+    partition order either way.
+    """
+
+    def __init__(self, n_parts: int = 1, jobs: int = 1) -> None:
         self.n_parts = n_parts
+        self.jobs = max(1, min(jobs, n_parts))
         self.exchanged: dict[str, int] = {}
+        self._pool: Any = None
 
     def _args(self, args: tuple[Any, ...], i: int) -> list[Any]:
         return [a.values[i] if isinstance(a, Each) else a for a in args]
 
     def map(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        return [fn(*self._args(args, i)) for i in range(self.n_parts)]
+        if self.jobs == 1:
+            return [fn(*self._args(args, i)) for i in range(self.n_parts)]
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow-part")
+        futs = [self._pool.submit(fn, *self._args(args, i)) for i in range(self.n_parts)]
+        return [f.result() for f in futs]
+
+    def close(self) -> None:
+        """Stop the thread pool (if any)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)

@@ -20,6 +20,7 @@ same stages on many partitions. What the steps compute:
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from .parts import assemble, pag_attrs
 from .pipeline import BuildOptions, build
 from .raw import RawTrace
 from .scan import enclosing_instance
-from .split import definitions_only
+from .split import definitions_only, split_blocks
 from .tally import align_rows, dense_keys, exclusive_time, last_time_per_location, metric_deltas, region_kinds
 
 __all__ = [
@@ -45,9 +46,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: traces with more events than this are built in several partitions at once by default
+PARALLEL_EVENTS = 1_000_000
+
 
 def build_pag(
-    raw: RawTrace, *, close_open: bool = False, validate: bool = True, infer_collectives: bool = False
+    raw: RawTrace,
+    *,
+    close_open: bool = False,
+    validate: bool = True,
+    infer_collectives: bool = False,
+    jobs: int | None = None,
 ) -> PAG:
     """Turn decoded events into a trace-backed PAG.
 
@@ -67,6 +76,11 @@ def build_pag(
         operation as an instance on MPI_COMM_WORLD, the k-th call of an
         operation on each process being the k-th instance. MPI_Init and
         MPI_Finalize are always world barriers.
+    jobs : int, optional
+        Threads: a large trace is cut into this many partitions of
+        consecutive processes (views, no copies) whose stages run at the same
+        time; the result does not depend on it. Default: the number of CPU
+        cores for traces of more than a million events, else 1.
 
     Returns
     -------
@@ -74,19 +88,24 @@ def build_pag(
         With ``time_inc``, ``time_exc``, ``visits``, byte counts and any
         trace metric, and a :class:`~perflow.pag.instances.Trace`.
     """
-    processes = np.unique(raw.locations["process"].to_numpy(dtype=np.int64))
-    built = build(
-        LocalRuntime(1),
-        [raw],
-        definitions_only(raw),
-        processes,
-        np.zeros(len(processes), dtype=np.int64),
-        BuildOptions(close_open, validate, infer_collectives),
-    )
-    attrs = pag_attrs(built)
-    if attrs["unmatched_sends"] or attrs["unmatched_recvs"]:
-        src = raw.attrs.get("source", "trace")
-        log.warning(
-            "%s: %d sends and %d receives found no partner", src, attrs["unmatched_sends"], attrs["unmatched_recvs"]
-        )
-    return assemble(built)
+    options = BuildOptions(close_open, validate, infer_collectives)
+    if jobs is None:
+        jobs = (os.cpu_count() or 1) if raw.n_events > PARALLEL_EVENTS else 1
+    blocks = split_blocks(raw, jobs) if jobs > 1 else None
+    if blocks is not None and len(blocks[0]) > 1:
+        parts, processes, assign = blocks
+    else:
+        processes = np.unique(raw.locations["process"].to_numpy(dtype=np.int64))
+        parts, assign = [raw], np.zeros(len(processes), dtype=np.int64)
+    rt = LocalRuntime(len(parts), jobs=jobs)
+    try:
+        built = build(rt, parts, definitions_only(raw), processes, assign, options)
+        attrs = pag_attrs(built)
+        if attrs["unmatched_sends"] or attrs["unmatched_recvs"]:
+            src = raw.attrs.get("source", "trace")
+            log.warning(
+                "%s: %d sends and %d receives found no partner", src, attrs["unmatched_sends"], attrs["unmatched_recvs"]
+            )
+        return assemble(built)
+    finally:
+        rt.close()

@@ -178,7 +178,9 @@ def ssend_regions(raw: RawTrace) -> np.ndarray:
     return np.flatnonzero(raw.regions["name"].astype(str).isin(["MPI_Ssend", "MPI_Issend"]).to_numpy())
 
 
-def p2p_records(raw: RawTrace, enclosing: np.ndarray, inst_region: np.ndarray, threaded: bool) -> P2PRecords:
+def p2p_records(
+    raw: RawTrace, enclosing: np.ndarray, callpath: np.ndarray, cp_region: np.ndarray, threaded: bool
+) -> P2PRecords:
     """Prepare the point-to-point events of ``raw`` for FIFO matching.
 
     Non-blocking operations are tied to their completion (and receives to
@@ -218,8 +220,8 @@ def p2p_records(raw: RawTrace, enclosing: np.ndarray, inst_region: np.ndarray, t
     send_iv = enclosing[s]
     mode = np.where(kind[s] == P2P.ISEND, 2, np.where(kind[s] == P2P.SSEND, 1, 0)).astype(np.int8)
     ss = ssend_regions(raw)
-    if len(ss) and len(s) and len(inst_region):
-        sync = (send_iv >= 0) & np.isin(inst_region[np.maximum(send_iv, 0)], ss)
+    if len(ss) and len(s) and len(callpath):
+        sync = (send_iv >= 0) & np.isin(cp_region[callpath[np.maximum(send_iv, 0)]], ss)
         mode[sync & (mode == 0)] = 1
     return P2PRecords(
         s,
@@ -323,9 +325,9 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
 def synthesised_collective_rows(
     raw: RawTrace,
     enclosing: np.ndarray,
-    inst_region: np.ndarray,
-    proc: np.ndarray,
-    thr: np.ndarray,
+    callpath: np.ndarray,
+    cp_region: np.ndarray,
+    inst_loc: np.ndarray,
     t_enter: np.ndarray,
     t_leave: np.ndarray,
     infer: bool,
@@ -333,8 +335,9 @@ def synthesised_collective_rows(
     """Collective rows for MPI calls without collective events: MPI_Init/MPI_Finalize, every collective with ``infer``.
 
     ``enclosing`` is the instance enclosing each collective event (calls
-    that hold one are not synthesised); ``proc``/``thr``/``t_enter``/
-    ``t_leave`` describe each region instance. The k-th call of an
+    that hold one are not synthesised); ``callpath`` (with the call paths'
+    regions ``cp_region``), ``inst_loc``, ``t_enter`` and ``t_leave`` describe
+    each region instance. The k-th call of an
     operation on a (process, thread) is the k-th instance, keyed apart from
     recorded communicators. Columns as :func:`collective_event_rows`, without
     ``row`` and ``location``.
@@ -345,17 +348,20 @@ def synthesised_collective_rows(
         op = COLLECTIVE_NAMES.get(nm)
         if op is not None and (infer or op in (CollectiveOp.INIT, CollectiveOp.FINALIZE)):
             ops[i] = int(op)
-    cand = np.flatnonzero(ops[inst_region] >= 0) if len(inst_region) else np.zeros(0, np.int64)
+    cp_ops = ops[cp_region] if len(cp_region) else np.zeros(0, np.int64)
+    if not len(callpath) or not (cp_ops >= 0).any():
+        return pd.DataFrame()
+    cand = np.flatnonzero(cp_ops[callpath] >= 0)
     if len(cand):
-        has_event = np.zeros(len(inst_region), dtype=bool)
-        has_event[enclosing[enclosing >= 0]] = True
-        cand = cand[~has_event[cand]]
+        cand = cand[~np.isin(cand, enclosing[enclosing >= 0])]
     if not len(cand):
         return pd.DataFrame()
     world = raw.world_comm
     wc = -1 if world is None else int(world)
-    op = ops[inst_region[cand]]
-    p, t = proc[cand].astype(np.int64), thr[cand].astype(np.int64)
+    op = cp_ops[callpath[cand]]
+    lc = inst_loc[cand]
+    p = raw.locations["process"].to_numpy(dtype=np.int64)[lc]
+    t = raw.locations["thread"].to_numpy(dtype=np.int64)[lc]
     return pd.DataFrame(
         {
             "key_comm": -(op + 2),

@@ -53,7 +53,8 @@ def _fifo(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray, o
 def p2p_records(
     raw: RawTrace,
     enclosing: np.ndarray,
-    inst_region: np.ndarray,
+    callpath: np.ndarray,
+    cp_region: np.ndarray,
     ginst: np.ndarray,
     t_enter: np.ndarray,
     t_leave: np.ndarray,
@@ -69,8 +70,8 @@ def p2p_records(
         The partition's events (global location ids).
     enclosing : numpy.ndarray
         Local region instance open at each p2p event (-1 when none).
-    inst_region : numpy.ndarray
-        Region of each local instance.
+    callpath, cp_region : numpy.ndarray
+        Call path of each local instance, and region of each call path.
     ginst : numpy.ndarray
         Global interval row of each local instance.
     t_enter, t_leave : numpy.ndarray
@@ -99,7 +100,7 @@ def p2p_records(
     def glob(iv: np.ndarray) -> np.ndarray:
         return np.where(iv >= 0, ginst[np.maximum(iv, 0)] if len(ginst) else -1, -1)
 
-    rec = prepare_p2p(raw, enclosing, inst_region, threaded)
+    rec = prepare_p2p(raw, enclosing, callpath, cp_region, threaded)
     s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
     order_s, order_r, send_complete, recv_post, mode = (
         rec.order_s,

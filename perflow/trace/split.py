@@ -18,7 +18,7 @@ from ..kinds import P2P
 from .match import to_world
 from .raw import RawTrace
 
-__all__ = ["traffic", "send_traffic", "split_raw", "location_parts", "definitions_only", "EVENT_TABLES"]
+__all__ = ["traffic", "send_traffic", "split_raw", "split_blocks", "location_parts", "definitions_only", "EVENT_TABLES"]
 
 EVENT_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
 
@@ -110,3 +110,57 @@ def split_raw(raw: RawTrace, loc_part: np.ndarray, n_parts: int) -> list[RawTrac
             )
         )
     return out
+
+
+def split_blocks(raw: RawTrace, k: int) -> tuple[list[RawTrace], np.ndarray, np.ndarray] | None:
+    """Cut ``raw`` into at most ``k`` partitions of consecutive processes with similar event counts, without copying.
+
+    Every event table is grouped by location, so when each process's
+    locations are consecutive a partition's events are slices (views) of
+    the trace's arrays; only ``pos`` is renumbered. Returns the partitions,
+    the sorted processes and the partition of each, or ``None`` when the
+    processes' locations are interleaved (use :func:`split_raw`).
+    """
+    lp = raw.locations["process"].to_numpy(dtype=np.int64)
+    procs = np.unique(lp)
+    if len(lp) > 1 and np.any(np.diff(lp) < 0):
+        return None
+    nloc = len(lp)
+    counts = np.zeros(nloc, dtype=np.int64)
+    for t in EVENT_TABLES:
+        counts += np.bincount(getattr(raw, t)["location"], minlength=nloc)[:nloc]
+    per_proc = np.bincount(np.searchsorted(procs, lp), weights=counts, minlength=len(procs))
+    k = max(1, min(k, len(procs)))
+    cum = np.cumsum(per_proc)
+    total = float(cum[-1]) if len(cum) else 0.0
+    # the first process of partition i is the one where the running count passes i/k of the total
+    cuts = np.searchsorted(cum, total * np.arange(1, k) / k, side="right") + 1 if total else np.zeros(0, np.int64)
+    cuts = np.unique(np.clip(cuts, 1, max(len(procs) - 1, 1)))
+    assign = np.zeros(len(procs), dtype=np.int64)
+    for c in cuts:
+        assign[c:] += 1
+    n_parts = int(assign.max()) + 1 if len(assign) else 1
+    loc_part = assign[np.searchsorted(procs, lp)] if nloc else np.zeros(0, np.int64)
+    loc_bounds = np.searchsorted(loc_part, np.arange(n_parts + 1)) if nloc else np.zeros(n_parts + 1, np.int64)
+    parts = []
+    for p in range(n_parts):
+        lo_loc, hi_loc = int(loc_bounds[p]), int(loc_bounds[p + 1])
+        tables = {}
+        reg_lo = 0
+        for t in EVENT_TABLES:
+            tab = getattr(raw, t)
+            loc = tab["location"]
+            lo, hi = np.searchsorted(loc, [lo_loc, hi_loc])
+            sub = {c: a[lo:hi] for c, a in tab.items()}
+            if t == "region_events":
+                reg_lo = int(lo)
+            elif "pos" in sub:
+                sub["pos"] = sub["pos"] - reg_lo
+            tables[t] = sub
+        parts.append(
+            RawTrace(
+                locations=raw.locations, regions=raw.regions, stacks=raw.stacks, comms=raw.comms,
+                comm_names=raw.comm_names, metrics=raw.metrics, attrs=dict(raw.attrs), **tables,
+            )
+        )  # fmt: skip
+    return parts, procs, assign

@@ -268,17 +268,8 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
                 copy=False,
             )
         )
-    inst_region = st.res.cp_region[st.res.callpath] if len(st.res.callpath) else np.zeros(0, np.int64)
-    locs = raw.locations
     syn = synthesised_collective_rows(
-        raw,
-        st.coll_open,
-        inst_region,
-        locs["process"].to_numpy(dtype=np.int64)[st.inst_loc],
-        locs["thread"].to_numpy(dtype=np.int64)[st.inst_loc],
-        st.t_enter,
-        st.t_leave,
-        infer,
+        raw, st.coll_open, st.res.callpath, st.res.cp_region, st.inst_loc, st.t_enter, st.t_leave, infer
     )
     if len(syn):
         cand = syn["interval"].to_numpy()
@@ -341,11 +332,18 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         lv = cp_map[k // max(nloc, 1)]
         lo = k % max(nloc, 1)
         deltas[name] = (lv, lo, vals)
-    inst_region = res.cp_region[res.callpath] if len(res.callpath) else np.zeros(0, np.int64)
     p2p_loc = raw.p2p_events["location"].astype(np.int64)
     p2p_row = maps["p2p_off"][p2p_loc] + within_location(p2p_loc)
     sends, recvs = p2p_records(
-        raw, st.p2p_open, inst_region, ginst, st.t_enter, st.t_leave, p2p_row, threaded=maps.get("threaded", True)
+        raw,
+        st.p2p_open,
+        res.callpath,
+        res.cp_region,
+        ginst,
+        st.t_enter,
+        st.t_leave,
+        p2p_row,
+        threaded=maps.get("threaded", True),
     )
     coll = st.coll
     if len(coll):

@@ -16,7 +16,15 @@ from ..kinds import VertexKind, classify_region
 from ..pag.pag import MetricInfo
 from .raw import RawTrace
 
-__all__ = ["region_kinds", "exclusive_time", "exclusive_from_children", "dense_keys", "last_time_per_location", "align_rows", "metric_deltas"]
+__all__ = [
+    "region_kinds",
+    "exclusive_time",
+    "exclusive_from_children",
+    "dense_keys",
+    "last_time_per_location",
+    "align_rows",
+    "metric_deltas",
+]
 
 _PARADIGM_KIND = {
     "mpi": VertexKind.MPI,

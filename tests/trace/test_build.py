@@ -327,3 +327,17 @@ def test_region_call_stacks_and_samples_share_synthetic_vertices():
     }
     # the instance tables keep the measured nesting: the MPI_Send instance's parent is the prog instance
     assert pag.trace.intervals["parent"].tolist() == [-1, 0]
+
+
+@pytest.mark.parametrize("jobs", [2, 3, 5])
+def test_partitions_built_at_once_give_the_same_pag(jobs: int) -> None:
+    """build_pag cuts a trace into partitions of consecutive processes run in threads: same PAG as one partition."""
+    from perflow.synthetic import raw_trace
+
+    raw = raw_trace(nprocs=7, iterations=6, late_sender=0.3, imbalance=0.4, slow_rank=3, seed=jobs)
+    one, many = perflow.build_pag(raw, jobs=1), perflow.build_pag(raw, jobs=jobs)
+    pd.testing.assert_frame_equal(many.vertex_table, one.vertex_table)
+    pd.testing.assert_frame_equal(many.metrics, one.metrics, check_exact=True)
+    for t in ("intervals", "messages", "collectives"):
+        pd.testing.assert_frame_equal(getattr(many.trace, t), getattr(one.trace, t), check_exact=True)
+    assert many.attrs == one.attrs
