@@ -20,7 +20,9 @@ def register(sub: Any) -> None:
         description="Run FLOW (a YAML or Python flow file, or the name of a shipped flow: see `perflow flows`), "
         "write its outputs to --output and print its reports.",
     )
-    p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name")
+    from .completion import flow_or_file
+
+    p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name").completer = flow_or_file  # type: ignore[attr-defined]
     p.add_argument(
         "-i",
         "--input",

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from .._jit import njit
 from .tables import Trace
 
 __all__ = [
@@ -37,18 +38,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-try:  # pragma: no cover - numba is a dependency; the fallback keeps things importable
-    import numba
-
-    def njit(f: Callable[..., Any]) -> Callable[..., Any]:
-        """Compile with numba (cached, no GIL)."""
-        return numba.njit(cache=True, nogil=True)(f)
-
-except ImportError:  # pragma: no cover
-
-    def njit(f: Callable[..., Any]) -> Callable[..., Any]:
-        return f
 
 
 _CACHE: dict[int, tuple[weakref.ref[Any], dict[Any, Any], dict[Any, threading.Lock]]] = {}

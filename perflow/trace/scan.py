@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._jit import Dict, njit, types
+
 __all__ = ["ScanResult", "scan_regions", "scan_regions_py", "SCAN_ERRORS", "enclosing_instance"]
 
 #: Error codes of the scan; the message is completed by the caller.
@@ -117,11 +119,8 @@ def _result(enter, leave, parent, callpath, cp_parent, cp_region, open_after, er
 
 
 try:  # pragma: no cover - exercised whenever numba is installed
-    import numba
-    from numba import types
-    from numba.typed import Dict
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _scan_kernel(location, kind, region, nreg, close_open):  # type: ignore[no-untyped-def]
         n = location.shape[0]
         cap = n // 2 + 1
@@ -182,7 +181,7 @@ try:  # pragma: no cover - exercised whenever numba is installed
             return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 3, location[n - 1]
         return enter, leave, parent, callpath, cp_parent, cp_region, open_after, ni, ncp, 0, -1
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _grow(a, cap):  # type: ignore[no-untyped-def]
         b = np.empty(cap, a.dtype)
         b[: a.shape[0]] = a

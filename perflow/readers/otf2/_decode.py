@@ -34,18 +34,30 @@ WATCHDOG_SECONDS = 120.0
 WATCHDOG_BYTES_PER_SECOND = 2e6
 #: archives with at most this many bytes of event files are decoded by a single child process
 SMALL_TRACE_BYTES = 4 << 20
+#: engine "auto": archives with at most this many bytes of event files (some 35,000 events) are decoded by the
+#: bindings, which is faster than starting numba and loading (or compiling) the fast decoder's callbacks
+BINDINGS_TRACE_BYTES = 256 << 10
 
 
 def fast_available() -> bool:
     """Whether the fast decoder can run here (OTF2 C library, numba and llvmlite present)."""
     if not _capi.available():
         return False
-    try:
-        import llvmlite.binding  # noqa: F401
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("llvmlite", "numba"))
+
+
+def _fast_pays_off(anchor: str) -> bool:
+    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
+    import sys
+
+    from ..._jit import mode
+
+    m = mode()
+    if m != "auto":
+        return m == "compile"
+    return f"{__package__}._callbacks" in sys.modules or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
 
 
 @contextlib.contextmanager
@@ -103,8 +115,12 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     engine : {"auto", "fast", "bindings"}
         ``"fast"``: the OTF2 C library driven with compiled callbacks, one
         worker process per job. ``"bindings"``: the ``otf2`` Python package's
-        reader (slow; the reference). ``"auto"``: fast when available, else
-        bindings with a logged warning.
+        reader (slow; the reference). ``"auto"``: fast when available (else
+        bindings with a logged warning), except for small traces (at most
+        :data:`BINDINGS_TRACE_BYTES` of event files) while the fast decoder
+        is not loaded in this process: the bindings read those sooner than
+        numba starts (``PERFLOW_JIT=compile`` always takes the fast decoder,
+        ``PERFLOW_JIT=python`` the bindings; see :mod:`perflow._jit`).
     jobs : int, optional
         Worker processes for the fast decoder; default: the number of CPU
         cores (at most one per location). The OTF2 C library only ever reads
@@ -140,7 +156,9 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     anchor = resolve_anchor(path)
     if engine == "auto":
         engine = "fast" if fast_available() else "bindings"
-        if engine == "bindings":
+        if engine == "fast" and not _fast_pays_off(anchor):
+            engine = "bindings"
+        elif engine == "bindings":
             log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
     isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
     if engine == "bindings":

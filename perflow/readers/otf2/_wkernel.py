@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import cfunc, njit, types
+from numba import types
 from numba.extending import intrinsic
+
+from ..._jit import cfunc, njit
 
 __all__ = ["FUNCTIONS", "emit_location", "metric_groups", "pre_flush"]
 
@@ -58,13 +60,13 @@ def _ccall(typingctx, addr, args):  # noqa: ANN001, ANN202
     return sig, codegen
 
 
-@cfunc(types.uint8(types.voidptr, types.uint32, types.uint64, types.voidptr, types.boolean), cache=True)
+@cfunc(types.uint8(types.voidptr, types.uint32, types.uint64, types.voidptr, types.boolean))
 def pre_flush(user_data, file_type, location, caller_data, final):  # noqa: ANN001, ANN201
     """OTF2 pre-flush callback: always flush full buffers to disk (OTF2_FLUSH)."""
     return 1
 
 
-@njit(cache=True)
+@njit(python=False)
 def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
     """Split metric rows into OTF2 Metric events.
 
@@ -93,7 +95,7 @@ def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
     return starts[: g + 1]
 
 
-@njit(cache=True)
+@njit(python=False)
 def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h, hi):  # noqa: ANN001, ANN201, PLR0913
     """Write one location's events in stream order; return 0 or the first OTF2 error code.
 
