@@ -217,7 +217,7 @@ def _first_compile_notice() -> None:
         return
     _STATE["noticed"] = True
     pending = sum(1 for k in _KERNELS if k._dispatcher is None and not k._cached())
-    seconds = max(5, round(1.2 * pending / 5) * 5)
+    seconds = min(60, max(5, round(0.4 * pending / 5) * 5))  # about 0.4 s a kernel on one core
     from . import progress
 
     progress.notice(f"compiling analysis kernels (first run only, ~{seconds} s)...")

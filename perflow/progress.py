@@ -66,6 +66,11 @@ def enabled() -> bool:
 def notice(message: str) -> None:
     """A one-line notice: on the display's stream when shown (see :func:`enable`), else logged."""
     if _CONF["bars"]:
+        with _LOCK:
+            live = _LIVE["progress"]
+            if live is not None:  # above the display, which rich redraws
+                live.console.print(f"perflow: {message}", markup=False, highlight=False)
+                return
         print(f"perflow: {message}", file=_CONF["stream"] or sys.stderr, flush=True)
     else:
         log.log(logging.DEBUG if _CONF["on"] else logging.INFO, "%s", message)
@@ -85,7 +90,11 @@ class Task:
         self.done += n
         with _LOCK:
             if self._id is not None and _LIVE["progress"] is not None:
-                _LIVE["progress"].update(self._id, completed=self.done)
+                _LIVE["progress"].update(self._id, completed=self.done, count=self.count())
+
+    def count(self) -> str:
+        """``3/8 steps`` (empty when the total is unknown)."""
+        return f"{self.done}/{self.total}" + (f" {self.unit}s" if self.unit else "") if self.total else ""
 
     def describe(self, description: str) -> None:
         """Change the text shown (e.g. the step being worked on)."""
@@ -108,7 +117,6 @@ def _show() -> None:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
-                MofNCompleteColumn,
                 Progress,
                 SpinnerColumn,
                 TextColumn,
@@ -119,7 +127,7 @@ def _show() -> None:
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.fields[count]}"),
                 TimeElapsedColumn(),
                 console=Console(file=_CONF["stream"] or sys.stderr),
                 transient=True,
@@ -133,7 +141,7 @@ def _show() -> None:
 
 
 def _add(p: Any, t: Task) -> None:
-    t._id = p.add_task(t.description, total=t.total, completed=t.done)
+    t._id = p.add_task(t.description, total=t.total, completed=t.done, count=t.count())
 
 
 @contextmanager

@@ -69,4 +69,4 @@ def complete(parser: argparse.ArgumentParser) -> None:
     """Answer a completion request from the shell (``_ARGCOMPLETE`` is set) and exit."""
     import argcomplete
 
-    argcomplete.autocomplete(parser, always_complete_options="long")
+    argcomplete.autocomplete(parser, always_complete_options=False)

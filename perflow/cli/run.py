@@ -50,7 +50,9 @@ def register(sub: Any) -> None:
         help="let the flow import Python code it names (module:function passes, .py sub-flows)",
     )
     p.add_argument(
-        "--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)"
+        "--progress",
+        action="store_true",
+        help="print a line per finished step on stderr (a terminal shows a progress display anyway)",
     )
     p.add_argument(
         "--engine",
@@ -160,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
             raise
         raise ValidationError([f"--set: {exc}"], flow.source) from None
     inputs = parse_inputs(flow, args.input)
-    show = args.progress or (sys.stderr.isatty() and not args.quiet)
+    show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)
     if args.jobs is not None and args.jobs < 1:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
     if not args.debug:  # failures are printed below, once

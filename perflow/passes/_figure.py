@@ -66,7 +66,10 @@ def save_figure(fig: Figure, path: str | Path | None, *, dpi: int | None = None)
         return None
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
+    from perflow import progress
+
+    with progress.task(f"rendering {p.name}"):
+        fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
     log.info("wrote %s", p)
     return p
 

@@ -107,11 +107,13 @@ def read(path: str | os.PathLike[str], format: str | None = None, **options: Any
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     fmt = format or detect_format(p)
+    from .. import progress
     from ..dask.flow import engine_read
 
-    pag = engine_read(p, fmt, **options)  # None unless a Dask engine is active (perflow run --engine dask)
-    if pag is None:
-        pag = reader_module(fmt).read(p, **options)
+    with progress.task(f"reading {p.name}"):
+        pag = engine_read(p, fmt, **options)  # None unless a Dask engine is active (perflow run --engine dask)
+        if pag is None:
+            pag = reader_module(fmt).read(p, **options)
     pag.attrs.setdefault("source", str(p))
     pag.attrs.setdefault("format", fmt)
     return pag

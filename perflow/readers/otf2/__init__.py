@@ -43,9 +43,13 @@ def read(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | None
     -------
     PAG
     """
+    from ... import progress
     from ...trace.build import build_pag
 
-    return build_pag(decode(path, engine=engine, jobs=jobs), **build)
+    with progress.task(f"decoding {Path(path).name}"):
+        raw = decode(path, engine=engine, jobs=jobs)
+    with progress.task("building the PAG"):
+        return build_pag(raw, **build)
 
 
 def __getattr__(name: str) -> Any:

@@ -163,6 +163,10 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
     if engine == "bindings":
         return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    if isolate:  # compile or load the callbacks here, once: forked workers inherit them
+        from ._callbacks import callback_addresses
+
+        callback_addresses()
     if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
         return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
     defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
