@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["register", "run", "parse_inputs", "parse_settings", "Progress"]
+__all__ = ["register", "run", "parse_inputs", "parse_settings", "shown_outputs", "Progress"]
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,22 @@ class Progress:
         )
 
 
+def shown_outputs(types: dict[str, Any]) -> list[str] | None:
+    """Without ``--output`` a terminal shows only a flow's text reports (when it has any): compute just those.
+
+    ``types`` maps each output to its declared type; outputs of unknown type are
+    computed too (they may turn out to be text). None: every output.
+    """
+    import inspect
+
+    def unknown(tp: Any) -> bool:
+        return tp is Any or tp is inspect.Parameter.empty or isinstance(tp, str)
+
+    if not any(tp is str for tp in types.values()):
+        return None
+    return [n for n, tp in types.items() if tp is str or unknown(tp)]
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, configure and run the flow; write and print its outputs (on the engine chosen with --engine)."""
     from ..errors import ValidationError
@@ -174,9 +190,12 @@ def _run(args: argparse.Namespace) -> int:
         cache=args.cache,
         hooks=[Progress()] if show else [],
         allow_import=args.allow_import,
+        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
+        # reports only: the steps that only feed other outputs (figures, say) are not run
+        outputs=None if (args.output or args.cache) else shown_outputs,
     )
     printed = []
-    hidden = []
+    hidden = [n for n in flow.outputs if n not in result.outputs]  # not even computed
     has_report = any(isinstance(v, str) for v in result.outputs.values())
     for name, value in result.outputs.items():
         where = write_value(value, args.output, name) if args.output else None
@@ -186,6 +205,7 @@ def _run(args: argparse.Namespace) -> int:
             printed.append((name, text))
         elif where is None:
             hidden.append(name)
+    hidden = [n for n in flow.outputs if n in set(hidden)]  # in declared order
     if hidden and not args.quiet:
         print(
             f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,7 @@ def run(
     settings: Mapping[str, Any] | None = None,
     allow_import: bool = False,
     keep: bool = False,
+    outputs: Sequence[str] | Callable[[dict[str, Any]], Sequence[str] | None] | None = None,
     **input_values: Any,
 ) -> FlowResult:
     """Run a flow and return its :class:`FlowResult`.
@@ -115,6 +116,10 @@ def run(
     keep : bool
         Keep every step's outputs in ``result.intermediates`` (they are
         otherwise released once no later step needs them).
+    outputs : sequence of str, or callable, optional
+        Compute only these flow outputs (and the steps they need; the other
+        steps are ``unneeded``). A callable receives ``{output name: declared
+        type}`` and returns the names (or None for all).
 
     Returns
     -------
@@ -134,6 +139,12 @@ def run(
     if settings:
         f = f.with_settings(settings)
     plan = compile_flow(f, allow_import=allow_import)
+    if outputs is not None:
+        from .plan import output_types, select_outputs
+
+        names = outputs(output_types(plan)) if callable(outputs) else list(outputs)
+        if names is not None:
+            plan = select_outputs(plan, list(names))
     values = prepare_inputs(f, {**dict(inputs or {}), **input_values})
     store = cache if isinstance(cache, Cache) or cache is None else Cache(cache)
     if jobs is None:

@@ -436,10 +436,12 @@ def is_compatible(produced: Any, expected: Any) -> bool:
         return True
     exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
     prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
+    from .types import real_class
+
     for pa in prod_args:
         ok = False
         for ea in exp_args:
-            pe, ee = get_origin(pa) or pa, get_origin(ea) or ea
+            pe, ee = real_class(get_origin(pa) or pa), real_class(get_origin(ea) or ea)
             if ee is Any or pe is Any:
                 ok = True
             elif isinstance(pe, type) and isinstance(ee, type):

@@ -101,8 +101,10 @@ class _Run:
     ) -> None:
         self.plan, self.values, self.jobs, self.cache, self.hooks, self.keep = plan, values, jobs, cache, hooks, keep
         self.tasks = plan.tasks
-        self.active = [t.index for t in self.tasks if t.same_as is None]
+        skip = getattr(plan, "skip", frozenset())  # tasks no selected output needs
+        self.active = [t.index for t in self.tasks if t.same_as is None and t.index not in skip]
         self.status: dict[int, str] = {t.index: "shared" for t in self.tasks if t.same_as is not None}
+        self.status.update(dict.fromkeys(skip, "unneeded"))
         self.times: dict[int, tuple[float, float]] = {}
         self.errors: dict[int, StepError] = {}
         self.data: dict[int, dict[str, Any]] = {}

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
+from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
@@ -55,6 +54,9 @@ CATEGORY_COLORS = {
 
 def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Figure:
     """A new figure with an Agg canvas (no pyplot, no global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
     return fig

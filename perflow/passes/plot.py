@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 

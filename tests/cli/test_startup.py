@@ -233,7 +233,44 @@ def test_flow_run_reports_steps_to_the_display(monkeypatch) -> None:
 
     monkeypatch.setattr(progress, "task", task)
     assert main(["run", "mpi_profiler", "--input", str(RING8), "-q"]) == 0
-    assert ("task", ("running the flow", 8, "step")) in seen
+    assert ("task", ("running the flow", 7, "step")) in seen  # the figure step is not needed for the report
     assert ("task", ("reading traces.otf2", None, "")) in seen
-    assert sum(1 for k, _ in seen if k == "advance") == 8
+    assert sum(1 for k, _ in seen if k == "advance") == 7
     assert ("describe", "step callsites (hotspot)") in seen
+
+
+# ------------------------------------------------------------------ what a run computes
+def test_run_without_output_computes_only_the_report(tmp_path) -> None:
+    code = (
+        "import sys\n"
+        "from perflow.cli.main import main\n"
+        f"status = main(['run', 'mpi_profiler', '--input', {str(RING8)!r}])\n"
+        "print(status, sorted(m for m in ('matplotlib', 'scipy', 'numba', 'networkx') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "PERFLOW_JIT": "auto"}  # as a user runs it (the test suite compiles every kernel)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "0 []"  # a small run needs no compiler, no plotting library
+    assert "# perflow: MPI profile" in res.stdout
+    assert "7 done, 1 unneeded" in res.stderr
+    assert "outputs callsites, imbalance, breakdown, figure, communication not shown" in res.stderr
+
+
+def test_run_with_output_computes_everything(tmp_path, capsys) -> None:
+    assert main(["run", "mpi_profiler", "--input", str(RING8), "-o", str(tmp_path)]) == 0
+    assert "8 done" in capsys.readouterr().err
+    assert (tmp_path / "figure.png").stat().st_size > 1000
+
+
+def test_api_selects_outputs() -> None:
+    import perflow
+
+    pag = perflow.read(RING8)
+    res = perflow.run("mpi_profiler", pag=pag, outputs=["callsites"])
+    assert list(res.outputs) == ["callsites"]
+    status = res.steps["status"].to_dict()
+    assert status["callsites"] == "done" and status["breakdown_figure"] == "unneeded" and status["report"] == "unneeded"
+    with pytest.raises(perflow.FlowError, match="flow 'mpi_profiler' has no output 'nope'"):
+        perflow.run("mpi_profiler", pag=pag, outputs=["nope"])
