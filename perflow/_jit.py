@@ -15,9 +15,10 @@
   own Python function, interpreted over the numpy arrays, is faster. A kernel
   called with no array larger than :data:`SMALL` elements runs that way unless it
   is already compiled in this process (``python=False`` opts a kernel out, for
-  kernels that use numba-only features). Typed containers (:data:`Dict`) and
-  :data:`types` are stand-ins that become numba's when the kernel is compiled and
-  plain Python ones when it is interpreted.
+  kernels that use numba-only features). Typed containers (:data:`Dict`),
+  :data:`types` and intrinsics declared with :func:`intrinsic` are stand-ins
+  that become numba's when the kernel is compiled and plain Python ones when it
+  is interpreted.
 - **Modes.** ``PERFLOW_JIT=auto`` (default) as above; ``compile`` always compiles
   (the test suite uses it); ``python`` never does (debugging).
 - **First compile.** Compiling a kernel that is not cached yet prints a one-line
@@ -44,6 +45,7 @@ __all__ = [
     "cache_root",
     "cfunc",
     "configure",
+    "intrinsic",
     "kernel_cache_dir",
     "load_numba",
     "mode",
@@ -182,10 +184,40 @@ Dict = _Stand("numba.typed", "Dict")
 types = _Stand("numba.types")
 
 
+class _Intrinsic:
+    """A numba intrinsic named in kernels, with the plain-Python function that does the same when interpreted."""
+
+    def __init__(self, func: Callable[..., Any], python: Callable[..., Any]) -> None:
+        self.func, self.python = func, python
+        self._real: Any = None
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+
+    def real(self) -> Any:
+        if self._real is None:
+            load_numba()
+            from numba.extending import intrinsic as make
+
+            self._real = make(self.func)
+        return self._real
+
+    def __call__(self, *args: Any) -> Any:
+        return self.python(*args)
+
+
+def intrinsic(*, python: Callable[..., Any]) -> Callable[[Callable[..., Any]], _Intrinsic]:
+    """``numba.extending.intrinsic`` made when a kernel using it is compiled; ``python`` runs when interpreted."""
+
+    def wrap(f: Callable[..., Any]) -> _Intrinsic:
+        return _Intrinsic(f, python)
+
+    return wrap
+
+
 def _for_numba(f: Callable[..., Any]) -> Callable[..., Any]:
     """``f`` itself, or a copy whose stand-in globals are numba's real objects (same code: same cache entry)."""
     g = f.__globals__
-    stands = {n: g[n] for n in f.__code__.co_names if isinstance(g.get(n), _Stand)}
+    stands = {n: g[n] for n in f.__code__.co_names if isinstance(g.get(n), _Stand | _Intrinsic)}
     if not stands:
         return f
     glb = dict(g)

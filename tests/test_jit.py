@@ -161,3 +161,22 @@ def test_first_compile_notice_once_then_cached(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "numba").rglob("kern.twice-*.nbi"))
     second = _fresh_python(code, tmp_path, **env)
     assert second.stdout.split() == ["8.0", "3.0"] and "compiling" not in second.stderr
+
+
+def test_interpreted_otf2_writer_matches_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perflow.readers.otf2 import decode
+    from perflow.writers.otf2 import write_otf2
+
+    raw = decode(RING8, engine="bindings")
+    tables = {}
+    for mode in ("compile", "python"):
+        monkeypatch.setenv("PERFLOW_JIT", mode)
+        anchor = write_otf2(raw, tmp_path / mode)
+        tables[mode] = decode(anchor, engine="bindings")
+    a, b = tables["compile"], tables["python"]
+    for name in ("region_events", "p2p_events", "coll_events"):
+        ta, tb = getattr(a, name), getattr(b, name)
+        assert ta.keys() == tb.keys()
+        for col in ta:
+            np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"{name}.{col}")
+    assert len(a.region_events["time"]) == len(raw.region_events["time"])
