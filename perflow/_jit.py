@@ -64,7 +64,7 @@ MODES = ("auto", "compile", "python")
 SMALL = 50_000
 
 _LOCK = threading.RLock()
-_STATE: dict[str, Any] = {"configured": False, "cache": None, "checked": False, "noticed": False}
+_STATE: dict[str, Any] = {"configured": False, "cache": None, "checked": False, "noticed": False, "ours": False}
 _KERNELS: list[Kernel] = []
 
 
@@ -108,12 +108,19 @@ def configure() -> str | None:
         except Exception as exc:  # noqa: BLE001 - no home directory, ...
             log.debug("no per-user cache directory: %s", exc)
             return None
-        os.environ["NUMBA_CACHE_DIR"] = target  # kept across numba's config reloads and in child processes
-        numba = sys.modules.get("numba")
-        if numba is not None:
-            numba.config.CACHE_DIR = target
-        _STATE["cache"] = target
+        _set_numba_cache(target)
+        _STATE["cache"], _STATE["ours"] = target, True
         return target
+
+
+def _set_numba_cache(target: str) -> None:
+    if target:
+        os.environ["NUMBA_CACHE_DIR"] = target  # kept across numba's config reloads and in child processes
+    else:
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        numba.config.CACHE_DIR = target
 
 
 def kernel_cache_dir() -> Path | None:
@@ -132,6 +139,8 @@ def kernel_cache_dir() -> Path | None:
                     ENV_CACHE,
                 )
                 _STATE["cache"] = None
+                if _STATE["ours"]:  # numba's default for everyone else again
+                    _set_numba_cache("")
         return Path(_STATE["cache"]) if _STATE["cache"] else None
 
 
@@ -252,7 +261,8 @@ def _first_compile_notice() -> None:
     seconds = min(60, max(5, round(0.4 * pending / 5) * 5))  # about 0.4 s a kernel on one core
     from . import progress
 
-    progress.notice(f"compiling analysis kernels (first run only, ~{seconds} s)...")
+    when = "first run only" if kernel_cache_dir() is not None else "not cached"
+    progress.notice(f"compiling analysis kernels ({when}, ~{seconds} s)...")
 
 
 class Kernel:
