@@ -16,6 +16,8 @@ import                     ``python -c "import perflow"``                     0.
 first run                  ``perflow run mpi_profiler --input ring8``,        5 s
                            compiled-kernel caches emptied before each run
 warm run                   the same, caches filled                            1.0 s
+first/warm run, compiled   the same two with ``PERFLOW_JIT=compile`` (every   --
+                           kernel compiled, the path a large trace takes)
 record post-processing     ``perflow record -n 2 -- ./ring``: from the        1 s
                            program's exit to the command's end (reading the
                            recording, writing rawtrace/OTF2/PAG, summary)
@@ -57,7 +59,10 @@ TARGETS = {
 # what follows until the command ends. Printed as "launch=<s> postprocess=<s>" on the last line.
 _RECORD_PROBE = textwrap.dedent(
     """
-    import sys, time
+    import resource, sys, time
+    def cpu():
+        s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
     t0 = time.perf_counter()
     from perflow.cli import main as cli
     from perflow.recorder import session
@@ -68,11 +73,11 @@ _RECORD_PROBE = textwrap.dedent(
         try:
             return _run(*a, **k)
         finally:
-            marks["end"] = time.perf_counter()
+            marks["end"], marks["cpu"] = time.perf_counter(), cpu()
     session._run = timed_run
     rc = cli.main(sys.argv[1:])
     t1 = time.perf_counter()
-    print(f"launch={marks['start'] - t0:.4f} postprocess={t1 - marks['end']:.4f} rc={rc}")
+    print(f"launch={marks['start'] - t0:.4f} postprocess={t1 - marks['end']:.4f} postcpu={cpu() - marks['cpu']:.4f} rc={rc}")
     """
 )
 
@@ -113,8 +118,8 @@ def empty_kernel_caches(fresh: FreshEnv, cache_home: Path) -> None:
             f.unlink()
 
 
-def record_figure(fresh: FreshEnv, env: dict[str, str], work: Path, repeat: int) -> tuple[float, float] | None:
-    """(post-processing, start-up before launch) of ``perflow record -n 2`` on the recorder's ring program."""
+def record_figure(fresh: FreshEnv, env: dict[str, str], work: Path, repeat: int) -> tuple[float, ...] | None:
+    """(post-processing wall, its CPU, start-up before launch) of ``perflow record -n 2`` on the ring program."""
     mpicc = shutil.which("mpicc")
     if mpicc is None:
         print("record post-processing: skipped (no mpicc)")
@@ -145,7 +150,7 @@ def record_figure(fresh: FreshEnv, env: dict[str, str], work: Path, repeat: int)
         _, _, out = run_once(cmd, env, work)
         fields = dict(kv.split("=") for kv in out.strip().splitlines()[-1].split())
         if i:
-            results.append((float(fields["postprocess"]), float(fields["launch"])))
+            results.append((float(fields["postprocess"]), float(fields["postcpu"]), float(fields["launch"])))
     return min(results)
 
 
@@ -180,14 +185,19 @@ def main() -> None:
             args.first_repeat, run_cmd, env, work, before=lambda: empty_kernel_caches(fresh, cache_home)
         )
         figures["warm run"] = best_of(args.repeat, run_cmd, env, work)
+        compiled = dict(env, PERFLOW_JIT="compile")
+        figures["first run, compiled (PERFLOW_JIT)"] = best_of(
+            args.first_repeat, run_cmd, compiled, work, before=lambda: empty_kernel_caches(fresh, cache_home)
+        )
+        figures["warm run, compiled (PERFLOW_JIT)"] = best_of(args.repeat, run_cmd, compiled, work)
         figures["perflow --version"] = best_of(args.repeat, [perflow, "--version"], env, work)
         figures["perflow --help"] = best_of(args.repeat, [perflow, "--help"], env, work)
         figures["import perflow"] = best_of(args.repeat, [python, "-c", "import perflow"], env, work)
         figures["python (no perflow)"] = best_of(args.repeat, [python, "-c", "pass"], env, work)
         rec = None if args.no_record else record_figure(fresh, env, work, max(1, args.repeat // 2))
         if rec is not None:
-            figures["record post-processing"] = (rec[0], float("nan"))
-            figures["record start-up before launch"] = (rec[1], float("nan"))
+            figures["record post-processing"] = (rec[0], rec[1])
+            figures["record start-up before launch"] = (rec[2], float("nan"))
 
         written = [
             str(p.relative_to(fresh.site_packages))

@@ -13,9 +13,12 @@
 - **Small inputs run as Python.** Starting numba costs about a second per
   process (more when a kernel must be compiled); for small inputs the kernel's
   own Python function, interpreted over the numpy arrays, is faster. A kernel
-  called with no array larger than :data:`SMALL` elements runs that way unless it
-  is already compiled in this process (``python=False`` opts a kernel out, for
-  kernels that use numba-only features). Typed containers (:data:`Dict`),
+  runs that way while the arrays it was given in this process (the largest of
+  each call, added up) stay within :data:`SMALL` elements (or the kernel's own
+  ``small=``) and it is not compiled yet; past that it is compiled, so a kernel
+  called in a loop, or on a large input, soon runs compiled
+  (``python=False`` opts a kernel out, for kernels that use numba-only
+  features). Typed containers (:data:`Dict`),
   :data:`types` and intrinsics declared with :func:`intrinsic` are stand-ins
   that become numba's when the kernel is compiled and plain Python ones when it
   is interpreted.
@@ -60,7 +63,7 @@ ENV_CACHE = "PERFLOW_CACHE_DIR"
 ENV_MODE = "PERFLOW_JIT"
 MODES = ("auto", "compile", "python")
 
-#: inputs with no array larger than this run interpreted (mode ``auto``)
+#: mode ``auto``: a kernel runs interpreted while its inputs in this process add up to at most this many elements
 SMALL = 50_000
 
 _LOCK = threading.RLock()
@@ -268,10 +271,12 @@ def _first_compile_notice() -> None:
 class Kernel:
     """A kernel: numba-compiled on demand, interpreted for small inputs (see the module docs)."""
 
-    def __init__(self, func: Callable[..., Any], options: dict[str, Any], python: bool) -> None:
+    def __init__(self, func: Callable[..., Any], options: dict[str, Any], python: bool, small: int = SMALL) -> None:
         self.py_func = func
         self.options = options
         self.python = python
+        self.small = small
+        self.interpreted = 0  # elements run interpreted so far (the largest array of each call)
         self._dispatcher: Any = None
         self.__name__ = func.__name__
         self.__qualname__ = func.__qualname__
@@ -314,27 +319,42 @@ class Kernel:
         m = mode()
         if m == "compile" or (d is not None and d.signatures and m == "auto") or not self.python:
             return self.compiled(*args)
-        if m == "python" or _small(args):
+        size = _size(args)
+        if m == "python" or self.interpreted + size <= self.small:
+            self.interpreted += size
             return self.py_func(*args)
         return self.compiled(*args)
 
 
-def _small(args: tuple) -> bool:
+def _size(args: tuple) -> int:
+    """Elements of the largest array among ``args``."""
+    out = 0
     for a in args:
         size = getattr(a, "size", None)
-        if isinstance(size, int) and size > SMALL and hasattr(a, "dtype"):
-            return False
-    return True
+        if isinstance(size, int) and hasattr(a, "dtype"):
+            out = max(out, size)
+    return out
 
 
-def njit(func: Callable[..., Any] | None = None, *, python: bool = True, nogil: bool = True, **options: Any) -> Any:
+def njit(
+    func: Callable[..., Any] | None = None,
+    *,
+    python: bool = True,
+    small: int = SMALL,
+    nogil: bool = True,
+    **options: Any,
+) -> Any:
     """Declare a numba kernel (``@njit`` or ``@njit(...)``); options go to ``numba.njit``.
 
     Parameters
     ----------
     python : bool
         Whether small inputs may run interpreted (false for kernels that use
-        numba-only features: intrinsics, C pointers).
+        numba-only features: C pointers, intrinsics without a Python equivalent).
+    small : int
+        Elements (the largest array of each call, added up over the process)
+        this kernel runs interpreted before it is compiled; lower it for
+        kernels that are slow interpreted.
     nogil : bool
         Release the GIL in compiled code (default true).
     """
@@ -342,7 +362,7 @@ def njit(func: Callable[..., Any] | None = None, *, python: bool = True, nogil: 
     opts.pop("cache", None)  # decided here: perflow's cache directory, when usable
 
     def wrap(f: Callable[..., Any]) -> Kernel:
-        return Kernel(f, opts, python)
+        return Kernel(f, opts, python, small)
 
     return wrap(func) if func is not None else wrap
 

@@ -81,6 +81,17 @@ def test_auto_interprets_small_inputs_and_compiles_large(monkeypatch: pytest.Mon
     assert calls == []
 
 
+def test_auto_compiles_a_kernel_called_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLOW_JIT", "auto")
+    kernel = _jit.njit(_rank_codes, small=100)
+    codes = np.array([0, 1, 0, 2, 1, 0, 0, 1, 2, 2])
+    for _ in range(10):  # 100 elements in all: still interpreted
+        assert kernel(codes, 3).tolist() == [0, 0, 1, 0, 1, 2, 3, 2, 1, 2]
+    assert kernel._dispatcher is None and kernel.interpreted == 100
+    assert kernel(codes, 3).tolist() == [0, 0, 1, 0, 1, 2, 3, 2, 1, 2]  # the 11th call compiles it
+    assert kernel._dispatcher is not None and kernel._dispatcher.signatures
+
+
 def test_stand_ins_are_python_when_interpreted() -> None:
     assert _jit.Dict.empty(key_type=_jit.types.int64, value_type=_jit.types.int64) == {}
     assert "numba" in repr(_jit.types.int64)

@@ -123,7 +123,7 @@ def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
     return starts[: g + 1]
 
 
-@njit(nogil=False)
+@njit(nogil=False, small=20_000)  # some 20 us an event interpreted
 def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h, hi):  # noqa: ANN001, ANN201, PLR0913
     """Write one location's events in stream order; return 0 or the first OTF2 error code.
 
