@@ -65,6 +65,7 @@ class _Subcommands(argparse._SubParsersAction):
     """Subparsers that accept the global options too."""
 
     def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+        kwargs.setdefault("conflict_handler", "resolve")  # a subcommand's own -v (say) takes precedence
         p = super().add_parser(name, **kwargs)  # type: ignore[arg-type]
         _global_options(p, in_subcommand=True)
         return p

@@ -34,6 +34,8 @@ PERFLOW = [sys.executable, "-m", "perflow"]
         (["run", "x", "--verbose"], False, True, False),
         (["--debug", "run", "x", "-q"], True, False, True),  # one before, one after: both count
         (["run", "x", "--debug"], False, False, True),
+        (["info", "x", "-v"], False, True, False),
+        (["flows", "-q", "mpi_profiler"], True, False, False),
     ],
 )
 def test_global_options_before_or_after_the_subcommand(argv, quiet, verbose, debug) -> None:
