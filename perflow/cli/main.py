@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 def _global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> None:
     """``-q``, ``-v``, ``--debug``: on the main parser, and again on every subcommand (without defaults there,
     so that an option given before the subcommand is not reset by the subcommand's parser)."""
-    g = parser.add_argument_group("global options")
+    g = parser.add_argument_group("global options", None if in_subcommand else "also accepted after COMMAND")
     none = {"default": argparse.SUPPRESS} if in_subcommand else {}
     g.add_argument("-q", "--quiet", action="store_true", help="only print errors and results", **none)
     g.add_argument("-v", "--verbose", action="store_true", help="more messages (debug logging, no tracebacks)", **none)
