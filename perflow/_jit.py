@@ -288,6 +288,10 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<perflow kernel {self.__module__}.{self.__qualname__}>"
 
+    def __reduce__(self) -> tuple:
+        """Pickled by name (for worker processes), like a function."""
+        return (_kernel_named, (self.__module__, self.__qualname__))
+
     def _cached(self) -> bool:
         return _is_cached(self.py_func)
 
@@ -324,6 +328,15 @@ class Kernel:
             self.interpreted += size
             return self.py_func(*args)
         return self.compiled(*args)
+
+
+def _kernel_named(module: str, qualname: str) -> Kernel:
+    import importlib
+
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _size(args: tuple) -> int:

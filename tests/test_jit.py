@@ -92,6 +92,14 @@ def test_auto_compiles_a_kernel_called_often(monkeypatch: pytest.MonkeyPatch) ->
     assert kernel._dispatcher is not None and kernel._dispatcher.signatures
 
 
+def test_kernels_pickle_by_name() -> None:
+    import pickle
+
+    from perflow.trace import flat
+
+    assert pickle.loads(pickle.dumps(flat.window_sums)) is flat.window_sums
+
+
 def test_stand_ins_are_python_when_interpreted() -> None:
     assert _jit.Dict.empty(key_type=_jit.types.int64, value_type=_jit.types.int64) == {}
     assert "numba" in repr(_jit.types.int64)
