@@ -23,6 +23,7 @@ is shown: a notice goes to the ``perflow`` logger (INFO level without
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -185,3 +186,15 @@ def task(description: str, total: int | None = None, unit: str = "") -> Iterator
                 if p is not None:
                     _LIVE["progress"] = None
                     p.stop()
+
+
+def _after_fork_in_child() -> None:
+    """A forked worker shows nothing: the display (and its thread) belong to the parent."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    _CONF.update(on=False, bars=False, stream=None, quiet=False)
+    _LIVE.update(progress=None, tasks=[], timer=None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
