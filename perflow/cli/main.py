@@ -91,6 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Log to whatever ``sys.stderr`` is at the time, so that messages go above a progress display."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:  # StreamHandler.__init__ sets it
+        pass
+
+
 def _usage_error(exc: BaseException) -> bool:
     return isinstance(exc, ValidationError | FormatError | PassError | PAGError | TraceError | FileNotFoundError) or (
         isinstance(exc, PerflowError) and not isinstance(exc, FlowError)
@@ -108,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.DEBUG if (args.debug or args.verbose) else (logging.WARNING if args.quiet else logging.INFO),
         format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[_StderrHandler()],
     )
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
