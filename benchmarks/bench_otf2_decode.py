@@ -69,7 +69,7 @@ def child(path: str, engine: str, jobs: int | None, build: bool, repeat: int) ->
         out["jit_load_s"] = time.perf_counter() - t
     rss0 = _rss_mb()
     t, c = time.perf_counter(), _cpu()
-    raw = decode(path, engine=engine, jobs=jobs)
+    raw = decode(path, decoder=engine, jobs=jobs)
     out["seconds"], out["cpu_seconds"] = time.perf_counter() - t, _cpu() - c
     # touch every column, so that shared pages written by the workers count in this process's RSS
     for name in ("region_events", "p2p_events", "coll_events", "metric_events", "thread_events"):
@@ -97,7 +97,7 @@ def child(path: str, engine: str, jobs: int | None, build: bool, repeat: int) ->
         walls, cpus = [], []
         for _ in range(repeat):
             t, c = time.perf_counter(), _cpu()
-            decode(path, engine=engine, jobs=jobs)
+            decode(path, decoder=engine, jobs=jobs)
             walls.append(time.perf_counter() - t)
             cpus.append(_cpu() - c)
         out["warm_seconds"], out["warm_cpu_seconds"] = float(np.median(walls)), float(np.median(cpus))

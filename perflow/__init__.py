@@ -10,9 +10,9 @@ and edges, and compose passes into analysis flows.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import synthetic
+from . import _jit
 from .errors import (
     FlowError,
     FormatError,
@@ -25,17 +25,50 @@ from .errors import (
     TraceError,
     ValidationError,
 )
-from .flow import Flow, FlowResult, load_flow, pass_, run
-from .kinds import CollectiveOp, MPIClass, VertexKind
-from .pag.instances import Trace
-from .pag.pag import PAG, MetricInfo
-from .pag.parallel import ParallelEdgeSet, ParallelVertexSet, ParallelView
-from .pag.persist import load
-from .pag.sets import EdgeSet, Vertex, VertexSet
-from .readers import formats, read
-from .trace.build import build_pag
-from .trace.builder import TraceBuilder
-from .trace.raw import RawTrace
+
+if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
+    from . import synthetic
+    from .flow import Flow, FlowResult, load_flow, pass_, run
+    from .kinds import CollectiveOp, MPIClass, VertexKind
+    from .pag.instances import Trace
+    from .pag.pag import PAG, MetricInfo
+    from .pag.parallel import ParallelEdgeSet, ParallelVertexSet, ParallelView
+    from .pag.persist import load
+    from .pag.sets import EdgeSet, Vertex, VertexSet
+    from .readers import formats, read
+    from .trace.build import build_pag
+    from .trace.builder import TraceBuilder
+    from .trace.raw import RawTrace
+
+_jit.configure()  # compiled kernels are cached per user, never inside the package
+
+#: public name -> module it lives in (imported when the name is first used: ``import perflow`` stays cheap)
+_LAZY = {
+    "synthetic": ".synthetic",
+    "Flow": ".flow",
+    "FlowResult": ".flow",
+    "load_flow": ".flow",
+    "pass_": ".flow",
+    "run": ".flow",
+    "CollectiveOp": ".kinds",
+    "MPIClass": ".kinds",
+    "VertexKind": ".kinds",
+    "PAG": ".pag.pag",
+    "MetricInfo": ".pag.pag",
+    "ParallelEdgeSet": ".pag.parallel",
+    "ParallelVertexSet": ".pag.parallel",
+    "ParallelView": ".pag.parallel",
+    "load": ".pag.persist",
+    "EdgeSet": ".pag.sets",
+    "Vertex": ".pag.sets",
+    "VertexSet": ".pag.sets",
+    "formats": ".readers",
+    "read": ".readers",
+    "build_pag": ".trace.build",
+    "TraceBuilder": ".trace.builder",
+    "RawTrace": ".trace.raw",
+    "Trace": ".pag.instances",
+}
 
 __version__ = "0.1.0"
 
@@ -78,9 +111,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``perflow.read_<format>(path, ...)`` reads one format explicitly."""
+    """Public names on first use; ``perflow.read_<format>(path, ...)`` reads one format explicitly."""
+    target = _LAZY.get(name)
+    if target is not None:
+        import importlib
+
+        mod = importlib.import_module(target, __name__)
+        value = mod if name == "synthetic" else getattr(mod, name)
+        globals()[name] = value
+        return value
     if name.startswith("read_"):
         fmt = name[5:]
+        read = __getattr__("read")
 
         def reader(path: Any, **options: Any) -> PAG:
             return read(path, format=fmt, **options)
@@ -89,3 +131,7 @@ def __getattr__(name: str) -> Any:
         reader.__doc__ = f"Read {fmt} data into a PAG (see perflow.readers.{fmt})."
         return reader
     raise AttributeError(f"module 'perflow' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

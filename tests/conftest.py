@@ -9,6 +9,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The suite checks the compiled kernels (the path large inputs take); tests/test_jit.py checks that small inputs,
+# interpreted by default (perflow._jit), give the same results.
+os.environ.setdefault("PERFLOW_JIT", "compile")
+
 
 def shared_data_dir() -> Path | None:
     """The read-only folder of real tool output (``../shared/data`` beside the checkout).

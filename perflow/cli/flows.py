@@ -17,7 +17,9 @@ def register(sub: Any) -> None:
         description="Without NAME, list the flows shipped with perflow (run one with `perflow run NAME`). "
         "With NAME, print it as YAML (a starting point for your own flow).",
     )
-    p.add_argument("name", nargs="?", metavar="NAME", help="a shipped flow to print")
+    from .completion import flow_names
+
+    p.add_argument("name", nargs="?", metavar="NAME", help="a shipped flow to print").completer = flow_names  # type: ignore[attr-defined]
     p.set_defaults(func=run)
 
 

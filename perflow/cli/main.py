@@ -7,6 +7,11 @@ Each subcommand lives in its own module under :mod:`perflow.cli` and exposes
 Exit status: 0 on success, 1 when an analysis fails, 2 on usage, input or
 validation errors. Errors are printed as one line on stderr; ``--debug``
 prints the traceback too.
+
+The global options (``-q``, ``-v``, ``--debug``) are accepted before or after
+the subcommand. Long work shows a progress display on standard error when it
+is a terminal (:mod:`perflow.progress`). Shell completion: ``perflow
+completion bash|zsh|fish`` prints the script to source (argcomplete).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -37,6 +43,7 @@ COMMAND_MODULES = [
     "view",
     "convert",
     "cc",
+    "completion",
 ]
 
 
@@ -47,14 +54,35 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> None:
+    """``-q``, ``-v``, ``--debug``: on the main parser, and again on every subcommand (without defaults there,
+    so that an option given before the subcommand is not reset by the subcommand's parser)."""
+    g = parser.add_argument_group("global options", None if in_subcommand else "also accepted after COMMAND")
+    none = {"default": argparse.SUPPRESS} if in_subcommand else {}
+    g.add_argument("-q", "--quiet", action="store_true", help="only print errors and results", **none)
+    g.add_argument("-v", "--verbose", action="store_true", help="more messages (debug logging, no tracebacks)", **none)
+    g.add_argument("--debug", action="store_true", help="show tracebacks and debug logging", **none)
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """Subparsers that accept the global options too."""
+
+    def add_parser(self, name: str, **kwargs: object) -> argparse.ArgumentParser:  # type: ignore[override]
+        kwargs.setdefault("conflict_handler", "resolve")  # a subcommand's own -v (say) takes precedence
+        p = super().add_parser(name, **kwargs)  # type: ignore[arg-type]
+        if "-" in p.prefix_chars:  # not for wrappers that pass every argument on (perflow cc ...)
+            _global_options(p, in_subcommand=True)
+        return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser with every available subcommand."""
     from .. import __version__
 
     parser = _Parser(prog="perflow", description="Programmable performance analysis of parallel programs.")
+    parser.register("action", "parsers", _Subcommands)
     parser.add_argument("--version", action="version", version=f"perflow {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logging")
-    parser.add_argument("-q", "--quiet", action="store_true", help="only print errors and results")
+    _global_options(parser, in_subcommand=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
         try:
@@ -67,6 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Log to whatever ``sys.stderr`` is at the time, so that messages go above a progress display."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:  # StreamHandler.__init__ sets it
+        pass
+
+
 def _usage_error(exc: BaseException) -> bool:
     return isinstance(exc, ValidationError | FormatError | PassError | PAGError | TraceError | FileNotFoundError) or (
         isinstance(exc, PerflowError) and not isinstance(exc, FlowError)
@@ -76,15 +116,22 @@ def _usage_error(exc: BaseException) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (also used as the console script)."""
     parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # a shell asks for completions (see `perflow completion`)
+        from .completion import complete
+
+        complete(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.DEBUG if args.debug else (logging.WARNING if args.quiet else logging.INFO),
+        level=logging.DEBUG if (args.debug or args.verbose) else (logging.WARNING if args.quiet else logging.INFO),
         format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[_StderrHandler()],
     )
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    from .. import progress
+
+    progress.enable(sys.stderr, quiet=args.quiet)
     try:
         status = args.func(args)
     except KeyboardInterrupt:
@@ -100,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             msg = f"{type(exc).__name__}: {msg}"
         print(f"perflow: error: {msg}", file=sys.stderr)
         return EXIT_USAGE if _usage_error(exc) else EXIT_FAILED
+    finally:
+        progress.disable()
     return EXIT_OK if status is None else int(status)
 
 

@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["register", "run", "parse_inputs", "parse_settings", "Progress"]
+__all__ = ["register", "run", "parse_inputs", "parse_settings", "shown_outputs", "Progress"]
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,9 @@ def register(sub: Any) -> None:
         description="Run FLOW (a YAML or Python flow file, or the name of a shipped flow: see `perflow flows`), "
         "write its outputs to --output and print its reports.",
     )
-    p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name")
+    from .completion import engine_names, flow_or_file
+
+    p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name").completer = flow_or_file  # type: ignore[attr-defined]
     p.add_argument(
         "-i",
         "--input",
@@ -52,7 +54,9 @@ def register(sub: Any) -> None:
         help="let the flow import Python code it names (module:function passes, .py sub-flows)",
     )
     p.add_argument(
-        "--progress", action="store_true", help="print a line per finished step on stderr (default when a terminal)"
+        "--progress",
+        action="store_true",
+        help="print a line per finished step on stderr (a terminal shows a progress display anyway)",
     )
     p.add_argument(
         "--engine",
@@ -60,7 +64,7 @@ def register(sub: Any) -> None:
         metavar="NAME",
         help="where traces are read and analysed: local (this process, the default) or an engine of the "
         "perflow.engines entry points, e.g. dask (a Dask cluster; pip install 'perflow[dask]')",
-    )
+    ).completer = engine_names  # type: ignore[attr-defined]
     p.add_argument(
         "--scheduler",
         metavar="ADDRESS",
@@ -131,6 +135,22 @@ class Progress:
         )
 
 
+def shown_outputs(types: dict[str, Any]) -> list[str] | None:
+    """Without ``--output`` a terminal shows only a flow's text reports (when it has any): compute just those.
+
+    ``types`` maps each output to its declared type; outputs of unknown type are
+    computed too (they may turn out to be text). None: every output.
+    """
+    import inspect
+
+    def unknown(tp: Any) -> bool:
+        return tp is Any or tp is inspect.Parameter.empty or isinstance(tp, str)
+
+    if not any(tp is str for tp in types.values()):
+        return None
+    return [n for n, tp in types.items() if tp is str or unknown(tp)]
+
+
 def run(args: argparse.Namespace) -> int:
     """Load, configure and run the flow; write and print its outputs (on the engine chosen with --engine)."""
     from ..errors import FlowError, ValidationError
@@ -168,7 +188,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
             raise
         raise ValidationError([f"--set: {exc}"], flow.source) from None
     inputs = parse_inputs(flow, args.input)
-    show = args.progress or (sys.stderr.isatty() and not args.quiet)
+    show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)
     if args.jobs is not None and args.jobs < 1:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
     if not args.debug:  # failures are printed below, once
@@ -181,9 +201,12 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         hooks=[Progress()] if show else [],
         allow_import=args.allow_import,
         engine=engine,
+        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
+        # reports only: the steps that only feed other outputs (figures, say) are not run
+        outputs=None if (args.output or args.cache) else shown_outputs,
     )
     printed = []
-    hidden = []
+    hidden = [n for n in flow.outputs if n not in result.outputs]  # not even computed
     has_report = any(isinstance(v, str) for v in result.outputs.values())
     written = write_outputs(result, args.output) if args.output else {}  # every output, and index.html
     for name, value in result.outputs.items():
@@ -194,6 +217,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
             printed.append((name, text))
         elif where is None:
             hidden.append(name)
+    hidden = [n for n in flow.outputs if n in set(hidden)]  # in declared order
     if hidden and not args.quiet:
         print(
             f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "

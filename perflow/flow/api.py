@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,7 @@ def run(
     allow_import: bool = False,
     keep: bool = False,
     engine: Any = None,
+    outputs: Sequence[str] | Callable[[dict[str, Any]], Sequence[str] | None] | None = None,
     **input_values: Any,
 ) -> FlowResult:
     """Run a flow and return its :class:`FlowResult`.
@@ -121,6 +122,10 @@ def run(
     engine : Engine, optional
         Where the flow reads and analyses its data (see
         :mod:`perflow.flow.engine`); default: this process.
+    outputs : sequence of str, or callable, optional
+        Compute only these flow outputs (and the steps they need; the other
+        steps are ``unneeded``). A callable receives ``{output name: declared
+        type}`` and returns the names (or None for all).
 
     Returns
     -------
@@ -140,6 +145,12 @@ def run(
     if settings:
         f = f.with_settings(settings)
     plan = compile_flow(f, allow_import=allow_import)
+    if outputs is not None:
+        from .plan import output_types, select_outputs
+
+        names = outputs(output_types(plan)) if callable(outputs) else list(outputs)
+        if names is not None:
+            plan = select_outputs(plan, list(names))
     store = cache if isinstance(cache, Cache) or cache is None else Cache(cache)
     if jobs is None:
         jobs = min(os.cpu_count() or 1, len(plan.tasks))

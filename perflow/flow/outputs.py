@@ -89,8 +89,11 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
         frame.to_csv(p, index=not isinstance(frame.index, pd.RangeIndex))
         return p
     if hasattr(value, "savefig"):
+        from .. import progress
+
         p = d / f"{safe}.png"
-        value.savefig(p, dpi=150, bbox_inches="tight")
+        with progress.task(f"rendering {p.name}"):
+            value.savefig(p, dpi=150, bbox_inches="tight")
         return p
     if isinstance(value, str):
         p = d / f"{safe}{text_suffix(value)}"

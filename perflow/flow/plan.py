@@ -22,7 +22,7 @@ from .registry import PassSpec
 from .types import coerce_value
 from .validate import Analysis, validate
 
-__all__ = ["Task", "Plan", "compile_flow", "Source"]
+__all__ = ["Task", "Plan", "compile_flow", "select_outputs", "Source"]
 
 Source = tuple  # ("input", name) | ("task", index, output) | ("const", value) | ("list", (src, ...)) | ("dict", ((k, src), ...))
 
@@ -64,6 +64,8 @@ class Plan:
     tasks: list[Task]
     inputs: dict[str, FlowInput]
     outputs: dict[str, Source]
+    #: tasks no selected output needs (see :func:`select_outputs`): not run
+    skip: frozenset[int] = frozenset()
 
 
 class _Builder:
@@ -158,6 +160,37 @@ def compile_flow(flow: Flow, *, allow_import: bool = False) -> Plan:
     if not b.tasks:
         raise FlowError(f"flow {flow.name!r} has no steps to run")
     return Plan(flow, b.tasks, dict(flow.inputs), outputs)
+
+
+def select_outputs(plan: Plan, names: list[str]) -> Plan:
+    """The plan computing only the flow outputs ``names`` (the tasks they need; the others are skipped)."""
+    unknown = [n for n in names if n not in plan.outputs]
+    if unknown:
+        raise FlowError(f"flow {plan.flow.name!r} has no output {', '.join(map(repr, unknown))}")
+    outputs = {n: plan.outputs[n] for n in plan.outputs if n in names}
+    todo = set().union(*(source_tasks(s) for s in outputs.values())) if outputs else set()
+    needed: set[int] = set()
+    while todo:
+        i = todo.pop()
+        if i in needed:
+            continue
+        needed.add(i)
+        t = plan.tasks[i]
+        todo |= set(t.deps) | ({t.same_as} if t.same_as is not None else set())
+    skip = frozenset(t.index for t in plan.tasks if t.index not in needed)
+    return Plan(plan.flow, plan.tasks, plan.inputs, outputs, skip)
+
+
+def output_types(plan: Plan) -> dict[str, Any]:
+    """Declared type of each flow output (``Any`` when not known before running)."""
+    out: dict[str, Any] = {}
+    for name, src in plan.outputs.items():
+        tp: Any = Any
+        if src[0] == "task":
+            port = next((p for p in plan.tasks[src[1]].spec.outputs if p.name == src[2]), None)
+            tp = port.type if port is not None else Any
+        out[name] = tp
+    return out
 
 
 def missing_inputs(plan: Plan, given: dict[str, Any]) -> list[str]:

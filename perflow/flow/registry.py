@@ -19,6 +19,12 @@ Passes are found by name in this registry, filled from the entry-point group
 ``@pass_`` functions register, or one function; perflow's own library
 :mod:`perflow.passes` is registered that way too), or by dotted path
 ``package.module:function`` where the caller allows importing code.
+
+A library module that provides ``pass_index()`` and ``load_all()`` (see
+:mod:`perflow.flow.passindex`) is registered lazily: its passes are known by
+name from the index (:func:`pass_infos` lists them without importing
+anything) and the module defining a pass is imported when the pass is first
+asked for. :func:`all_passes` imports everything.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ __all__ = [
     "type_name",
     "is_compatible",
     "load_builtin_passes",
+    "pass_infos",
 ]
 
 log = logging.getLogger(__name__)
@@ -53,6 +60,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _REGISTRY: dict[str, PassSpec] = {}
 _entry_points_loaded = False
+#: passes known from a library's index, not imported yet: name -> index record
+_LAZY: dict[str, dict[str, Any]] = {}
+#: libraries registered lazily (modules with pass_index() and load_all())
+_LIBRARIES: list[Any] = []
 
 
 @dataclass(frozen=True)
@@ -290,7 +301,11 @@ def register(spec: PassSpec) -> PassSpec:
 
 
 def load_builtin_passes() -> None:
-    """Load the pass libraries registered in the entry-point group ``perflow.passes`` (perflow's own included), once."""
+    """Load the pass libraries registered in the entry-point group ``perflow.passes`` (perflow's own included), once.
+
+    A library with a pass index is only indexed here; its modules are imported
+    when one of their passes is used.
+    """
     global _entry_points_loaded
     if _entry_points_loaded:
         return
@@ -301,8 +316,41 @@ def load_builtin_passes() -> None:
     if not loaded:  # pragma: no cover - a broken install (no package metadata)
         log.warning("no pass library found in the entry-point group 'perflow.passes'; is perflow installed?")
     for ep_name, obj in loaded.items():
-        if callable(obj) and not isinstance(obj, type) and not hasattr(obj, "__perflow_pass__"):
+        index = getattr(obj, "pass_index", None)
+        if isinstance(obj, types.ModuleType) and callable(index) and callable(getattr(obj, "load_all", None)):
+            _LIBRARIES.append(obj)
+            try:
+                entries = index()
+            except Exception as exc:  # noqa: BLE001 - a broken index: import the library instead
+                log.warning("pass index of %s failed (%s); importing the whole library", obj.__name__, exc)
+                obj.load_all()
+                continue
+            for name, rec in entries.items():
+                _LAZY.setdefault(name, rec)
+        elif callable(obj) and not isinstance(obj, type) and not hasattr(obj, "__perflow_pass__"):
             pass_(obj, name=ep_name)
+
+
+def _load_lazy(name: str) -> PassSpec | None:
+    """Import the module of an indexed pass; the pass registers itself."""
+    rec = _LAZY.get(name)
+    if rec is None:
+        return None
+    try:
+        importlib.import_module(rec["module"])
+    except Exception as exc:
+        raise PassError(f"pass {name!r}: cannot import its module {rec['module']}: {exc}") from exc
+    if name not in _REGISTRY:  # a stale index: the module no longer defines it
+        _LAZY.pop(name, None)
+        return None
+    return _REGISTRY[name]
+
+
+def _load_libraries() -> None:
+    """Import every lazily registered library (for listings of real specs, and stale indexes)."""
+    load_builtin_passes()
+    for lib in _LIBRARIES:
+        lib.load_all()
 
 
 def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = False) -> PassSpec:
@@ -322,6 +370,9 @@ def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = Fal
     load_builtin_passes()
     if name in _REGISTRY:
         return _REGISTRY[name]
+    found = _load_lazy(name)
+    if found is not None:
+        return found
     if ":" in name:
         if not allow_import:
             raise PassError(
@@ -338,6 +389,9 @@ def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = Fal
         if not callable(obj):
             raise PassError(f"{name!r} is not a function")
         return get_pass(obj)
+    _load_libraries()  # a pass missing from a stale index
+    if name in _REGISTRY:
+        return _REGISTRY[name]
     from difflib import get_close_matches
 
     close = get_close_matches(name, list(_REGISTRY), n=1)
@@ -346,9 +400,19 @@ def get_pass(name_or_func: str | Callable[..., Any], *, allow_import: bool = Fal
 
 
 def all_passes() -> dict[str, PassSpec]:
-    """Every registered pass, built-in ones included, by name."""
-    load_builtin_passes()
+    """Every registered pass, built-in ones included, by name (imports every pass library)."""
+    _load_libraries()
     return dict(sorted(_REGISTRY.items()))
+
+
+def pass_infos() -> dict[str, Any]:
+    """Every pass by name, as :class:`~perflow.flow.passindex.PassInfo`, without importing pass modules."""
+    from .passindex import from_record, info_of
+
+    load_builtin_passes()
+    out = {name: from_record(name, rec) for name, rec in _LAZY.items() if name not in _REGISTRY}
+    out.update({name: info_of(spec) for name, spec in _REGISTRY.items()})
+    return dict(sorted(out.items()))
 
 
 # ---------------------------------------------------------------------- types
@@ -372,10 +436,12 @@ def is_compatible(produced: Any, expected: Any) -> bool:
         return True
     exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
     prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
+    from .types import real_class
+
     for pa in prod_args:
         ok = False
         for ea in exp_args:
-            pe, ee = get_origin(pa) or pa, get_origin(ea) or ea
+            pe, ee = real_class(get_origin(pa) or pa), real_class(get_origin(ea) or ea)
             if ee is Any or pe is Any:
                 ok = True
             elif isinstance(pe, type) and isinstance(ee, type):

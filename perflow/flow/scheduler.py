@@ -98,8 +98,10 @@ class _Run:
     ) -> None:
         self.plan, self.values, self.jobs, self.cache, self.hooks, self.keep = plan, values, jobs, cache, hooks, keep
         self.tasks = plan.tasks
-        self.active = [t.index for t in self.tasks if t.same_as is None]
+        skip = getattr(plan, "skip", frozenset())  # tasks no selected output needs
+        self.active = [t.index for t in self.tasks if t.same_as is None and t.index not in skip]
         self.status: dict[int, str] = {t.index: "shared" for t in self.tasks if t.same_as is not None}
+        self.status.update(dict.fromkeys(skip, "unneeded"))
         self.times: dict[int, tuple[float, float]] = {}
         self.errors: dict[int, StepError] = {}
         self.data: dict[int, dict[str, Any]] = {}
@@ -343,7 +345,24 @@ def execute(
     keep: bool = False,
 ) -> _Run:
     """Run every task of ``plan`` with the flow input ``values``; return the finished run state."""
+    from .. import progress
+
     r = _Run(plan, values, max(1, int(jobs)), cache, hooks, keep)
     r.hook("on_start", plan)
-    r.run()
+    with progress.task("running the flow", total=len(r.active), unit="step") as shown:
+        r.hooks = [*r.hooks, _Shown(shown)]
+        r.run()
     return r
+
+
+class _Shown:
+    """Steps on the progress display (perflow.progress; shown only when the command line enables it)."""
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+
+    def before_step(self, ev: StepEvent) -> None:
+        self.task.describe(f"step {ev.step} ({ev.pass_name})")
+
+    def after_step(self, ev: StepEvent) -> None:
+        self.task.advance()

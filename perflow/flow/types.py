@@ -7,7 +7,10 @@ string: it is shown as is and is compatible with every type (it cannot be
 checked), so an unusual type never makes a flow invalid by itself.
 
 Types whose classes are expensive to import (matplotlib's ``Figure``) are
-resolved lazily.
+stood for by a *lazy class* (:func:`lazy_class`, :data:`Figure`): a class
+whose ``isinstance``/``issubclass`` checks compare the qualified names of the
+classes involved, so that checking a value or a port type needs no import;
+pass modules annotate with it to stay cheap to import.
 """
 
 from __future__ import annotations
@@ -24,7 +27,65 @@ from typing import Any, get_args, get_origin
 
 from .registry import type_name
 
-__all__ = ["TYPE_NAMES", "resolve_type", "type_label", "shallow_check", "coerce_value", "describe_value"]
+__all__ = [
+    "TYPE_NAMES",
+    "Figure",
+    "lazy_class",
+    "real_class",
+    "resolve_type",
+    "type_label",
+    "shallow_check",
+    "coerce_value",
+    "describe_value",
+]
+
+
+class _LazyClass(type):
+    """Metaclass of the classes made by :func:`lazy_class`."""
+
+    __target__: str
+
+    def resolved(cls) -> type | None:
+        """The real class when its module is already imported (nothing is imported here)."""
+        import sys
+
+        mod, _, qual = cls.__target__.partition(":")
+        m = sys.modules.get(mod)
+        obj: Any = m
+        for part in qual.split(".") if m is not None else ():
+            obj = getattr(obj, part, None)
+        return obj if isinstance(obj, type) else None
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return cls.__subclasscheck__(type(obj))
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        if sub is cls:
+            return True
+        if not isinstance(sub, type):
+            return False
+        return any(f"{c.__module__}:{c.__qualname__}" == cls.__target__ for c in sub.__mro__)
+
+
+def lazy_class(target: str) -> type:
+    """A stand-in for the class ``"module:QualName"`` that never imports it (see the module docs)."""
+    mod, _, qual = target.partition(":")
+    return _LazyClass(
+        qual.rsplit(".", 1)[-1],
+        (),
+        {"__target__": target, "__module__": mod, "__qualname__": qual, "__doc__": f"{target} (imported on use)"},
+    )
+
+
+def real_class(tp: Any) -> Any:
+    """The real class for a lazy class whose module is imported; ``tp`` itself otherwise."""
+    if isinstance(tp, _LazyClass):
+        return tp.resolved() or tp
+    return tp
+
+
+#: matplotlib's Figure, for annotations and port types (matplotlib is imported only to make a figure)
+Figure = lazy_class("matplotlib.figure:Figure")
 
 #: name -> "module:attribute" (imported on first use) or a builtin type.
 TYPE_NAMES: dict[str, Any] = {
@@ -37,7 +98,7 @@ TYPE_NAMES: dict[str, Any] = {
     "Trace": "perflow.pag.instances:Trace",
     "DataFrame": "pandas:DataFrame",
     "Series": "pandas:Series",
-    "Figure": "matplotlib.figure:Figure",
+    "Figure": Figure,
     "path": pathlib.Path,
     "str": str,
     "int": int,

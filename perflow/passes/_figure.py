@@ -11,7 +11,7 @@ Figures show themselves in notebooks: :func:`new_figure` makes a
 expression of a cell without ``%matplotlib inline`` (see docs/viewing.md).
 
 This module does not import matplotlib: importing the pass library or
-validating a flow stays cheap. :class:`Figure` stands for
+validating a flow stays cheap. :data:`perflow.flow.types.Figure` stands for
 ``matplotlib.figure.Figure`` in pass signatures and imports matplotlib only
 when asked whether a value is one.
 """
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
+from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
@@ -62,27 +63,7 @@ CATEGORY_COLORS = {
 }
 
 
-class _LazyFigureType(type):
-    """Instance and subclass checks against matplotlib's Figure, importing matplotlib only then."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        from matplotlib.figure import Figure as _Figure
-
-        return isinstance(obj, _Figure)
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        if sub is cls:
-            return True
-        from matplotlib.figure import Figure as _Figure
-
-        return issubclass(sub, _Figure)
-
-
-class Figure(metaclass=_LazyFigureType):
-    """``matplotlib.figure.Figure`` in pass signatures, without importing matplotlib (``isinstance`` works)."""
-
-
-def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Any:
+def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Figure:
     """A new figure with an Agg canvas (no pyplot, no global state) that displays itself in notebooks."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -99,7 +80,10 @@ def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None) ->
         return None
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
+    from perflow import progress
+
+    with progress.task(f"rendering {p.name}"):
+        fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
     log.info("wrote %s", p)
     return p
 

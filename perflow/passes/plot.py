@@ -15,13 +15,13 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
 from ._figure import (
     CATEGORIES,
     CATEGORY_COLORS,
-    Figure,
     axis_scale,
     new_figure,
     palette,

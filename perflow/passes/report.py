@@ -167,7 +167,7 @@ def styled_table(
 
 # ---------------------------------------------------------------------- documents
 def _is_figure(x: Any) -> bool:
-    from matplotlib.figure import Figure
+    from perflow.flow.types import Figure  # checks the class by name: no matplotlib import for a table
 
     return isinstance(x, Figure)
 

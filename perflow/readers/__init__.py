@@ -86,12 +86,15 @@ def formats() -> list[str]:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """Name of the format of ``path``, by asking each reader's ``detect``."""
+    """Name of the format of ``path``, by asking each reader's ``detect`` (importing readers until one says yes)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
-    for f in formats():
-        mod = reader_module(f)
+    for f in list(READER_MODULES):
+        try:
+            mod = reader_module(f)
+        except FormatError:  # not available in this build
+            continue
         try:
             if mod.detect(p):
                 return f
@@ -126,9 +129,12 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     fmt = format or detect_format(p)
-    pag = engine.read(p, fmt, **options) if engine is not None else None
-    if pag is None:
-        pag = reader_module(fmt).read(p, **options)
+    from .. import progress
+
+    with progress.task(f"reading {p.name}"):
+        pag = engine.read(p, fmt, **options) if engine is not None else None
+        if pag is None:
+            pag = reader_module(fmt).read(p, **options)
     pag.attrs.setdefault("source", str(p))
     pag.attrs.setdefault("format", fmt)
     return pag

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from .._jit import njit
 
 __all__ = ["pair_begin_end", "nest_intervals"]
 
 
-@numba.njit(cache=True)
+@njit
 def _pair(loc: np.ndarray, t: np.ndarray, is_begin: np.ndarray):  # type: ignore[no-untyped-def]
     n = len(loc)
     start = np.empty(n, np.float64)
@@ -69,7 +70,7 @@ def pair_begin_end(
     return s, e, i, int(u)
 
 
-@numba.njit(cache=True)
+@njit
 def _nest(loc: np.ndarray, start: np.ndarray, end: np.ndarray, rid: np.ndarray):  # type: ignore[no-untyped-def]
     n = len(loc)
     ev_loc = np.empty(2 * n, np.int64)

@@ -2,7 +2,8 @@
 
 The library is compiled with the MPI compiler wrapper of the implementation
 the recorded program uses, and cached under
-``$XDG_CACHE_HOME/perflow/recorder/<impl>-<hash>/libpfrec.so``, where the hash
+``<perflow's user cache>/recorder/<impl>-<hash>/libpfrec.so`` (``~/.cache/perflow``, or
+``$PERFLOW_CACHE_DIR``), where the hash
 covers the C sources and the wrapper's compile line (``mpicc -show``), so a
 change of either rebuilds it.
 """
@@ -182,8 +183,9 @@ def program_mpi(path: str | os.PathLike[str]) -> str | None:
 def _cache_root() -> Path:
     if os.environ.get("PERFLOW_RECORDER_CACHE"):
         return Path(os.environ["PERFLOW_RECORDER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "perflow" / "recorder"
+    from .._jit import cache_root  # perflow's per-user cache ($PERFLOW_CACHE_DIR, else ~/.cache/perflow)
+
+    return cache_root() / "recorder"
 
 
 def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, timeout: float = 300) -> Path:
@@ -194,7 +196,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
     tc : Toolchain
     cache : path, optional
         Cache root; ``$PERFLOW_RECORDER_CACHE`` if set, else
-        ``$XDG_CACHE_HOME/perflow/recorder`` (``~/.cache/perflow/recorder``).
+        ``$PERFLOW_RECORDER_CACHE``, else ``recorder/`` in perflow's user cache (``~/.cache/perflow/recorder``).
     timeout : float
         Seconds allowed for the compiler.
 

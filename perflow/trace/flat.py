@@ -15,12 +15,12 @@ A PAG computes both once (:mod:`perflow.trace.analyses`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
+from .._jit import njit
 from ..pag.instances import Trace
 
 __all__ = [
@@ -34,18 +34,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-try:  # pragma: no cover - numba is a dependency; the fallback keeps things importable
-    import numba
-
-    def njit(f: Callable[..., Any]) -> Callable[..., Any]:
-        """Compile with numba (cached, no GIL)."""
-        return numba.njit(cache=True, nogil=True)(f)
-
-except ImportError:  # pragma: no cover
-
-    def njit(f: Callable[..., Any]) -> Callable[..., Any]:
-        return f
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._jit import njit
 from ..errors import TraceError
 from ..kinds import COLLECTIVE_NAMES, P2P, CollectiveOp, CollEv
 from .raw import RawTrace
@@ -50,9 +51,8 @@ def _rank_codes_py(codes: np.ndarray, ncodes: int) -> np.ndarray:
 
 
 try:  # pragma: no cover - exercised whenever numba is installed
-    import numba
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _rank_codes(codes, ncodes):  # type: ignore[no-untyped-def]
         seen = np.zeros(ncodes, np.int64)
         out = np.empty(codes.shape[0], np.int64)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._jit import Dict, njit, types
+
 __all__ = ["ScanResult", "scan_regions", "scan_regions_py", "SCAN_ERRORS", "enclosing_instance"]
 
 #: Error codes of the scan; the message is completed by the caller.
@@ -147,11 +149,8 @@ def _result(enter, leave, parent, callpath, cp_parent, cp_region, open_after, er
 
 
 try:  # pragma: no cover - exercised whenever numba is installed
-    import numba
-    from numba import types
-    from numba.typed import Dict
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _scan_kernel(location, kind, region, time, nreg, close_open):  # type: ignore[no-untyped-def]
         n = location.shape[0]
         cap = n // 2 + 1
@@ -249,13 +248,13 @@ try:  # pragma: no cover - exercised whenever numba is installed
                     ni, ncp, 3, location[n - 1])  # fmt: skip
         return enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout, ni, ncp, 0, -1
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _grow(a, cap):  # type: ignore[no-untyped-def]
         b = np.empty(cap, np.int64)
         b[: a.shape[0]] = a
         return b
 
-    @numba.njit(cache=True, nogil=True)
+    @njit
     def _growf(a, cap):  # type: ignore[no-untyped-def]
         b = np.empty(cap, np.float64)
         b[: a.shape[0]] = a

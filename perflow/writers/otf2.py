@@ -4,7 +4,8 @@ The archive (anchor ``traces.otf2``, global definitions ``traces.def`` and
 one event file per location under ``traces/``) is written by the OTF2 C
 library bundled with the ``otf2`` package, so any OTF2 reader can open it;
 the events go through compiled loops (numba), so writing runs at millions
-of events per second. See ``docs/formats.md`` ("Writers") for the mapping.
+of events per second (a small trace's go through the same loops interpreted:
+see :mod:`perflow._jit`). See ``docs/formats.md`` ("Writers") for the mapping.
 
 Only what OTF2 defines is written: collective events whose operation OTF2
 has no code for (perflow's MPI_Init/MPI_Finalize markers, 100/101) are left

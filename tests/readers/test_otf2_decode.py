@@ -55,7 +55,7 @@ def engine(request):
 
 # --- the real Score-P samples ----------------------------------------------------------------------------------
 def test_ping_pong_facts(otf2_sample, engine):
-    raw = decode(otf2_sample("ping-pong"), engine=engine)
+    raw = decode(otf2_sample("ping-pong"), decoder=engine)
     raw.validate()
     assert raw.attrs["decoder"] == engine
     assert raw.attrs["creator"].startswith("Score-P")
@@ -88,7 +88,7 @@ def test_ping_pong_facts(otf2_sample, engine):
 
 
 def test_ping_pong_papi_metrics(otf2_sample, engine):
-    raw = decode(otf2_sample("ping-pong-papi"), engine=engine)
+    raw = decode(otf2_sample("ping-pong-papi"), decoder=engine)
     raw.validate()
     # 204 events: 84 Metric events with 3 members each, and the same messages as ping-pong
     assert list(raw.metrics["name"]) == ["PAPI_TOT_CYC", "PAPI_L2_TCM", "PAPI_BR_MSP"]
@@ -117,15 +117,15 @@ def fast_path(request, monkeypatch):
 
 @pytest.mark.parametrize("name", ["ping-pong", "ping-pong-papi"])
 def test_engines_identical_on_samples(otf2_sample, name, fast_path):
-    a = decode(otf2_sample(name), engine="bindings")
+    a = decode(otf2_sample(name), decoder="bindings")
     for jobs in (0, 1, 2):
-        assert_same_tables(a, decode(otf2_sample(name), engine="fast", jobs=jobs))
+        assert_same_tables(a, decode(otf2_sample(name), decoder="fast", jobs=jobs))
 
 
 # --- generated traces ------------------------------------------------------------------------------------------
 def test_small_trace_decodes_to_what_was_written(small_trace, engine):
     raw, anchor = small_trace
-    got = decode(anchor, engine=engine)
+    got = decode(anchor, decoder=engine)
     got.validate()
     expect = small_raw()
     # BEGIN rows carry the op, communicator and root of their END (documented propagation)
@@ -148,7 +148,7 @@ def test_small_trace_decodes_to_what_was_written(small_trace, engine):
 
 def test_small_trace_hand_checked(small_trace):
     _, anchor = small_trace
-    raw = decode(anchor, engine="fast")
+    raw = decode(anchor, decoder="fast")
     p, c, t, m = raw.p2p_events, raw.coll_events, raw.thread_events, raw.metric_events
     # p2p kinds in stream order on location 0
     assert p["kind"][p["location"] == 0].tolist() == [
@@ -189,7 +189,7 @@ def test_small_trace_hand_checked(small_trace):
 def test_trace_from_the_otf2_writer(tmp_path, engine):
     """Definitions as the otf2 package writes them: world ranks from COMM_LOCATIONS, threads within groups."""
     anchor = write_with_bindings(tmp_path / "bw")
-    raw = decode(anchor, engine=engine)
+    raw = decode(anchor, decoder=engine)
     raw.validate()
     loc = raw.locations
     assert loc["name"].tolist() == ["A master", "B master", "A thread 1", "B thread 1"]
@@ -203,7 +203,7 @@ def test_trace_from_the_otf2_writer(tmp_path, engine):
     assert raw.metric_events["pos"].tolist() == [1, 1, 7, 7]
     assert raw.regions.loc[0].tolist() == ["main", "function", "user", "x.c", 3, ""]
     if engine == "fast":
-        assert_same_tables(decode(anchor, engine="bindings"), raw)
+        assert_same_tables(decode(anchor, decoder="bindings"), raw)
 
 
 def test_generated_mpi_trace_engines_identical(tmp_path, fast_path):
@@ -215,10 +215,10 @@ def test_generated_mpi_trace_engines_identical(tmp_path, fast_path):
     from make_otf2_trace import make_trace
 
     anchor = make_trace(str(tmp_path / "gen"), 20_000, ranks=8, metrics=True, chunk=64)
-    fast = decode(anchor, engine="fast", jobs=2)
+    fast = decode(anchor, decoder="fast", jobs=2)
     fast.validate()
     assert fast.n_events > 19_000
-    assert_same_tables(decode(anchor, engine="bindings"), fast)
+    assert_same_tables(decode(anchor, decoder="bindings"), fast)
     assert set(np.unique(fast.coll_events["op"])) == {CollectiveOp.ALLREDUCE, CollectiveOp.BCAST}
     # every blocking send has a receive of the same size on its partner
     p = fast.p2p_events
@@ -242,8 +242,8 @@ def test_wrong_declared_event_counts_spill(tmp_path, fast_path):
         anchor = w.write_otf2(raw, tmp_path / "lying")
     finally:
         ArchiveWriter.close = real_close
-    assert_same_tables(decode(anchor, engine="bindings"), decode(anchor, engine="fast", jobs=2))
-    assert len(decode(anchor, engine="fast", jobs=0).region_events["time"]) == len(raw.region_events["time"])
+    assert_same_tables(decode(anchor, decoder="bindings"), decode(anchor, decoder="fast", jobs=2))
+    assert len(decode(anchor, decoder="fast", jobs=0).region_events["time"]) == len(raw.region_events["time"])
 
 
 def test_auto_engine(small_trace, monkeypatch, caplog):
@@ -261,9 +261,9 @@ def test_auto_engine(small_trace, monkeypatch, caplog):
 
 def test_decode_accepts_directory_and_rejects_bad_arguments(small_trace):
     raw, anchor = small_trace
-    assert decode(anchor.parent, engine="fast").n_events == raw.n_events
-    with pytest.raises(ValueError, match="engine must be one of"):
-        decode(anchor, engine="turbo")
+    assert decode(anchor.parent, decoder="fast").n_events == raw.n_events
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        decode(anchor, decoder="turbo")
     with pytest.raises(ValueError, match="jobs must be"):
         decode(anchor, jobs=-1)
 

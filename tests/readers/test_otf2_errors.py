@@ -36,25 +36,25 @@ def pingpong(otf2_sample, tmp_path):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_missing_paths(tmp_path, engine):
     with pytest.raises(FormatError, match=r"nope.*no such file or directory"):
-        decode(tmp_path / "nope" / "traces.otf2", engine=engine)
+        decode(tmp_path / "nope" / "traces.otf2", decoder=engine)
     (tmp_path / "empty").mkdir()
     with pytest.raises(FormatError, match=r"empty: directory holds no OTF2 anchor file"):
-        decode(tmp_path / "empty", engine=engine)
+        decode(tmp_path / "empty", decoder=engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_not_an_anchor(tmp_path, engine):
     (tmp_path / "e.otf2").write_bytes(b"")
     with pytest.raises(FormatError, match=r"e\.otf2: empty file"):
-        decode(tmp_path / "e.otf2", engine=engine)
+        decode(tmp_path / "e.otf2", decoder=engine)
     (tmp_path / "t.otf2").write_text("this is not a trace\n")
     with pytest.raises(FormatError, match=r"t\.otf2 \(offset 0\): not an OTF2 anchor file"):
-        decode(tmp_path / "t.otf2", engine=engine)
+        decode(tmp_path / "t.otf2", decoder=engine)
     (tmp_path / "two").mkdir()
     (tmp_path / "two" / "a.otf2").write_bytes(b"x")
     (tmp_path / "two" / "b.otf2").write_bytes(b"x")
     with pytest.raises(FormatError, match="several OTF2 anchor files"):
-        decode(tmp_path / "two", engine=engine)
+        decode(tmp_path / "two", decoder=engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -62,7 +62,7 @@ def test_truncated_anchor(pingpong, engine):
     a = pingpong / "traces.otf2"
     a.write_bytes(a.read_bytes()[:100])
     with pytest.raises(FormatError, match=r"traces\.otf2: cannot read the OTF2 anchor file: .*anchor file"):
-        decode(pingpong, engine=engine)
+        decode(pingpong, decoder=engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -70,20 +70,20 @@ def test_global_definitions_missing_or_truncated(pingpong, engine):
     d = pingpong / "traces.def"
     d.write_bytes(d.read_bytes()[:3000])
     with pytest.raises(FormatError, match=r"traces\.def: cannot read the OTF2 definitions: Invalid or inconsistent"):
-        decode(pingpong, engine=engine)
+        decode(pingpong, decoder=engine)
     d.write_bytes(b"")
     with pytest.raises(FormatError, match=r"traces\.def: global definitions file is empty"):
-        decode(pingpong, engine=engine)
+        decode(pingpong, decoder=engine)
     d.unlink()
     with pytest.raises(FormatError, match=r"traces\.def: global definitions file of the archive is missing"):
-        decode(pingpong, engine=engine)
+        decode(pingpong, decoder=engine)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_event_file_missing(pingpong, engine):
     (pingpong / "traces" / "1.evt").unlink()
     with pytest.raises(FormatError, match=r"traces/1\.evt: event file of location 1 is missing"):
-        decode(pingpong, engine=engine)
+        decode(pingpong, decoder=engine)
 
 
 def test_event_file_truncated_or_garbage(pingpong):
@@ -91,22 +91,22 @@ def test_event_file_truncated_or_garbage(pingpong):
     data = e.read_bytes()
     e.write_bytes(data[:300])
     with pytest.raises(FormatError, match=r"traces/1\.evt: corrupt event data: Invalid or inconsistent record data"):
-        decode(pingpong, engine="fast")
+        decode(pingpong, decoder="fast")
     with pytest.raises(FormatError, match=r"traces/\*\.evt: cannot decode the events: Invalid or inconsistent"):
-        decode(pingpong, engine="bindings")
+        decode(pingpong, decoder="bindings")
     e.write_bytes(b"")
     with pytest.raises(FormatError, match=r"traces/1\.evt: cannot open the event file"):
-        decode(pingpong, engine="fast")
+        decode(pingpong, decoder="fast")
     e.write_bytes(bytes(random.Random(1).randrange(256) for _ in range(len(data))))
     with pytest.raises(FormatError, match=r"traces/1\.evt: cannot open the event file"):
-        decode(pingpong, engine="fast", jobs=0)
+        decode(pingpong, decoder="fast", jobs=0)
 
 
 def test_local_definitions_truncated(pingpong):
     d = pingpong / "traces" / "1.def"
     d.write_bytes(d.read_bytes()[:40])
     with pytest.raises(FormatError, match=r"traces/1\.def: corrupt local definitions"):
-        decode(pingpong, engine="fast")
+        decode(pingpong, decoder="fast")
 
 
 def test_undefined_region_in_events(tmp_path, monkeypatch):
@@ -120,9 +120,9 @@ def test_undefined_region_in_events(tmp_path, monkeypatch):
     anchor = write_otf2(raw, tmp_path / "t")
     monkeypatch.undo()
     with pytest.raises(FormatError, match=r"traces/\d\.evt \(event \d+\): undefined region 9"):
-        decode(anchor, engine="fast")
+        decode(anchor, decoder="fast")
     with pytest.raises(FormatError, match="cannot decode the events"):
-        decode(anchor, engine="bindings")
+        decode(anchor, decoder="bindings")
 
 
 @pytest.mark.parametrize("small", [True, False])
@@ -143,9 +143,9 @@ def test_worker_crash_becomes_format_error(pingpong, monkeypatch, small):
         monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
         msg = r"traces\.otf2: the OTF2 library crashed while decoding event files \(0\.evt, 1\.evt; killed by signal"
     with pytest.raises(FormatError, match=msg):
-        decode(pingpong, engine="fast", jobs=1)
+        decode(pingpong, decoder="fast", jobs=1)
     monkeypatch.undo()
-    assert decode(pingpong, engine="fast", jobs=1).n_events == 116
+    assert decode(pingpong, decoder="fast", jobs=1).n_events == 116
 
 
 def test_hung_worker_is_killed(pingpong, monkeypatch):
@@ -161,7 +161,7 @@ def test_hung_worker_is_killed(pingpong, monkeypatch):
     monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
     t = time.monotonic()
     with pytest.raises(FormatError, match=r"decoding event files \(0\.evt.*\) did not finish in time"):
-        decode(pingpong, engine="fast", jobs=1)
+        decode(pingpong, decoder="fast", jobs=1)
     assert time.monotonic() - t < 30
 
 
@@ -189,8 +189,8 @@ def test_location_without_events_may_lack_its_file(tmp_path, engine):
     )
     anchor = Path(write_otf2(raw, tmp_path / "t"))
     (anchor.parent / "traces" / "1.evt").unlink()
-    got = decode(anchor, engine=engine)
+    got = decode(anchor, decoder=engine)
     assert got.region_events["location"].tolist() == [0, 0] and len(got.locations) == 2
     (anchor.parent / "traces" / "0.evt").unlink()
     with pytest.raises(FormatError, match=r"traces/0\.evt: event file of location 0 is missing \(2 events declared\)"):
-        decode(anchor, engine=engine)
+        decode(anchor, decoder=engine)

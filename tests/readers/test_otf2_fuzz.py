@@ -42,7 +42,7 @@ def mutate(root: Path, rng: random.Random) -> str:
 
 def check(anchor: Path, engine: str) -> str:
     try:
-        raw = decode(anchor, engine=engine, jobs=1)
+        raw = decode(anchor, decoder=engine, jobs=1)
     except FormatError as e:
         assert str(anchor.parent) in e.path, e  # the message names a file of this archive
         return "error"

@@ -29,12 +29,12 @@ def assert_round_trip(a: RawTrace, b: RawTrace, res: float) -> None:
 
 @pytest.mark.parametrize("name", ["ping-pong", "ping-pong-papi"])
 def test_round_trip_samples(otf2_sample, tmp_path, name):
-    a = decode(otf2_sample(name), engine="fast")
+    a = decode(otf2_sample(name), decoder="fast")
     res = a.attrs["timer_resolution"]
     anchor = write_otf2(a, tmp_path / "rt", timer_resolution=res)
     assert anchor.endswith("rt/traces.otf2")
     for engine in ("fast", "bindings"):
-        b = decode(anchor, engine=engine)
+        b = decode(anchor, decoder=engine)
         b.validate()
         assert_round_trip(a, b, res)
         pd.testing.assert_frame_equal(a.locations, b.locations)
@@ -47,13 +47,13 @@ def test_round_trip_samples(otf2_sample, tmp_path, name):
 
 
 def test_round_trip_small_trace_coarse_clock(tmp_path):
-    a = decode(write_otf2(small_raw(), tmp_path / "a"), engine="fast")
+    a = decode(write_otf2(small_raw(), tmp_path / "a"), decoder="fast")
     b_anchor = write_otf2(a, tmp_path / "b.otf2", timer_resolution=1000)  # anchor path form, ms ticks
     assert b_anchor.endswith("/b.otf2")
-    b = decode(b_anchor, engine="bindings")
+    b = decode(b_anchor, decoder="bindings")
     assert_round_trip(a, b, 1000)
     assert b.attrs["timer_resolution"] == 1000
-    assert_same_tables(b, decode(b_anchor, engine="fast"))
+    assert_same_tables(b, decode(b_anchor, decoder="fast"))
 
 
 def test_generic_raw_trace_gets_mpi_definitions(tmp_path):
@@ -69,7 +69,7 @@ def test_generic_raw_trace_gets_mpi_definitions(tmp_path):
     raw = raw_from_streams(streams, locations, regions=regions)
     anchor = write_otf2(raw, tmp_path / "g", timer_resolution=1_000_000)
     for engine in ("fast", "bindings"):
-        b = decode(anchor, engine=engine)
+        b = decode(anchor, decoder=engine)
         assert b.locations[["process", "thread"]].values.tolist() == [[0, 0], [0, 1], [1, 0], [2, 0]]
         assert b.comm_names == {0: "MPI_COMM_WORLD", 7: "undefined comm 7"}
         assert b.comms[0].tolist() == [0, 1, 2] and b.comms[7].tolist() == []
@@ -95,7 +95,7 @@ def test_metric_events_grouping(tmp_path):
     raw = raw_from_streams([stream], locations, regions=pd.DataFrame({"name": ["r"]}), metrics=metrics)
     anchor = write_otf2(raw, tmp_path / "m")
     for engine in ("fast", "bindings"):
-        b = decode(anchor, engine=engine)
+        b = decode(anchor, decoder=engine)
         assert b.metric_events["metric"].tolist() == [0, 1, 0, 1]
         assert b.metric_events["value"].tolist() == [1.0, 2.0, 3.0, 4.5]
         assert b.metric_events["pos"].tolist() == [1, 1, 1, 1]

@@ -48,7 +48,7 @@ def test_recording_round_trip(recorded, instrument: bool) -> None:  # noqa: ANN0
     counts = check_otf2(run.result.files["otf2"])
     assert counts.get("CallingContextSample", 0) >= 20  # about 40 samples on the slow rank alone
     for engine in ("fast", "bindings"):
-        raw = decode(run.result.files["otf2"], engine=engine)
+        raw = decode(run.result.files["otf2"], decoder=engine)
         assert len(raw.sample_events["time"]) == len(run.raw.sample_events["time"])
         got = _pag_table(build_pag(raw))
         merged = want.merge(got, on=["metric", "path", "file", "line", "module", "process", "thread"], how="outer")
@@ -134,7 +134,7 @@ def test_writer_output_is_valid_and_complete(tmp_path: Path) -> None:
     defs = otf2_print(anchor, "-G")
     assert 'Name: "n1"' in defs and 'Name: "n2"' in defs
     for engine in ("fast", "bindings"):
-        back = decode(anchor, engine=engine)
+        back = decode(anchor, decoder=engine)
         c = back.table("coll_events")
         assert c["request"].tolist() == [7, 7, 8, 8]
         assert c["op"].tolist() == [int(CollectiveOp.ALLREDUCE)] * 4  # the BEGIN gets its END's op

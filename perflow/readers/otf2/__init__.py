@@ -2,7 +2,7 @@
 
 >>> from perflow.readers.otf2 import decode
 >>> raw = decode("scorep-run/traces.otf2")            # doctest: +SKIP
->>> raw = decode("scorep-run", engine="bindings")     # the slow reference decoder  # doctest: +SKIP
+>>> raw = decode("scorep-run", decoder="bindings")     # the slow reference decoder  # doctest: +SKIP
 
 See ``docs/formats.md`` ("OTF2 traces") for what is read and how it maps.
 """
@@ -27,14 +27,14 @@ def detect(path: str | os.PathLike[str]) -> bool:
     return is_otf2(Path(path))
 
 
-def read(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | None = None, **build: Any) -> Any:
+def read(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | None = None, **build: Any) -> Any:
     """Read an OTF2 trace into a trace-backed PAG: :func:`decode` then :func:`perflow.trace.build.build_pag`.
 
     Parameters
     ----------
     path : str or os.PathLike
         The anchor file (``traces.otf2``) or its directory.
-    engine, jobs
+    decoder, jobs
         See :func:`decode`.
     **build
         Passed to :func:`~perflow.trace.build.build_pag` (e.g. ``close_open=True``).
@@ -43,9 +43,13 @@ def read(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | None
     -------
     PAG
     """
+    from ... import progress
     from ...trace.build import build_pag
 
-    return build_pag(decode(path, engine=engine, jobs=jobs), **build)
+    with progress.task(f"decoding {Path(path).name}"):
+        raw = decode(path, decoder=decoder, jobs=jobs)
+    with progress.task("building the PAG"):
+        return build_pag(raw, **build)
 
 
 def __getattr__(name: str) -> Any:

@@ -12,9 +12,10 @@ The state layout is described in :mod:`._layout`.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, cfunc, njit, types
+from numba import carray, types
 from numba.extending import intrinsic
 
+from ..._jit import cfunc, njit
 from ...kinds import P2P, CollEv, ThreadEv
 from . import _layout as L
 
@@ -44,19 +45,19 @@ _i16 = _pointer_intrinsic(types.int16)
 _i8 = _pointer_intrinsic(types.int8)
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _fail(st, code, ref):  # noqa: ANN001, ANN202
     st[L.S_ERR] = code
     st[L.S_ERRREF] = ref
     return 1  # OTF2_CALLBACK_INTERRUPT
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _seconds(st, stf, t):  # noqa: ANN001, ANN202
     return np.float64(np.int64(t - np.uint64(st[L.S_OFF]))) / stf[L.S_RES]
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -75,7 +76,7 @@ def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -94,7 +95,7 @@ def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _coll(ud, t, kind, op, comm, root, sent, received, request):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -114,7 +115,7 @@ def _coll(ud, t, kind, op, comm, root, sent, received, request):  # noqa: ANN001
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _sample(ud, t, context, unwind):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -129,7 +130,7 @@ def _sample(ud, t, context, unwind):  # noqa: ANN001, ANN202
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -153,69 +154,69 @@ def _sig(*extra: types.Type) -> types.Type:
 
 
 # --- region events ---------------------------------------------------------
-@cfunc(_sig(_u32), cache=True, nopython=True)
+@cfunc(_sig(_u32), nopython=True)
 def cb_enter(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
     return _region(ud, t, 0, region)
 
 
-@cfunc(_sig(_u32), cache=True, nopython=True)
+@cfunc(_sig(_u32), nopython=True)
 def cb_leave(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
     return _region(ud, t, 1, region)
 
 
 # --- point-to-point --------------------------------------------------------
-@cfunc(_sig(_u32, _u32, _u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u32, _u32, _u64), nopython=True)
 def cb_mpi_send(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 0, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u32, _u32, _u64), nopython=True)
 def cb_mpi_recv(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 3, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), nopython=True)
 def cb_mpi_isend(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 1, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), nopython=True)
 def cb_mpi_irecv(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 5, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
 
 
-@njit(cache=True, nogil=True)
+@njit(python=False)
 def _request_only(ud, t, kind, req):  # noqa: ANN001, ANN202
     return _p2p(ud, t, kind, np.int32(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(req))
 
 
-@cfunc(_sig(_u64), cache=True, nopython=True)
+@cfunc(_sig(_u64), nopython=True)
 def cb_mpi_isend_complete(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 2, req)
 
 
-@cfunc(_sig(_u64), cache=True, nopython=True)
+@cfunc(_sig(_u64), nopython=True)
 def cb_mpi_irecv_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 4, req)
 
 
-@cfunc(_sig(_u64), cache=True, nopython=True)
+@cfunc(_sig(_u64), nopython=True)
 def cb_mpi_request_test(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 6, req)
 
 
-@cfunc(_sig(_u64), cache=True, nopython=True)
+@cfunc(_sig(_u64), nopython=True)
 def cb_mpi_request_cancelled(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 7, req)
 
 
 # --- collectives -----------------------------------------------------------
-@cfunc(_sig(), cache=True, nopython=True)
+@cfunc(_sig(), nopython=True)
 def cb_mpi_collective_begin(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
     return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(-1))
 
 
-@cfunc(_sig(_u8, _u32, _u32, _u64, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u8, _u32, _u32, _u64, _u64), nopython=True)
 def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  # noqa: ANN001, ANN201
     return _coll(
         ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(-1)
@@ -223,12 +224,12 @@ def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  
 
 
 # non-blocking collectives: BEGIN at the request, END at the completion, both with the request id
-@cfunc(_sig(_u64), cache=True, nopython=True)
+@cfunc(_sig(_u64), nopython=True)
 def cb_nbc_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(req))
 
 
-@cfunc(_sig(_u8, _u32, _u32, _u64, _u64, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u8, _u32, _u32, _u64, _u64, _u64), nopython=True)
 def cb_nbc_complete(loc, t, ev, ud, al, op, comm, root, sent, received, req):  # noqa: ANN001, ANN201
     return _coll(
         ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(req)
@@ -236,13 +237,13 @@ def cb_nbc_complete(loc, t, ev, ud, al, op, comm, root, sent, received, req):  #
 
 
 # --- samples ------------------------------------------------------------------
-@cfunc(_sig(_u32, _u32, _u32), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u32, _u32), nopython=True)
 def cb_calling_context_sample(loc, t, ev, ud, al, context, unwind, generator):  # noqa: ANN001, ANN201
     return _sample(ud, t, np.int32(context), np.float64(unwind))
 
 
 # --- metrics ---------------------------------------------------------------
-@cfunc(_sig(_u32, _u8, _vp, _vp), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u8, _vp, _vp), nopython=True)
 def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001, ANN201
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
@@ -284,52 +285,52 @@ def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001,
 
 
 # --- threads ---------------------------------------------------------------
-@cfunc(_sig(_u8, _u32), cache=True, nopython=True)
+@cfunc(_sig(_u8, _u32), nopython=True)
 def cb_thread_fork(loc, t, ev, ud, al, model, n):  # noqa: ANN001, ANN201
     return _thread(ud, t, 0, np.int32(-1), np.int32(n))
 
 
-@cfunc(_sig(_u8), cache=True, nopython=True)
+@cfunc(_sig(_u8), nopython=True)
 def cb_thread_join(loc, t, ev, ud, al, model):  # noqa: ANN001, ANN201
     return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
 
 
-@cfunc(_sig(_u32), cache=True, nopython=True)
+@cfunc(_sig(_u32), nopython=True)
 def cb_omp_fork(loc, t, ev, ud, al, n):  # noqa: ANN001, ANN201
     return _thread(ud, t, 0, np.int32(-1), np.int32(n))
 
 
-@cfunc(_sig(), cache=True, nopython=True)
+@cfunc(_sig(), nopython=True)
 def cb_omp_join(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
     return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
 
 
-@cfunc(_sig(_u32), cache=True, nopython=True)
+@cfunc(_sig(_u32), nopython=True)
 def cb_thread_team_begin(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
     return _thread(ud, t, 2, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32), cache=True, nopython=True)
+@cfunc(_sig(_u32), nopython=True)
 def cb_thread_team_end(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
     return _thread(ud, t, 3, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u64), nopython=True)
 def cb_thread_create(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 4, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u64), nopython=True)
 def cb_thread_begin(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 5, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u64), nopython=True)
 def cb_thread_wait(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 6, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), cache=True, nopython=True)
+@cfunc(_sig(_u32, _u64), nopython=True)
 def cb_thread_end(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 7, np.int32(team), np.int32(-1))
 

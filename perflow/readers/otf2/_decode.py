@@ -28,24 +28,36 @@ __all__ = ["decode", "fast_available", "read_defs", "decode_locations_of", "defi
 
 log = logging.getLogger("perflow.readers.otf2")
 
-ENGINES = ("auto", "fast", "bindings")
+DECODERS = ("auto", "fast", "bindings")
 #: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
 WATCHDOG_SECONDS = 120.0
 WATCHDOG_BYTES_PER_SECOND = 2e6
 #: archives with at most this many bytes of event files are decoded by a single child process
 SMALL_TRACE_BYTES = 4 << 20
+#: engine "auto": archives with at most this many bytes of event files (some 35,000 events) are decoded by the
+#: bindings, which is faster than starting numba and loading (or compiling) the fast decoder's callbacks
+BINDINGS_TRACE_BYTES = 256 << 10
 
 
 def fast_available() -> bool:
     """Whether the fast decoder can run here (OTF2 C library, numba and llvmlite present)."""
     if not _capi.available():
         return False
-    try:
-        import llvmlite.binding  # noqa: F401
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("llvmlite", "numba"))
+
+
+def _fast_pays_off(anchor: str) -> bool:
+    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
+    import sys
+
+    from ..._jit import mode
+
+    m = mode()
+    if m != "auto":
+        return m == "compile"
+    return f"{__package__}._callbacks" in sys.modules or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
 
 
 @contextlib.contextmanager
@@ -93,18 +105,22 @@ def _open_reader(anchor: str) -> Any:
         return otf2.reader.Reader(anchor)
 
 
-def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | None = None) -> RawTrace:
+def decode(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | None = None) -> RawTrace:
     """Decode an OTF2 trace into a :class:`~perflow.trace.raw.RawTrace`.
 
     Parameters
     ----------
     path : str or os.PathLike
         The anchor file (``traces.otf2``) or the directory that holds it.
-    engine : {"auto", "fast", "bindings"}
+    decoder : {"auto", "fast", "bindings"}
         ``"fast"``: the OTF2 C library driven with compiled callbacks, one
         worker process per job. ``"bindings"``: the ``otf2`` Python package's
-        reader (slow; the reference). ``"auto"``: fast when available, else
-        bindings with a logged warning.
+        reader (slow; the reference). ``"auto"``: fast when available (else
+        bindings with a logged warning), except for small traces (at most
+        :data:`BINDINGS_TRACE_BYTES` of event files) while the fast decoder
+        is not loaded in this process: the bindings read those sooner than
+        numba starts (``PERFLOW_JIT=compile`` always takes the fast decoder,
+        ``PERFLOW_JIT=python`` the bindings; see :mod:`perflow._jit`).
     jobs : int, optional
         Worker processes for the fast decoder; default: the number of CPU
         cores (at most one per location). The OTF2 C library only ever reads
@@ -133,18 +149,24 @@ def decode(path: str | os.PathLike[str], *, engine: str = "auto", jobs: int | No
     that its worker processes wrote; a process forked from the caller later
     shares them (in-place writes in such a child show in the parent).
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    if decoder not in DECODERS:
+        raise ValueError(f"decoder must be one of {DECODERS}, not {decoder!r}")
     if jobs is not None and (not isinstance(jobs, int) or jobs < 0):
         raise ValueError(f"jobs must be a non-negative integer or None, not {jobs!r}")
     anchor = resolve_anchor(path)
-    if engine == "auto":
-        engine = "fast" if fast_available() else "bindings"
-        if engine == "bindings":
+    if decoder == "auto":
+        decoder = "fast" if fast_available() else "bindings"
+        if decoder == "fast" and not _fast_pays_off(anchor):
+            decoder = "bindings"
+        elif decoder == "bindings":
             log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
     isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
-    if engine == "bindings":
+    if decoder == "bindings":
         return _run_isolated(_bindings_job, anchor, isolate=isolate)
+    if isolate:  # compile or load the callbacks here, once: forked workers inherit them
+        from ._callbacks import callback_addresses
+
+        callback_addresses()
     if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
         return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
     defs = _run_isolated(_definitions_job, anchor, isolate=isolate)

@@ -5,15 +5,19 @@ as arguments, so the compiled code can be cached): :func:`_ccall` emits an
 indirect call with every argument widened to a 64-bit integer, which the
 System V x86-64 and AAPCS64 calling conventions pass exactly like the
 narrower integer parameters of the OTF2 functions (all in registers: no OTF2
-event writer takes more than eight arguments).
+event writer takes more than eight arguments). Small locations are written by
+the same loops interpreted (see :mod:`perflow._jit`), calling the C functions
+through :mod:`ctypes` with the same convention, so that writing a small trace
+does not start numba.
 """
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
-from llvmlite import ir
-from numba import cfunc, njit, types
-from numba.extending import intrinsic
+
+from ..._jit import intrinsic, njit
 
 __all__ = ["FUNCTIONS", "emit_location", "metric_groups", "pre_flush"]
 
@@ -37,9 +41,24 @@ _M32 = 0xFFFFFFFF
 _MASK8 = 0xFF
 
 
-@intrinsic
+_PROTOTYPES: dict[tuple[int, int], ctypes._CFuncPtr] = {}
+
+
+def _ccall_py(addr: int, args: tuple) -> int:
+    """:func:`_ccall` interpreted: the same call through ctypes (every argument widened to int64)."""
+    key = (int(addr), len(args))
+    fn = _PROTOTYPES.get(key)
+    if fn is None:
+        fn = _PROTOTYPES[key] = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_int64] * len(args))(key[0])
+    return fn(*(int(a) for a in args))
+
+
+@intrinsic(python=_ccall_py)
 def _ccall(typingctx, addr, args):  # noqa: ANN001, ANN202
     """Call the C function at ``addr`` with the int64 tuple ``args``; return its int32 result."""
+    from llvmlite import ir
+    from numba import types
+
     n = len(args)
     if not all(isinstance(t, types.Integer) for t in args):
         return None
@@ -59,13 +78,24 @@ def _ccall(typingctx, addr, args):  # noqa: ANN001, ANN202
     return sig, codegen
 
 
-@cfunc(types.uint8(types.voidptr, types.uint32, types.uint64, types.voidptr, types.boolean), cache=True)
-def pre_flush(user_data, file_type, location, caller_data, final):  # noqa: ANN001, ANN201
-    """OTF2 pre-flush callback: always flush full buffers to disk (OTF2_FLUSH)."""
+@ctypes.CFUNCTYPE(ctypes.c_uint8, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_bool)
+def _pre_flush(user_data, file_type, location, caller_data, final):  # noqa: ANN001, ANN201
+    """OTF2 pre-flush callback: always flush full buffers to disk (OTF2_FLUSH); called once per full buffer."""
     return 1
 
 
-@njit(cache=True)
+class _Callback:
+    """A C function pointer (``.address``) kept alive with its module."""
+
+    def __init__(self, fn: ctypes._CFuncPtr) -> None:
+        self.fn = fn
+        self.address = ctypes.cast(fn, ctypes.c_void_p).value
+
+
+pre_flush = _Callback(_pre_flush)
+
+
+@njit(nogil=False)
 def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
     """Split metric rows into OTF2 Metric events.
 
@@ -94,7 +124,7 @@ def metric_groups(loc, pos, time, metric, n_members):  # noqa: ANN001, ANN201
     return starts[: g + 1]
 
 
-@njit(cache=True)
+@njit(nogil=False, small=20_000)  # some 20 us an event interpreted
 def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h, hi, s, si):  # noqa: ANN001, ANN201, PLR0913
     """Write one location's events in stream order; return 0 or the first OTF2 error code.
 

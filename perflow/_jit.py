@@ -1,0 +1,398 @@
+"""Compiled kernels: the one decorator (:func:`njit`) behind every numba kernel in perflow.
+
+- **Cache location.** Compiled kernels are cached in perflow's per-user cache
+  directory (:func:`cache_root`: ``$PERFLOW_CACHE_DIR``, else the platform's user
+  cache, e.g. ``~/.cache/perflow``), under ``numba/``, never inside the installed
+  package. :func:`configure` points numba there (``NUMBA_CACHE_DIR``) before
+  numba loads; a ``NUMBA_CACHE_DIR`` the user set wins. When no usable cache
+  directory exists (a read-only home, say), kernels are compiled without
+  caching: slower, never a crash.
+- **Lazy.** numba is imported on the first call that needs a compiled kernel.
+  Decorating costs nothing, so importing a module full of kernels is cheap and a
+  run compiles only the kernels it calls.
+- **Small inputs run as Python.** Starting numba costs about a second per
+  process (more when a kernel must be compiled); for small inputs the kernel's
+  own Python function, interpreted over the numpy arrays, is faster. A kernel
+  runs that way while the arrays it was given in this process (the largest of
+  each call, added up) stay within :data:`SMALL` elements (or the kernel's own
+  ``small=``) and it is not compiled yet; past that it is compiled, so a kernel
+  called in a loop, or on a large input, soon runs compiled
+  (``python=False`` opts a kernel out, for kernels that use numba-only
+  features). Typed containers (:data:`Dict`),
+  :data:`types` and intrinsics declared with :func:`intrinsic` are stand-ins
+  that become numba's when the kernel is compiled and plain Python ones when it
+  is interpreted.
+- **Modes.** ``PERFLOW_JIT=auto`` (default) as above; ``compile`` always compiles
+  (the test suite uses it); ``python`` never does (debugging).
+- **First compile.** Compiling a kernel that is not cached yet prints a one-line
+  notice through :mod:`perflow.progress`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+import types as _pytypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SMALL",
+    "Dict",
+    "Kernel",
+    "cache_root",
+    "cfunc",
+    "configure",
+    "intrinsic",
+    "kernel_cache_dir",
+    "load_numba",
+    "mode",
+    "njit",
+    "types",
+]
+
+log = logging.getLogger(__name__)
+
+#: environment variables
+ENV_CACHE = "PERFLOW_CACHE_DIR"
+ENV_MODE = "PERFLOW_JIT"
+MODES = ("auto", "compile", "python")
+
+#: mode ``auto``: a kernel runs interpreted while its inputs in this process add up to at most this many elements
+SMALL = 50_000
+
+_LOCK = threading.RLock()
+_STATE: dict[str, Any] = {"configured": False, "cache": None, "checked": False, "noticed": False, "ours": False}
+_KERNELS: list[Kernel] = []
+
+
+# ------------------------------------------------------------------ cache location
+def cache_root() -> Path:
+    """perflow's per-user cache directory: ``$PERFLOW_CACHE_DIR``, else the platform's user cache."""
+    given = os.environ.get(ENV_CACHE)
+    if given:
+        return Path(given).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("perflow", appauthor=False))
+
+
+def _usable(path: Path) -> str | None:
+    """None when ``path`` is (made) a writable directory, else the reason it is not."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def configure() -> str | None:
+    """Point numba's cache at perflow's (unless ``NUMBA_CACHE_DIR`` is set); return the directory in use.
+
+    Cheap (no directory is created); called when :mod:`perflow` is imported,
+    so it happens before anything in perflow imports numba. When numba is
+    already loaded, its configuration is updated too.
+    """
+    with _LOCK:
+        if _STATE["configured"]:
+            return _STATE["cache"]
+        _STATE["configured"] = True
+        if os.environ.get("NUMBA_CACHE_DIR"):
+            _STATE["cache"] = os.environ["NUMBA_CACHE_DIR"]
+            return _STATE["cache"]
+        try:
+            target = str(cache_root() / "numba")
+        except Exception as exc:  # noqa: BLE001 - no home directory, ...
+            log.debug("no per-user cache directory: %s", exc)
+            return None
+        _set_numba_cache(target)
+        _STATE["cache"], _STATE["ours"] = target, True
+        return target
+
+
+def _set_numba_cache(target: str) -> None:
+    if target:
+        os.environ["NUMBA_CACHE_DIR"] = target  # kept across numba's config reloads and in child processes
+    else:
+        os.environ.pop("NUMBA_CACHE_DIR", None)
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        numba.config.CACHE_DIR = target
+
+
+def kernel_cache_dir() -> Path | None:
+    """The directory compiled kernels are cached in, or None when caching is off (none is writable)."""
+    with _LOCK:
+        if not _STATE["checked"]:
+            _STATE["checked"] = True
+            where = configure()
+            reason = "no per-user cache directory" if where is None else _usable(Path(where))
+            if reason is not None:
+                log.warning(
+                    "cannot cache compiled kernels in %s (%s): they are compiled on every run; "
+                    "set %s to a writable directory",
+                    where,
+                    reason,
+                    ENV_CACHE,
+                )
+                _STATE["cache"] = None
+                if _STATE["ours"]:  # numba's default for everyone else again
+                    _set_numba_cache("")
+        return Path(_STATE["cache"]) if _STATE["cache"] else None
+
+
+def load_numba() -> _pytypes.ModuleType:
+    """Import numba with perflow's cache location in place."""
+    configure()
+    import numba
+
+    return numba
+
+
+def mode() -> str:
+    """``PERFLOW_JIT``: ``auto`` (default), ``compile`` or ``python``."""
+    m = os.environ.get(ENV_MODE, "auto").strip().lower() or "auto"
+    if m not in MODES:
+        raise ValueError(f"{ENV_MODE}={m!r}: expected one of {', '.join(MODES)}")
+    return m
+
+
+# ------------------------------------------------------------------ numba stand-ins
+class _Stand:
+    """A numba object named in a kernel (``Dict``, ``types``): numba's when compiled, Python's when interpreted."""
+
+    def __init__(self, module: str, attr: str | None = None) -> None:
+        self._module, self._attr = module, attr
+
+    def real(self) -> Any:
+        import importlib
+
+        load_numba()
+        mod = importlib.import_module(self._module)
+        return getattr(mod, self._attr) if self._attr else mod
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self  # types.int64 and the like: only meaningful to numba
+
+    def empty(self, *args: Any, **kwargs: Any) -> dict:
+        """``Dict.empty(key_type=..., value_type=...)`` interpreted: a plain dict."""
+        return {}
+
+    def __repr__(self) -> str:
+        return f"<numba stand-in {self._module}{'.' + self._attr if self._attr else ''}>"
+
+
+#: numba's typed dict inside kernels (``Dict.empty(key_type=types.int64, value_type=types.int64)``)
+Dict = _Stand("numba.typed", "Dict")
+#: numba's type objects inside kernels
+types = _Stand("numba.types")
+
+
+class _Intrinsic:
+    """A numba intrinsic named in kernels, with the plain-Python function that does the same when interpreted."""
+
+    def __init__(self, func: Callable[..., Any], python: Callable[..., Any]) -> None:
+        self.func, self.python = func, python
+        self._real: Any = None
+        self.__name__ = func.__name__
+        self.__doc__ = func.__doc__
+
+    def real(self) -> Any:
+        if self._real is None:
+            load_numba()
+            from numba.extending import intrinsic as make
+
+            self._real = make(self.func)
+        return self._real
+
+    def __call__(self, *args: Any) -> Any:
+        return self.python(*args)
+
+
+def intrinsic(*, python: Callable[..., Any]) -> Callable[[Callable[..., Any]], _Intrinsic]:
+    """``numba.extending.intrinsic`` made when a kernel using it is compiled; ``python`` runs when interpreted."""
+
+    def wrap(f: Callable[..., Any]) -> _Intrinsic:
+        return _Intrinsic(f, python)
+
+    return wrap
+
+
+def _for_numba(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``f`` itself, or a copy whose stand-in globals are numba's real objects (same code: same cache entry)."""
+    g = f.__globals__
+    stands = {n: g[n] for n in f.__code__.co_names if isinstance(g.get(n), _Stand | _Intrinsic)}
+    if not stands:
+        return f
+    glb = dict(g)
+    glb.update({n: s.real() for n, s in stands.items()})
+    out = _pytypes.FunctionType(f.__code__, glb, f.__name__, f.__defaults__, f.__closure__)
+    out.__qualname__, out.__module__, out.__doc__ = f.__qualname__, f.__module__, f.__doc__
+    return out
+
+
+# ------------------------------------------------------------------ kernels
+def _is_cached(f: Callable[..., Any]) -> bool:
+    """Whether numba's cache holds an entry for ``f`` (its index file exists; numba's cache layout)."""
+    where = kernel_cache_dir()
+    if where is None:
+        return False
+    import hashlib
+
+    code = f.__code__
+    src = os.path.abspath(code.co_filename)
+    folder = os.path.dirname(src)
+    sub = f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
+    name = f"{Path(src).stem}.{f.__qualname__}-{code.co_firstlineno}.py{sys.version_info[0]}{sys.version_info[1]}.nbi"
+    return (where / sub / name).exists()
+
+
+def _first_compile_notice() -> None:
+    """Announce, once per process, that kernels are being compiled (none of them cached yet)."""
+    if _STATE["noticed"]:
+        return
+    _STATE["noticed"] = True
+    pending = sum(1 for k in _KERNELS if k._dispatcher is None and not k._cached())
+    seconds = min(60, max(5, round(0.4 * pending / 5) * 5))  # about 0.4 s a kernel on one core
+    from . import progress
+
+    when = "first run only" if kernel_cache_dir() is not None else "not cached"
+    progress.notice(f"compiling analysis kernels ({when}, ~{seconds} s)...")
+
+
+class Kernel:
+    """A kernel: numba-compiled on demand, interpreted for small inputs (see the module docs)."""
+
+    def __init__(self, func: Callable[..., Any], options: dict[str, Any], python: bool, small: int = SMALL) -> None:
+        self.py_func = func
+        self.options = options
+        self.python = python
+        self.small = small
+        self.interpreted = 0  # elements run interpreted so far (the largest array of each call)
+        self._dispatcher: Any = None
+        self.__name__ = func.__name__
+        self.__qualname__ = func.__qualname__
+        self.__module__ = func.__module__
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+        _KERNELS.append(self)
+
+    def __repr__(self) -> str:
+        return f"<perflow kernel {self.__module__}.{self.__qualname__}>"
+
+    def __reduce__(self) -> tuple:
+        """Pickled by name (for worker processes), like a function."""
+        return (_kernel_named, (self.__module__, self.__qualname__))
+
+    def _cached(self) -> bool:
+        return _is_cached(self.py_func)
+
+    @property
+    def dispatcher(self) -> Any:
+        """The numba dispatcher (created, not yet compiled, on first use)."""
+        if self._dispatcher is None:
+            with _LOCK:
+                if self._dispatcher is None:
+                    numba = load_numba()
+                    cache = kernel_cache_dir() is not None
+                    self._dispatcher = numba.njit(cache=cache, **self.options)(_for_numba(self.py_func))
+        return self._dispatcher
+
+    @property
+    def _numba_type_(self) -> Any:
+        """numba's type of this object, so that compiled kernels can call it."""
+        return self.dispatcher._numba_type_
+
+    def compiled(self, *args: Any) -> Any:
+        """Call the compiled kernel (compiling it first when needed)."""
+        d = self.dispatcher
+        if not d.signatures and not _STATE["noticed"] and not self._cached():
+            _first_compile_notice()
+        return d(*args)
+
+    def __call__(self, *args: Any) -> Any:
+        d = self._dispatcher
+        m = mode()
+        if m == "compile" or (d is not None and d.signatures and m == "auto") or not self.python:
+            return self.compiled(*args)
+        size = _size(args)
+        if m == "python" or self.interpreted + size <= self.small:
+            self.interpreted += size
+            return self.py_func(*args)
+        return self.compiled(*args)
+
+
+def _kernel_named(module: str, qualname: str) -> Kernel:
+    import importlib
+
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _size(args: tuple) -> int:
+    """Elements of the largest array among ``args``."""
+    out = 0
+    for a in args:
+        size = getattr(a, "size", None)
+        if isinstance(size, int) and hasattr(a, "dtype"):
+            out = max(out, size)
+    return out
+
+
+def njit(
+    func: Callable[..., Any] | None = None,
+    *,
+    python: bool = True,
+    small: int = SMALL,
+    nogil: bool = True,
+    **options: Any,
+) -> Any:
+    """Declare a numba kernel (``@njit`` or ``@njit(...)``); options go to ``numba.njit``.
+
+    Parameters
+    ----------
+    python : bool
+        Whether small inputs may run interpreted (false for kernels that use
+        numba-only features: C pointers, intrinsics without a Python equivalent).
+    small : int
+        Elements (the largest array of each call, added up over the process)
+        this kernel runs interpreted before it is compiled; lower it for
+        kernels that are slow interpreted.
+    nogil : bool
+        Release the GIL in compiled code (default true).
+    """
+    opts = dict(options, nogil=nogil)
+    opts.pop("cache", None)  # decided here: perflow's cache directory, when usable
+
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        return Kernel(f, opts, python, small)
+
+    return wrap(func) if func is not None else wrap
+
+
+def cfunc(sig: Any, **options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.cfunc`` (compiled at once) with perflow's cache location; announces a first compile."""
+
+    def wrap(f: Callable[..., Any]) -> Any:
+        numba = load_numba()
+        cache = kernel_cache_dir() is not None
+        opts = dict(options)
+        opts.pop("cache", None)
+        if not _STATE["noticed"] and not _is_cached(f):
+            _first_compile_notice()
+        t = time.perf_counter()
+        out = numba.cfunc(sig, cache=cache, **opts)(f)
+        log.debug("cfunc %s ready in %.3f s", f.__qualname__, time.perf_counter() - t)
+        return out
+
+    return wrap
