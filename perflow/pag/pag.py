@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
     from .analysis import AnalysisManager
+    from .faces import MetricRows
     from .parallel import ParallelView
     from .partitioned import Executor
     from .sets import Vertex, VertexSet
@@ -244,6 +245,17 @@ class PAG:
         return np.flatnonzero(self._vertices["parent"].to_numpy() < 0)
 
     # ------------------------------------------------------------------ metrics
+    def check_metric(self, metric: str) -> None:
+        """Raise :class:`~perflow.errors.MetricError` (with a did-you-mean) for an unknown metric."""
+        self._check_metric(metric)
+
+    @functools.cached_property
+    def rows(self) -> MetricRows:
+        """The metrics table as read-only arrays, without copies (:class:`~perflow.pag.faces.MetricRows`)."""
+        from .faces import MetricRows
+
+        return MetricRows.of(self)
+
     def _check_metric(self, metric: str) -> None:
         if metric not in self._metrics.columns:
             from difflib import get_close_matches
@@ -399,6 +411,22 @@ class PAG:
         if "analyses" in self.__dict__:  # what does not read the metrics stays valid
             out.analyses.inherit(self.analyses, unchanged=frozenset({"vertices", "trace"}))
         return out
+
+    def subgraph(self, ids: Iterable[int], *, with_ancestors: bool = True, with_descendants: bool = False) -> PAG:
+        """A new PAG restricted to the vertices ``ids`` (plus the ancestors that keep it a tree).
+
+        Vertices are renumbered in their original order; the new vertex table
+        has an extra column ``orig_vertex``. Metric rows of the kept vertices
+        are copied unchanged (``time_inc`` still includes dropped children),
+        communication edges between kept (vertex, process, thread) triples
+        become explicit edges (the result has no instance-level trace), and a
+        vertex whose parent is dropped (``with_ancestors=False``) is a root.
+        """
+        from .faces import subgraph
+
+        return subgraph(
+            self, np.fromiter(ids, dtype=np.int64), with_ancestors=with_ancestors, with_descendants=with_descendants
+        )
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
         """Save to a directory in perflow's versioned on-disk format (see :mod:`perflow.pag.persist`)."""

@@ -71,6 +71,13 @@ class ParallelView:
     def __len__(self) -> int:
         return len(self._v)
 
+    @property
+    def vertex_ids(self) -> np.ndarray:
+        """The top-down vertex of each parallel vertex (row of the metrics table), read-only."""
+        from .faces import read_only
+
+        return read_only(self._v)
+
     @functools.cached_property
     def vertex_frame(self) -> pd.DataFrame:
         """One row per parallel vertex: ``vertex``, ``process``, ``thread``."""

@@ -89,7 +89,7 @@ def resolve_metric(pag: PAG, metric: str, mode: str | None = None) -> str:
             return metric
         if metric + "_exc" in names:
             return metric + "_exc"
-        pag._check_metric(metric)
+        pag.check_metric(metric)
     suffix = "_exc" if mode == "exclusive" else "_inc"
     base = metric.removesuffix("_exc").removesuffix("_inc")
     if base + suffix in names:
@@ -99,7 +99,7 @@ def resolve_metric(pag: PAG, metric: str, mode: str | None = None) -> str:
         if info_mode == mode or (mode == "exclusive" and info_mode != "inclusive"):
             return metric
         raise PassError(f"metric {metric!r} has no {mode} variant in this PAG (metrics: {', '.join(names)})")
-    pag._check_metric(base + suffix)
+    pag.check_metric(base + suffix)
     return base + suffix
 
 
@@ -110,12 +110,12 @@ def _from_categorical(col: pd.Series) -> np.ndarray:
 
 def names_of(pag: PAG) -> np.ndarray:
     """Vertex names as an object array (one string conversion per distinct name)."""
-    return _from_categorical(pag._vertices["name"])
+    return _from_categorical(pag.vertex_table["name"])
 
 
 def kinds_of(pag: PAG) -> np.ndarray:
     """Vertex kinds (their string values) as an object array."""
-    return _from_categorical(pag._vertices["kind"])
+    return _from_categorical(pag.vertex_table["kind"])
 
 
 def edge_mask(et: pd.DataFrame, kinds: Any) -> np.ndarray:
@@ -144,7 +144,7 @@ def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> p
     ids = np.asarray(ids, dtype=np.int64)
     cols: dict[str, Any] = {"vertex": ids}
     if categorical:
-        vt = pag._vertices
+        vt = pag.vertex_table
         for c in ("name", "kind"):
             cols[c] = pd.Categorical.from_codes(vt[c].cat.codes.to_numpy()[ids], vt[c].cat.categories.astype(str))
         codes, uniq = pd.factorize(pag.call_paths())
@@ -187,7 +187,7 @@ def categories(pag: PAG) -> np.ndarray:
     cached = _CATEGORY_CACHE.get(pag)
     if cached is not None:
         return cached
-    vt = pag._vertices
+    vt = pag.vertex_table
     names = vt["name"]
     cats = names.cat.categories.astype(str)
     code = names.cat.codes.to_numpy()

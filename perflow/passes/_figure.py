@@ -217,7 +217,7 @@ def per_process(
     assert pag is not None
     ids = ids[np.sort(np.unique(ids, return_index=True)[1])]  # drop repeats, keep order
     try:
-        pag._check_metric(metric)
+        pag.check_metric(metric)
     except Exception as exc:
         raise PassError(f"{who}: {exc}") from None
     procs = pag.processes

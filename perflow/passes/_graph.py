@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
 
 from ._common import edge_mask
 
-__all__ = ["slice_ids", "kept_comm"]
+__all__ = ["slice_ids"]
 
 
 def slice_ids(
@@ -59,29 +58,3 @@ def slice_ids(
     adj = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n + 1, n + 1))
     order = breadth_first_order(adj, n, directed=True, return_predecessors=False)
     return np.sort(order[order < n])
-
-
-def kept_comm(pag: PAG, keep: np.ndarray, new_id: np.ndarray) -> pd.DataFrame | None:
-    """Communication edges (p2p, collective) of ``pag`` between kept vertices, renumbered by ``new_id``, as explicit edges."""
-    view = pag.parallel
-    et = view.edge_table
-    comm = et[~edge_mask(et, "call")]
-    if not len(comm):
-        return None
-    vf = view.vertex_frame
-    s, d = comm["src"].to_numpy(), comm["dst"].to_numpy()
-    sv, dv = vf["vertex"].to_numpy()[s], vf["vertex"].to_numpy()[d]
-    ok = keep[sv] & keep[dv]
-    if not ok.any():
-        return None
-    return pd.DataFrame(
-        {
-            "src_vertex": new_id[sv[ok]],
-            "src_process": vf["process"].to_numpy()[s[ok]],
-            "src_thread": vf["thread"].to_numpy()[s[ok]],
-            "dst_vertex": new_id[dv[ok]],
-            "dst_process": vf["process"].to_numpy()[d[ok]],
-            "dst_thread": vf["thread"].to_numpy()[d[ok]],
-            **{c: comm[c].to_numpy()[ok] for c in ("kind", "count", "bytes", "time", "wait")},
-        }
-    )

@@ -234,7 +234,7 @@ def plot_parallel_view(
     """
     who = "plot_parallel_view"
     try:
-        pag._check_metric(metric)
+        pag.check_metric(metric)
     except Exception as exc:
         raise PassError(f"{who}: {exc}") from None
     pl = normalise_paths(pag, paths, who)
@@ -353,7 +353,7 @@ def parallel_view_dot(
     """
     who = "parallel_view_dot"
     try:
-        pag._check_metric(metric)
+        pag.check_metric(metric)
     except Exception as exc:
         raise PassError(f"{who}: {exc}") from None
     pl = normalise_paths(pag, paths, who)

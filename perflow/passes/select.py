@@ -22,9 +22,8 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
 from perflow.pag.sets import VertexSet
-from perflow.pag.tree import ancestors_mask
 
-from ._graph import kept_comm, slice_ids
+from ._graph import slice_ids
 
 __all__ = [
     "filter_vertices",
@@ -193,7 +192,7 @@ def descendants(data: VertexSet, *, include_self: bool = False, max_depth: int |
     out = vs.descendants(include_self=include_self)
     if max_depth is not None and len(out):
         pag = vs.pag
-        parent = pag._vertices["parent"].to_numpy()
+        parent = pag.vertex_table["parent"].to_numpy()
         # distance to the nearest selected ancestor, one numpy step per level
         dist = np.full(pag.n_vertices, -1, dtype=np.int64)
         dist[vs.ids] = 0
@@ -234,32 +233,7 @@ def subgraph(data: VertexSet, *, with_ancestors: bool = True, with_descendants: 
     PAG
     """
     vs = _vset(data)
-    pag = vs.pag
-    keep = np.zeros(pag.n_vertices, dtype=bool)
-    keep[vs.ids] = True
-    if with_ancestors:
-        keep |= ancestors_mask(pag._vertices["parent"].to_numpy(), vs.ids)
-    if with_descendants:
-        keep[vs.descendants().ids] = True
-    old = np.flatnonzero(keep)
-    new_id = np.full(pag.n_vertices, -1, dtype=np.int64)
-    new_id[old] = np.arange(len(old))
-    vt = pag._vertices.iloc[old].copy()
-    par = vt["parent"].to_numpy()
-    vt["parent"] = np.where(par >= 0, new_id[np.maximum(par, 0)], -1)
-    vt["orig_vertex"] = old
-    vt = vt.reset_index(drop=True)
-
-    view = pag.parallel
-    rows = np.flatnonzero(keep[view._v])
-    vf = view.vertex_frame.iloc[rows]
-    metrics = pag._metrics.iloc[rows].reset_index(drop=True)
-    metrics.insert(0, "vertex", new_id[vf["vertex"].to_numpy()])
-    metrics.insert(1, "process", vf["process"].to_numpy())
-    metrics.insert(2, "thread", vf["thread"].to_numpy())
-    comm = kept_comm(pag, keep, new_id)
-    attrs = {**pag.attrs, "subgraph_of": str(pag.attrs.get("source", "PAG")), "subgraph_vertices": int(len(old))}
-    return PAG.from_frames(vt, metrics, metric_info=pag.metric_info, comm=comm, attrs=attrs)
+    return vs.pag.subgraph(vs.ids, with_ancestors=with_ancestors, with_descendants=with_descendants)
 
 
 @pass_(version="1", tags=("select",))

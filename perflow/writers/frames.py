@@ -47,7 +47,7 @@ def to_dataframe(
     """
     names = list(metrics) if metrics is not None else pag.metric_names
     for m in names:
-        pag._check_metric(m)
+        pag.check_metric(m)
     vt = pag.vertex_table
     info = pd.DataFrame(
         {

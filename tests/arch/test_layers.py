@@ -27,7 +27,7 @@ LAYER = {
     "readers": 3, "writers": 3, "synthetic": 3,
     "recorder": 4,
     "flow": 5,
-    "passes": 6, "dask": 6,
+    "passes": 6, "dask": 6, "sdk": 6,
     "flows": 7,
     "cli": 8, "__main__": 8, "__init__": 8,
 }  # fmt: skip

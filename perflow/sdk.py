@@ -1,0 +1,119 @@
+"""The pass SDK: everything an out-of-tree pass needs, from one import.
+
+>>> from perflow.sdk import PAG, pass_, render_table, vertex_columns, vertex_stats_of
+>>> @pass_(version="1", tags=("profile",))
+... def busiest(pag: PAG, *, metric: str = "time_exc", k: int = 5) -> str:
+...     '''The k vertices with the largest maximum over processes.'''
+...     st = vertex_stats_of(pag, metric)               # cached per PAG, partitioned on engines
+...     ids = st["max"].argsort()[::-1][:k]
+...     table = vertex_columns(pag, ids)
+...     table["max"] = st["max"][ids]
+...     return render_table(table, format="text")
+
+The names below are public and documented (``docs/architecture.md``,
+"Writing a pass"); passes use them instead of the PAG's private members, so
+a pass written against them keeps working as perflow's internals change.
+
+Registering
+    :func:`pass_` (positional parameters are inputs, keyword-only ones
+    settings), :class:`PassError` for bad inputs and settings.
+The PAG
+    :class:`PAG`: ``vertex_table`` and ``metrics`` (shallow copies),
+    ``rows`` (:class:`MetricRows`: read-only, zero-copy arrays of the
+    metrics table), ``check_metric``, ``aggregate``, ``call_paths``,
+    ``subgraph``, ``parallel`` (``vertex_ids``, ``edge_table``), ``trace``
+    (:class:`Trace`: intervals, messages, collectives), ``analyses``;
+    :class:`VertexSet`, :class:`ParallelVertexSet`.
+Analyses (cached per PAG, computed where the data live on an engine)
+    :class:`Analysis`, :class:`Settings`, :class:`NoSettings`,
+    :class:`SettingsError`, :class:`Partition` (what a partitioned form
+    sees); the built-in ones: :data:`VERTEX_STATS` (:func:`vertex_stats_of`),
+    :data:`WAIT_INSTANCES`, :data:`CRITICAL_PATH`, :data:`DELAY_COSTS`,
+    :data:`LOCATIONS`, :data:`FLAT_TIMELINE`, :data:`EXCLUSIVE_BY_VERTEX`,
+    with :class:`WaitSettings` and :class:`DelaySettings`.
+Trace requirements
+    :func:`require_trace` (a clear error for a profile).
+Tables
+    :func:`vertex_columns` (vertex, name, kind, call path), :func:`render_table`
+    (text, Markdown, HTML, CSV with units), :func:`format_value` (the one
+    formatter of times, bytes and percentages).
+Figures
+    :func:`new_figure` (no pyplot; shows itself in notebooks),
+    :func:`save_figure`, :data:`Figure` (for annotations; imports matplotlib
+    only when checked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import PassError
+from .flow.registry import pass_
+from .flow.types import Figure
+from .pag.analysis import Analysis, NoSettings, Settings, SettingsError
+from .pag.faces import MetricRows
+from .pag.instances import Trace
+from .pag.pag import PAG, MetricInfo
+from .pag.parallel import ParallelVertexSet
+from .pag.partitioned import Partition
+from .pag.sets import VertexSet
+from .pag.stats import VERTEX_STATS, StatsSettings
+from .passes._common import vertex_columns
+from .passes._figure import new_figure, save_figure
+from .passes._render import format_value
+from .passes._tracekit import require_trace
+from .passes.report import render_table
+from .trace.analyses import (
+    CRITICAL_PATH,
+    DELAY_COSTS,
+    EXCLUSIVE_BY_VERTEX,
+    FLAT_TIMELINE,
+    LOCATIONS,
+    WAIT_INSTANCES,
+    DelaySettings,
+    WaitSettings,
+)
+
+__all__ = [
+    "pass_",
+    "PassError",
+    "PAG",
+    "MetricInfo",
+    "MetricRows",
+    "Trace",
+    "VertexSet",
+    "ParallelVertexSet",
+    "Analysis",
+    "Settings",
+    "NoSettings",
+    "SettingsError",
+    "Partition",
+    "VERTEX_STATS",
+    "StatsSettings",
+    "vertex_stats_of",
+    "WAIT_INSTANCES",
+    "CRITICAL_PATH",
+    "DELAY_COSTS",
+    "LOCATIONS",
+    "FLAT_TIMELINE",
+    "EXCLUSIVE_BY_VERTEX",
+    "WaitSettings",
+    "DelaySettings",
+    "require_trace",
+    "vertex_columns",
+    "render_table",
+    "format_value",
+    "new_figure",
+    "save_figure",
+    "Figure",
+]
+
+
+def vertex_stats_of(pag: PAG, metric: str, across: str = "process", *, owner: str | None = None) -> dict[str, Any]:
+    """Per-vertex ``sum``, ``mean``, ``max``, ``min``, ``std``, ``count``, ``argmax_process`` of a metric.
+
+    Dense semantics (a process without a row counts 0); computed once per PAG
+    (:data:`VERTEX_STATS`), and on an engine from the partitions' partials.
+    ``owner`` (a pass name) is named in errors.
+    """
+    return pag.analyses.get(VERTEX_STATS, owner=owner, metric=metric, across=across)  # type: ignore[no-any-return]
