@@ -9,12 +9,12 @@ The breakdown sums an exclusive metric (by default ``time_exc``) per
 category, so the categories of a process add up to its total time.
 
 For a trace, the time a call spends waiting is moved out of its category
-into ``wait``: the Late Sender time of every message
-(:func:`perflow.trace.edges.late_sender_wait`, charged to the call path and
-process that completed the receive) and the waiting time of every
-synchronising collective participant
-(:func:`perflow.trace.edges.collective_wait`, charged to the call). The
-waiting time charged to a (vertex, process) is capped at its exclusive time.
+into ``wait``: the idle waiting time charged to each call by
+:func:`perflow.passes.waitstates.waiting_time` (Late Sender, Late Receiver
+and collective waits from the wait-state instance table, the union of a
+call's waits, so never more than the call's duration). Should a call path's
+exclusive time be smaller than its waits (time inside an MPI call spent in
+sampled callees), the wait is capped at the exclusive time.
 """
 
 from __future__ import annotations
@@ -27,63 +27,11 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
+from .waitstates import waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
-
-
-def waiting_time(pag: PAG) -> pd.DataFrame:
-    """Waiting time per (vertex, process) of a trace-backed PAG: Late Sender plus collective waits.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``vertex``, ``process``, ``late_sender``, ``collective``, ``wait``
-        (their sum); empty for a PAG without a trace.
-    """
-    from perflow.trace.edges import collective_wait, late_sender_wait
-
-    cols = ["vertex", "process", "late_sender", "collective", "wait"]
-    tr = pag.trace
-    if tr is None or not tr.n_intervals:
-        return pd.DataFrame(
-            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
-        )
-    iv = tr.intervals
-    ivv, ivp = iv["vertex"].to_numpy().astype(np.int64), iv["process"].to_numpy().astype(np.int64)
-    parts = []
-    m = tr.messages
-    if len(m):
-        ri = m["recv_interval"].to_numpy()
-        w = late_sender_wait(tr)
-        ok = (ri >= 0) & (w > 0)
-        parts.append((ivv[ri[ok]], ivp[ri[ok]], w[ok], 0))
-    c = tr.collectives
-    if len(c):
-        ci = c["interval"].to_numpy()
-        w = collective_wait(tr)
-        ok = (ci >= 0) & (w > 0)
-        parts.append((ivv[ci[ok]], ivp[ci[ok]], w[ok], 1))
-    if not parts:
-        return pd.DataFrame(
-            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
-        )
-    v = np.concatenate([p[0] for p in parts])
-    p = np.concatenate([p[1] for p in parts])
-    w = np.concatenate([p[2] for p in parts])
-    which = np.concatenate([np.full(len(p[0]), p[3]) for p in parts])
-    df = pd.DataFrame(
-        {
-            "vertex": v,
-            "process": p,
-            "late_sender": np.where(which == 0, w, 0.0),
-            "collective": np.where(which == 1, w, 0.0),
-        }
-    )
-    out = df.groupby(["vertex", "process"], sort=True).sum().reset_index()
-    out["wait"] = out["late_sender"] + out["collective"]
-    return out
 
 
 @pass_(version="1", tags=("profile", "trace", "breakdown"))

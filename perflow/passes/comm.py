@@ -288,6 +288,8 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
         ``bytes_recv``, ``partners_out``, ``partners_in`` (distinct peers),
         ``p2p_time`` (summed transfer time of received messages),
         ``late_sender_wait`` (Late Sender time as receiver, traces only),
+        ``late_receiver_wait`` (Late Receiver time as sender, traces only; both
+        from :func:`perflow.passes.waitstates.waiting_time`),
         ``coll_calls``, ``coll_bytes_sent``, ``coll_bytes_recv`` (traces only).
     """
     pag = as_pag(pag)
@@ -313,9 +315,12 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
     )
     tr = pag.trace
     if tr is not None:
-        from perflow.trace.edges import late_sender_wait
+        from .waitstates import waiting_time
 
-        df["late_sender_wait"] = np.bincount(d, weights=late_sender_wait(tr), minlength=P)
+        wt = waiting_time(pag)
+        wp = np.searchsorted(axis, wt["process"].to_numpy())
+        df["late_sender_wait"] = np.bincount(wp, weights=wt["late_sender"].to_numpy(), minlength=P)
+        df["late_receiver_wait"] = np.bincount(wp, weights=wt["late_receiver"].to_numpy(), minlength=P)
         c = tr.collectives
         cp = np.searchsorted(axis, c["process"].to_numpy().astype(np.int64))
         df["coll_calls"] = np.bincount(cp, minlength=P)
