@@ -16,9 +16,10 @@ Derived numbers:
   locations and ``waits(c)`` the idle wait-state time charged to ``c``;
   a call path that is on the path longer than it runs on average (without
   its waiting) makes the run longer than a balanced one would be;
-* the runtime on an ideal network ``T_ideal``: the path length with the MPI
-  time on the path (which is never waiting time: the path jumps over waits)
-  set to zero.
+* the runtime on an ideal network ``T_ideal`` of the whole run, from the
+  ideal-network replay that POP's metrics use
+  (:func:`perflow.passes.pop.ideal_runtime`); the path length minus its MPI
+  time is an upper bound of it, not always a tight one.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ._tracekit import (
     name_column,
     require_trace,
 )
+from .pop import ideal_runtime
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -107,7 +109,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [length - mpi_on_path],
+            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -118,7 +120,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="1",
+    version="2",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
@@ -143,7 +145,8 @@ def critical_path(
         ``max(0, cp_time - mean_nonwait)``). Sorted by ``cp_time``.
     summary
         One row: ``length`` (path length), ``start``, ``end``, ``runtime``
-        (trace span), ``ideal_runtime`` (path length without its MPI time),
+        (trace span), ``ideal_runtime`` (runtime of the whole run on an ideal
+        network, as in pop_metrics with span="run"),
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
 
