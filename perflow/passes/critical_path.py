@@ -33,7 +33,6 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._tracekit import (
-    IDLE_KINDS,
     OUTSIDE,
     call_path_column,
     cp_for,
@@ -44,6 +43,7 @@ from ._tracekit import (
     require_trace,
 )
 from .pop import ideal_runtime
+from .waitstates import waiting_time
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -58,8 +58,9 @@ def critical_path_tables(
     cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
-    idle = waits[waits["kind"].isin(IDLE_KINDS).to_numpy() & (waits["vertex"].to_numpy() >= 0)]
-    wait_v = np.bincount(idle["vertex"].to_numpy(), weights=idle["amount"].to_numpy(), minlength=n)[:n]
+    wt = waiting_time(pag, late_receiver=late_receiver, early_reduce=early_reduce)  # the one definition
+    wv = wt["vertex"].to_numpy()
+    wait_v = np.bincount(wv[wv >= 0], weights=wt["wait"].to_numpy()[wv >= 0], minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
     cpi = np.maximum(0.0, cp.cp_time - mean_nonwait)
@@ -140,7 +141,7 @@ def critical_path(
         One row per call path with time: ``vertex``, ``name``, ``call_path``,
         ``kind``, ``cp_time`` (time on the path, s), ``cp_percent`` (of the
         path length), ``time`` (exclusive time summed over locations),
-        ``wait`` (idle wait-state time charged there), ``mean_nonwait``
+        ``wait`` (idle waiting time charged there, :func:`perflow.passes.waitstates.waiting_time`), ``mean_nonwait``
         (``(time - wait) / N``), ``cpi`` (critical-path imbalance
         ``max(0, cp_time - mean_nonwait)``). Sorted by ``cp_time``.
     summary
