@@ -12,9 +12,9 @@ For a trace, the time a call spends waiting is moved out of its category
 into ``wait``: the idle waiting time charged to each call by
 :func:`perflow.passes.waitstates.waiting_time` (Late Sender, Late Receiver
 and collective waits from the wait-state instance table, the union of a
-call's waits, so never more than the call's duration). Should a call path's
-exclusive time be smaller than its waits (time inside an MPI call spent in
-sampled callees), the wait is capped at the exclusive time.
+call's waits, so never more than the call's duration). An MPI call whose
+time lies partly in sampled callees (the MPI library's functions) has its
+wait taken from its subtree's time on that process, in proportion.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
-from .waitstates import waiting_time
+from .waitstates import charge_waits, waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 
@@ -90,15 +90,7 @@ def breakdown(
     rcat = vcat[rows_v]
     wait = np.zeros(len(x))
     if waiting and pag.trace is not None and info.unit == "s":
-        wt = waiting_time(pag)
-        if len(wt):
-            npg = max(g.n_groups, 1)
-            key = rows_v * npg + rows_g
-            wkey = wt["vertex"].to_numpy() * npg + np.searchsorted(g.process, wt["process"].to_numpy())
-            pos = np.searchsorted(key, wkey)
-            ok = (pos < len(key)) & (key[np.minimum(pos, len(key) - 1)] == wkey)
-            np.add.at(wait, pos[ok], wt["wait"].to_numpy()[ok])
-            wait = np.clip(wait, 0.0, np.maximum(x, 0.0))
+        wait = charge_waits(pag, g.vertex, g.process[g.group], x)
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]

@@ -32,6 +32,7 @@ import pandas as pd
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
+from ._common import grouped
 from ._tracekit import (
     OUTSIDE,
     call_path_column,
@@ -43,7 +44,7 @@ from ._tracekit import (
     require_trace,
 )
 from .pop import ideal_runtime
-from .waitstates import waiting_time
+from .waitstates import charge_waits
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -58,9 +59,11 @@ def critical_path_tables(
     cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
-    wt = waiting_time(pag, late_receiver=late_receiver, early_reduce=early_reduce)  # the one definition
-    wv = wt["vertex"].to_numpy()
-    wait_v = np.bincount(wv[wv >= 0], weights=wt["wait"].to_numpy()[wv >= 0], minlength=n)[:n]
+    g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
+    charged = charge_waits(
+        pag, g.vertex, g.process[g.group], g.value, late_receiver=late_receiver, early_reduce=early_reduce
+    )
+    wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
     cpi = np.maximum(0.0, cp.cp_time - mean_nonwait)

@@ -121,12 +121,12 @@ def pop_efficiencies(useful: Any, runtime: float, ideal_runtime: float | None = 
     if not runtime > 0:
         raise PassError(f"POP metrics need a positive runtime, got {runtime!r}")
     mean, mx = float(u.mean()), float(u.max())
-    ideal = float(ideal_runtime) if ideal_runtime is not None and ideal_runtime > 0 else np.nan
+    ideal = float(ideal_runtime) if ideal_runtime is not None and ideal_runtime >= 0 else np.nan
     return {
         "parallel_efficiency": mean / runtime,
         "load_balance": mean / mx if mx > 0 else np.nan,
         "communication_efficiency": mx / runtime,
-        "serialisation_efficiency": mx / ideal,
+        "serialisation_efficiency": mx / ideal if ideal > 0 else np.nan,
         "transfer_efficiency": ideal / runtime,
         "runtime": float(runtime),
         "ideal_runtime": ideal,
@@ -287,10 +287,20 @@ def trace_window(
     return t0, t1, desc
 
 
+_INIT_FINALIZE = ("mpi_init", "mpi_init_thread", "pmpi_init", "pmpi_init_thread", "mpi_finalize", "pmpi_finalize")
+
+
+def _inclusive_per_location(pag: PAG, vertices: np.ndarray) -> pd.Series:
+    m = pag.metrics
+    sel = np.isin(np.asarray(m.index.codes[0]), vertices)
+    s = pd.Series(m["time_inc"].to_numpy(dtype=np.float64)[sel], index=m.index[sel])
+    return s.groupby(level=["process", "thread"]).sum()
+
+
 def _profile_numbers(
-    pag: PAG, non_useful: Sequence[str], region: str | None, pass_name: str
+    pag: PAG, non_useful: Sequence[str], region: str | None, pass_name: str, span: str = "run"
 ) -> tuple[np.ndarray, float, str]:
-    """Useful time per location and runtime of a profile (whole run or a call path's subtree)."""
+    """Useful time per location and runtime of a profile (whole run, without MPI_Init/Finalize, or a subtree)."""
     m = pag.metrics
     if "time_inc" not in m.columns:
         raise PassError(f"pass {pass_name!r}: POP metrics need the metric 'time_inc' (or a trace) to know the runtime")
@@ -307,13 +317,15 @@ def _profile_numbers(
         locs = pag.locations
         full = pd.MultiIndex.from_arrays([locs["process"].to_numpy(), locs["thread"].to_numpy()])
         u = s.reindex(full, fill_value=0.0).to_numpy()
-    v = np.asarray(m.index.codes[0])
-    sel = np.isin(v, top)
-    per_loc = (
-        pd.Series(m["time_inc"].to_numpy(dtype=np.float64)[sel], index=m.index[sel])
-        .groupby(level=["process", "thread"])
-        .sum()
-    )
+    per_loc = _inclusive_per_location(pag, top)
+    if region is None and span == "init_finalize":  # they run first and last: the rest is the span between them
+        names = pag.vertex_table["name"].astype(str).str.lower().to_numpy()
+        hit = np.flatnonzero(np.isin(names, _INIT_FINALIZE))
+        hit = hit[~descendants_mask(pag.tree, hit)[hit]] if len(hit) else hit
+        if len(hit):
+            rest = per_loc.sub(_inclusive_per_location(pag, hit), fill_value=0.0)
+            if rest.max() > 0:  # else the run is nothing but MPI_Init and MPI_Finalize: keep it whole
+                per_loc, desc = rest, "whole run without MPI_Init and MPI_Finalize"
     return u, float(per_loc.max()) if len(per_loc) else 0.0, desc
 
 
@@ -348,7 +360,8 @@ def _run_numbers(
     if pag.trace is None or not len(pag.trace.intervals):
         if window is not None:
             raise PassError(f"pass {pass_name!r}: a time window needs a trace; this PAG is a profile")
-        u, runtime, desc = _profile_numbers(pag, non_useful, region, pass_name)
+        check_choice(pass_name, "span", span, SPANS)
+        u, runtime, desc = _profile_numbers(pag, non_useful, region, pass_name, span)
         e = pop_efficiencies(u, runtime, None)
         e.update(window_start=np.nan, window_end=np.nan)
         return e, {"region": desc}
@@ -395,7 +408,8 @@ def pop_metrics(
     span : str
         Without region or window: ``"init_finalize"`` (default; from the end of
         MPI_Init to the start of MPI_Finalize, or the whole run when the trace
-        has neither) or ``"run"`` (the whole trace).
+        has neither; for a profile the runtime without the time in MPI_Init and
+        MPI_Finalize) or ``"run"`` (the whole run).
     late_receiver : str
         In the ideal replay, which sends wait for their receive to be posted:
         "synchronous" (default), "blocking" or "none".

@@ -46,6 +46,7 @@ __all__ = [
     "wait_state_summary",
     "instance_table",
     "waiting_time",
+    "charge_waits",
     "WAIT_FAMILIES",
 ]
 
@@ -388,3 +389,48 @@ def wait_state_summary(
     g.insert(2, "call_path", call_path_column(pag, v))
     g["percent"] = 100.0 * g["amount"] / (span * nloc)
     return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def charge_waits(
+    pag: PAG, vertex: np.ndarray, process: np.ndarray, exclusive: np.ndarray, **wait_settings: object
+) -> np.ndarray:
+    """The waiting time of :func:`waiting_time` charged to rows of exclusive time (vertex, process, time).
+
+    An MPI call whose time lies partly in sampled callees (the MPI library's
+    functions below it) waits there too: the wait of (vertex, process) is
+    taken from the exclusive time of that vertex and its descendants on that
+    process, in proportion, and never exceeds it. Without callees a call's
+    wait lands on its own row. Rows are one per (vertex, process) (threads
+    summed); returns the wait of each row. ``wait_settings`` go to :func:`waiting_time`.
+    """
+    vertex = np.asarray(vertex, dtype=np.int64)
+    process = np.asarray(process, dtype=np.int64)
+    x = np.maximum(np.asarray(exclusive, dtype=np.float64), 0.0)
+    out = np.zeros(len(x))
+    wt = waiting_time(pag, **wait_settings)
+    wt = wt[wt["vertex"].to_numpy() >= 0]
+    if not len(wt) or not len(x):
+        return out
+    n = max(pag.n_vertices, 1)
+    pre = np.asarray(pag.tree.preorder, dtype=np.int64)
+    size = np.asarray(pag.tree.size, dtype=np.int64)
+    procs = np.unique(process)
+    row_key = np.searchsorted(procs, process) * n + pre[vertex]
+    o = np.argsort(row_key, kind="stable")
+    keys, xs = row_key[o], x[o]
+    cum = np.r_[0.0, np.cumsum(xs)]
+    per = wt.groupby(["vertex", "process"], sort=False)["wait"].sum()
+    wv = per.index.get_level_values(0).to_numpy().astype(np.int64)
+    wp = per.index.get_level_values(1).to_numpy().astype(np.int64)
+    gi = np.searchsorted(procs, wp)
+    ok = (gi < len(procs)) & (procs[np.minimum(gi, len(procs) - 1)] == wp)
+    wv, gi, w = wv[ok], gi[ok], per.to_numpy()[ok]
+    lo = np.searchsorted(keys, gi * n + pre[wv])  # the subtree of wv on that process: a run of rows
+    hi = np.searchsorted(keys, gi * n + pre[wv] + size[wv])
+    total = cum[hi] - cum[lo]
+    frac = np.where(total > 0, np.minimum(1.0, w / np.where(total > 0, total, 1.0)), 0.0)
+    diff = np.zeros(len(xs) + 1)
+    np.add.at(diff, lo, frac)
+    np.add.at(diff, hi, -frac)
+    out[o] = np.minimum(1.0, np.cumsum(diff)[:-1]) * xs
+    return out
