@@ -11,6 +11,7 @@ the top-down view is an array of child ids (each edge runs from
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +20,45 @@ import pandas as pd
 
 from ..errors import PAGError
 from ..kinds import VertexKind
+from ..units import aggregate_label, format_column, guess_unit
 from .selection import Selection, eval_mask, name_mask
 from .tree import ancestors_mask, descendants_mask
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
 
-__all__ = ["Vertex", "VertexSet", "EdgeSet", "kind_values"]
+__all__ = ["Vertex", "VertexSet", "EdgeSet", "kind_values", "call_site_paths"]
+
+_SITE_CACHE: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+def call_site_paths(pag: PAG) -> np.ndarray:
+    """Call paths for display, one per vertex, that tell call sites apart.
+
+    Where two vertices share a call path (two calls of MPI_Send in one
+    function), each gets its ``file:line`` -- ``main/solve/MPI_Send
+    (solve.c:12)`` -- or, when that does not tell them apart either, its
+    vertex id. Other call paths are left as they are.
+    """
+    cached = _SITE_CACHE.get(pag)
+    if cached is not None:
+        return cached
+    cps = pag.call_paths().to_numpy().astype(object)
+    dup = pd.Series(cps).duplicated(keep=False).to_numpy()
+    out = cps.copy()
+    if dup.any():
+        vt = pag._vertices
+        idx = np.flatnonzero(dup)
+        files = vt["file"].astype(str).to_numpy()[idx]
+        lines = vt["line"].to_numpy()[idx]
+        site = np.array([f"{f}:{ln}" if f and ln >= 0 else (f or "") for f, ln in zip(files, lines)], dtype=object)
+        labels = np.array([f"{c} ({s})" if s else str(c) for c, s in zip(cps[idx], site)], dtype=object)
+        still = pd.Series(labels).duplicated(keep=False).to_numpy()
+        labels[still] = [f"{c} (vertex {v})" for c, v in zip(labels[still], idx[still])]
+        out[idx] = labels
+    out.flags.writeable = False
+    _SITE_CACHE[pag] = out
+    return out
 
 
 def kind_values(kind: str | VertexKind | Iterable[str | VertexKind]) -> list[str]:
@@ -125,9 +158,69 @@ class Vertex:
 
 
 class VertexSet(Selection):
-    """An ordered set of top-down vertices of one PAG."""
+    """An ordered set of top-down vertices of one PAG.
+
+    A set sorted with ``sort_by(metric, agg)`` remembers ``agg``: its display
+    shows the metrics aggregated that way, and the column headers say so
+    (``time_exc (max over 8 processes)``).
+    """
 
     _what = "vertices"
+    _agg = "sum"
+
+    def _make(self, ids: np.ndarray, ordered: bool = False) -> VertexSet:
+        out = super()._make(ids, ordered)
+        out._agg = self._agg
+        return out
+
+    def sort_by(self, metric: str, agg: str = "sum", *, ascending: bool = False) -> VertexSet:
+        """Sort by a metric (aggregated with ``agg`` where that applies); largest first by default."""
+        out = super().sort_by(metric, agg, ascending=ascending)
+        out._agg = agg
+        return out
+
+    def _over(self) -> str:
+        return aggregate_label(self._agg, len(self._pag.processes), len(self._pag.locations))
+
+    def _display(self, k: int) -> pd.DataFrame:
+        """The first ``k`` vertices as strings: name, kind, file:line, metrics with units."""
+        pag = self._pag
+        ids = self._ids[:k]
+        vt = pag._vertices
+        files = vt["file"].astype(str).to_numpy()[ids]
+        lines = vt["line"].to_numpy()[ids]
+        out = pd.DataFrame(
+            {
+                "name": vt["name"].astype(str).to_numpy()[ids],
+                "kind": vt["kind"].astype(str).to_numpy()[ids],
+                "file:line": [f"{f}:{ln}" if f and ln >= 0 else f for f, ln in zip(files, lines)],
+            },
+            index=pd.Index(ids, name="vertex"),
+        )
+        if not any(out["file:line"]):
+            out = out.drop(columns="file:line")
+        for m in pag.metric_names:
+            info = pag.metric_info.get(m)
+            unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(m)
+            out[m] = format_column(pag.aggregate(m, self._agg).iloc[ids], unit)
+        return out
+
+    def __repr__(self) -> str:
+        n = len(self)
+        if n == 0:
+            return f"<{type(self).__name__}: empty>"
+        more = f"\n... {n - 10} more" if n > 10 else ""
+        head = f"<{type(self).__name__}: {n} {self._what}; metrics: {self._over()}>"
+        return f"{head}\n{self._display(10).to_string()}{more}"
+
+    def _repr_html_(self) -> str:
+        n = len(self)
+        head = f"<b>{type(self).__name__}</b>: {n} {self._what}"
+        if n == 0:
+            return head
+        head += f"; metrics: {self._over()}"
+        more = f"<p>... {n - 20} more</p>" if n > 20 else ""
+        return head + self._display(20).to_html() + more
 
     def __iter__(self) -> Iterator[Vertex]:
         return (Vertex(self._pag, i) for i in self._ids.tolist())
@@ -262,7 +355,7 @@ class VertexSet(Selection):
 
     # -------------------------------------------------------------- output
     def to_frame(
-        self, metrics: Iterable[str] | None = None, agg: str = "sum", *, per_process: bool = False
+        self, metrics: Iterable[str] | None = None, agg: str | None = None, *, per_process: bool = False
     ) -> pd.DataFrame:
         """A table of these vertices.
 
@@ -270,8 +363,9 @@ class VertexSet(Selection):
         ----------
         metrics : list of str, optional
             Metrics to include (default: all).
-        agg : str
-            Aggregation across processes and threads.
+        agg : str, optional
+            Aggregation across processes and threads (default: the one the set
+            was sorted by, else ``"sum"``); ``df.attrs["aggregates"]`` records it.
         per_process : bool
             If true, return the metric rows per (vertex, process, thread)
             instead of one aggregated row per vertex.
@@ -284,11 +378,15 @@ class VertexSet(Selection):
             out = m.iloc[rows][names].copy()
             out.insert(0, "name", self._pag._vertices["name"].to_numpy()[v[rows]])
             return out
+        agg = self._agg if agg is None else agg
         vt = self._pag._vertices
         df = vt.iloc[self._ids][["name", "kind", "parent", "depth", "file", "line"]].copy()
         for m in names:
             self._pag._check_metric(m)
             df[m] = self._pag.aggregate(m, agg).to_numpy()[self._ids]
+        over = aggregate_label(agg, len(self._pag.processes), len(self._pag.locations))
+        df.attrs["aggregates"] = {m: over for m in names}  # tables rendered from it say how
+        df.attrs["units"] = {m: i.unit for m, i in self._pag.metric_info.items() if m in names and i.unit}
         return df
 
     def names(self) -> list[str]:

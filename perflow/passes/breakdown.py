@@ -27,6 +27,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
+from ._render import declare_aggregates
 from .waitstates import charge_waits, waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
@@ -119,7 +120,7 @@ def breakdown(
         for i, c in enumerate(cat_names):
             df[c] = mat[present, i]
         df["total"] = tot[present]
-        return _with_units(df.reset_index(drop=True), info.unit)
+        return _with_units(df.reset_index(drop=True), info.unit, pag, by)
     sub = mat[present]
     if by == "vertex":
         gi, ci = np.nonzero(sub)
@@ -127,14 +128,19 @@ def breakdown(
         gi = np.repeat(np.arange(len(present)), nc)
         ci = np.tile(np.arange(nc), len(present))
     return _with_units(
-        _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by), info.unit
+        _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by),
+        info.unit,
+        pag,
+        by,
     )
 
 
-def _with_units(df: pd.DataFrame, unit: str) -> pd.DataFrame:
-    """Record the metric's unit for the value columns (report passes format them)."""
+def _with_units(df: pd.DataFrame, unit: str, pag: PAG | None = None, by: str = "process") -> pd.DataFrame:
+    """Record the metric's unit for the value columns, and how they aggregate (report passes show both)."""
     cols = [*CATEGORIES, "total", "value"]
     df.attrs["units"] = {c: unit for c in cols if c in df.columns}
+    if pag is not None and by in ("vertex", "total"):  # summed over processes (per process: over its threads)
+        declare_aggregates(df, pag, [c for c in cols if c in df.columns])
     return df
 
 

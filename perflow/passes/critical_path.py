@@ -33,6 +33,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._common import grouped
+from ._render import declare_aggregates
 from ._tracekit import (
     OUTSIDE,
     call_path_column,
@@ -102,6 +103,7 @@ def critical_path_tables(
         )
         prof = pd.concat([prof.astype({"name": object}), out_row], ignore_index=True)
     prof = prof.sort_values("cp_time", ascending=False, kind="stable").reset_index(drop=True)[_PROFILE_COLS]
+    declare_aggregates(prof, pag, {"time": "sum", "wait": "sum", "mean_nonwait": "mean"})
     mpi = mpi_vertex_mask(pag)
     mpi_on_path = float(cp.cp_time[mpi].sum())
     t0, t1 = trace.span

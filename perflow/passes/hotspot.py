@@ -25,6 +25,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 
 from ._common import as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
+from ._render import declare_aggregates
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
 
@@ -77,7 +78,9 @@ def hotspot_table(
     df["max_process"] = np.where(amax >= 0, procs[np.maximum(amax, 0)] if len(procs) else -1, -1)
     unit = info.unit
     df.attrs.update({"metric": col, "agg": agg, "total": total, "units": {"value": unit, "max": unit, "mean": unit}})
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    declare_aggregates(df, pag, {"value": agg, "max": "max", "mean": "mean"})
+    return df
 
 
 @pass_(version="1", tags=("profile", "hotspot"))

@@ -37,6 +37,7 @@ from perflow.pag.pag import PAG
 from perflow.trace.flat import locations
 from perflow.trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS
 
+from ._render import declare_aggregates
 from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
 
 __all__ = [
@@ -316,7 +317,11 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     out = out[out["late_sender_total"] > 0].sort_values("late_sender_total", ascending=False).reset_index()
     out.insert(1, "name", name_column(pag, out["vertex"].to_numpy()))
     out.insert(2, "call_path", call_path_column(pag, out["vertex"].to_numpy()))
-    return out[cols]
+    out = out[cols]
+    declare_aggregates(
+        out, pag, ["late_sender", "wrong_order_same", "wrong_order_diff", "late_sender_total", "completion"]
+    )
+    return out
 
 
 @pass_(version="1", tags=("trace", "wait-states"))
@@ -366,7 +371,9 @@ def wait_state_summary(
         g["idle"] = g["kind"].map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True)
         g["description"] = g["kind"].map(lambda k: WAIT_KINDS[k].description if k in WAIT_KINDS else "")
         g["percent"] = 100.0 * g["amount"] / (span * nloc)
-        return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+        g = g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+        declare_aggregates(g, pag, ["amount"])
+        return g
     if by == "process":
         g = w.assign(kind=kind).groupby(["process", "thread", "kind"])["amount"].agg(["sum", "size"]).reset_index()
         g = g.rename(columns={"sum": "amount", "size": "instances"})
@@ -388,7 +395,9 @@ def wait_state_summary(
     g.insert(1, "name", name_column(pag, v))
     g.insert(2, "call_path", call_path_column(pag, v))
     g["percent"] = 100.0 * g["amount"] / (span * nloc)
-    return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    g = g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    declare_aggregates(g, pag, ["amount"])
+    return g
 
 
 def charge_waits(
