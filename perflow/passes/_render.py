@@ -5,7 +5,7 @@ aggregates over processes, through :mod:`perflow.units` (one definition for
 tables, trees, sets and reports): an analysis pass declares its columns'
 units in ``df.attrs["units"]`` and aggregations in ``df.attrs["aggregates"]``;
 declared units win over guesses from the column name, an explicit ``units``
-setting wins over both. Text, Markdown and HTML renderings format numbers;
+setting wins over both. A table's ``df.attrs["note"]`` is printed under it. Text, Markdown and HTML renderings format numbers;
 CSV keeps the raw values and puts the unit in the header
 (``time_exc (sum over 8 processes) [s]``). When every aggregated column
 aggregates the same way, text, Markdown and HTML say it once, in the title
@@ -166,6 +166,9 @@ def render_frame(
     right = [_is_numeric(df[c]) for c in df.columns]
     rows = list(zip(*cells)) if cells else [() for _ in range(len(df))]
     note = f"... {more} more row{'s' if more != 1 else ''}" if more else ""
+    said = str(df.attrs.get("note", "") or "")  # what a pass wants read with its table (e.g. fit quality)
+    if said:
+        note = f"{note}\n{said}" if note else said
     if fmt == "text":
         widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(cols)]
 
