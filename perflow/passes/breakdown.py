@@ -35,7 +35,7 @@ __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
 
 
-@pass_(version="1", tags=("profile", "trace", "breakdown"))
+@pass_(version="2", tags=("profile", "trace", "breakdown"))
 def breakdown(
     pag: PAG,
     *,

@@ -272,7 +272,7 @@ def comm_over_time(pag: PAG, *, bins: int = 50, collectives: bool = False) -> pd
     return df
 
 
-@pass_(version="1", tags=("trace", "comm"))
+@pass_(version="2", tags=("trace", "comm"))
 def comm_summary(pag: PAG) -> pd.DataFrame:
     """Per-process communication summary.
 

@@ -167,7 +167,7 @@ def critical_path(
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="1", tags=("trace", "critical-path", "imbalance"))
+@pass_(version="2", tags=("trace", "critical-path", "imbalance"))
 def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 

@@ -251,7 +251,7 @@ def p2p_wait_states(
     )
 
 
-@pass_(version="1", tags=("trace", "wait-states", "p2p"))
+@pass_(version="2", tags=("trace", "wait-states", "p2p"))
 def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3) -> pd.DataFrame:
     """Late Sender time per call path of the waiting receive, with who was waited for.
 
@@ -324,7 +324,7 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     return out
 
 
-@pass_(version="1", tags=("trace", "wait-states"))
+@pass_(version="2", tags=("trace", "wait-states"))
 def wait_state_summary(
     pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False
 ) -> pd.DataFrame:
