@@ -122,6 +122,11 @@ def run_one(events: float, nprocs: int) -> dict[str, Any]:
     _, times["critical_path pass (tables)"] = _timed(lambda: critical_path(pag))
     _, times["root_cause short-term"] = _timed(lambda: root_cause(pag))
     _, times["root_cause long-term"] = _timed(lambda: root_cause(pag, long_term=True))
+    from perflow.passes._tracekit import non_useful_mask
+    from perflow.trace.replay import replay
+
+    useful = ~non_useful_mask(pag, ("mpi", "openmp", "thread"))
+    _, times["ideal-network replay (POP)"] = _timed(lambda: replay(tr, useful))
     _, times["pop_metrics"] = _timed(lambda: pop_metrics(pag))
     _, times["variance"] = _timed(lambda: variance(pag))
     # the goal: matching + every wait state (as the one sorted table the critical path uses) + the path
