@@ -45,14 +45,23 @@ log = logging.getLogger(__name__)
 TABLE_FORMATS = ("text", "markdown", "html", "csv")
 
 
-def declare_aggregates(df: pd.DataFrame, pag: PAG, columns: dict[str, str] | list[str], agg: str = "sum") -> None:
-    """Record in ``df.attrs["aggregates"]`` that ``columns`` aggregate over the PAG's processes (or threads).
+def declare_aggregates(
+    df: pd.DataFrame,
+    pag: PAG,
+    columns: dict[str, str] | list[str],
+    agg: str = "sum",
+    *,
+    across: str = "locations",
+) -> None:
+    """Record in ``df.attrs["aggregates"]`` how ``columns`` aggregate over the PAG's processes or threads.
 
-    ``columns`` is a list (all aggregated with ``agg``) or a dict of column to aggregation.
+    ``columns`` is a list (all aggregated with ``agg``) or a dict of column to
+    aggregation. ``across="locations"``: over every (process, thread);
+    ``"processes"``: over processes, each one's threads summed first.
     """
     per = columns if isinstance(columns, dict) else {c: agg for c in columns}
     nproc = len(pag.processes)
-    nloc = len(pag.locations)
+    nloc = len(pag.locations) if across == "locations" else nproc
     labels = dict(df.attrs.get("aggregates", {}) or {})
     labels.update({c: aggregate_label(a, nproc, nloc) for c, a in per.items() if c in df.columns})
     df.attrs["aggregates"] = labels

@@ -79,7 +79,8 @@ def hotspot_table(
     unit = info.unit
     df.attrs.update({"metric": col, "agg": agg, "total": total, "units": {"value": unit, "max": unit, "mean": unit}})
     df = df.reset_index(drop=True)
-    declare_aggregates(df, pag, {"value": agg, "max": "max", "mean": "mean"})
+    declare_aggregates(df, pag, {"value": agg})
+    declare_aggregates(df, pag, {"max": "max", "mean": "mean"}, across="processes")  # threads summed first
     return df
 
 
