@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..pag.sets import call_site_paths
+from ..pag.sites import call_site_paths
 from ..units import aggregate_label, format_value
 
 __all__ = ["register", "describe"]

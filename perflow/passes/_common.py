@@ -23,7 +23,8 @@ from perflow.kinds import MPIClass, VertexKind, mpi_class
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
-from perflow.pag.sets import VertexSet, call_site_paths
+from perflow.pag.sets import VertexSet
+from perflow.pag.sites import call_site_paths
 
 __all__ = [
     "Grouped",
@@ -242,7 +243,7 @@ def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> p
     """``vertex``, ``name``, ``kind``, ``call_path`` columns for vertex ids.
 
     Two call sites with one call path are told apart by their ``file:line``
-    (:func:`perflow.pag.sets.call_site_paths`).
+    (:func:`perflow.pag.sites.call_site_paths`).
 
     With ``categorical=True`` the text columns are pandas categoricals (cheap
     for tables with one row per (vertex, process), where ids repeat).

@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet, call_site_paths
+from perflow.pag.sets import VertexSet
+from perflow.pag.sites import call_site_paths
 
 from ._render import as_frame, guess_unit, numeric, require_columns
 

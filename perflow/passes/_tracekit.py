@@ -9,7 +9,7 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.pag.pag import PAG
-from perflow.pag.sets import call_site_paths
+from perflow.pag.sites import call_site_paths
 from perflow.pag.tree import descendants_mask
 from perflow.trace.critical import CriticalPath, critical_path
 from perflow.trace.flat import flat_timeline, locations, trace_cached
@@ -100,7 +100,7 @@ def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:
 def call_path_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
     """Call paths (``main/solve/MPI_Send``) of ``vertex`` ids (``OUTSIDE`` for -1): for short tables.
 
-    Two call sites with one call path get their ``file:line`` (:func:`perflow.pag.sets.call_site_paths`).
+    Two call sites with one call path get their ``file:line`` (:func:`perflow.pag.sites.call_site_paths`).
     """
     cps = call_site_paths(pag)
     v = np.asarray(vertex, dtype=np.int64)

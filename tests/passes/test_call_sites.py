@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import perflow
-from perflow.pag.sets import call_site_paths
+from perflow.pag.sites import call_site_paths
 from perflow.passes._tracekit import call_path_column
 from perflow.passes.breakdown import breakdown
 from perflow.passes.hotspot import hotspot
