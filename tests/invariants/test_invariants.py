@@ -7,7 +7,6 @@ import pytest
 from . import datasets
 from .checks import CHECKS, Check
 
-
 #: Invariants a dataset is known to break, with the reason (an xfail, not strict: a fix shows up as XPASS).
 KNOWN_ISSUES: dict[tuple[str, str], str] = {
     (rec, inv): (

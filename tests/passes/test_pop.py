@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import perflow
-import perflow.passes  # noqa: F401
-from perflow.passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import perflow
+import perflow.passes  # noqa: F401
 from perflow import synthetic
 from perflow.errors import PassError
+from perflow.passes.pop import pop_efficiencies, pop_metrics, pop_scalability, pop_scaling
 from perflow.trace.builder import TraceBuilder
 
 

@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 import perflow
-from perflow.passes.scalability import fit_loglog, non_scalable_vertices, read_runs, scalability, scaling_data, short_labels
 from perflow.errors import PassError
+from perflow.passes.scalability import (
+    fit_loglog,
+    non_scalable_vertices,
+    read_runs,
+    scalability,
+    scaling_data,
+    short_labels,
+)
 
 from .profile_data import read_shared
 
