@@ -36,7 +36,7 @@ from perflow.pag.pag import PAG
 from perflow.trace.flat import locations
 from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS
 
-from ._render import declare_aggregates
+from ._render import declare_aggregates, format_value
 from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
 from ._waittime import WAIT_FAMILIES, charge_waits, waiting_time
 
@@ -170,7 +170,7 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     sum), ``completion`` (time after the late send had left), ``instances``,
     ``max_process`` / ``max_process_time`` (the process that waited most
     there) and ``waited_for`` (the sending processes that caused the most
-    waiting there, as "rank:seconds" pairs).
+    waiting there, as "rank:time" pairs, e.g. ``3:44.5 ms``).
 
     Parameters
     ----------
@@ -219,7 +219,7 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
         out["max_process_time"] = 0.0
     by_cause = idle.groupby(["vertex", "cause_process"])["amount"].sum().sort_values(ascending=False)
     waited = {
-        v: ", ".join(f"{int(p)}:{a:.3g}" for (_, p), a in g.head(max(int(top_causes), 0)).items())
+        v: ", ".join(f"{int(p)}:{format_value(a, 's')}" for (_, p), a in g.head(max(int(top_causes), 0)).items())
         for v, g in by_cause.groupby(level=0, sort=False)
     }
     out["waited_for"] = pd.Series(waited).reindex(out.index).fillna("")
