@@ -5,7 +5,9 @@ aggregates over processes, through :mod:`perflow.units` (one definition for
 tables, trees, sets and reports): an analysis pass declares its columns'
 units in ``df.attrs["units"]`` and aggregations in ``df.attrs["aggregates"]``;
 declared units win over guesses from the column name, an explicit ``units``
-setting wins over both. A table's ``df.attrs["note"]`` is printed under it. Text, Markdown and HTML renderings format numbers;
+setting wins over both. A long table with ``value`` and ``unit`` columns
+(one metric per row, like ``pop_metrics``) has each value formatted by its
+row's unit. A table's ``df.attrs["note"]`` is printed under it. Text, Markdown and HTML renderings format numbers;
 CSV keeps the raw values and puts the unit in the header
 (``time_exc (sum over 8 processes) [s]``). When every aggregated column
 aggregates the same way, text, Markdown and HTML say it once, in the title
@@ -172,6 +174,12 @@ def render_frame(
     else:
         cols = column_labels(df, units, auto=auto_units)
     cells = [format_column(df[c], u[c], digits=digits) for c in df.columns]
+    if "unit" in df.columns and "value" in df.columns and not u.get("value"):  # a long table: one unit per row
+        i = list(df.columns).index("value")
+        cells[i] = [
+            format_value(v, str(un), digits=digits) if un == un else format_value(v, "", digits=digits)
+            for v, un in zip(df["value"].tolist(), df["unit"].tolist())
+        ]
     right = [_is_numeric(df[c]) for c in df.columns]
     rows = list(zip(*cells)) if cells else [() for _ in range(len(df))]
     note = f"... {more} more row{'s' if more != 1 else ''}" if more else ""

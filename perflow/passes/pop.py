@@ -337,6 +337,10 @@ def pop_metrics(
     rows = [(k, e[k], lvl, _unit(k), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
     df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", "description"])
     df.attrs.update(info)
+    note = f"Region of interest: {info['region']}."
+    if info.get("dependencies_skipped"):
+        note += f" {info['dependencies_skipped']} dependencies with untrusted timestamps were left out of the replay."
+    df.attrs["note"] = note
     return df
 
 
