@@ -153,8 +153,8 @@ def test_pop_worked_example_hand_computed():
     # the report shows each value in its row's unit and says which region it measured
     from perflow.passes.report import render_table
 
-    text = render_table(m, columns=["metric", "value"], format="markdown")
-    assert "| parallel_efficiency | 63.0% |" in text and "| runtime | 9.00 s |" in text
+    text = render_table(m, format="markdown")
+    assert "| parallel_efficiency | 63.0% | 0 | ratio |" in text and "| runtime | 9.00 s | -1 | s |" in text
     assert "Region of interest: between the end of MPI_Init and the start of MPI_Finalize [1, 10] s." in text
     # the whole run: MPI_Init and MPI_Finalize count as (non-useful) runtime, 10.5 s
     run = pop_metrics(_three_ranks(), span="run").set_index("metric")["value"]
