@@ -45,11 +45,11 @@ def _timed(fn: Any) -> tuple[Any, float]:
 def _warm_up() -> None:
     """Compile every numba kernel on a tiny trace so compilation is not timed."""
     import perflow.passes  # noqa: F401
+    from perflow import synthetic
     from perflow.passes.critical_path import critical_path
     from perflow.passes.delay import root_cause
     from perflow.passes.pop import pop_metrics
     from perflow.passes.variance import variance
-    from perflow import synthetic
 
     pag = synthetic.trace(nprocs=4, iterations=3, late_sender=0.2, seed=1)
     critical_path(pag)
@@ -92,11 +92,11 @@ def _matching_only(raw: Any) -> float:
 def run_one(events: float, nprocs: int) -> dict[str, Any]:
     """Measure one trace size in this process; return the figures."""
     _warm_up()
+    from perflow import synthetic
     from perflow.passes.critical_path import critical_path
     from perflow.passes.delay import root_cause
     from perflow.passes.pop import pop_metrics
     from perflow.passes.variance import variance
-    from perflow import synthetic
     from perflow.trace.build import build_pag
     from perflow.trace.collwaits import collective_waits
     from perflow.trace.critical import critical_path as cp_core
@@ -122,6 +122,11 @@ def run_one(events: float, nprocs: int) -> dict[str, Any]:
     _, times["critical_path pass (tables)"] = _timed(lambda: critical_path(pag))
     _, times["root_cause short-term"] = _timed(lambda: root_cause(pag))
     _, times["root_cause long-term"] = _timed(lambda: root_cause(pag, long_term=True))
+    from perflow.passes._tracekit import non_useful_mask
+    from perflow.trace.replay import replay
+
+    useful = ~non_useful_mask(pag, ("mpi", "openmp", "thread"))
+    _, times["ideal-network replay (POP)"] = _timed(lambda: replay(tr, useful))
     _, times["pop_metrics"] = _timed(lambda: pop_metrics(pag))
     _, times["variance"] = _timed(lambda: variance(pag))
     # the goal: matching + every wait state (as the one sorted table the critical path uses) + the path

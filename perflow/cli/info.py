@@ -23,16 +23,16 @@ def register(sub: Any) -> None:
 
 
 def _fmt_time(s: float) -> str:
-    if abs(s) < 1e-12:
-        return "0"
-    for unit, f in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(s) >= f:
-            return f"{s / f:.3f} {unit}"
-    return f"{s * 1e9:.0f} ns"
+    from ..units import format_value
+
+    return format_value(s, "s")
 
 
 def describe(pag: Any, *, top: int = 10) -> str:
     """A plain-text summary of a PAG: sizes, metrics, trace statistics and hotspots."""
+    from ..pag.sites import call_site_paths
+    from ..units import aggregate_label
+
     s = pag.summary()
     lines = []
     if "source" in s:
@@ -62,13 +62,14 @@ def describe(pag: Any, *, top: int = 10) -> str:
         total = float(pag.aggregate(metric, "sum").sum())
         mx = pag.aggregate(metric, "max").to_numpy()
         lines.append("")
-        lines.append(f"top {len(hot)} by {metric} (summed over processes)")
+        over = aggregate_label("sum", len(pag.processes), len(pag.locations))
+        lines.append(f"top {len(hot)} by {metric} ({over})")
         lines.append(f"  {'share':>6}  {'sum':>12}  {'max/process':>12}  vertex")
         agg = pag.aggregate(metric, "sum").to_numpy()
-        paths = pag.call_paths()
+        paths = call_site_paths(pag)
         for v in hot.ids.tolist():
             share = agg[v] / total if total else 0.0
-            lines.append(f"  {share:6.1%}  {_fmt_time(agg[v]):>12}  {_fmt_time(mx[v]):>12}  {paths.iat[v]}")
+            lines.append(f"  {share:6.1%}  {_fmt_time(agg[v]):>12}  {_fmt_time(mx[v]):>12}  {paths[v]}")
     return "\n".join(lines)
 
 

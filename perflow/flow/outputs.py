@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.units import column_labels
+
 __all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
 
 log = logging.getLogger(__name__)
@@ -86,7 +88,10 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     frame = _frame(value)
     if frame is not None:
         p = d / f"{safe}.csv"
-        frame.to_csv(p, index=not isinstance(frame.index, pd.RangeIndex))
+        out = frame.copy(deep=False)
+        if not isinstance(frame.columns, pd.MultiIndex):  # headers say the unit and how a column aggregates
+            out.columns = column_labels(frame, with_unit=True)
+        out.to_csv(p, index=not isinstance(frame.index, pd.RangeIndex))
         return p
     if hasattr(value, "savefig"):
         from .. import progress

@@ -127,12 +127,16 @@ def complete_time_metrics(pag: PAG) -> PAG:
     """Add ``time_inc`` from ``time_exc`` (or the reverse) when only one is present.
 
     Inclusive time of a vertex on a (process, thread) is its exclusive time
-    plus the inclusive time of its children there.
+    plus the inclusive time of its children there; an ancestor without a
+    metric row on that location (a sparse profile records only where time
+    was spent) gets one.
     """
     names = pag.metric_names
     has_inc, has_exc = "time_inc" in names, "time_exc" in names
     if has_inc == has_exc:
         return pag
+    if has_exc:
+        pag = _with_ancestor_rows(pag)
     m = pag._metrics
     view = pag.parallel
     parent_rows = np.full(len(m), -1, dtype=np.int64)
@@ -150,6 +154,48 @@ def complete_time_metrics(pag: PAG) -> PAG:
     sel = parent_rows >= 0
     np.add.at(child, parent_rows[sel], inc[sel])
     return pag.with_metrics(time_exc=inc - child)
+
+
+def _with_ancestor_rows(pag: PAG) -> PAG:
+    """``pag`` with a zero metric row for every ancestor of a metric row that lacks one on its location."""
+    m = pag._metrics
+    if not len(m):
+        return pag
+    idx = m.index
+    v = np.asarray(idx.codes[0], dtype=np.int64)
+    loc = np.asarray(idx.codes[1], dtype=np.int64) * len(idx.levels[2]) + np.asarray(idx.codes[2], dtype=np.int64)
+    parent = pag._vertices["parent"].to_numpy().astype(np.int64)
+    n = len(parent)
+    have = np.unique(loc * n + v)
+    cur, cloc = parent[v], loc
+    add: list[np.ndarray] = []
+    while True:
+        ok = cur >= 0
+        cur, cloc = cur[ok], cloc[ok]
+        if not len(cur):
+            break
+        key = np.unique(cloc * n + cur)
+        add.append(key)
+        cur, cloc = parent[key % n], key // n
+    if not add:
+        return pag
+    new = np.setdiff1d(np.unique(np.concatenate(add)), have)
+    if not len(new):
+        return pag
+    nt = len(idx.levels[2])
+    extra = pd.DataFrame(
+        {
+            "vertex": new % n,
+            "process": idx.levels[1].to_numpy()[(new // n) // nt],
+            "thread": idx.levels[2].to_numpy()[(new // n) % nt],
+        }
+    )
+    for c in m.columns:
+        extra[c] = np.zeros(len(new), dtype=m[c].dtype if m[c].dtype.kind in "fiu" else np.float64)
+    rows = pd.concat([m.reset_index(), extra], ignore_index=True)
+    return PAG.from_frames(
+        pag._vertices, rows, metric_info=pag.metric_info, trace=pag.trace, comm=pag._comm, attrs=pag.attrs
+    )
 
 
 def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:

@@ -45,6 +45,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS", "normalize_vertices"]
 
 
+def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it checks
+    """Whether pandas copies on write (pandas 3; an option in pandas 2): then shallow copies protect the PAG."""
+    return int(pd.__version__.split(".")[0]) >= 3 or bool(pd.get_option("mode.copy_on_write"))
+
+
 @dataclass(frozen=True)
 class MetricInfo:
     """What a metric measures.
@@ -183,13 +188,13 @@ class PAG:
     # ------------------------------------------------------------------ tables
     @property
     def vertex_table(self) -> pd.DataFrame:
-        """The vertex table (a shallow copy; the PAG is not changed by edits to it)."""
-        return self._vertices.copy(deep=False)
+        """The vertex table (a copy; the PAG is not changed by edits to it)."""
+        return self._vertices.copy(deep=not _COPY_ON_WRITE())
 
     @property
     def metrics(self) -> pd.DataFrame:
-        """Metrics per (vertex, process, thread): a DataFrame with a sorted MultiIndex."""
-        return self._metrics.copy(deep=False)
+        """Metrics per (vertex, process, thread): a DataFrame with a sorted MultiIndex (a copy, as above)."""
+        return self._metrics.copy(deep=not _COPY_ON_WRITE())
 
     @property
     def metric_names(self) -> list[str]:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..errors import PAGError
 from ..kinds import VertexKind
+from ..units import aggregate_label, format_column, guess_unit
 from .selection import Selection, eval_mask, name_mask
 from .tree import ancestors_mask, descendants_mask
 
@@ -125,9 +126,69 @@ class Vertex:
 
 
 class VertexSet(Selection):
-    """An ordered set of top-down vertices of one PAG."""
+    """An ordered set of top-down vertices of one PAG.
+
+    A set sorted with ``sort_by(metric, agg)`` remembers ``agg``: its display
+    shows the metrics aggregated that way, and the column headers say so
+    (``time_exc (max over 8 processes)``).
+    """
 
     _what = "vertices"
+    _agg = "sum"
+
+    def _make(self, ids: np.ndarray, ordered: bool = False) -> VertexSet:
+        out = super()._make(ids, ordered)
+        out._agg = self._agg
+        return out
+
+    def sort_by(self, metric: str, agg: str = "sum", *, ascending: bool = False) -> VertexSet:
+        """Sort by a metric (aggregated with ``agg`` where that applies); largest first by default."""
+        out = super().sort_by(metric, agg, ascending=ascending)
+        out._agg = agg
+        return out
+
+    def _over(self) -> str:
+        return aggregate_label(self._agg, len(self._pag.processes), len(self._pag.locations))
+
+    def _display(self, k: int) -> pd.DataFrame:
+        """The first ``k`` vertices as strings: name, kind, file:line, metrics with units."""
+        pag = self._pag
+        ids = self._ids[:k]
+        vt = pag._vertices
+        files = vt["file"].astype(str).to_numpy()[ids]
+        lines = vt["line"].to_numpy()[ids]
+        out = pd.DataFrame(
+            {
+                "name": vt["name"].astype(str).to_numpy()[ids],
+                "kind": vt["kind"].astype(str).to_numpy()[ids],
+                "file:line": [f"{f}:{ln}" if f and ln >= 0 else f for f, ln in zip(files, lines)],
+            },
+            index=pd.Index(ids, name="vertex"),
+        )
+        if not any(out["file:line"]):
+            out = out.drop(columns="file:line")
+        for m in pag.metric_names:
+            info = pag.metric_info.get(m)
+            unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(m)
+            out[m] = format_column(pag.aggregate(m, self._agg).iloc[ids], unit)
+        return out
+
+    def __repr__(self) -> str:
+        n = len(self)
+        if n == 0:
+            return f"<{type(self).__name__}: empty>"
+        more = f"\n... {n - 10} more" if n > 10 else ""
+        head = f"<{type(self).__name__}: {n} {self._what}; metrics: {self._over()}>"
+        return f"{head}\n{self._display(10).to_string()}{more}"
+
+    def _repr_html_(self) -> str:
+        n = len(self)
+        head = f"<b>{type(self).__name__}</b>: {n} {self._what}"
+        if n == 0:
+            return head
+        head += f"; metrics: {self._over()}"
+        more = f"<p>... {n - 20} more</p>" if n > 20 else ""
+        return head + self._display(20).to_html() + more
 
     def __iter__(self) -> Iterator[Vertex]:
         return (Vertex(self._pag, i) for i in self._ids.tolist())
@@ -262,7 +323,7 @@ class VertexSet(Selection):
 
     # -------------------------------------------------------------- output
     def to_frame(
-        self, metrics: Iterable[str] | None = None, agg: str = "sum", *, per_process: bool = False
+        self, metrics: Iterable[str] | None = None, agg: str | None = None, *, per_process: bool = False
     ) -> pd.DataFrame:
         """A table of these vertices.
 
@@ -270,8 +331,9 @@ class VertexSet(Selection):
         ----------
         metrics : list of str, optional
             Metrics to include (default: all).
-        agg : str
-            Aggregation across processes and threads.
+        agg : str, optional
+            Aggregation across processes and threads (default: the one the set
+            was sorted by, else ``"sum"``); ``df.attrs["aggregates"]`` records it.
         per_process : bool
             If true, return the metric rows per (vertex, process, thread)
             instead of one aggregated row per vertex.
@@ -284,11 +346,15 @@ class VertexSet(Selection):
             out = m.iloc[rows][names].copy()
             out.insert(0, "name", self._pag._vertices["name"].to_numpy()[v[rows]])
             return out
+        agg = self._agg if agg is None else agg
         vt = self._pag._vertices
         df = vt.iloc[self._ids][["name", "kind", "parent", "depth", "file", "line"]].copy()
         for m in names:
             self._pag._check_metric(m)
             df[m] = self._pag.aggregate(m, agg).to_numpy()[self._ids]
+        over = aggregate_label(agg, len(self._pag.processes), len(self._pag.locations))
+        df.attrs["aggregates"] = {m: over for m in names}  # tables rendered from it say how
+        df.attrs["units"] = {m: i.unit for m, i in self._pag.metric_info.items() if m in names and i.unit}
         return df
 
     def names(self) -> list[str]:

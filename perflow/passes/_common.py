@@ -23,6 +23,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
 from perflow.pag.sets import VertexSet
+from perflow.pag.sites import call_site_paths
 from perflow.pag.stats import Grouped, grouped
 from perflow.pag.stats import vertex_stats as stats_of_rows
 
@@ -138,6 +139,9 @@ def edge_kinds(et: pd.DataFrame) -> np.ndarray:
 def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> pd.DataFrame:
     """``vertex``, ``name``, ``kind``, ``call_path`` columns for vertex ids.
 
+    Two call sites with one call path are told apart by their ``file:line``
+    (:func:`perflow.pag.sites.call_site_paths`).
+
     With ``categorical=True`` the text columns are pandas categoricals (cheap
     for tables with one row per (vertex, process), where ids repeat).
     """
@@ -147,12 +151,12 @@ def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> p
         vt = pag.vertex_table
         for c in ("name", "kind"):
             cols[c] = pd.Categorical.from_codes(vt[c].cat.codes.to_numpy()[ids], vt[c].cat.categories.astype(str))
-        codes, uniq = pd.factorize(pag.call_paths())
+        codes, uniq = pd.factorize(call_site_paths(pag))
         cols["call_path"] = pd.Categorical.from_codes(codes[ids], pd.Index(uniq).astype(str))
     else:
         cols["name"] = names_of(pag)[ids]
         cols["kind"] = kinds_of(pag)[ids]
-        cols["call_path"] = pag.call_paths().to_numpy()[ids]
+        cols["call_path"] = call_site_paths(pag)[ids]
     return pd.DataFrame(cols)
 
 

@@ -30,6 +30,7 @@ from perflow.errors import PassError
 from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
+from perflow.pag.sites import call_site_paths
 
 from ._render import as_frame, guess_unit, numeric, require_columns
 
@@ -138,12 +139,19 @@ def vertex_ids(pag: PAG, vertices: Sequence[int | str] | VertexSet | None, who: 
 
 
 def vertex_labels(pag: PAG, ids: np.ndarray, label: str = "name") -> list[str]:
-    """Display labels of vertices: names (duplicates get their id appended) or call paths."""
+    """Display labels of vertices: names (repeated names get their file:line, else their id) or call paths."""
     if label == "call_path":
-        return [str(x) for x in pag.call_paths().to_numpy()[ids]]
-    names = [str(x) for x in pag.vertex_table["name"].to_numpy()[ids]]
+        return [str(x) for x in call_site_paths(pag)[ids]]
+    vt = pag.vertex_table
+    names = [str(x) for x in vt["name"].to_numpy()[ids]]
+    sites = [
+        f"{f}:{ln}" if f and ln >= 0 else ""
+        for f, ln in zip(vt["file"].astype(str).to_numpy()[ids], vt["line"].to_numpy()[ids])
+    ]
     dup = {n for n in names if names.count(n) > 1}
-    return [f"{n} [{i}]" if n in dup else n for n, i in zip(names, ids.tolist())]
+    labels = [f"{n} ({s})" if n in dup and s else n for n, s in zip(names, sites)]
+    again = {x for x in labels if labels.count(x) > 1}
+    return [f"{x} [{i}]" if x in again else x for x, i in zip(labels, ids.tolist())]
 
 
 def per_process(

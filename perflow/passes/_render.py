@@ -1,34 +1,23 @@
 """Shared helpers of the output passes: input coercion, unit formatting, table rendering.
 
-Units
------
-A column's unit decides how its numbers are shown:
-
-=========== ==================================================== =====================
-unit        shown as                                             guessed for columns
-=========== ==================================================== =====================
-``"s"``     ``1.23 s``, ``45.6 ms``, ``789 us``, ``12 ns``      ``time``, ``time_*``, ``*_time``, ``wait``,
-                                                                 ``duration``, ``start``, ``end``, ``enter``,
-                                                                 ``leave`` (and ``name:agg`` forms)
-``"bytes"`` ``512 B``, ``4.00 KiB``, ``96.0 MiB``, ``2.00 GiB``  names containing ``bytes``
-``"%"``     ``12.5%`` (values already in percent)               ``*_pct``, ``pct``, ``percent``, ``*%``
-``"ratio"`` ``12.5%`` (fractions 0..1 shown as percent)         ``fraction``, ``share``, ``*_fraction``, ``*_share``
-``"count"`` ``1,234`` (integers with thousands separators)      ``visits``, ``count``, ``calls``, ``n_*``
-``""``      integers as is, other numbers with 4 significant
-            digits
-=========== ==================================================== =====================
-
-An analysis pass can declare its columns' units in ``df.attrs["units"]`` (a
-dict of column name to unit); declared units win over guesses, an explicit
-``units`` setting wins over both. Text, Markdown and HTML renderings format
-numbers this way; CSV keeps the raw values.
+Numbers are formatted by their column's unit and headers say how a column
+aggregates over processes, through :mod:`perflow.units` (one definition for
+tables, trees, sets and reports): an analysis pass declares its columns'
+units in ``df.attrs["units"]`` and aggregations in ``df.attrs["aggregates"]``;
+declared units win over guesses from the column name, an explicit ``units``
+setting wins over both. A long table with ``value`` and ``unit`` columns
+(one metric per row, like ``pop_metrics``) has each value formatted by its
+row's unit. A table's ``df.attrs["note"]`` is printed under it. Text, Markdown and HTML renderings format numbers;
+CSV keeps the raw values and puts the unit in the header
+(``time_exc (sum over 8 processes) [s]``). When every aggregated column
+aggregates the same way, text, Markdown and HTML say it once, in the title
+line (``time_exc, time_inc: sum over 8 processes``).
 """
 
 from __future__ import annotations
 
 import html
 import logging
-import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -38,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
+from perflow.pag.pag import PAG
+from perflow.units import aggregate_label, column_labels, column_units, format_column, format_value, guess_unit
 
 __all__ = [
     "as_frame",
@@ -47,14 +38,35 @@ __all__ = [
     "format_column",
     "render_frame",
     "write_text",
+    "declare_aggregates",
     "TABLE_FORMATS",
 ]
 
 log = logging.getLogger(__name__)
 
 TABLE_FORMATS = ("text", "markdown", "html", "csv")
-_TIME_NAMES = {"time", "wait", "duration", "start", "end", "enter", "leave", "send_time", "recv_time", "begin"}
-_COUNT_NAMES = {"visits", "count", "calls", "messages", "instances"}
+
+
+def declare_aggregates(
+    df: pd.DataFrame,
+    pag: PAG,
+    columns: dict[str, str] | list[str],
+    agg: str = "sum",
+    *,
+    across: str = "locations",
+) -> None:
+    """Record in ``df.attrs["aggregates"]`` how ``columns`` aggregate over the PAG's processes or threads.
+
+    ``columns`` is a list (all aggregated with ``agg``) or a dict of column to
+    aggregation. ``across="locations"``: over every (process, thread);
+    ``"processes"``: over processes, each one's threads summed first.
+    """
+    per = columns if isinstance(columns, dict) else {c: agg for c in columns}
+    nproc = len(pag.processes)
+    nloc = len(pag.locations) if across == "locations" else nproc
+    labels = dict(df.attrs.get("aggregates", {}) or {})
+    labels.update({c: aggregate_label(a, nproc, nloc) for c, a in per.items() if c in df.columns})
+    df.attrs["aggregates"] = labels
 
 
 # ---------------------------------------------------------------------- inputs
@@ -103,106 +115,6 @@ def numeric(df: pd.DataFrame, column: str, who: str) -> np.ndarray:
         raise PassError(f"{who}: column {column!r} is not numeric (dtype {df[column].dtype})") from None
 
 
-# ---------------------------------------------------------------------- units
-def guess_unit(column: Any) -> str:
-    """Guess the unit of a column from its name (see the module docstring)."""
-    name = str(column).lower()
-    base = name.split(":")[0].strip()
-    if "bytes" in base:
-        return "bytes"
-    if base in _TIME_NAMES or base.startswith("time_") or base.endswith(("_time", "_wait", "_duration")):
-        return "s"
-    if base.startswith("time") and not base.startswith("timestep"):
-        return "s"
-    if base in ("pct", "percent") or base.endswith(("_pct", "%", "_percent")):
-        return "%"
-    if base in ("fraction", "share", "ratio_of_total") or base.endswith(("_fraction", "_share")):
-        return "ratio"
-    if base in _COUNT_NAMES or base.startswith("n_"):
-        return "count"
-    return ""
-
-
-def _sig(x: float, digits: int) -> str:
-    """``x`` with ``digits`` significant digits but no exponent (``1234.5`` -> ``"1235"``)."""
-    if x == 0 or not math.isfinite(x):
-        return f"{x:g}"
-    x = float(f"{x:.{max(digits, math.floor(math.log10(abs(x))) + 1)}g}")  # never drop integer digits
-    dec = max(0, digits - 1 - math.floor(math.log10(abs(x))))
-    return f"{x:.{dec}f}"
-
-
-_TIME_SCALES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
-_BYTE_SCALES = ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
-
-
-def format_value(value: Any, unit: str = "", *, digits: int = 3) -> str:
-    """Format one value for display.
-
-    Parameters
-    ----------
-    value : Any
-        A number (anything else is returned as ``str(value)``).
-    unit : str
-        ``"s"``, ``"bytes"``, ``"%"``, ``"ratio"``, ``"count"`` or ``""``.
-    digits : int
-        Significant digits of scaled numbers.
-
-    Examples
-    --------
-    >>> format_value(0.0123, "s"), format_value(3 * 1024 ** 2, "bytes"), format_value(0.25, "ratio")
-    ('12.3 ms', '3.00 MiB', '25.0%')
-    """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.integer | np.floating):
-        return str(value)
-    v = float(value)
-    if not math.isfinite(v):
-        return str(v)
-    if unit == "s" and abs(v) < 1e-12:  # below a picosecond: rounding residue of a difference
-        v = 0.0
-    if unit == "s" and v != 0:  # round first, so 0.99999 s is "1.00 s", not "1000 ms"
-        v = float(f"{v:.{max(digits, math.floor(math.log10(abs(v))) + 1)}g}")
-    if unit == "s":
-        if v == 0:
-            return "0 s"
-        a = abs(v)
-        for scale, sym in _TIME_SCALES:
-            if a >= scale or sym == "ns":
-                return f"{_sig(v / scale, digits)} {sym}"
-    if unit == "bytes":
-        a = abs(v)
-        for scale, sym in _BYTE_SCALES:
-            if float(f"{a / scale:.{digits}g}") >= 1:  # 1048575.9 B is "1.00 MiB"
-                return f"{_sig(v / scale, digits)} {sym}"
-        return f"{v:.0f} B" if v == int(v) else f"{v:.1f} B"
-    if unit == "%":
-        return f"{v:.1f}%"
-    if unit == "ratio":
-        return f"{100 * v:.1f}%"
-    if unit == "count" and v == int(v):
-        return f"{int(v):,}"
-    if v == int(v) and abs(v) < 1e15:
-        return str(int(v))
-    return f"{v:.4g}"
-
-
-def format_column(values: pd.Series, unit: str, *, digits: int = 3) -> list[str]:
-    """Format a whole column (numbers by unit, categories and strings as text)."""
-    if pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(values.dtype):
-        return [format_value(x, unit, digits=digits) for x in values.to_numpy(dtype=np.float64, na_value=np.nan)]
-    return ["" if (x is None or (isinstance(x, float) and math.isnan(x))) else str(x) for x in values.tolist()]
-
-
-def column_units(df: pd.DataFrame, units: Mapping[str, str] | None, auto: bool = True) -> dict[str, str]:
-    """Unit of each column: the explicit ``units`` mapping, then the units an analysis pass recorded in
-    ``df.attrs["units"]``, else a guess from the name (when ``auto``)."""
-    declared = dict(df.attrs.get("units", {}) or {})
-    declared.update(units or {})
-    return {c: declared.get(str(c), guess_unit(c) if auto else "") for c in df.columns}
-
-
 # ---------------------------------------------------------------------- rendering
 def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
@@ -249,13 +161,31 @@ def render_frame(
         df = df.iloc[: max(int(max_rows), 0)]
     more = n_total - len(df)
     if fmt == "csv":
-        return df.to_csv(index=False, lineterminator="\n")
+        out = df.copy(deep=False)
+        out.columns = column_labels(df, units, auto=auto_units, with_unit=True)
+        return out.to_csv(index=False, lineterminator="\n")
     u = column_units(df, units, auto_units)
-    cols = [str(c) for c in df.columns]
+    declared = df.attrs.get("aggregates", {}) or {}
+    aggs = {str(c): declared[str(c)] for c in df.columns if declared.get(str(c))}
+    if len(set(aggs.values())) == 1:  # one aggregation for all: a line above the table says it
+        cols = [str(c) for c in df.columns]
+        said = f"{', '.join(aggs)}: {next(iter(aggs.values()))}"
+        title = f"{title} ({said})" if title else said
+    else:
+        cols = column_labels(df, units, auto=auto_units)
     cells = [format_column(df[c], u[c], digits=digits) for c in df.columns]
+    if "unit" in df.columns and "value" in df.columns and not u.get("value"):  # a long table: one unit per row
+        i = list(df.columns).index("value")
+        cells[i] = [
+            format_value(v, str(un), digits=digits) if un == un else format_value(v, "", digits=digits)
+            for v, un in zip(df["value"].tolist(), df["unit"].tolist())
+        ]
     right = [_is_numeric(df[c]) for c in df.columns]
     rows = list(zip(*cells)) if cells else [() for _ in range(len(df))]
     note = f"... {more} more row{'s' if more != 1 else ''}" if more else ""
+    said = str(df.attrs.get("note", "") or "")  # what a pass wants read with its table (e.g. fit quality)
+    if said:
+        note = f"{note}\n{said}" if note else said
     if fmt == "text":
         widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(cols)]
 

@@ -10,6 +10,7 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.pag.instances import Trace
 from perflow.pag.pag import PAG
+from perflow.pag.sites import call_site_paths
 from perflow.pag.tree import descendants_mask
 from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
 from perflow.trace.critical import CriticalPath
@@ -96,8 +97,11 @@ def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:
 
 
 def call_path_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
-    """Call paths (``main/solve/MPI_Send``) of ``vertex`` ids (``OUTSIDE`` for -1): for short tables."""
-    cps = pag.call_paths().to_numpy()
+    """Call paths (``main/solve/MPI_Send``) of ``vertex`` ids (``OUTSIDE`` for -1): for short tables.
+
+    Two call sites with one call path get their ``file:line`` (:func:`perflow.pag.sites.call_site_paths`).
+    """
+    cps = call_site_paths(pag)
     v = np.asarray(vertex, dtype=np.int64)
     return np.where(v >= 0, cps[np.maximum(v, 0)] if len(cps) else "", OUTSIDE).astype(object)
 

@@ -21,7 +21,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 from perflow.pag.tree import ancestors_mask, descendants_mask, tree_index
 
-from ._render import as_frame, guess_unit, numeric, require_columns
+from ._render import aggregate_label, as_frame, guess_unit, numeric, require_columns
 
 __all__ = ["TreeView", "tree_view", "LEVELS", "level_of"]
 
@@ -62,6 +62,12 @@ class TreeView:
     vmax: float
     unit: str
     metric: str
+    aggregate: str = ""  # how values aggregate over processes ("sum over 8 processes"), "" when not known
+
+    @property
+    def header(self) -> str:
+        """``time_inc (sum over 8 processes)``: what the values are."""
+        return f"{self.metric} ({self.aggregate})" if self.aggregate else self.metric
 
     def walk(self) -> Iterator[tuple[int, int, list[bool]]]:
         """Depth-first pre-order over shown vertices: (vertex, depth, is-last flags of the path)."""
@@ -132,6 +138,7 @@ def tree_view(
 ) -> TreeView:
     """Select and order the vertices of a tree rendering (see :func:`perflow.passes.tree.tree_text` for the settings)."""
     base: np.ndarray | None = None
+    over = ""
     if isinstance(data, pd.DataFrame) and "vertex" in data.columns and "parent" not in data.columns:
         if pag is None:
             raise PassError(f"{who}: a table of vertices without a 'parent' column needs the PAG as second input")
@@ -152,6 +159,7 @@ def tree_view(
         info = data.metric_info.get(metric)
         unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(metric)
         paths = data.call_paths().to_numpy().astype(str)
+        over = aggregate_label(agg, len(data.processes), len(data.locations))
     elif isinstance(data, pd.DataFrame | pd.Series):
         parent, names, value, extra = _from_frame(as_frame(data, who), metric, who)
         files, lines = extra["file"], extra["line"]
@@ -214,4 +222,5 @@ def tree_view(
         vmax=vmax,
         unit=unit,
         metric=metric,
+        aggregate=over,
     )

@@ -9,12 +9,12 @@ The breakdown sums an exclusive metric (by default ``time_exc``) per
 category, so the categories of a process add up to its total time.
 
 For a trace, the time a call spends waiting is moved out of its category
-into ``wait``: the Late Sender time of every message
-(:func:`perflow.pag.edges.late_sender_wait`, charged to the call path and
-process that completed the receive) and the waiting time of every
-synchronising collective participant
-(:func:`perflow.pag.edges.collective_wait`, charged to the call). The
-waiting time charged to a (vertex, process) is capped at its exclusive time.
+into ``wait``: the idle waiting time charged to each call by
+:func:`perflow.passes.waitstates.waiting_time` (Late Sender, Late Receiver
+and collective waits from the wait-state instance table, the union of a
+call's waits, so never more than the call's duration). An MPI call whose
+time lies partly in sampled callees (the MPI library's functions) has its
+wait taken from its subtree's time on that process, in proportion.
 """
 
 from __future__ import annotations
@@ -27,66 +27,15 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
+from ._render import declare_aggregates
+from .waitstates import charge_waits, waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
 
 
-def waiting_time(pag: PAG) -> pd.DataFrame:
-    """Waiting time per (vertex, process) of a trace-backed PAG: Late Sender plus collective waits.
-
-    Returns
-    -------
-    pandas.DataFrame
-        ``vertex``, ``process``, ``late_sender``, ``collective``, ``wait``
-        (their sum); empty for a PAG without a trace.
-    """
-    from perflow.pag.edges import collective_wait, late_sender_wait
-
-    cols = ["vertex", "process", "late_sender", "collective", "wait"]
-    tr = pag.trace
-    if tr is None or not tr.n_intervals:
-        return pd.DataFrame(
-            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
-        )
-    iv = tr.intervals
-    ivv, ivp = iv["vertex"].to_numpy().astype(np.int64), iv["process"].to_numpy().astype(np.int64)
-    parts = []
-    m = tr.messages
-    if len(m):
-        ri = m["recv_interval"].to_numpy()
-        w = late_sender_wait(tr)
-        ok = (ri >= 0) & (w > 0)
-        parts.append((ivv[ri[ok]], ivp[ri[ok]], w[ok], 0))
-    c = tr.collectives
-    if len(c):
-        ci = c["interval"].to_numpy()
-        w = collective_wait(tr)
-        ok = (ci >= 0) & (w > 0)
-        parts.append((ivv[ci[ok]], ivp[ci[ok]], w[ok], 1))
-    if not parts:
-        return pd.DataFrame(
-            {c: np.zeros(0, dtype=np.int64 if c in ("vertex", "process") else np.float64) for c in cols}
-        )
-    v = np.concatenate([p[0] for p in parts])
-    p = np.concatenate([p[1] for p in parts])
-    w = np.concatenate([p[2] for p in parts])
-    which = np.concatenate([np.full(len(p[0]), p[3]) for p in parts])
-    df = pd.DataFrame(
-        {
-            "vertex": v,
-            "process": p,
-            "late_sender": np.where(which == 0, w, 0.0),
-            "collective": np.where(which == 1, w, 0.0),
-        }
-    )
-    out = df.groupby(["vertex", "process"], sort=True).sum().reset_index()
-    out["wait"] = out["late_sender"] + out["collective"]
-    return out
-
-
-@pass_(version="1", tags=("profile", "trace", "breakdown"))
+@pass_(version="2", tags=("profile", "trace", "breakdown"))
 def breakdown(
     pag: PAG,
     *,
@@ -142,15 +91,7 @@ def breakdown(
     rcat = vcat[rows_v]
     wait = np.zeros(len(x))
     if waiting and pag.trace is not None and info.unit == "s":
-        wt = waiting_time(pag)
-        if len(wt):
-            npg = max(g.n_groups, 1)
-            key = rows_v * npg + rows_g
-            wkey = wt["vertex"].to_numpy() * npg + np.searchsorted(g.process, wt["process"].to_numpy())
-            pos = np.searchsorted(key, wkey)
-            ok = (pos < len(key)) & (key[np.minimum(pos, len(key) - 1)] == wkey)
-            np.add.at(wait, pos[ok], wt["wait"].to_numpy()[ok])
-            wait = np.clip(wait, 0.0, np.maximum(x, 0.0))
+        wait = charge_waits(pag, g.vertex, g.process[g.group], x)
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]
@@ -179,7 +120,7 @@ def breakdown(
         for i, c in enumerate(cat_names):
             df[c] = mat[present, i]
         df["total"] = tot[present]
-        return _with_units(df.reset_index(drop=True), info.unit)
+        return _with_units(df.reset_index(drop=True), info.unit, pag, by)
     sub = mat[present]
     if by == "vertex":
         gi, ci = np.nonzero(sub)
@@ -187,14 +128,19 @@ def breakdown(
         gi = np.repeat(np.arange(len(present)), nc)
         ci = np.tile(np.arange(nc), len(present))
     return _with_units(
-        _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by), info.unit
+        _long(keys.iloc[gi].reset_index(drop=True), ci, sub[gi, ci], tot[present][gi], cat_names, col, by),
+        info.unit,
+        pag,
+        by,
     )
 
 
-def _with_units(df: pd.DataFrame, unit: str) -> pd.DataFrame:
-    """Record the metric's unit for the value columns (report passes format them)."""
+def _with_units(df: pd.DataFrame, unit: str, pag: PAG | None = None, by: str = "process") -> pd.DataFrame:
+    """Record the metric's unit for the value columns, and how they aggregate (report passes show both)."""
     cols = [*CATEGORIES, "total", "value"]
     df.attrs["units"] = {c: unit for c in cols if c in df.columns}
+    if pag is not None and by in ("vertex", "total"):  # summed over processes (per process: over its threads)
+        declare_aggregates(df, pag, [c for c in cols if c in df.columns])
     return df
 
 

@@ -317,7 +317,7 @@ def comm_over_time(pag: PAG, *, bins: int = 50, collectives: bool = False) -> pd
     return df
 
 
-@pass_(version="1", tags=("trace", "comm"))
+@pass_(version="2", tags=("trace", "comm"))
 def comm_summary(pag: PAG) -> pd.DataFrame:
     """Per-process communication summary.
 
@@ -333,6 +333,8 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
         ``bytes_recv``, ``partners_out``, ``partners_in`` (distinct peers),
         ``p2p_time`` (summed transfer time of received messages),
         ``late_sender_wait`` (Late Sender time as receiver, traces only),
+        ``late_receiver_wait`` (Late Receiver time as sender, traces only; both
+        from :func:`perflow.passes.waitstates.waiting_time`),
         ``coll_calls``, ``coll_bytes_sent``, ``coll_bytes_recv`` (traces only).
     """
     pag = as_pag(pag)
@@ -358,9 +360,12 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
     )
     tr = pag.trace
     if tr is not None:
-        from perflow.pag.edges import late_sender_wait
+        from .waitstates import waiting_time
 
-        df["late_sender_wait"] = np.bincount(d, weights=late_sender_wait(tr), minlength=P)
+        wt = waiting_time(pag)
+        wp = np.searchsorted(axis, wt["process"].to_numpy())
+        df["late_sender_wait"] = np.bincount(wp, weights=wt["late_sender"].to_numpy(), minlength=P)
+        df["late_receiver_wait"] = np.bincount(wp, weights=wt["late_receiver"].to_numpy(), minlength=P)
         c = tr.collectives
         cp = np.searchsorted(axis, c["process"].to_numpy().astype(np.int64))
         df["coll_calls"] = np.bincount(cp, minlength=P)

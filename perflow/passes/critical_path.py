@@ -16,9 +16,10 @@ Derived numbers:
   locations and ``waits(c)`` the idle wait-state time charged to ``c``;
   a call path that is on the path longer than it runs on average (without
   its waiting) makes the run longer than a balanced one would be;
-* the runtime on an ideal network ``T_ideal``: the path length with the MPI
-  time on the path (which is never waiting time: the path jumps over waits)
-  set to zero.
+* the runtime on an ideal network ``T_ideal`` of the whole run, from the
+  ideal-network replay that POP's metrics use
+  (:func:`perflow.passes.pop.ideal_runtime`); the path length minus its MPI
+  time is an upper bound of it, not always a tight one.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ import pandas as pd
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
+from ._common import grouped
+from ._render import declare_aggregates
 from ._tracekit import (
-    IDLE_KINDS,
     OUTSIDE,
     call_path_column,
     cp_for,
@@ -42,6 +44,8 @@ from ._tracekit import (
     name_column,
     require_trace,
 )
+from .pop import ideal_runtime
+from .waitstates import charge_waits
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -56,8 +60,11 @@ def critical_path_tables(
     cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
-    idle = waits[waits["kind"].isin(IDLE_KINDS).to_numpy() & (waits["vertex"].to_numpy() >= 0)]
-    wait_v = np.bincount(idle["vertex"].to_numpy(), weights=idle["amount"].to_numpy(), minlength=n)[:n]
+    g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
+    charged = charge_waits(
+        pag, g.vertex, g.process[g.group], g.value, late_receiver=late_receiver, early_reduce=early_reduce
+    )
+    wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
     cpi = np.maximum(0.0, cp.cp_time - mean_nonwait)
@@ -96,6 +103,7 @@ def critical_path_tables(
         )
         prof = pd.concat([prof.astype({"name": object}), out_row], ignore_index=True)
     prof = prof.sort_values("cp_time", ascending=False, kind="stable").reset_index(drop=True)[_PROFILE_COLS]
+    declare_aggregates(prof, pag, {"time": "sum", "wait": "sum", "mean_nonwait": "mean"})
     mpi = mpi_vertex_mask(pag)
     mpi_on_path = float(cp.cp_time[mpi].sum())
     t0, t1 = trace.span
@@ -107,7 +115,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [length - mpi_on_path],
+            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -118,7 +126,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="1",
+    version="2",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
@@ -138,12 +146,13 @@ def critical_path(
         One row per call path with time: ``vertex``, ``name``, ``call_path``,
         ``kind``, ``cp_time`` (time on the path, s), ``cp_percent`` (of the
         path length), ``time`` (exclusive time summed over locations),
-        ``wait`` (idle wait-state time charged there), ``mean_nonwait``
+        ``wait`` (idle waiting time charged there, :func:`perflow.passes.waitstates.waiting_time`), ``mean_nonwait``
         (``(time - wait) / N``), ``cpi`` (critical-path imbalance
         ``max(0, cp_time - mean_nonwait)``). Sorted by ``cp_time``.
     summary
         One row: ``length`` (path length), ``start``, ``end``, ``runtime``
-        (trace span), ``ideal_runtime`` (path length without its MPI time),
+        (trace span), ``ideal_runtime`` (runtime of the whole run on an ideal
+        network, as in pop_metrics with span="run"),
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
 
@@ -158,7 +167,7 @@ def critical_path(
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="1", tags=("trace", "critical-path", "imbalance"))
+@pass_(version="2", tags=("trace", "critical-path", "imbalance"))
 def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 

@@ -26,6 +26,7 @@ from perflow.pag.sets import VertexSet
 from perflow.pag.stats import VERTEX_STATS
 
 from ._common import as_pag, resolve_metric, selected_vertices, vertex_columns
+from ._render import declare_aggregates
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
 
@@ -76,7 +77,10 @@ def hotspot_table(
     df["max_process"] = stats["argmax_process"][ids]
     unit = info.unit
     df.attrs.update({"metric": col, "agg": agg, "total": total, "units": {"value": unit, "max": unit, "mean": unit}})
-    return df.reset_index(drop=True)
+    df = df.reset_index(drop=True)
+    declare_aggregates(df, pag, {"value": agg})
+    declare_aggregates(df, pag, {"max": "max", "mean": "mean"}, across="processes")  # threads summed first
+    return df
 
 
 @pass_(version="1", tags=("profile", "hotspot"))

@@ -1,8 +1,10 @@
 """Scaling curves: time versus process count per vertex, with the fitted model and a prediction.
 
-The model is the one of the scalability analysis, ``T(P) = a + b log2 P``.
+The model is the one of the scalability analysis, ``log2 T = a + b log2 P``.
 Measurements are markers, the fit a dashed line over the measured range
-(extended to the target scale), the prediction at the target a star.
+(extended to the target scale), the prediction at the target a star. Given
+the scalability table as ``fits``, the figure shows the call paths that table
+lists (the ones it flags), in its order, and marks poor fits in the legend.
 
 >>> fig = plot_scaling(times, fits, target=4096)   # times: name, nprocs, time; fits: name, a, b
 """
@@ -51,7 +53,7 @@ def _label_column(df: pd.DataFrame, label: str, who: str) -> str:
     return str(alt)
 
 
-@pass_(version="1", tags=("plot",))
+@pass_(version="2", tags=("plot",))
 def plot_scaling(
     data: pd.DataFrame,
     fits: pd.DataFrame | None = None,
@@ -77,8 +79,11 @@ def plot_scaling(
     fits : DataFrame, optional
         One row per vertex with ``label`` and the fit's intercept ``a`` and
         slope ``b`` of ``log2 T = a + b log2 P`` (the ``scalability`` pass's
-        ``intercept`` and ``slope`` columns). Without it, each curve is
-        fitted here by least squares.
+        ``intercept`` and ``slope`` columns). The figure then shows the
+        vertices of this table, in its order (the call paths the scalability
+        table flags), matched on ``call_path`` when both tables have it; rows
+        with ``poor_fit`` are marked in the legend with their ``r2``. Without
+        it, each curve is fitted here by least squares.
     label : str
         Column naming the vertex (default ``name``; falls back to call_path, vertex).
     nprocs, time : str
@@ -89,7 +94,8 @@ def plot_scaling(
     target : int, optional
         Process count to extrapolate to (default: the ``target`` column of ``fits``, if any).
     k : int
-        At most this many curves: those with the largest time at the largest scale.
+        At most this many curves: the first rows of ``fits``, else those with
+        the largest time at the largest scale.
     title : str, optional
         Figure title.
     width, height : float
@@ -115,6 +121,8 @@ def plot_scaling(
     if (tidy["P"] <= 0).any():
         raise PassError(f"{who}: process counts in {nprocs!r} must be positive")
     params: dict[str, tuple[float, float]] = {}
+    poor: dict[str, float] = {}
+    chosen: list[str] = []
     if fits is not None:
         fdf = as_frame(fits, who)
         flab = _label_column(fdf, label, who)
@@ -122,15 +130,32 @@ def plot_scaling(
             a, b = "a", "b"
         require_columns(fdf, [a], who, setting="a")
         require_columns(fdf, [b], who, setting="b")
-        for n, av, bv in zip(fdf[flab].astype(str), numeric(fdf, a, who), numeric(fdf, b, who)):
+        if "call_path" in fdf.columns and "call_path" in df.columns:  # match on the call path, show the label
+            to_label = dict(zip(df["call_path"].astype(str), tidy["label"]))
+            keys = [to_label.get(c) for c in fdf["call_path"].astype(str)]
+        else:
+            keys = list(fdf[flab].astype(str))
+        r2 = numeric(fdf, "r2", who) if "r2" in fdf.columns else np.full(len(fdf), np.nan)
+        bad = fdf["poor_fit"].to_numpy(dtype=bool) if "poor_fit" in fdf.columns else np.zeros(len(fdf), bool)
+        for n, av, bv, q, r in zip(keys, numeric(fdf, a, who), numeric(fdf, b, who), bad, r2):
+            if n is None:
+                continue
             params[n] = (float(av), float(bv))
+            chosen.append(n)
+            if q:
+                poor[n] = float(r)
         if target is None and "target" in fdf.columns and len(fdf):
             target = int(fdf["target"].iloc[0])
-    pmax = tidy["P"].max() if len(tidy) else 1.0
-    at_max = tidy[tidy["P"] == pmax].groupby("label", sort=False)["T"].sum()
-    order = at_max.sort_values(ascending=False, kind="stable").index.tolist()
-    order += [n for n in dict.fromkeys(tidy["label"]) if n not in order]
-    order = order[: max(k, 1)]
+        if target is None and "target" in fdf.attrs:
+            target = int(fdf.attrs["target"])
+    if chosen:  # the vertices the fits table lists, in its order
+        order = list(dict.fromkeys(n for n in chosen if n in set(tidy["label"])))[: max(k, 1)]
+    else:
+        pmax = tidy["P"].max() if len(tidy) else 1.0
+        at_max = tidy[tidy["P"] == pmax].groupby("label", sort=False)["T"].sum()
+        order = at_max.sort_values(ascending=False, kind="stable").index.tolist()
+        order += [n for n in dict.fromkeys(tidy["label"]) if n not in order]
+        order = order[: max(k, 1)]
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, NullLocator
 
@@ -142,7 +167,8 @@ def plot_scaling(
     for name, color in zip(order, palette(len(order))):
         g = tidy[tidy["label"] == name].groupby("P", sort=True)["T"].mean()
         x, y = g.index.to_numpy(), g.to_numpy()
-        handles += ax.plot(x, np.where(y > 0, y, np.nan), "o-", color=color, label=name)
+        shown = f"{name} (poor fit, r2 {poor[name]:.2f})" if name in poor else name
+        handles += ax.plot(x, np.where(y > 0, y, np.nan), "o-", color=color, label=shown)
         av, bv = params[name] if name in params else fit_log2(x, y)
         if not np.isfinite(av) or not np.isfinite(bv):
             continue

@@ -2,8 +2,8 @@
 
 With ``U_p`` the useful (computation) time of location ``p`` (time outside
 MPI calls and their callees, and outside OpenMP and threading runtime calls),
-``T`` the runtime and ``T_ideal`` the runtime on an ideal network
-(:mod:`perflow.passes.critical_path`):
+``T`` the runtime and ``T_ideal`` the runtime on an ideal network, all
+measured over a region of interest:
 
 ===========================  ==========================================
 load balance                 ``LB = mean(U) / max(U)``
@@ -12,6 +12,19 @@ serialisation efficiency     ``SerE = max(U) / T_ideal``
 transfer efficiency          ``TE = T_ideal / T``  (``CommE = SerE * TE``)
 parallel efficiency          ``PE = LB * CommE = mean(U) / T``
 ===========================  ==========================================
+
+``T_ideal`` comes from replaying the trace on an ideal network
+(:func:`perflow.trace.replay.replay`): each location's computation in program
+order, communication and synchronisation taking no time beyond waiting for
+their dependencies. The replay never takes less than a location's computation
+nor longer than the real run, so every efficiency lies in [0, 1].
+
+The region of interest is, for a trace, a time window: by default from the
+end of ``MPI_Init`` (the earliest one) to the start of ``MPI_Finalize`` (the
+latest one), so that start-up and shut-down do not count; or the whole run;
+or an explicit ``[t0, t1]``; or the span of a call path's instances. For a
+profile it is the whole run or a call path's subtree (runtime: the largest
+inclusive time of that call path on a location).
 
 Across runs, against a reference run ``r`` (the one with the fewest locations
 by default): computation scalability ``CompS = sum(U_r) / sum(U)`` for strong
@@ -35,10 +48,24 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.tree import descendants_mask
+from perflow.trace.analyses import ideal_replay
+from perflow.trace.replay import LATE_RECEIVER_MODES
 
-from ._tracekit import check_choice, non_useful_mask
+from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
+from ._tracekit import check_choice, non_useful_mask, require_trace
 
-__all__ = ["pop_efficiencies", "pop_scalability", "useful_time", "pop_metrics", "pop_scaling", "DEFAULT_NON_USEFUL"]
+__all__ = [
+    "pop_efficiencies",
+    "pop_scalability",
+    "useful_time",
+    "pop_metrics",
+    "pop_scaling",
+    "DEFAULT_NON_USEFUL",
+    "ideal_runtime",
+    "trace_window",
+    "region_vertices",
+]
 
 #: Vertex kinds whose exclusive time is not useful computation.
 DEFAULT_NON_USEFUL = ("mpi", "openmp", "thread")
@@ -49,12 +76,14 @@ _DESCRIPTIONS = {
     "communication_efficiency": (1, "max useful time / runtime"),
     "serialisation_efficiency": (2, "max useful time / runtime on an ideal network"),
     "transfer_efficiency": (2, "runtime on an ideal network / runtime"),
-    "runtime": (-1, "runtime (s)"),
-    "ideal_runtime": (-1, "runtime on an ideal network: critical path without its MPI time (s)"),
+    "runtime": (-1, "runtime of the region of interest (s)"),
+    "ideal_runtime": (-1, "runtime on an ideal network: replay with instantaneous communication (s)"),
     "useful_mean": (-1, "mean useful time per location (s)"),
     "useful_max": (-1, "max useful time of a location (s)"),
     "useful_total": (-1, "useful time summed over locations (s)"),
     "locations": (-1, "number of (process, thread) locations"),
+    "window_start": (-1, "start of the region of interest (trace time, s; NaN for profiles)"),
+    "window_end": (-1, "end of the region of interest (trace time, s; NaN for profiles)"),
 }
 
 
@@ -91,12 +120,12 @@ def pop_efficiencies(useful: Any, runtime: float, ideal_runtime: float | None = 
     if not runtime > 0:
         raise PassError(f"POP metrics need a positive runtime, got {runtime!r}")
     mean, mx = float(u.mean()), float(u.max())
-    ideal = float(ideal_runtime) if ideal_runtime is not None and ideal_runtime > 0 else np.nan
+    ideal = float(ideal_runtime) if ideal_runtime is not None and ideal_runtime >= 0 else np.nan
     return {
         "parallel_efficiency": mean / runtime,
         "load_balance": mean / mx if mx > 0 else np.nan,
         "communication_efficiency": mx / runtime,
-        "serialisation_efficiency": mx / ideal,
+        "serialisation_efficiency": mx / ideal if ideal > 0 else np.nan,
         "transfer_efficiency": ideal / runtime,
         "runtime": float(runtime),
         "ideal_runtime": ideal,
@@ -189,61 +218,141 @@ def useful_time(pag: PAG, non_useful: Sequence[str] = DEFAULT_NON_USEFUL) -> pd.
     return s.reindex(full, fill_value=0.0)
 
 
-def _runtime(pag: PAG) -> float:
-    if pag.trace is not None and len(pag.trace.intervals):
-        t0, t1 = pag.trace.span
-        return float(t1 - t0)
+def _profile_numbers(
+    pag: PAG, non_useful: Sequence[str], region: str | None, pass_name: str, span: str = "run"
+) -> tuple[np.ndarray, float, str]:
+    """Useful time per location and runtime of a profile (whole run, without MPI_Init/Finalize, or a subtree)."""
     m = pag.metrics
     if "time_inc" not in m.columns:
-        raise PassError("POP metrics need the metric 'time_inc' (or a trace) to know the runtime")
-    roots = pag.roots
-    v = np.asarray(m.index.codes[0])
-    sel = np.isin(v, roots)
-    per_loc = (
-        pd.Series(m["time_inc"].to_numpy(dtype=np.float64)[sel], index=m.index[sel])
-        .groupby(level=["process", "thread"])
-        .sum()
-    )
-    return float(per_loc.max()) if len(per_loc) else 0.0
+        raise PassError(f"pass {pass_name!r}: POP metrics need the metric 'time_inc' (or a trace) to know the runtime")
+    if region is None:
+        top, desc = np.asarray(pag.roots), "whole run"
+        u = useful_time(pag, non_useful).to_numpy()
+    else:
+        top, desc = region_vertices(pag, region, pass_name), f"subtree of {region}"
+        inside = descendants_mask(pag.tree, top, include_self=True)
+        v = np.asarray(m.index.codes[0])
+        useful = ~non_useful_mask(pag, tuple(non_useful)) & inside
+        x = m["time_exc"].to_numpy(dtype=np.float64) * useful[v]
+        s = pd.Series(x, index=m.index).groupby(level=["process", "thread"]).sum()
+        locs = pag.locations
+        full = pd.MultiIndex.from_arrays([locs["process"].to_numpy(), locs["thread"].to_numpy()])
+        u = s.reindex(full, fill_value=0.0).to_numpy()
+    per_loc = inclusive_per_location(pag, top)
+    if region is None and span == "init_finalize":  # they run first and last: the rest is the span between them
+        hit = init_finalize_vertices(pag)
+        if len(hit):
+            rest = per_loc.sub(inclusive_per_location(pag, hit), fill_value=0.0)
+            if rest.max() > 0:  # else the run is nothing but MPI_Init and MPI_Finalize: keep it whole
+                per_loc, desc = rest, "whole run without MPI_Init and MPI_Finalize"
+    return u, float(per_loc.max()) if len(per_loc) else 0.0, desc
 
 
-def _ideal(pag: PAG, pass_name: str) -> float | None:
-    if pag.trace is None:
-        return None
-    from .critical_path import critical_path_tables
+def ideal_runtime(
+    pag: PAG,
+    pass_name: str = "ideal_runtime",
+    *,
+    window: Sequence[float] | None = None,
+    non_useful: Sequence[str] = DEFAULT_NON_USEFUL,
+    late_receiver: str = "synchronous",
+) -> float:
+    """Runtime of a trace (or of a window of it) on an ideal network: the replay's, as POP uses it."""
+    require_trace(pag, pass_name)
+    useful = ~non_useful_mask(pag, tuple(non_useful))
+    w = None if window is None else (float(window[0]), float(window[1]))
+    return ideal_replay(pag, useful, window=w, late_receiver=late_receiver).ideal_runtime
 
-    s = critical_path_tables(pag, pass_name)["summary"]
-    return float(s["ideal_runtime"].iloc[0])
 
-
-def _run_numbers(pag: PAG, pass_name: str, non_useful: Sequence[str]) -> dict[str, float]:
+def _run_numbers(
+    pag: PAG,
+    pass_name: str,
+    non_useful: Sequence[str],
+    *,
+    region: str | None = None,
+    window: Sequence[float] | None = None,
+    span: str = "init_finalize",
+    late_receiver: str = "synchronous",
+) -> tuple[dict[str, float], dict[str, Any]]:
     if not isinstance(pag, PAG):
         raise PassError(f"pass {pass_name!r} needs PAGs as input, got {type(pag).__name__}")
-    u = useful_time(pag, non_useful)
-    return pop_efficiencies(u.to_numpy(), _runtime(pag), _ideal(pag, pass_name))
+    check_choice(pass_name, "late_receiver", late_receiver, LATE_RECEIVER_MODES)
+    if pag.trace is None or not len(pag.trace.intervals):
+        if window is not None:
+            raise PassError(f"pass {pass_name!r}: a time window needs a trace; this PAG is a profile")
+        check_choice(pass_name, "span", span, SPANS)
+        u, runtime, desc = _profile_numbers(pag, non_useful, region, pass_name, span)
+        e = pop_efficiencies(u, runtime, None)
+        e.update(window_start=np.nan, window_end=np.nan)
+        return e, {"region": desc}
+    t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
+    useful = ~non_useful_mask(pag, tuple(non_useful))
+    r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=late_receiver)
+    e = pop_efficiencies(r.locations["useful"].to_numpy(), r.runtime, r.ideal_runtime)
+    e.update(window_start=t0, window_end=t1)
+    return e, {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
 
 
-@pass_(version="1", tags=("trace", "profile", "pop"))
-def pop_metrics(pag: PAG, *, non_useful: list[str] | None = None) -> pd.DataFrame:
+@pass_(version="2", tags=("trace", "profile", "pop"))
+def pop_metrics(
+    pag: PAG,
+    *,
+    non_useful: list[str] | None = None,
+    region: str | None = None,
+    window: list[float] | None = None,
+    span: str = "init_finalize",
+    late_receiver: str = "synchronous",
+) -> pd.DataFrame:
     """POP efficiency metrics of one run: parallel efficiency and its factors.
 
     One row per metric with ``metric``, ``value``, ``level`` (0 parallel
     efficiency, 1 its factors, 2 the factors of communication efficiency,
-    -1 raw numbers) and ``description``. Useful time is exclusive time outside
-    MPI calls (and their callees), OpenMP and threading calls, per (process, thread). Serialisation and
-    transfer efficiency need a trace (the ideal runtime comes from the
-    critical path); for profiles they are NaN and the runtime is the largest
-    root inclusive time of a location.
+    -1 raw numbers), ``unit`` and ``description``. Useful time is time outside
+    MPI calls (and their callees), OpenMP and threading calls, per (process,
+    thread), inside the region of interest (``attrs["region"]`` says which).
+    For traces the ideal runtime comes from an ideal-network replay
+    (:func:`perflow.trace.replay.replay`); for profiles serialisation and
+    transfer efficiency are NaN and the runtime is the largest inclusive time
+    of the region's root on a location.
 
     Parameters
     ----------
     non_useful : list of str, optional
         Vertex kinds whose time is not useful (default: mpi, openmp, thread).
+    region : str, optional
+        Region of interest: a call path (``main/solve``) or a vertex name. For a
+        trace, the window from its first enter to its last leave; for a
+        profile, its subtree.
+    window : list of float, optional
+        Region of interest of a trace as ``[start, end]`` in trace time (s).
+    span : str
+        Without region or window: ``"init_finalize"`` (default; from the end of
+        MPI_Init to the start of MPI_Finalize, or the whole run when the trace
+        has neither; for a profile the runtime without the time in MPI_Init and
+        MPI_Finalize) or ``"run"`` (the whole run).
+    late_receiver : str
+        In the ideal replay, which sends wait for their receive to be posted:
+        "synchronous" (default), "blocking" or "none".
     """
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
-    e = _run_numbers(pag, "pop_metrics", nu)
-    rows = [(k, e[k], lvl, d) for k, (lvl, d) in _DESCRIPTIONS.items()]
-    return pd.DataFrame(rows, columns=["metric", "value", "level", "description"])
+    e, info = _run_numbers(pag, "pop_metrics", nu, region=region, window=window, span=span, late_receiver=late_receiver)
+    rows = [(k, e[k], lvl, _unit(k), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
+    df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", "description"])
+    df.attrs.update(info)
+    note = f"Region of interest: {info['region']}."
+    if info.get("dependencies_skipped"):
+        note += f" {info['dependencies_skipped']} dependencies with untrusted timestamps were left out of the replay."
+    df.attrs["note"] = note
+    return df
+
+
+def _unit(metric: str) -> str:
+    if metric == "locations":
+        return "count"
+    return (
+        "s"
+        if metric in ("runtime", "ideal_runtime", "window_start", "window_end") or metric.startswith("useful")
+        else "ratio"
+    )
 
 
 def _counter_total(pag: PAG, name: str, non_useful: Sequence[str]) -> float | None:
@@ -259,9 +368,16 @@ def _counter_total(pag: PAG, name: str, non_useful: Sequence[str]) -> float | No
     return float(col[useful].sum())
 
 
-@pass_(version="1", tags=("trace", "profile", "pop", "scaling"))
+@pass_(version="2", tags=("trace", "profile", "pop", "scaling"))
 def pop_scaling(
-    pags: list[PAG], *, scaling: str = "strong", reference: int | None = None, non_useful: list[str] | None = None
+    pags: list[PAG],
+    *,
+    scaling: str = "strong",
+    reference: int | None = None,
+    non_useful: list[str] | None = None,
+    region: str | None = None,
+    span: str = "init_finalize",
+    late_receiver: str = "synchronous",
 ) -> pd.DataFrame:
     """POP metrics across runs of one program at different scales.
 
@@ -282,12 +398,18 @@ def pop_scaling(
         Input position of the reference run (default: the one with the fewest locations).
     non_useful : list of str, optional
         Vertex kinds whose time is not useful (default: mpi, openmp, thread).
+    region : str, optional
+        Region of interest in every run (a call path or vertex name; see pop_metrics).
+    span : str
+        Default region of interest of traces: "init_finalize" or "run".
+    late_receiver : str
+        Which sends wait for their receive in the ideal replay.
     """
     check_choice("pop_scaling", "scaling", scaling, ("strong", "weak"))
     if not isinstance(pags, list | tuple) or not pags:
         raise PassError("pass 'pop_scaling' needs a non-empty list of PAGs (one per run)")
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
-    runs = [_run_numbers(p, "pop_scaling", nu) for p in pags]
+    runs = [_run_numbers(p, "pop_scaling", nu, region=region, span=span, late_receiver=late_receiver)[0] for p in pags]
     df = pd.DataFrame(runs)
     df.insert(0, "run", np.arange(len(runs)))
     df["locations"] = df["locations"].astype(int)

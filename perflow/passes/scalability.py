@@ -19,9 +19,19 @@ log2 P*)`` at a target scale ``P*``. A call path is *non-scalable* when ``b``
 exceeds a threshold (default 0: its time grows with the process count);
 those are ranked by their predicted time at the target scale.
 
+Every fit carries its quality: ``r2`` (the coefficient of determination
+of the fit in log-log space, 1 for a perfect power law) and ``rel_error``
+(the largest relative error of the fitted time at a measured scale,
+``max |T_fit / T - 1|``). A fit through three or more points with ``r2``
+below ``min_r2`` (default 0.8) is flagged ``poor_fit``: its slope and
+prediction describe the data badly. A fit through two points is exact by
+construction, so its quality cannot be judged (``df.attrs["note"]`` says so).
+
 Worked examples at P = 4, 8, 16, 32: T = [8, 4, 2, 1] gives b = -1 and
 T(64) = 0.5; T = [0.5, 0.6, 0.7, 0.8] gives b = 0.2257 and T(64) = 0.947;
-T = [2, 2, 2, 2] gives b = 0.
+T = [2, 2, 2, 2] gives b = 0. T = [1, 4, 1, 4] gives b = 0.4, a = -0.4,
+r2 = 0.2 (log2 T = [0, 2, 0, 2] against the fit [0.4, 0.8, 1.2, 1.6]) and a
+relative error of 2^1.2 - 1 = 1.30 at P = 16: a poor fit.
 """
 
 from __future__ import annotations
@@ -65,7 +75,8 @@ def fit_loglog(scales: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
     Returns
     -------
     dict
-        ``slope``, ``intercept``, ``r2`` (nan without a fit) and ``n_points`` per row.
+        ``slope``, ``intercept``, ``r2``, ``rel_error`` (the largest ``|T_fit / T - 1|``
+        over the points used; nan without a fit) and ``n_points`` per row.
     """
     x = np.log2(np.asarray(scales, dtype=np.float64))[None, :]
     v = np.asarray(values, dtype=np.float64)
@@ -85,7 +96,9 @@ def fit_loglog(scales: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
         sst = (np.where(ok, y - ybar[:, None], 0.0) ** 2).sum(axis=1)
         ssr = (resid**2).sum(axis=1)
         r2 = np.where(fit, np.where(sst > 1e-24, 1.0 - ssr / np.where(sst > 1e-24, sst, 1.0), 1.0), np.nan)
-    return {"slope": b, "intercept": a, "r2": r2, "n_points": n.astype(np.int64)}
+        rel = np.where(ok, np.abs(np.exp2(-resid) - 1.0), 0.0).max(axis=1, initial=0.0)  # T_fit / T = 2^-resid
+        rel = np.where(fit, rel, np.nan)
+    return {"slope": b, "intercept": a, "r2": r2, "rel_error": rel, "n_points": n.astype(np.int64)}
 
 
 def align_runs(runs: Sequence[PAG], metric: str, agg: str) -> tuple[pd.DataFrame, np.ndarray]:
@@ -134,7 +147,11 @@ def _scales(runs: Sequence[PAG], scales: Sequence[float] | None, scale_key: str 
     return s
 
 
-@pass_(version="1", tags=("profile", "scalability"))
+#: Default quality a fit must reach: r2 at least this (fits through 3 or more points).
+MIN_R2 = 0.8
+
+
+@pass_(version="2", tags=("profile", "scalability"))
 def scalability(
     runs: list[PAG],
     *,
@@ -148,6 +165,7 @@ def scalability(
     scale_key: str | None = None,
     scales: list[float] | None = None,
     complete_only: bool = False,
+    min_r2: float = MIN_R2,
 ) -> pd.DataFrame:
     """Fit ``log2 T = a + b log2 P`` per call path over several runs and rank the non-scalable ones.
 
@@ -181,14 +199,18 @@ def scalability(
     complete_only : bool
         Skip call paths with a zero time in any run (by default zero times
         are left out of the fit of that path, which needs two usable runs).
+    min_r2 : float
+        Fits through three or more points with a lower ``r2`` are flagged ``poor_fit``.
 
     Returns
     -------
     pandas.DataFrame
         ``call_path``, ``name``, ``vertex`` (id in the largest run having the
-        path), ``n_points``, ``slope``, ``intercept``, ``r2``, ``predicted``,
-        ``growth``, ``non_scalable``, then ``T@<P>`` for every run in
-        increasing scale. ``df.attrs`` holds ``scales`` and ``target``.
+        path), ``n_points``, ``slope``, ``intercept``, ``r2``, ``rel_error``,
+        ``poor_fit``, ``predicted``, ``growth``, ``non_scalable``, then
+        ``T@<P>`` for every run in increasing scale. ``df.attrs`` holds
+        ``scales``, ``target``, ``min_r2`` and ``note`` (what the quality flags
+        mean and how many fits are poor; reports print it under the table).
     """
     if len(runs) < 2:
         raise PassError(f"scalability needs runs at two or more scales, got {len(runs)}")
@@ -221,6 +243,8 @@ def scalability(
             "slope": fit["slope"],
             "intercept": fit["intercept"],
             "r2": fit["r2"],
+            "rel_error": fit["rel_error"],
+            "poor_fit": (fit["n_points"] >= 3) & (np.nan_to_num(fit["r2"], nan=1.0) < float(min_r2)),
             "predicted": pred,
             "growth": growth,
             "non_scalable": np.nan_to_num(fit["slope"], nan=-np.inf) > slope_threshold,
@@ -237,8 +261,36 @@ def scalability(
     df = df.iloc[np.lexsort((df["call_path"].to_numpy().astype(str), -key))].reset_index(drop=True)
     if k is not None:
         df = df.head(max(int(k), 0))
-    df.attrs.update({"scales": s.tolist(), "target": tgt, "metric": metric, "agg": agg})
+    over = f"{agg} over the processes of each run"
+    df.attrs.update(
+        {
+            "scales": s.tolist(),
+            "target": tgt,
+            "metric": metric,
+            "agg": agg,
+            "min_r2": float(min_r2),
+            "note": _quality_note(df, float(min_r2), len(s)),
+            "units": {"predicted": "s", **{lab: "s" for lab in labels}, "rel_error": "ratio"},
+            "aggregates": {lab: over for lab in labels},
+        }
+    )
     return df
+
+
+def _quality_note(df: pd.DataFrame, min_r2: float, n_runs: int) -> str:
+    """What the fit-quality columns say about the rows of a scalability table."""
+    out = (
+        f"Fit quality: r2 of log2 T = a + b log2 P over the runs; poor_fit marks fits with r2 below {min_r2:g} "
+        "(their slope and prediction are unreliable); rel_error is the largest relative error at a measured scale."
+    )
+    poor = df[df["poor_fit"].to_numpy(dtype=bool)] if len(df) else df
+    if len(poor):
+        names = ", ".join(f"{c} (r2 {r:.2f})" for c, r in zip(poor["call_path"].head(5), poor["r2"].head(5)))
+        more = f" and {len(poor) - 5} more" if len(poor) > 5 else ""
+        out += f" {len(poor)} of {len(df)} fits are poor: {names}{more}."
+    if n_runs == 2:
+        out += " With two runs every fit passes through both points: its quality cannot be judged."
+    return out
 
 
 def _labels(s: np.ndarray) -> list[str]:

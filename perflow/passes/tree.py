@@ -1,13 +1,15 @@
 """The top-down tree: in the terminal, as Graphviz DOT source, and as a collapsible HTML page.
 
 >>> print(tree_text(pag, metric="time_inc", depth=3, threshold=0.01))      # doctest: +SKIP
+time_inc (sum over 8 processes)
 1.00 s main
 ├─ 600 ms solve
 │  └─ 400 ms MPI_Allreduce
 └─ 300 ms io
 
 All three share the selection settings: ``metric`` and ``agg`` (the value
-shown, aggregated across processes), ``depth`` (deepest level shown, roots
+shown, aggregated across processes; every rendering says how, e.g.
+``time_inc (sum over 8 processes)`` as the first line), ``depth`` (deepest level shown, roots
 are 0), ``threshold`` (hide vertices whose value is below this fraction of
 the largest one; ancestors of shown vertices are always kept so that a hot
 leaf is never lost), ``expand`` (vertices shown with their whole subtree
@@ -43,11 +45,22 @@ def _fmt(tv: TreeView, v: int, units: bool, precision: int) -> str:
     return f"{x:.{precision}f}"
 
 
+def _repeated(tv: TreeView) -> set[int]:
+    """Shown vertices whose name repeats among their siblings (two call sites of one function)."""
+    out: set[int] = set()
+    for kids in [tv.roots, *tv.children.values()]:
+        seen: dict[str, list[int]] = {}
+        for k in kids:
+            seen.setdefault(str(tv.name[k]), []).append(k)
+        out.update(k for ks in seen.values() if len(ks) > 1 for k in ks)
+    return out
+
+
 def _view(data: Any, pag: PAG | None, who: str, **kw: Any) -> TreeView:
     return tree_view(data, pag, who=who, **kw)
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="2", tags=("report",))
 def tree_text(
     data: TreeInput,
     pag: PAG | None = None,
@@ -65,9 +78,13 @@ def tree_text(
     precision: int = 3,
     ascii: bool = False,  # noqa: A002
     max_lines: int = 2000,
+    header: bool = True,
     path: str | None = None,
 ) -> str:
     """The calling-context tree as indented text lines: ``<value> <name> [file:line]``.
+
+    The first line says what the values are and how they aggregate over
+    processes (``time_inc (sum over 8 processes)``; ``header=False`` leaves it out).
 
     Lines are drawn with box-drawing characters (``├─``, ``└─``, ``│``), or
     ``|-``, `` `-``, ``|`` with ``ascii=True``. With ``color=True`` the value
@@ -109,6 +126,8 @@ def tree_text(
         Use ASCII instead of box-drawing characters.
     max_lines : int
         Stop after this many vertices (a last line says how many were left out).
+    header : bool
+        Start with a line naming the metric and its aggregation over processes.
     path : str, optional
         Also write the text to this file (without colour codes).
 
@@ -133,6 +152,7 @@ def tree_text(
     plain: list[str] = []
     colored: list[str] = []
     total = int(tv.shown.sum())
+    repeated = _repeated(tv)  # call sites of one function under one parent: told apart by file:line
     for count, (v, d, last) in enumerate(tv.walk()):
         if count >= max_lines:
             plain.append(f"... {total - max_lines} more vertices")
@@ -141,12 +161,15 @@ def tree_text(
         prefix = "" if d == 0 else "".join(blank if lst else pipe for lst in last[1:-1]) + (elbow if last[-1] else tee)
         val = _fmt(tv, v, units, precision)
         tail = f" [+{int(tv.hidden[v])}]" if tv.collapsed[v] and tv.hidden[v] else ""
-        loc = tv.location(v) if show_file else ""
+        loc = tv.location(v) if show_file or v in repeated else ""
         rest = f" {tv.name[v]}{tail}" + (f" {loc}" if loc else "")
         plain.append(prefix + val + rest)
         if color:
             code = LEVELS[level_of(tv.ratio(v))][1]
             colored.append(f"{prefix}\x1b[{code}m{val}\x1b[0m{rest}")
+    if header and plain and tv.aggregate:
+        plain.insert(0, tv.header)
+        colored.insert(0, tv.header)
     text = "\n".join(plain) + ("\n" if plain else "")
     write_text(text, path)
     return "\n".join(colored) + ("\n" if colored else "") if color else text
@@ -156,7 +179,7 @@ def _dot_str(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="2", tags=("report",))
 def tree_dot(
     data: TreeInput,
     pag: PAG | None = None,
@@ -221,9 +244,11 @@ def tree_dot(
     from matplotlib.colors import to_hex
 
     cm = matplotlib.colormaps[cmap]
+    repeated = _repeated(tv)
     out = [
         f"digraph {_dot_str(name)} {{",
         f"  rankdir={rankdir};",
+        f"  label={_dot_str(tv.header)}; labelloc=t;",
         '  node [shape=box, style="rounded,filled", fontname="Helvetica"];',
         '  edge [color="#777777"];',
     ]
@@ -233,7 +258,7 @@ def tree_dot(
         label = f"{tv.name[v]}\n{_fmt(tv, v, True, precision)}"
         if tv.collapsed[v] and tv.hidden[v]:
             label += f" [+{int(tv.hidden[v])}]"
-        if show_file and tv.location(v):
+        if (show_file or v in repeated) and tv.location(v):
             label += f"\n{tv.location(v)}"
         fill = to_hex(cm(0.1 + 0.8 * r))
         font = "white" if r > 0.7 else "black"
@@ -266,7 +291,7 @@ _JS = (
 )
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="2", tags=("report",))
 def tree_html(
     data: TreeInput,
     pag: PAG | None = None,
@@ -327,8 +352,9 @@ def tree_html(
         collapse=collapse,
         sort=sort,
     )
+    repeated = _repeated(tv)
     esc = html.escape
-    parts = ['<div class="pf-tree">']
+    parts = ['<div class="pf-tree">', f'<p class="pf-head">{esc(tv.header)}</p>']
     open_stack: list[int] = []  # depths of open <details>
     for v, d, _ in tv.walk():
         while open_stack and open_stack[-1] >= d:
@@ -336,7 +362,7 @@ def tree_html(
             parts.append("</details>")
         r = tv.ratio(v)
         colour = LEVELS[level_of(r)][2]
-        loc = tv.location(v) if show_file else ""
+        loc = tv.location(v) if show_file or v in repeated else ""
         more = f'<span class="more">[+{int(tv.hidden[v])}]</span>' if tv.collapsed[v] and tv.hidden[v] else ""
         body = (
             f'<span class="val" style="color:{colour}">{esc(_fmt(tv, v, True, precision))}</span>'
@@ -358,7 +384,7 @@ def tree_html(
         text = (
             f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{esc(title)}</title>'
             f"<style>{_PAGE_CSS}{_CSS}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n"
-            f"<p>{esc(tv.metric)} ({esc(agg)} over processes)</p>\n{_JS}\n{tree}\n</body></html>\n"
+            f"{_JS}\n{tree}\n</body></html>\n"
         )
     write_text(text, path)
     return text

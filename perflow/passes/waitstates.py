@@ -13,6 +13,12 @@ late_sender
 wait_state_summary
     Any wait-state table aggregated per call path and kind, per process, or per kind.
 
+:func:`waiting_time` is the one definition of the waiting time charged to a
+call that every other consumer (``breakdown``, ``comm_summary``, the reports)
+takes: per call instance, the length of the union of its idle wait-state
+instances (so it never exceeds the call's duration), split over the families
+Late Sender, Late Receiver and collective in that order of precedence.
+
 The formulas are those of :mod:`perflow.trace.waits` (module docstring); in
 short, with ``E``/``L`` the enter/leave of the MPI calls involved: Late Sender
 ``max(0, min(Es, Lr) - Er)`` (maximum over the messages a Waitall completes,
@@ -29,9 +35,20 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS
 
+from ._render import declare_aggregates, format_value
 from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
+from ._waittime import WAIT_FAMILIES, charge_waits, waiting_time
 
-__all__ = ["wait_states", "p2p_wait_states", "late_sender", "wait_state_summary", "instance_table"]
+__all__ = [
+    "wait_states",
+    "p2p_wait_states",
+    "late_sender",
+    "wait_state_summary",
+    "instance_table",
+    "waiting_time",
+    "charge_waits",
+    "WAIT_FAMILIES",
+]
 
 _LS_KINDS = ["late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff"]
 
@@ -142,7 +159,7 @@ def p2p_wait_states(
     )
 
 
-@pass_(version="1", tags=("trace", "wait-states", "p2p"))
+@pass_(version="2", tags=("trace", "wait-states", "p2p"))
 def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3) -> pd.DataFrame:
     """Late Sender time per call path of the waiting receive, with who was waited for.
 
@@ -152,7 +169,7 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     sum), ``completion`` (time after the late send had left), ``instances``,
     ``max_process`` / ``max_process_time`` (the process that waited most
     there) and ``waited_for`` (the sending processes that caused the most
-    waiting there, as "rank:seconds" pairs).
+    waiting there, as "rank:time" pairs, e.g. ``3:44.5 ms``).
 
     Parameters
     ----------
@@ -201,17 +218,21 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
         out["max_process_time"] = 0.0
     by_cause = idle.groupby(["vertex", "cause_process"])["amount"].sum().sort_values(ascending=False)
     waited = {
-        v: ", ".join(f"{int(p)}:{a:.3g}" for (_, p), a in g.head(max(int(top_causes), 0)).items())
+        v: ", ".join(f"{int(p)}:{format_value(a, 's')}" for (_, p), a in g.head(max(int(top_causes), 0)).items())
         for v, g in by_cause.groupby(level=0, sort=False)
     }
     out["waited_for"] = pd.Series(waited).reindex(out.index).fillna("")
     out = out[out["late_sender_total"] > 0].sort_values("late_sender_total", ascending=False).reset_index()
     out.insert(1, "name", name_column(pag, out["vertex"].to_numpy()))
     out.insert(2, "call_path", call_path_column(pag, out["vertex"].to_numpy()))
-    return out[cols]
+    out = out[cols]
+    declare_aggregates(
+        out, pag, ["late_sender", "wrong_order_same", "wrong_order_diff", "late_sender_total", "completion"]
+    )
+    return out
 
 
-@pass_(version="1", tags=("trace", "wait-states"))
+@pass_(version="2", tags=("trace", "wait-states"))
 def wait_state_summary(
     pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False
 ) -> pd.DataFrame:
@@ -258,7 +279,9 @@ def wait_state_summary(
         g["idle"] = g["kind"].map(lambda k: WAIT_KINDS[k].idle if k in WAIT_KINDS else True)
         g["description"] = g["kind"].map(lambda k: WAIT_KINDS[k].description if k in WAIT_KINDS else "")
         g["percent"] = 100.0 * g["amount"] / (span * nloc)
-        return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+        g = g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+        declare_aggregates(g, pag, ["amount"])
+        return g
     if by == "process":
         g = w.assign(kind=kind).groupby(["process", "thread", "kind"])["amount"].agg(["sum", "size"]).reset_index()
         g = g.rename(columns={"sum": "amount", "size": "instances"})
@@ -280,4 +303,6 @@ def wait_state_summary(
     g.insert(1, "name", name_column(pag, v))
     g.insert(2, "call_path", call_path_column(pag, v))
     g["percent"] = 100.0 * g["amount"] / (span * nloc)
-    return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    g = g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
+    declare_aggregates(g, pag, ["amount"])
+    return g

@@ -39,6 +39,10 @@ __all__ = [
     "CRITICAL_PATH",
     "DELAY_COSTS",
     "EXCLUSIVE_BY_VERTEX",
+    "ReplaySettings",
+    "REPLAY_POINTS",
+    "REPLAY_COLLECTIVES",
+    "ideal_replay",
 ]
 
 _TRACE = frozenset({"trace"})
@@ -186,3 +190,56 @@ EXCLUSIVE_BY_VERTEX = Analysis(
     uses=_TRACE_V,
     doc="exclusive time per vertex over all locations, and the time outside every region",
 )
+
+
+@dataclass(frozen=True)
+class ReplaySettings(Settings):
+    """Which sends wait for their receive to be posted in the ideal-network replay."""
+
+    late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
+
+
+def _replay_points(pag: Any, s: ReplaySettings) -> tuple[np.ndarray, ...]:
+    from .replay import replay_points
+
+    return replay_points(trace_of(pag), s.late_receiver, pag.analyses.get(LOCATIONS))
+
+
+def _replay_collectives(pag: Any, s: Settings) -> tuple[np.ndarray, ...]:
+    from .replay import collective_classes
+
+    return collective_classes(trace_of(pag))
+
+
+REPLAY_POINTS = Analysis(
+    "trace.replay_points",
+    compute=_replay_points,
+    settings=ReplaySettings,
+    uses=_TRACE,
+    doc="the ideal-network replay's dependency points, sorted by time",
+)
+REPLAY_COLLECTIVES = Analysis(
+    "trace.replay_collectives", compute=_replay_collectives, uses=_TRACE, doc="collective instances by pattern"
+)
+
+
+def ideal_replay(
+    pag: Any,
+    useful_vertex: np.ndarray,
+    *,
+    window: tuple[float, float] | None = None,
+    late_receiver: str = "synchronous",
+) -> Any:
+    """:func:`perflow.trace.replay.replay` of a PAG's trace, with the pieces it needs from the PAG's analyses."""
+    from .replay import replay
+
+    return replay(
+        trace_of(pag),
+        useful_vertex,
+        window=window,
+        late_receiver=late_receiver,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+        points=pag.analyses.get(REPLAY_POINTS, late_receiver=late_receiver),
+        collectives=pag.analyses.get(REPLAY_COLLECTIVES),
+    )

@@ -97,7 +97,14 @@ def test_frames_and_display(pag):
     pp = pag.vertices.filter(name="MPI_Send").to_frame(["time_exc"], per_process=True)
     assert pp["time_exc"].tolist() == [0.5, 4]
     r = repr(pag.vertices.filter(kind="mpi"))
-    assert r.startswith("<VertexSet: 3 vertices>") and "MPI_Recv" in r
+    assert r.startswith("<VertexSet: 3 vertices; metrics: sum over 2 processes>") and "MPI_Recv" in r
+    # a set sorted by the maximum shows the maximum, and says so
+    top = pag.vertices.filter(kind="mpi").sort_by("time_exc", agg="max")
+    shown = repr(top).splitlines()
+    assert shown[0] == "<VertexSet: 3 vertices; metrics: max over 2 processes>"
+    assert shown[3].split()[:6] == ["5", "MPI_Recv", "mpi", "5.00", "s", "5.00"]  # max 5 s, not the sum 5.5 s
+    assert top.head(2).to_frame(["time_exc"])["time_exc"].tolist() == [5, 4]  # max, not the sum (5.5, 4.5)
+    assert top.to_frame(["time_exc"]).attrs["aggregates"] == {"time_exc": "max over 2 processes"}
     assert "<table" in pag.vertices._repr_html_()
     assert repr(pag.vertices.filter(name="zzz")) == "<VertexSet: empty>"
     assert [v.name for v in pag.vertices.filter(kind="loop")] == ["solve"]

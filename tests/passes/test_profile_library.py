@@ -40,7 +40,7 @@ def test_every_pass_is_registered(specs: dict) -> None:
 def test_every_pass_is_documented(specs: dict) -> None:
     for name, spec in specs.items():
         assert spec.summary, name
-        assert spec.version == "1", name
+        assert spec.version.isdigit() and int(spec.version) >= 1, name  # bumped when the output changes
         for s in spec.settings:
             assert s.doc, f"{name}: setting {s.name!r} has no documentation"
             assert not s.required, f"{name}: setting {s.name!r} has no default"

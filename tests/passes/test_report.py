@@ -160,8 +160,10 @@ def test_csv_keeps_raw_values_and_writes_file(hot: pd.DataFrame, tmp_path) -> No
     out = render_table(hot, format="csv", path=str(target))
     assert target.read_text() == out
     back = pd.read_csv(io.StringIO(out))
-    assert back["time_exc"].tolist() == [1.5, 0.0123, 4.5e-6]
-    assert back["bytes_sent"].tolist() == [0, 4096, 3 * 1024**2]
+    # the header names each column's unit
+    assert list(back.columns) == ["name", "time_exc [s]", "bytes_sent [B]", "imbalance_pct [%]", "visits [count]"]
+    assert back["time_exc [s]"].tolist() == [1.5, 0.0123, 4.5e-6]
+    assert back["bytes_sent [B]"].tolist() == [0, 4096, 3 * 1024**2]
 
 
 def test_vertex_set_keeps_vertex_ids() -> None:
@@ -174,9 +176,12 @@ def test_vertex_set_keeps_vertex_ids() -> None:
     )
     out = render_table(pag.vertices.sort_by("time_exc"), columns=["vertex", "name", "time_exc", "time_inc"])
     lines = out.splitlines()
-    assert lines[0].split() == ["vertex", "name", "time_exc", "time_inc"]
-    assert lines[2].split() == ["0", "main", "4.00", "s", "8.00", "s"]
-    assert lines[3].split() == ["1", "work", "4.00", "s", "4.00", "s"]
+    assert lines[0] == "time_exc, time_inc: sum over 2 processes"  # how the values aggregate, said once
+    assert lines[1].split() == ["vertex", "name", "time_exc", "time_inc"]
+    assert lines[3].split() == ["0", "main", "4.00", "s", "8.00", "s"]
+    assert lines[4].split() == ["1", "work", "4.00", "s", "4.00", "s"]
+    csv = render_table(pag.vertices.sort_by("time_exc", agg="max"), columns=["name", "time_exc"], format="csv")
+    assert csv.splitlines() == ["name,time_exc (max over 2 processes) [s]", "main,3.0", "work,2.0"]
     edges = render_table(pag.vertices.in_edges(), format="csv")
     assert edges.splitlines() == ["src,dst,src_name,dst_name", "0,1,main,work"]
 

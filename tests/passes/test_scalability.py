@@ -159,3 +159,50 @@ def test_lulesh_caliper_runs() -> None:
     assert df["n_points"].max() == 5
     ns = scalability(runs, target=512)
     assert ns["non_scalable"].all() and (ns["slope"] > 0).all()
+
+
+def test_fit_quality_worked_example() -> None:
+    # log2 T = [0, 2, 0, 2] at log2 P = [2, 3, 4, 5]: b = 0.4, a = -0.4, fit [0.4, 0.8, 1.2, 1.6],
+    # SSR 3.2, SST 4: r2 = 0.2; the worst point is P = 16 where T_fit / T = 2^1.2
+    fit = fit_loglog(np.array(SCALES), np.array([[1, 4, 1, 4], [8, 4, 2, 1]]))
+    assert fit["slope"][0] == pytest.approx(0.4) and fit["intercept"][0] == pytest.approx(-0.4)
+    assert fit["r2"][0] == pytest.approx(0.2)
+    assert fit["rel_error"][0] == pytest.approx(2**1.2 - 1)
+    assert fit["rel_error"][1] == pytest.approx(0.0, abs=1e-12) and fit["r2"][1] == pytest.approx(1.0)
+
+
+def test_poor_fits_are_flagged_in_table_and_report() -> None:
+    vals = zip(SCALES, [8, 4, 2, 1], [1, 4, 1, 4], [0.5, 0.6, 0.7, 0.8])
+    runs = [run(P, a, b, c) for P, a, b, c in vals]  # "growing" is now the zig-zag, "flat" the steady growth
+    df = scalability(runs, target=64).set_index("name")
+    assert list(df.index) == ["growing", "flat"]  # both have slope > 0
+    assert bool(df.loc["growing", "poor_fit"]) and df.loc["growing", "r2"] == pytest.approx(0.2)
+    assert not bool(df.loc["flat", "poor_fit"]) and df.loc["flat", "r2"] > 0.95
+    assert df.attrs["min_r2"] == 0.8
+    note = df.attrs["note"]
+    assert "1 of 2 fits are poor: main/growing (r2 0.20)" in note
+    # the rendered table (what the flow's report prints) carries the note
+    from perflow.passes.report import render_table
+
+    text = render_table(scalability(runs, target=64), columns=["call_path", "slope", "r2", "poor_fit"])
+    assert "poor_fit" in text.splitlines()[0] and "1 of 2 fits are poor" in text
+    # a looser threshold accepts the zig-zag
+    assert not scalability(runs, target=64, min_r2=0.1)["poor_fit"].any()
+    # two runs: fits are exact, quality cannot be judged, nothing flagged
+    two = scalability(runs[:2], target=64, all_vertices=True)
+    assert not two["poor_fit"].any() and "cannot be judged" in two.attrs["note"]
+
+
+def test_figure_shows_the_flagged_call_paths() -> None:
+    from perflow.passes.plot_scaling import plot_scaling
+
+    vals = zip(SCALES, [8, 4, 2, 1], [1, 4, 1, 4], [0.5, 0.6, 0.7, 0.8])
+    runs = [run(P, a, b, c) for P, a, b, c in vals]
+    table = scalability(runs, target=64)  # flags growing and flat; "halving" has the most time at P = 4
+    fig = plot_scaling(scaling_data(runs), table, label="label", k=6)
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines() if not ln.get_label().startswith("_")]
+    measured = [lab for lab in labels if not lab.endswith(" fit") and "@" not in lab]
+    assert measured == ["growing (poor fit, r2 0.20)", "flat"]
+    # without the table: the costliest at the largest scale, as before
+    fig = plot_scaling(scaling_data(runs), label="label", k=1)
+    assert [ln.get_label() for ln in fig.axes[0].get_lines()][0] == "growing"

@@ -37,8 +37,15 @@ def pag() -> perflow.PAG:
     return perflow.PAG.from_literal(LITERAL)
 
 
+def body(text: str, header: str = "time_inc (sum over 2 processes)") -> list[str]:
+    """The lines of a tree after its first line, which says what the values are and how they aggregate."""
+    lines = text.splitlines()
+    assert lines[0] == header
+    return lines[1:]
+
+
 def test_text_exact_lines(pag: perflow.PAG) -> None:
-    assert tree_text(pag).splitlines() == [
+    assert body(tree_text(pag)) == [
         "1.00 s main",
         "├─ 600 ms solve",
         "│  └─ 400 ms MPI_Allreduce",
@@ -47,7 +54,7 @@ def test_text_exact_lines(pag: perflow.PAG) -> None:
 
 
 def test_text_plain_numbers_ascii_files(pag: perflow.PAG) -> None:
-    assert tree_text(pag, units=False, precision=2, ascii=True, show_file=True).splitlines() == [
+    assert body(tree_text(pag, units=False, precision=2, ascii=True, show_file=True)) == [
         "1.00 main app.c:3",
         "|- 0.60 solve solve.c:10",
         "|  `- 0.40 MPI_Allreduce",
@@ -57,7 +64,7 @@ def test_text_plain_numbers_ascii_files(pag: perflow.PAG) -> None:
 
 def test_text_agg_and_sort(pag: perflow.PAG) -> None:
     # max over processes of exclusive time: main 0.05, solve 0.1, MPI_Allreduce 0.25, io 0.15
-    assert tree_text(pag, metric="time_exc", agg="max", sort=False).splitlines() == [
+    assert body(tree_text(pag, metric="time_exc", agg="max", sort=False), "time_exc (max over 2 processes)") == [
         "50.0 ms main",
         "├─ 100 ms solve",
         "│  └─ 250 ms MPI_Allreduce",
@@ -66,25 +73,26 @@ def test_text_agg_and_sort(pag: perflow.PAG) -> None:
 
 
 def test_depth_threshold_expand_collapse(pag: perflow.PAG) -> None:
-    assert tree_text(pag, depth=0).splitlines() == ["1.00 s main"]
+    assert body(tree_text(pag, depth=0)) == ["1.00 s main"]
     # depth 1 hides MPI_Allreduce unless expanded (by glob or by call path)
-    assert len(tree_text(pag, depth=1).splitlines()) == 3
+    assert len(body(tree_text(pag, depth=1))) == 3
+    assert tree_text(pag, depth=0, header=False).splitlines() == ["1.00 s main"]
     assert "MPI_Allreduce" in tree_text(pag, depth=1, expand=["MPI_*"])
     assert "MPI_Allreduce" in tree_text(pag, depth=1, expand=["main/solve"])
     # threshold 0.5 of the largest (1.0 s): main and solve stay, io (0.3) and MPI_Allreduce (0.4) go
-    assert tree_text(pag, threshold=0.5).splitlines() == ["1.00 s main", "└─ 600 ms solve"]
+    assert body(tree_text(pag, threshold=0.5)) == ["1.00 s main", "└─ 600 ms solve"]
     # exclusive time with threshold: a hot leaf keeps its (cold) ancestors
-    assert tree_text(pag, metric="time_exc", threshold=0.9).splitlines() == [
+    assert body(tree_text(pag, metric="time_exc", threshold=0.9), "time_exc (sum over 2 processes)") == [
         "100 ms main",
         "└─ 200 ms solve",
         "   └─ 400 ms MPI_Allreduce",
     ]
-    assert tree_text(pag, collapse=["solve"]).splitlines() == ["1.00 s main", "├─ 600 ms solve [+1]", "└─ 300 ms io"]
+    assert body(tree_text(pag, collapse=["solve"])) == ["1.00 s main", "├─ 600 ms solve [+1]", "└─ 300 ms io"]
 
 
 def test_ansi_colours(pag: perflow.PAG, tmp_path) -> None:
     out = tree_text(pag, color=True, path=str(tmp_path / "t.txt"))
-    lines = out.splitlines()
+    lines = body(out)
     assert lines[0] == "\x1b[1;31m1.00 s\x1b[0m main"  # 100%: bold red
     assert lines[1] == "├─ \x1b[33m600 ms\x1b[0m solve"  # 60%: yellow
     assert lines[2] == "│  └─ \x1b[32m400 ms\x1b[0m MPI_Allreduce"  # 40%: green
@@ -93,19 +101,19 @@ def test_ansi_colours(pag: perflow.PAG, tmp_path) -> None:
 
 
 def test_max_lines(pag: perflow.PAG) -> None:
-    assert tree_text(pag, max_lines=2).splitlines() == ["1.00 s main", "├─ 600 ms solve", "... 2 more vertices"]
+    assert body(tree_text(pag, max_lines=2)) == ["1.00 s main", "├─ 600 ms solve", "... 2 more vertices"]
 
 
 def test_vertex_set_and_table_inputs(pag: perflow.PAG) -> None:
     # a set shows its vertices with their ancestors
-    assert tree_text(pag.vertices.filter(name="MPI_*")).splitlines() == [
+    assert body(tree_text(pag.vertices.filter(name="MPI_*"))) == [
         "1.00 s main",
         "└─ 600 ms solve",
         "   └─ 400 ms MPI_Allreduce",
     ]
     # an analysis table (vertex column) with the PAG
     hot = pd.DataFrame({"vertex": [3], "time_exc": [0.3]})
-    assert tree_text(hot, pag).splitlines() == ["1.00 s main", "└─ 300 ms io"]
+    assert body(tree_text(hot, pag)) == ["1.00 s main", "└─ 300 ms io"]
     # a stand-alone table with vertex/parent/name/metric
     df = pd.DataFrame(
         {"vertex": [10, 11, 12], "parent": [-1, 10, 10], "name": ["a", "b", "c"], "time": [3.0, 1.0, 2.0]}
@@ -116,7 +124,7 @@ def test_vertex_set_and_table_inputs(pag: perflow.PAG) -> None:
 
 def test_synthetic_trace_tree() -> None:
     p = perflow.synthetic.trace(nprocs=2, iterations=2, seed=0)
-    lines = tree_text(p, show_file=True).splitlines()
+    lines = body(tree_text(p, show_file=True), "time_inc (sum over 2 processes)")
     assert len(lines) == p.n_vertices
     assert lines[0].endswith("main synthetic.c:10")
     assert lines[1].startswith("├─ ") and " timestep synthetic.c:40" in lines[1]
@@ -136,7 +144,9 @@ def test_errors(pag: perflow.PAG) -> None:
 
 
 # ---------------------------------------------------------------------- DOT
-STATEMENT = re.compile(r'^\s*(v\d+ \[.*\];|v\d+ -> v\d+;|rankdir=\w+;|node \[.*\];|edge \[.*\];|digraph ".*" \{|\})$')
+STATEMENT = re.compile(
+    r'^\s*(v\d+ \[.*\];|v\d+ -> v\d+;|rankdir=\w+;|node \[.*\];|edge \[.*\];|digraph ".*" \{|\}|label=".*"; labelloc=t;)$'
+)
 
 
 def test_dot(pag: perflow.PAG, tmp_path) -> None:
@@ -147,6 +157,7 @@ def test_dot(pag: perflow.PAG, tmp_path) -> None:
     assert lines[0] == 'digraph "pag" {' and lines[-1] == "}"
     for ln in lines:
         assert STATEMENT.match(ln), ln
+    assert '  label="time_inc (sum over 2 processes)"; labelloc=t;' in lines  # the graph says how values aggregate
     labels = dict(re.findall(r'^\s*v(\d+) \[label="([^"]*)"', out, re.M))
     assert labels == {
         "0": "main\\n1.00 s\\napp.c:3",
@@ -216,10 +227,12 @@ def test_html(pag: perflow.PAG, tmp_path) -> None:
     assert t.names == [("main", 1), ("solve", 2), ("MPI_Allreduce", 2), ("io", 1)]
     assert t.external == []  # self-contained
     assert "<style>" in out and "app.c:3" in out and "600 ms" in out
+    assert out.count('<p class="pf-head">time_inc (sum over 2 processes)</p>') == 1  # what the values are
 
 
 def test_html_fragment_and_escaping() -> None:
     p = perflow.PAG.from_literal({"name": "<b>", "metrics": {"time_exc": 1.0}})
     out = tree_html(p, fragment=True)
     assert out.startswith("<style>") and "<html" not in out
+    assert '<p class="pf-head">time_inc (sum over 1 process)</p>' in out
     assert "&lt;b&gt;" in out and "<b>" not in out

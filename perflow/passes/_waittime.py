@@ -1,0 +1,157 @@
+"""Waiting time charged to calls: the one definition every consumer takes (breakdown, comm_summary, reports).
+
+From the wait-state instance table (:func:`perflow.passes._tracekit.waits_for`):
+per call instance, the length of the union of its idle wait-state instances
+(so never more than the call's duration), split over the families Late
+Sender, Late Receiver and collective in that order of precedence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from perflow.pag.pag import PAG
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
+
+from ._tracekit import check_choice, waits_for
+
+__all__ = ["WAIT_FAMILIES", "waiting_time", "charge_waits"]
+
+_LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
+
+#: Families of idle wait-state kinds, in the order in which overlapping waits of one call are charged.
+WAIT_FAMILIES: dict[str, tuple[str, ...]] = {
+    "late_sender": _LS_KINDS,
+    "late_receiver": ("late_receiver",),
+    "collective": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "collective"),
+}
+_WT_COLS = ["vertex", "process", "thread", *WAIT_FAMILIES, "wait"]
+
+
+def _union_per_key(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per row (sorted by key, then start): the part of ``[start, end]`` not covered by earlier rows of its key."""
+    if not len(key):
+        return np.zeros(0)
+    prev_end = pd.Series(end).groupby(key, sort=False).cummax().shift(1).to_numpy()
+    first = np.r_[True, key[1:] != key[:-1]]
+    covered_to = np.where(first, -np.inf, prev_end)
+    return np.maximum(0.0, end - np.maximum(start, covered_to))
+
+
+def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> pd.DataFrame:
+    """Idle waiting time charged to each call path (or call instance), from the wait-state instance table.
+
+    The one definition every consumer uses. Per call instance (row of
+    ``pag.trace.intervals``) the waiting time ``wait`` is the length of the
+    union of the waiting periods of its idle wait-state instances (Late
+    Sender, Late Receiver, collective waits; completion kinds are not idle),
+    so it never exceeds the call's duration. When one call waits in several
+    ways at once (an MPI_Sendrecv with a Late Sender and a Late Receiver) the
+    overlap is charged once, to the first family of :data:`WAIT_FAMILIES`;
+    so ``late_sender + late_receiver + collective == wait`` on every row.
+    Where no call overlaps another family's wait, each family column equals
+    the sum of the instances' ``amount`` in :func:`wait_states`.
+
+    Parameters
+    ----------
+    pag : PAG
+        A PAG; without a trace the table is empty.
+    per : {"vertex", "interval"}
+        One row per (vertex, process, thread) that waited, or per call instance
+        (then with an ``interval`` column).
+    **wait_settings
+        ``window``, ``late_receiver``, ``early_reduce`` of the wait-state analysis.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``vertex``, ``process``, ``thread``, ``late_sender``, ``late_receiver``,
+        ``collective``, ``wait`` (seconds), sorted by the key columns.
+    """
+    check_choice("waiting_time", "per", per, ("vertex", "interval"))
+    cols = _WT_COLS if per == "vertex" else ["interval", *_WT_COLS]
+    if not isinstance(pag, PAG) or pag.trace is None or not pag.trace.n_intervals:
+        return pd.DataFrame({c: np.zeros(0, np.float64 if c in (*WAIT_FAMILIES, "wait") else np.int64) for c in cols})
+    w = waits_for(pag, "waiting_time", **wait_settings)  # type: ignore[arg-type]
+    kind = w["kind"].astype(str).to_numpy()
+    fam = np.full(len(w), -1, dtype=np.int64)
+    for i, ks in enumerate(WAIT_FAMILIES.values()):
+        fam[np.isin(kind, ks)] = i
+    rows = np.flatnonzero(fam >= 0)
+    iv = w["interval"].to_numpy()[rows].astype(np.int64)
+    key = np.where(iv >= 0, iv, -1 - np.arange(len(iv)))  # a wait without a known call is charged alone
+    fam, start, end = fam[rows], w["start"].to_numpy()[rows], w["end"].to_numpy()[rows]
+    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    nf = len(WAIT_FAMILIES)
+    o = np.lexsort((start, inv))  # the union of all waits of a call
+    union = np.bincount(inv[o], weights=_union_per_key(inv[o], start[o], end[o]), minlength=len(ukey))
+    o = np.lexsort((start, fam, inv))  # the union of each family's waits of a call
+    per_fam = np.zeros((len(ukey), nf))
+    np.add.at(per_fam, (inv[o], fam[o]), _union_per_key(inv[o] * nf + fam[o], start[o], end[o]))
+    charged = np.zeros_like(per_fam)
+    left = union.astype(np.float64)
+    for i in range(nf):  # overlapping waits of one call go to the first family
+        charged[:, i] = np.minimum(per_fam[:, i], np.maximum(left, 0.0))
+        left -= charged[:, i]
+    src = rows[first]
+    out = pd.DataFrame(
+        {
+            "interval": np.where(ukey >= 0, ukey, -1),
+            "vertex": w["vertex"].to_numpy()[src].astype(np.int64),
+            "process": w["process"].to_numpy()[src].astype(np.int64),
+            "thread": w["thread"].to_numpy()[src].astype(np.int64),
+        }
+    )
+    for i, f in enumerate(WAIT_FAMILIES):
+        out[f] = charged[:, i]
+    out["wait"] = charged.sum(axis=1)
+    if per == "interval":
+        return out[cols].sort_values(["process", "thread", "interval"], kind="stable").reset_index(drop=True)
+    g = out.groupby(["vertex", "process", "thread"], sort=True)[[*WAIT_FAMILIES, "wait"]].sum().reset_index()
+    return g[cols]
+
+
+def charge_waits(
+    pag: PAG, vertex: np.ndarray, process: np.ndarray, exclusive: np.ndarray, **wait_settings: object
+) -> np.ndarray:
+    """The waiting time of :func:`waiting_time` charged to rows of exclusive time (vertex, process, time).
+
+    An MPI call whose time lies partly in sampled callees (the MPI library's
+    functions below it) waits there too: the wait of (vertex, process) is
+    taken from the exclusive time of that vertex and its descendants on that
+    process, in proportion, and never exceeds it. Without callees a call's
+    wait lands on its own row. Rows are one per (vertex, process) (threads
+    summed); returns the wait of each row. ``wait_settings`` go to :func:`waiting_time`.
+    """
+    vertex = np.asarray(vertex, dtype=np.int64)
+    process = np.asarray(process, dtype=np.int64)
+    x = np.maximum(np.asarray(exclusive, dtype=np.float64), 0.0)
+    out = np.zeros(len(x))
+    wt = waiting_time(pag, **wait_settings)
+    wt = wt[wt["vertex"].to_numpy() >= 0]
+    if not len(wt) or not len(x):
+        return out
+    n = max(pag.n_vertices, 1)
+    pre = np.asarray(pag.tree.preorder, dtype=np.int64)
+    size = np.asarray(pag.tree.size, dtype=np.int64)
+    procs = np.unique(process)
+    row_key = np.searchsorted(procs, process) * n + pre[vertex]
+    o = np.argsort(row_key, kind="stable")
+    keys, xs = row_key[o], x[o]
+    cum = np.r_[0.0, np.cumsum(xs)]
+    per = wt.groupby(["vertex", "process"], sort=False)["wait"].sum()
+    wv = per.index.get_level_values(0).to_numpy().astype(np.int64)
+    wp = per.index.get_level_values(1).to_numpy().astype(np.int64)
+    gi = np.searchsorted(procs, wp)
+    ok = (gi < len(procs)) & (procs[np.minimum(gi, len(procs) - 1)] == wp)
+    wv, gi, w = wv[ok], gi[ok], per.to_numpy()[ok]
+    lo = np.searchsorted(keys, gi * n + pre[wv])  # the subtree of wv on that process: a run of rows
+    hi = np.searchsorted(keys, gi * n + pre[wv] + size[wv])
+    total = cum[hi] - cum[lo]
+    frac = np.where(total > 0, np.minimum(1.0, w / np.where(total > 0, total, 1.0)), 0.0)
+    diff = np.zeros(len(xs) + 1)
+    np.add.at(diff, lo, frac)
+    np.add.at(diff, hi, -frac)
+    out[o] = np.minimum(1.0, np.cumsum(diff)[:-1]) * xs
+    return out

@@ -1,0 +1,314 @@
+"""Invariants every analysis must keep on every dataset, as a table: one line per (pass, invariant).
+
+To put a new pass under the suite, add a line to :data:`CHECKS`, usually with
+one of the generic invariants:
+
+* ``agree(q(pass_a, extract_a), q(pass_b, extract_b))`` -- two passes report
+  the same quantity (``extract`` turns a pass's output into a Series);
+* ``per_process_time(pass, column, **settings)`` -- a per-process table adds
+  up to each process's time;
+* ``within(q(pass, extract), lo, hi)`` -- values lie in a range;
+
+or with a function of the PAG that asserts. ``needs`` says which datasets a
+check applies to ("trace", "profile" or "any").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import perflow
+from perflow.flow.registry import get_pass
+from perflow.passes.waitstates import WAIT_FAMILIES
+
+#: Relative tolerance for sums computed in different orders.
+RTOL = 1e-9
+#: cProfile records a caller->callee graph: calling contexts (and their inclusive times) are approximated.
+APPROX_RTOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Check:
+    """One invariant of one or more passes."""
+
+    passes: str
+    invariant: str
+    fn: Callable[[perflow.PAG], None]
+    needs: str = "any"
+
+    @property
+    def id(self) -> str:
+        return f"{self.passes}: {self.invariant}"
+
+
+def run(name: str, pag: perflow.PAG, **settings: Any) -> Any:
+    """Run a registered pass by name (as a flow would)."""
+    return get_pass(name).func(pag, **settings)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number (or Series) one pass reports: the pass, its settings, and how to read it from the output."""
+
+    name: str
+    extract: Callable[[Any, perflow.PAG], pd.Series | float]
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    def __call__(self, pag: perflow.PAG) -> pd.Series | float:
+        return self.extract(run(self.name, pag, **dict(self.settings)), pag)
+
+
+def q(name: str, extract: Callable[[Any, perflow.PAG], pd.Series | float], **settings: Any) -> Quantity:
+    return Quantity(name, extract, tuple(sorted(settings.items())))
+
+
+def _scale(*xs: Any) -> float:
+    vals = [np.abs(np.asarray(x, dtype=np.float64)) for x in xs]
+    return max([float(v.max()) for v in vals if v.size] + [1e-300])
+
+
+def close(a: Any, b: Any, what: str, rtol: float = RTOL) -> None:
+    """``a`` equals ``b`` (Series aligned on their index, missing entries 0) up to ``rtol`` of the largest value."""
+    if isinstance(a, pd.Series) or isinstance(b, pd.Series):
+        a, b = pd.Series(a), pd.Series(b)
+        idx = a.index.union(b.index)
+        a, b = a.reindex(idx, fill_value=0.0), b.reindex(idx, fill_value=0.0)
+    tol = rtol * _scale(a, b)
+    diff = np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    assert (diff <= tol).all(), f"{what}: differ by up to {diff.max():.3g} (tolerance {tol:.3g})\n{a}\n{b}"
+
+
+def agree(a: Quantity, b: Quantity, rtol: float = RTOL) -> Callable[[perflow.PAG], None]:
+    def check(pag: perflow.PAG) -> None:
+        close(a(pag), b(pag), f"{a.name} vs {b.name}", rtol)
+
+    return check
+
+
+def within(x: Quantity, lo: float, hi: float) -> Callable[[perflow.PAG], None]:
+    def check(pag: perflow.PAG) -> None:
+        v = pd.Series(x(pag)).dropna()
+        eps = RTOL * max(abs(lo), abs(hi), 1.0)
+        bad = v[(v < lo - eps) | (v > hi + eps)]
+        assert not len(bad), f"{x.name}: outside [{lo}, {hi}]:\n{bad}"
+
+    return check
+
+
+def process_time(pag: perflow.PAG) -> pd.Series:
+    """Each process's time: its exclusive time summed over call paths and threads."""
+    return pag.metrics["time_exc"].groupby(level="process").sum()
+
+
+def per_process_time(name: str, column: str, **settings: Any) -> Callable[[perflow.PAG], None]:
+    def check(pag: perflow.PAG) -> None:
+        df = run(name, pag, **settings)
+        close(df.groupby("process")[column].sum(), process_time(pag), f"{name}.{column} vs process time")
+
+    return check
+
+
+def _tol(pag: perflow.PAG) -> float:
+    return APPROX_RTOL if pag.attrs.get("approximation") else RTOL
+
+
+# ----------------------------------------------------------------- invariants of the PAG itself
+
+
+def exclusive_partitions_inclusive(pag: perflow.PAG) -> None:
+    """Per location and call path: time_inc = time_exc + the children's time_inc (absent rows are 0)."""
+    m = pag.metrics[["time_exc", "time_inc"]].reset_index()
+    parent = pag.vertex_table["parent"].to_numpy()
+    m["parent"] = parent[m["vertex"].to_numpy()]
+    child = m[m["parent"] >= 0].groupby(["parent", "process", "thread"])[["time_inc"]].sum()
+    child.index.names = ["vertex", "process", "thread"]
+    own = m.set_index(["vertex", "process", "thread"])
+    idx = own.index.union(child.index)
+    own = own.reindex(idx, fill_value=0.0)
+    ch = child["time_inc"].reindex(idx, fill_value=0.0)
+    close(own["time_inc"], own["time_exc"] + ch, "time_inc vs time_exc + children's time_inc", _tol(pag))
+    roots = m[np.isin(m["vertex"], pag.roots)].groupby(["process", "thread"])["time_inc"].sum()
+    close(roots, m.groupby(["process", "thread"])["time_exc"].sum(), "root time_inc vs sum of time_exc", _tol(pag))
+
+
+# ----------------------------------------------------------------- trace invariants
+
+
+def waits_within_calls(pag: perflow.PAG) -> None:
+    """The waiting time charged to a call never exceeds the call's duration, nor to a call path its time."""
+    iv = pag.trace.intervals
+    per_call = run_waiting_time(pag, per="interval")
+    if not len(per_call):
+        return
+    i = per_call["interval"].to_numpy()
+    known = i >= 0
+    dur = (iv["leave"].to_numpy() - iv["enter"].to_numpy())[i[known]]
+    assert (per_call["wait"].to_numpy()[known] <= dur * (1 + RTOL) + 1e-15).all()
+    fams = per_call[list(WAIT_FAMILIES)].sum(axis=1)
+    close(fams, per_call["wait"], "families vs wait")
+    ws = run("wait_states", pag)
+    idle = ws[ws["kind"].isin([k for f in WAIT_FAMILIES.values() for k in f]).to_numpy() & (ws["interval"] >= 0)]
+    d = iv["leave"].to_numpy()[idle["interval"]] - iv["enter"].to_numpy()[idle["interval"]]
+    assert (idle["amount"].to_numpy() <= d * (1 + RTOL) + 1e-15).all(), "a wait-state instance outlasts its call"
+    per_vertex = run_waiting_time(pag).groupby(["vertex", "process", "thread"])["wait"].sum()
+    inc = pag.metrics["time_inc"].reindex(per_vertex.index, fill_value=0.0)
+    assert (per_vertex <= inc * (1 + RTOL) + 1e-15).all(), "a call path waits longer than it runs"
+
+
+def run_waiting_time(pag: perflow.PAG, **kw: Any) -> pd.DataFrame:
+    from perflow.passes.waitstates import waiting_time
+
+    return waiting_time(pag, **kw)
+
+
+def critical_path_spans_run(pag: perflow.PAG) -> None:
+    """The path ends where the run ends, starts where its first location starts, and is contiguous."""
+    from perflow.passes.critical_path import critical_path_tables
+
+    r = critical_path_tables(pag, "critical_path")
+    s = r["summary"].iloc[0]
+    t0, t1 = pag.trace.span
+    span = t1 - t0
+    seg = r["segments"]
+    first = r["hops"].iloc[0]  # the path may begin with a zero-length hop (a late start into MPI_Init)
+    starts = pag.trace.intervals.groupby(["process", "thread"])["enter"].min()
+    close(s["end"], t1, "path end vs end of the run")
+    close(s["start"], starts.loc[(first["process"], first["thread"])], "path start vs start of its first location")
+    assert s["length"] <= span * (1 + RTOL)
+    close(s["length"], span - (s["start"] - t0), "path length vs the run's span after its first location starts")
+    close((seg["end"] - seg["start"]).sum(), s["length"], "segments vs path length")
+    close(seg["start"].to_numpy()[1:], seg["end"].to_numpy()[:-1], "contiguous segments")
+    prof = r["profile"]
+    close(prof["cp_time"].sum(), s["length"], "critical-path time per call path vs path length")
+
+
+def _ls_from_instances(ws: pd.DataFrame, pag: perflow.PAG) -> pd.Series:
+    ls = ws[ws["kind"].isin(list(WAIT_FAMILIES["late_sender"])).to_numpy()]
+    return ls.groupby("process")["amount"].sum()
+
+
+def _overlap_free(pag: perflow.PAG) -> bool:
+    """No call waits in two families at once (then per-family sums of instances equal waiting_time's)."""
+    w = run("wait_states", pag)
+    fam = (
+        pd.Series({k: f for f, ks in WAIT_FAMILIES.items() for k in ks}, dtype=object)
+        .reindex(w["kind"].astype(str))
+        .to_numpy()
+    )
+    x = pd.DataFrame({"interval": w["interval"].to_numpy(), "fam": fam}).dropna()
+    return bool((x.groupby("interval")["fam"].nunique() <= 1).all())
+
+
+def late_sender_agrees(pag: perflow.PAG) -> None:
+    wt = run_waiting_time(pag).groupby("process")["late_sender"].sum()
+    cs = run("comm_summary", pag).set_index("process")["late_sender_wait"]
+    close(cs, wt, "comm_summary.late_sender_wait vs waiting_time.late_sender")
+    if _overlap_free(pag):
+        close(_ls_from_instances(run("wait_states", pag), pag), wt, "wait_states (Late Sender) vs waiting_time")
+        per_vertex = run("late_sender", pag).set_index("vertex")["late_sender_total"]
+        by_v = run_waiting_time(pag).groupby("vertex")["late_sender"].sum()
+        close(per_vertex, by_v[by_v > 0], "late_sender.late_sender_total vs waiting_time per call path")
+
+
+def breakdown_wait_agrees(pag: perflow.PAG) -> None:
+    b = run("breakdown", pag, by="process", wide=True).set_index("process")["wait"]
+    close(b, run_waiting_time(pag).groupby("process")["wait"].sum(), "breakdown wait vs waiting_time")
+    cp = run("critical_path", pag)["profile"].set_index("vertex")["wait"]
+    bd = run("breakdown", pag, by="vertex", wide=True).set_index("vertex")["wait"]
+    close(cp[cp.index >= 0], bd, "critical_path profile wait vs breakdown's per call path")
+    close(cp.sum(), run_waiting_time(pag)["wait"].sum(), "critical_path profile wait vs waiting_time")
+
+
+def _pop(df: pd.DataFrame, pag: perflow.PAG) -> pd.Series:
+    return df.set_index("metric")["value"]
+
+
+_EFFICIENCIES = [
+    "parallel_efficiency",
+    "load_balance",
+    "communication_efficiency",
+    "serialisation_efficiency",
+    "transfer_efficiency",
+]
+
+
+def pop_identities(pag: perflow.PAG) -> None:
+    for span in ("init_finalize", "run"):
+        v = _pop(run("pop_metrics", pag, span=span), pag)
+        eff = v[_EFFICIENCIES].dropna()
+        assert ((eff >= -RTOL) & (eff <= 1 + RTOL)).all(), f"POP efficiency outside [0, 1] (span={span}):\n{eff}"
+        if v["useful_max"] > 0:  # else LB is 0 / 0
+            close(v["parallel_efficiency"], v["load_balance"] * v["communication_efficiency"], "PE vs LB x CommE")
+        if np.isfinite(v["serialisation_efficiency"]):
+            close(
+                v["communication_efficiency"],
+                v["serialisation_efficiency"] * v["transfer_efficiency"],
+                "CommE vs SerE x TE",
+            )
+            assert v["useful_max"] <= v["ideal_runtime"] * (1 + RTOL) <= v["runtime"] * (1 + RTOL) ** 2
+
+
+def replay_useful_time_agrees(pag: perflow.PAG) -> None:
+    """The replay's computation per location (whole run) equals the profile's useful time."""
+    from perflow.passes.pop import useful_time
+
+    v = _pop(run("pop_metrics", pag, span="run"), pag)
+    close(v["useful_total"], useful_time(pag).sum(), "pop_metrics useful_total vs useful_time")
+
+
+def comm_totals(pag: perflow.PAG) -> None:
+    for metric, sent, recv in (("bytes", "bytes_sent", "bytes_recv"), ("count", "msgs_sent", "msgs_recv")):
+        cm = run("comm_matrix", pag, metric=metric)
+        cs = run("comm_summary", pag).set_index("process")
+        close(cm.sum(axis=1), cs[sent], f"comm_matrix({metric}) row sums vs comm_summary.{sent}")
+        close(cm.sum(axis=0), cs[recv], f"comm_matrix({metric}) column sums vs comm_summary.{recv}")
+    if pag.trace is not None:
+        close(run("comm_matrix", pag).to_numpy().sum(), pag.trace.messages["bytes"].sum(), "matrix vs message bytes")
+        sizes = run("message_sizes", pag)
+        close(sizes["bytes"].sum(), pag.trace.messages["bytes"].sum(), "message_sizes vs message bytes")
+
+
+def _sum_col(col: str) -> Callable[[Any, perflow.PAG], float]:
+    return lambda df, pag: float(df[col].sum())
+
+
+def _hotspot_all(df: pd.DataFrame, pag: perflow.PAG) -> float:
+    return float(df.attrs["total"])
+
+
+#: The table: (passes, invariant, check, datasets it applies to).
+CHECKS: list[Check] = [
+    Check("PAG", "exclusive time partitions inclusive time per location", exclusive_partitions_inclusive),
+    Check("breakdown", "categories add up to each process's time", per_process_time("breakdown", "value")),
+    Check(
+        "breakdown/hotspot",
+        "total time agrees",
+        agree(q("breakdown", _sum_col("value"), by="total"), q("hotspot", _hotspot_all, metric="time_exc")),
+    ),
+    Check("comm_matrix/comm_summary/message_sizes", "totals equal bytes and messages sent and received", comm_totals),
+    Check("waiting_time/wait_states", "waits never exceed the calls they are charged to", waits_within_calls, "trace"),
+    Check("wait_states/comm_summary/late_sender", "Late Sender per process agrees", late_sender_agrees, "trace"),
+    Check("breakdown/critical_path", "waiting time agrees with waiting_time", breakdown_wait_agrees, "trace"),
+    Check("critical_path", "the path covers the run from its first location's start", critical_path_spans_run, "trace"),
+    Check(
+        "critical_path/pop_metrics",
+        "ideal runtime agrees",
+        agree(
+            q("critical_path", lambda r, pag: float(r["summary"]["ideal_runtime"].iloc[0])),
+            q("pop_metrics", lambda df, pag: float(_pop(df, pag)["ideal_runtime"]), span="run"),
+        ),
+        "trace",
+    ),
+    Check("pop_metrics", "efficiencies in [0, 1], PE = LB x CommE, CommE = SerE x TE", pop_identities),
+    Check("pop_metrics", "the replay's useful time equals the profile's", replay_useful_time_agrees, "trace"),
+    Check(
+        "imbalance",
+        "load balance in [0, 1]",
+        within(q("imbalance", lambda df, pag: df["load_balance"]), 0.0, 1.0),
+    ),
+]
