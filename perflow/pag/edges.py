@@ -1,14 +1,27 @@
-"""Aggregating trace instances into parallel-view edges.
+"""The waiting-time formulas of the instance model, and the parallel view's edges built with them.
+
+One definition each, used by the wait-state analysis (:mod:`perflow.trace.waits`),
+the trace pipeline's partitioned stages and the parallel view:
+
+* :func:`message_late_sender`: a message's Late Sender, ``max(0, min(Es, Lr) - Er)``;
+* :func:`charged_late_sender`: the Late Sender *waiting time*, per call
+  completing receives the largest of its messages', once (a Waitall waits for
+  its last message), none in MPI_Test*;
+* :func:`collective_row_wait`: a collective participant's wait,
+  ``max(0, min(latest enter, L_i) - E_i)`` for synchronising collectives.
 
 Messages become ``p2p`` edges from the sender's (call path, process, thread)
 to the receiver's, with count, bytes, transfer time (receive completion minus
-send, clipped at zero) and Late Sender waiting time. Collective instances
-become ``collective`` edges from the last participant to arrive to each other
-participant, carrying that participant's waiting time.
+send, clipped at zero) and the Late Sender waiting time charged to the
+receiving call (so the edges into a call add up to the waits the
+``wait_states`` pass reports). Collective instances become ``collective``
+edges from the last participant to arrive to each other participant,
+carrying that participant's waiting time.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pag.parallel import ParallelView
 
 __all__ = [
+    "charged_late_sender",
+    "group_by_call",
+    "test_calls",
     "message_edges",
     "collective_edges",
     "message_late_sender",
@@ -50,6 +66,62 @@ def message_late_sender(
     w = np.zeros(len(ok))
     w[ok] = np.maximum(0.0, np.minimum(send_enter[ok], recv_leave[ok]) - recv_enter[ok])
     return w
+
+
+#: MPI_Test* calls: a receive completed there was not waited for
+TEST_CALL = re.compile(r"^P?MPI_Test", re.IGNORECASE)
+
+
+def test_calls(trace: Trace, names: np.ndarray | None) -> np.ndarray:
+    """Per interval: is it an MPI_Test* call (``names``: the vertex names; None: no call is)."""
+    v = trace.intervals["vertex"].to_numpy()
+    if names is None or not len(v):
+        return np.zeros(len(v), dtype=bool)
+    vt = np.array([bool(TEST_CALL.match(str(n))) for n in names], dtype=bool)
+    return vt[v] if len(vt) else np.zeros(len(v), dtype=bool)
+
+
+def group_by_call(call: np.ndarray, value: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per call: the row of its largest value (ties: the largest ``tie``), run starts in sorted order, the order.
+
+    A call that completes several receives (MPI_Waitall) waits once, for the
+    message that arrives last: its Late Sender is the largest of its
+    messages', charged to that message (the representative).
+    """
+    order = np.lexsort((tie, value, call))
+    ks = call[order]
+    last = np.r_[ks[1:] != ks[:-1], True] if len(ks) else np.zeros(0, dtype=bool)
+    first = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, dtype=bool)
+    return order[last], np.flatnonzero(first), order  # type: ignore[return-value]
+
+
+def charged_late_sender(trace: Trace, names: np.ndarray | None) -> np.ndarray:
+    """Late Sender charged to each message: the receive call's wait, on the message it waited for, else 0.
+
+    The one definition of the Late Sender *waiting time* (what the
+    ``wait_states`` pass reports and the parallel view's p2p edges carry): per
+    call completing receives, the largest :func:`message_late_sender` of its
+    messages, once; 0 for completions in MPI_Test* calls, messages whose
+    calls are unknown or that violate the clock condition.
+    """
+    m = trace.messages
+    out = np.zeros(len(m))
+    if not len(m):
+        return out
+    iv = trace.intervals
+    si = m["send_interval"].to_numpy().astype(np.int64)
+    ri = m["recv_interval"].to_numpy().astype(np.int64)
+    ok = (si >= 0) & (ri >= 0) & ~m["clock_violation"].to_numpy().astype(bool)
+    ok &= ~test_calls(trace, names)[np.maximum(ri, 0)]
+    rows = np.flatnonzero(ok)
+    if not len(rows):
+        return out
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    es = enter[si[rows]]
+    idle = message_late_sender(np.ones(len(rows), dtype=bool), es, enter[ri[rows]], leave[ri[rows]])
+    rep, _, _ = group_by_call(ri[rows], idle, es)
+    out[rows[rep]] = idle[rep]
+    return out
 
 
 def late_sender_wait(trace: Trace) -> np.ndarray:
@@ -147,13 +219,14 @@ def message_edges(view: ParallelView, trace: Trace) -> pd.DataFrame:
     src = _interval_rows(view, trace, m["send_interval"].to_numpy())
     dst = _interval_rows(view, trace, m["recv_interval"].to_numpy())
     transfer = np.maximum(0.0, m["recv_time"].to_numpy() - m["send_time"].to_numpy())
+    names = view._pag.vertex_table["name"].astype(str).to_numpy()
     return _group(
         src,
         dst,
         "p2p",
         bytes=m["bytes"].to_numpy(),
         time=transfer,
-        wait=late_sender_wait(trace),
+        wait=charged_late_sender(trace, names),
     )
 
 

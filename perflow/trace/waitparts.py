@@ -33,12 +33,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..pag.edges import test_calls
 from ..pag.instances import Trace, conform
 from ..pag.partitioned import Each
 from .collwaits import collective_waits
 from .pipeline import Built, part_of
 from .stages import PartTables, local_rows
-from .waits import _is_test, empty_waits, p2p_waits
+from .waits import empty_waits, p2p_waits
 
 __all__ = [
     "program",
@@ -212,7 +213,7 @@ def p2p_part(
     si, ri = m["send_interval"].to_numpy(), m["recv_interval"].to_numpy()
     known = (si >= 0) & (ri >= 0)
     cv = m["clock_violation"].to_numpy()
-    tst = known & ~cv & _is_test(trace, names)[np.maximum(ri, 0)] if len(m) else np.zeros(0, dtype=bool)
+    tst = known & ~cv & test_calls(trace, names)[np.maximum(ri, 0)] if len(m) else np.zeros(0, dtype=bool)
     stats = {
         "clock_violations": int((cv & known & here).sum()),
         "unattributed_messages": int((~known & here).sum()),

@@ -42,12 +42,12 @@ counted (``attrs["clock_violations"]`` of the table).
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from ..pag.edges import group_by_call, message_late_sender, test_calls
 from ..pag.instances import Trace
 from .flat import Locations, locations, njit
 
@@ -130,7 +130,6 @@ _DTYPES = {
     "instance": np.int64,
 }
 
-_TEST_RE = re.compile(r"^P?MPI_Test", re.IGNORECASE)
 
 
 def _frame(n: int, kind: str | np.ndarray, **cols: np.ndarray) -> pd.DataFrame:
@@ -150,24 +149,6 @@ def _frame(n: int, kind: str | np.ndarray, **cols: np.ndarray) -> pd.DataFrame:
 def empty_waits() -> pd.DataFrame:
     """A wait-state table with no rows."""
     return _frame(0, np.zeros(0, dtype=object))
-
-
-def _is_test(trace: Trace, names: np.ndarray | None) -> np.ndarray:
-    """Per interval: is it an MPI_Test* call."""
-    v = trace.intervals["vertex"].to_numpy()
-    if names is None or not len(v):
-        return np.zeros(len(v), dtype=bool)
-    vt = np.array([bool(_TEST_RE.match(str(n))) for n in names], dtype=bool)
-    return vt[v] if len(vt) else np.zeros(len(v), dtype=bool)
-
-
-def _group_max(key: np.ndarray, value: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per distinct key: (key, row of the max value (ties: max ``tie``), run starts in sorted order, sort order)."""
-    order = np.lexsort((tie, value, key))
-    ks = key[order]
-    last = np.r_[ks[1:] != ks[:-1], True] if len(ks) else np.zeros(0, dtype=bool)
-    first = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, dtype=bool)
-    return order[last], np.flatnonzero(first), order  # type: ignore[return-value]
 
 
 @njit
@@ -257,7 +238,7 @@ def p2p_waits(
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     proc = iv["process"].to_numpy()
     thr = iv["thread"].to_numpy()
-    is_test = _is_test(trace, names)
+    is_test = test_calls(trace, names)
     si = m["send_interval"].to_numpy().astype(np.int64)
     ri = m["recv_interval"].to_numpy().astype(np.int64)
     cv = m["clock_violation"].to_numpy().astype(bool)
@@ -273,8 +254,8 @@ def p2p_waits(
     if len(rows):
         s_i, r_i = si[rows], ri[rows]
         es, ls, er, lr = enter[s_i], leave[s_i], enter[r_i], leave[r_i]
-        idle = np.maximum(0.0, np.minimum(es, lr) - er)
-        rep, starts, order = _group_max(r_i, idle, es)
+        idle = message_late_sender(np.ones(len(rows), dtype=bool), es, er, lr)
+        rep, starts, order = group_by_call(r_i, idle, es)
         gidle = idle[rep]
         # completion: Lr - max Ls over the group's late messages
         late_ls = np.where(idle > 0, ls, -np.inf)[order]
@@ -378,7 +359,7 @@ def _late_receiver(m, mode, ok, enter, leave, vtx, proc, thr, is_test) -> pd.Dat
     s_c, r_q = sc[rows], rq[rows]
     esc, lsc, erq = enter[s_c], leave[s_c], enter[r_q]
     idle = np.where(lsc > erq, np.maximum(0.0, erq - esc), 0.0)
-    rep, _, _ = _group_max(s_c, idle, erq)
+    rep, _, _ = group_by_call(s_c, idle, erq)
     keep = rep[idle[rep] > 0]
     g = s_c[keep]
     return _frame(

@@ -215,6 +215,16 @@ def late_sender_agrees(pag: perflow.PAG) -> None:
         close(per_vertex, by_v[by_v > 0], "late_sender.late_sender_total vs waiting_time per call path")
 
 
+def edge_waits_agree(pag: perflow.PAG) -> None:
+    """The parallel view's p2p edges carry the Late Sender waiting time the wait states report, per receiver."""
+    et = pag.parallel.edge_table
+    p2p = et[et["kind"].astype(str).to_numpy() == "p2p"]
+    dst_proc = pag.parallel.vertex_frame["process"].to_numpy()[p2p["dst"].to_numpy()]
+    edges = pd.Series(p2p["wait"].to_numpy(), index=dst_proc).groupby(level=0).sum()
+    inst = _ls_from_instances(run("wait_states", pag), pag)
+    close(edges[edges > 0], inst[inst > 0], "p2p edge waits per receiving process vs wait_states (Late Sender)")
+
+
 def breakdown_wait_agrees(pag: perflow.PAG) -> None:
     b = run("breakdown", pag, by="process", wide=True).set_index("process")["wait"]
     close(b, run_waiting_time(pag).groupby("process")["wait"].sum(), "breakdown wait vs waiting_time")
@@ -294,6 +304,7 @@ CHECKS: list[Check] = [
     Check("waiting_time/wait_states", "waits never exceed the calls they are charged to", waits_within_calls, "trace"),
     Check("wait_states/comm_summary/late_sender", "Late Sender per process agrees", late_sender_agrees, "trace"),
     Check("breakdown/critical_path", "waiting time agrees with waiting_time", breakdown_wait_agrees, "trace"),
+    Check("parallel view/wait_states", "p2p edge waits agree with the Late Sender waits", edge_waits_agree, "trace"),
     Check("critical_path", "the path covers the run from its first location's start", critical_path_spans_run, "trace"),
     Check(
         "critical_path/pop_metrics",
