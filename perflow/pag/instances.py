@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
+__all__ = ["Trace", "stack_rows", "take_rows", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
 
 INTERVAL_COLUMNS = {
     "process": np.int32,
@@ -102,6 +102,25 @@ def conform(name: str, df: pd.DataFrame | dict[str, Any] | None) -> pd.DataFrame
     for c in extra:
         out[c] = df[c].to_numpy()
     return out
+
+
+def stack_rows(frames: list[pd.DataFrame], columns: list[str], order: np.ndarray | None = None) -> pd.DataFrame:
+    """``columns`` of the frames one after the other, rows taken in ``order`` (None: as they come).
+
+    Column by column in numpy: one copy of each column, whatever the pandas
+    version (``concat`` then ``take`` then ``reset_index`` copies up to three times).
+    """
+    cols = {}
+    for c in columns:
+        a = np.concatenate([f[c].to_numpy() for f in frames]) if len(frames) != 1 else frames[0][c].to_numpy()
+        cols[c] = a[order] if order is not None else a
+    return pd.DataFrame(cols, copy=False)
+
+
+def take_rows(frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows ``rows`` of ``frame`` (some ``columns``), with a fresh range index: one copy per column."""
+    cols = list(frame.columns) if columns is None else columns
+    return pd.DataFrame({c: frame[c].to_numpy()[rows] for c in cols}, copy=False)
 
 
 @dataclass(frozen=True)

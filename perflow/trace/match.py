@@ -69,11 +69,17 @@ except ImportError:  # pragma: no cover
 def rank_within(key: np.ndarray) -> np.ndarray:
     """Occurrence number of each element among equal keys, in array order (0, 1, 2, ...).
 
-    Linear: keys are hashed to dense codes, then one counting pass.
+    Linear: keys are counted directly when their range is small, else hashed
+    to dense codes first; then one counting pass.
     """
     if len(key) == 0:
         return np.zeros(0, dtype=np.int64)
-    codes, uniq = pd.factorize(np.asarray(key))
+    key = np.asarray(key)
+    if key.dtype.kind in "iu":
+        lo, hi = int(key.min()), int(key.max())
+        if lo >= 0 and hi < max(4 * len(key), 1 << 22):
+            return _rank_codes(key.astype(np.int64, copy=False), hi + 1)
+    codes, uniq = pd.factorize(key)
     return _rank_codes(codes.astype(np.int64), len(uniq))
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
-from ..pag.instances import Trace, conform
+from ..pag.instances import COLLECTIVE_COLUMNS, INTERVAL_COLUMNS, Trace, conform, stack_rows
 from .raw import RawTrace
 from .records import gather_messages
 from .tally import region_kinds
@@ -187,15 +187,15 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
     iv = conform("intervals", None)
     if n_intervals:
         have = [p for p in parts if len(p["intervals"])]
-        cat = pd.concat([p["intervals"] for p in have], ignore_index=True) if len(have) > 1 else have[0]["intervals"]
         rows = np.concatenate([p["ginst"] for p in have])
-        iv = cat if np.all(rows[1:] > rows[:-1]) else cat.iloc[np.argsort(rows, kind="stable")].reset_index(drop=True)
+        order = None if np.all(rows[1:] > rows[:-1]) else np.argsort(rows, kind="stable")
+        iv = stack_rows([p["intervals"] for p in have], list(INTERVAL_COLUMNS), order)
     messages = gather_messages([p["messages"] for p in parts], threaded=threaded)
     coll = [p["coll"].drop(columns=["wait", "last"], errors="ignore") for p in parts if len(p["coll"])]
     if coll:
-        c = pd.concat(coll, ignore_index=True) if len(coll) > 1 else coll[0]
-        order = np.lexsort((c["thread"].to_numpy(), c["process"].to_numpy(), c["instance"].to_numpy()))
-        collectives = conform("collectives", c.take(order).reset_index(drop=True))
+        key = [np.concatenate([c[k].to_numpy() for c in coll]) for k in ("thread", "process", "instance")]
+        order = np.lexsort(key)
+        collectives = conform("collectives", stack_rows(coll, list(COLLECTIVE_COLUMNS), order))
     else:
         collectives = conform("collectives", None)
     return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))

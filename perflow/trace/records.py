@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..pag.instances import conform
+from ..pag.instances import MESSAGE_COLUMNS, conform, stack_rows, take_rows
 from .match import p2p_records as prepare_p2p
 from .match import rank_within, record_key
 from .raw import RawTrace
@@ -158,9 +158,11 @@ def outbox(sends: pd.DataFrame, part_of_dst: np.ndarray, n_parts: int) -> list[p
     Records whose destination is in no partition (``part_of_dst`` -1) go
     nowhere: they are unmatched sends.
     """
+    if n_parts == 1:
+        return [sends if bool((part_of_dst == 0).all()) else take_rows(sends, np.flatnonzero(part_of_dst == 0))]
     order = np.argsort(part_of_dst, kind="stable")
     bounds = np.searchsorted(part_of_dst[order], np.arange(n_parts + 1))
-    return [sends.iloc[order[bounds[i] : bounds[i + 1]]].reset_index(drop=True) for i in range(n_parts)]
+    return [take_rows(sends, order[bounds[i] : bounds[i + 1]]) for i in range(n_parts)]
 
 
 def match_records(recvs: pd.DataFrame, inbound: list[pd.DataFrame]) -> pd.DataFrame:
@@ -186,11 +188,10 @@ def match_records(recvs: pd.DataFrame, inbound: list[pd.DataFrame]) -> pd.DataFr
         key = pd.MultiIndex.from_arrays([key, k]).factorize()[0].astype(np.int64)
     pos = pd.Index(key[:ns]).get_indexer(key[ns:])
     hit = np.flatnonzero(pos >= 0)
-    sd = s.drop(columns=["src", "dst", "k"]).iloc[pos[hit]].reset_index(drop=True)
-    rd = recvs.drop(columns=KEY).iloc[hit].reset_index(drop=True)
-    m = pd.concat([sd, rd], axis=1)
-    m["clock_violation"] = m["send_time"].to_numpy() > m["recv_time"].to_numpy()
-    return m
+    cols = {c: s[c].to_numpy()[pos[hit]] for c in s.columns if c not in ("src", "dst", "k")}
+    cols.update({c: recvs[c].to_numpy()[hit] for c in recvs.columns if c not in KEY})
+    cols["clock_violation"] = cols["send_time"] > cols["recv_time"]
+    return pd.DataFrame(cols, copy=False)
 
 
 def _empty_messages() -> pd.DataFrame:
@@ -211,12 +212,13 @@ def gather_messages(parts: list[pd.DataFrame], *, keep: tuple[str, ...] = (), th
     keep (``send_row``, ``late_sender_wait``, ...).
     """
     parts = [p for p in parts if len(p)] or [_empty_messages()]
-    m = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    row = m["send_row"].to_numpy()
+    row = np.concatenate([p["send_row"].to_numpy() for p in parts])
     if threaded:
-        order = np.lexsort((row, m["send_time"].to_numpy(), m["send_process"].to_numpy()))
+        proc = np.concatenate([p["send_process"].to_numpy() for p in parts])
+        order = np.lexsort((row, np.concatenate([p["send_time"].to_numpy() for p in parts]), proc))
     else:
         order = np.argsort(row, kind="stable")
-    m = m.take(order).reset_index(drop=True)
-    out = conform("messages", m)
-    return out[list(conform("messages", None).columns) + [c for c in keep if c in out.columns]]
+    if len(order) and np.all(order[1:] > order[:-1]):
+        order = None  # already in order
+    columns = list(MESSAGE_COLUMNS) + [c for c in keep if c in parts[0].columns]
+    return conform("messages", stack_rows(parts, columns, order))
