@@ -60,32 +60,28 @@ def _warm_up() -> None:
 
 
 def _matching_only(raw: Any) -> float:
-    """Time message matching and collective grouping alone (the part of build_pag in perflow.trace.match)."""
+    """Time message matching and collective grouping alone (the pipeline's matching steps on one partition)."""
     import numpy as np
-    import pandas as pd
 
-    from perflow.trace.match import collective_table, message_table
+    from perflow.trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+    from perflow.trace.records import match_records, p2p_records
     from perflow.trace.scan import enclosing_instance, scan_regions
 
     ev = raw.region_events
-    res = scan_regions(ev["location"], ev["kind"], ev["region"])
-    loc = ev["location"][res.enter].astype(np.int64)
-    intervals = pd.DataFrame(
-        {
-            "process": raw.locations["process"].to_numpy()[loc].astype(np.int32),
-            "thread": raw.locations["thread"].to_numpy()[loc].astype(np.int32),
-            "vertex": res.callpath.astype(np.int32),
-            "enter": ev["time"][res.enter],
-            "leave": ev["time"][res.leave],
-            "parent": res.parent,
-        }
-    )
-    inst_region = res.cp_region[res.callpath]
+    res = scan_regions(ev["location"], ev["kind"], ev["region"], time=ev["time"])
+    inst_loc = ev["location"][res.enter].astype(np.int64)
+    ginst = np.arange(len(res.enter))
+    p2p_loc = raw.p2p_events["location"]
     t = time.perf_counter()
-    p2p_open = enclosing_instance(res.open_after, ev["location"], raw.p2p_events["location"], raw.p2p_events["pos"])
+    p2p_open = enclosing_instance(res.open_after, ev["location"], p2p_loc, raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, ev["location"], raw.coll_events["location"], raw.coll_events["pos"])
-    message_table(raw, p2p_open, intervals, inst_region)
-    collective_table(raw, coll_open, intervals, inst_region)
+    sends, recvs = p2p_records(
+        raw, p2p_open, res.callpath, res.cp_region, ginst, res.t_enter, res.t_leave,
+        np.arange(len(p2p_loc)), threaded=p2p_threaded(raw),
+    )  # fmt: skip
+    match_records(recvs, [sends])
+    collective_event_rows(raw, coll_open, res.t_enter)
+    synthesised_collective_rows(raw, coll_open, res.callpath, res.cp_region, inst_loc, res.t_enter, res.t_leave, False)
     return time.perf_counter() - t
 
 
