@@ -114,7 +114,7 @@ def imbalance_table(
     return df
 
 
-@pass_(version="1", tags=("profile", "imbalance"))
+@pass_(version="2", tags=("profile", "imbalance"))
 def imbalance(
     data: PAG | VertexSet,
     *,
@@ -163,7 +163,7 @@ def imbalance(
     )
 
 
-@pass_(version="1", tags=("profile", "imbalance", "select"))
+@pass_(version="2", tags=("profile", "imbalance", "select"))
 def imbalanced_vertices(
     data: PAG | VertexSet,
     *,
@@ -218,7 +218,7 @@ def _outlier_rows(
     ), g
 
 
-@pass_(version="1", tags=("profile", "imbalance"))
+@pass_(version="2", tags=("profile", "imbalance"))
 def imbalance_outliers(
     data: PAG | VertexSet,
     *,
@@ -271,7 +271,7 @@ def imbalance_outliers(
     return df
 
 
-@pass_(version="1", tags=("profile", "imbalance", "select", "parallel"))
+@pass_(version="2", tags=("profile", "imbalance", "select", "parallel"))
 def outlier_vertices(
     data: PAG | VertexSet,
     *,
