@@ -334,8 +334,9 @@ def _sampled_and_stacked() -> TraceBuilder:
         for it in range(3):
             t = 1.0 + 3 * it
             w = 2.0 if p == 1 else 1.0  # rank 1 computes twice as long
-            tb.sample(p, t + 0.2, ["timestep", "solve"], 0.4 * w)
-            tb.sample(p, t + 0.6, ["timestep", "solve", "dot"], 0.2 * w)
+            # a sample covers the `weight` seconds before its time stamp (within the stretch it fell in)
+            tb.sample(p, t + 0.4 * w, ["timestep", "solve"], 0.4 * w)
+            tb.sample(p, t + 0.6 * w, ["timestep", "solve", "dot"], 0.2 * w)
             if p == 2:
                 tb.sample(p, t + 0.7, ["timestep", "io"], 0.1)
             tb.call(p, "MPI_Allreduce", t + w, t + 2.5, coll={"bytes": 8}, stack=["timestep", "reduce"])
