@@ -23,7 +23,7 @@ finding the function at that point when it names it in every repetition.
 Usage::
 
     python benchmarks/bench_smallest_imbalance.py [--program halo_slow.c] [--modes sampled inst]
-        [--extra 40000 20000 10000 ...] [--iterations 10] [--reps 3]
+        [--extra 40000 20000 10000 ...] [--iterations 10] [--reps 3] [--sample-rate 100]
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ KNOWN = {
 
 def build(source: str, out: Path, mpicc: str, instrument: bool) -> str:
     """Compile a test program (instrumented as ``perflow cc/cxx/fc`` would)."""
-    cc = mpicc.replace("mpicc", "mpicxx" if source.endswith(".cpp") else "mpifort" if source.endswith(".f90") else "mpicc")
+    cc = mpicc.replace(
+        "mpicc", "mpicxx" if source.endswith(".cpp") else "mpifort" if source.endswith(".f90") else "mpicc"
+    )
     argv = [cc, *KNOWN[source][0], "-g", "-o", str(out), str(PROGRAMS / source)]
     if instrument:
         argv = instrumented_argv(argv[:1], argv[1:])
@@ -113,6 +115,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--work", type=int, default=1000, help="relax() sweeps per iteration on every rank")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--sample-rate", type=int, default=100, help="timer samples per second of CPU time (100)")
     args = ap.parse_args()
     for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe"):
         os.environ.setdefault(k, "1")
@@ -124,7 +127,7 @@ def main() -> int:
     slow = 3
     print(
         f"{args.program}: 4 ranks on {os.cpu_count()} cores, {args.iterations} iterations, relax {args.work} sweeps, "
-        f"{args.reps} recordings per point; load {os.getloadavg()[0]:.2f}"
+        f"{args.sample_rate} Hz sampling, {args.reps} recordings per point; load {os.getloadavg()[0]:.2f}"
     )
     head = f"{'mode':<8}{'extra':>7}{'imbalance/it':>14}{'share':>8}" + "".join(f"{f:>15}" for f in FLOWS)
     print(head)
@@ -145,6 +148,7 @@ def main() -> int:
                             nprocs=4,
                             outdir=tmpd / f"run-{mode}-{extra}-{rep}",
                             outputs=(),
+                            sample_rate=args.sample_rate,
                             stdout=dn,
                             stderr=dn,
                             timeout=600,
@@ -164,7 +168,9 @@ def main() -> int:
                         missed.add((mode, f))
                     elif (mode, f) not in missed:
                         smallest[(mode, f)] = (extra, wait)
-    print("\nsmallest imbalance named in every recording down to it (extra sweeps, median wait of the others per allreduce):")
+    print(
+        "\nsmallest imbalance named in every recording down to it (extra sweeps, median wait of the others per allreduce):"
+    )
     for mode in args.modes:
         for f in FLOWS:
             e = smallest.get((mode, f))

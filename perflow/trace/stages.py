@@ -35,11 +35,12 @@ import pandas as pd
 from ..errors import TraceError
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, sample_pieces
 from .raw import RawTrace
 from .records import p2p_records
 from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
-from .tally import child_time, dense_keys, exclusive_from_children, last_time_per_location, metric_deltas
+from .tally import child_time, exclusive_from_children, last_time_per_location, metric_deltas
 
 __all__ = [
     "PartState",
@@ -331,8 +332,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
     grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
     ginst = grow[st.row_of_inst]  # ... of every local instance
-    intervals = _interval_rows(st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)))
-    uniq, cols = _metric_sums(st, nloc)
+    intervals = interval_rows(st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)))
+    uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
@@ -383,80 +384,3 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         coll,
         int((~st.closed).sum()),
     )
-
-
-def _interval_rows(
-    st: PartState,
-    cp_map: np.ndarray,
-    grow: np.ndarray,
-    ginst: np.ndarray,
-    loc_proc: np.ndarray,
-    loc_thr: np.ndarray,
-    sampled: bool,
-) -> pd.DataFrame:
-    """The partition's interval rows in global numbering: region instances and sample pieces, in pre-order.
-
-    With ``sampled`` (the trace has samples) a ``samples`` column holds the
-    samples each piece was made of (0 for instances of recorded regions).
-    """
-    res, pc = st.res, st.pieces
-    n_rows = len(st.row_loc)
-
-    def rows(inst: np.ndarray, piece: np.ndarray | None, dtype: Any) -> np.ndarray:
-        out = np.empty(n_rows, dtype=dtype)
-        out[st.row_of_inst] = inst
-        if pc is not None and len(pc):
-            out[st.row_of_piece] = piece
-        return out
-
-    def glob(local_inst: np.ndarray) -> np.ndarray:
-        return np.where(local_inst >= 0, ginst[np.maximum(local_inst, 0)] if len(ginst) else -1, -1)
-
-    has = pc is not None and len(pc) > 0
-    cols = {
-        "process": loc_proc[st.row_loc].astype(np.int32),
-        "thread": loc_thr[st.row_loc].astype(np.int32),
-        "vertex": rows(cp_map[res.callpath], cp_map[pc.vertex] if has else None, np.int32),  # type: ignore[union-attr]
-        "enter": rows(st.t_enter, pc.enter if has else None, np.float64),  # type: ignore[union-attr]
-        "leave": rows(st.t_leave, pc.leave if has else None, np.float64),  # type: ignore[union-attr]
-        "parent": rows(glob(res.parent), glob(pc.parent) if has else None, np.int64),  # type: ignore[union-attr]
-    }
-    if sampled:
-        cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pc.n if has else None, np.int32)  # type: ignore[union-attr]
-    return pd.DataFrame(cols, copy=False)
-
-
-def _metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Time, visits and samples summed per (local vertex, location): sorted keys ``vertex * nloc + location``.
-
-    Every interval row (region instance or sample piece) gives its vertex
-    ``time_inc``, ``time_exc`` (less what its children and pieces cover) and
-    one visit; synthetic vertices without rows (frames above re-parented call
-    paths and above pieces) get the inclusive time of what lies below them;
-    ``samples`` counts the samples that cover time, on the vertex of their
-    piece, or of their instance when their stack ends there.
-    """
-    nloc = max(nloc, 1)
-    n = len(st.inc)
-    z = np.zeros(n)
-    parts = [(st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, np.ones(n), z)]
-    if st.syn_rows is not None and len(st.syn_rows[0]):
-        sv, sl, sx = st.syn_rows
-        z = np.zeros(len(sv))
-        parts.append((sv * nloc + sl, sx, z, z, z))
-    pc = st.pieces
-    if pc is not None:
-        d = pc.leave - pc.enter
-        parts.append((pc.vertex * nloc + pc.location, d, d, np.ones(len(pc)), pc.n.astype(np.float64)))
-        z = np.zeros(len(pc.direct_vertex))
-        parts.append((pc.direct_vertex * nloc + pc.direct_location, z, z, z, np.ones(len(z))))
-    key = np.concatenate([q[0] for q in parts]).astype(np.int64)
-    uniq, inv = dense_keys(key)
-    names = ["time_inc", "time_exc", "visits", "samples"]
-    cols = {
-        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
-        for i, m in enumerate(names)
-    }
-    if pc is None:
-        del cols["samples"]
-    return uniq, cols

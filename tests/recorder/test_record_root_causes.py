@@ -82,3 +82,41 @@ def test_instrumented_run_names_the_slow_function(recorded, flow: str, source: s
     run = recorded(source, n=4, flags=flags, instrument=True)
     assert run.result.status == 0, run.stderr
     _check(_tops(run)[flow], source, tag, fname)
+
+
+def _code(label: str) -> tuple[str, str, int]:
+    """(name, file, line) of a ``name (file:line)`` code label."""
+    name, _, where = label.rpartition(" (")
+    file, _, line = where.rstrip(")").rpartition(":")
+    return name, file, int(line)
+
+
+@pytest.mark.parametrize("instrument", [False, True], ids=["sampled", "instrumented"])
+@pytest.mark.parametrize(("source", "flags", "tag", "fname"), PROGRAMS)
+def test_imbalance_and_variance_name_the_slow_function(
+    recorded, instrument: bool, source: str, flags: tuple, tag: str, fname: str
+):  # noqa: ANN001, ANN201, E501
+    import perflow
+    from perflow.trace.build import build_pag
+
+    run = recorded(source, n=4, flags=flags, instrument=instrument)
+    pag = build_pag(run.raw)
+    lo, hi = site_line(source, f"{tag}_slow_begin"), site_line(source, f"{tag}_slow_end")
+    # imbalance: the vertex losing the most time to imbalance is the slow function, at its worst on rank 3
+    res = perflow.run("imbalance", pag=pag, outputs=["vertices", "outliers"], jobs=1)
+    top = res["vertices"].iloc[0]
+    assert (top["name"], int(top["max_process"])) == (fname, SLOW), top["call_path"]
+    out = res["outliers"].iloc[0]
+    assert (out["name"], int(out["process"])) == (fname, SLOW), out["call_path"]
+    # variance: the code between the halo exchange and the allreduce that holds the time is the slow function
+    res = perflow.run("variance", pag=pag, outputs=["groups", "slow"], jobs=1)
+    g = res["groups"]
+    g = g[(g["kind"] == "computation") & g["site"].astype(str).str.endswith("-> MPI_Allreduce")]
+    name, file, line = _code(str(g.sort_values("t_median")["code"].iloc[-1]))
+    assert (name, file) == (fname, source) and lo <= line <= hi
+    if not instrument:
+        # sampling cannot tell the slow rank's snippets from the others' (no region is entered): they run
+        # 30 times slower, and the slow time range names the code that ran there
+        slow = res["slow"].iloc[0]
+        name, file, line = _code(str(slow["code"]))
+        assert int(slow["process"]) == SLOW and (name, file) == (fname, source) and lo <= line <= hi
