@@ -16,17 +16,21 @@ what earlier ones covered adds no time). A sample whose stack reaches below
 the enclosing instance (its leaf frame is a synthetic vertex, see
 :mod:`perflow.trace.contexts`) makes its cover a **piece**: a region
 instance whose vertex is that leaf frame and whose parent is the enclosing
-instance. Consecutive pieces of one stretch with the same leaf that touch
-(the second starts where the first ends) are one piece, so a function that
-ran through several sampling periods is one instance. Time that no sample
-covers (before the first sample of a stretch, after a location lost the CPU,
-between samples taken further apart than their weight) stays exclusive time
-of the enclosing instance: the trace does not say what ran then.
+instance. Consecutive covering samples of one stretch with the same leaf
+are **one piece**, from the start of the first one's cover to the end of the
+last one's, so a function that ran through several sampling periods is one
+instance, and the time between those samples is that function's too: the
+location was in that call path at both ends (running, descheduled, or in a
+system call it made). Other time that no sample covers (before the first
+sample of a stretch, after its last one, between samples of different
+functions taken further apart than their weight) stays exclusive time of the
+enclosing instance: the trace does not say what ran then.
 
-Why the weight and not the wall time since the previous sample: the weight
-is the CPU time the sample stands for; a location that blocked outside MPI
-(file reads, sleeps) or was descheduled between two samples used no CPU in
-the gap, so giving the gap to the next sample's function would invent work.
+Why the weight and not all the wall time since the previous sample: the
+weight is the CPU time the sample stands for; a location that blocked
+outside MPI (file reads, sleeps) or was descheduled between two samples of
+different functions used no CPU in the gap, and giving the gap to the second
+function would invent work it did not do.
 
 The pieces are ordered with the instances of their location: a stretch
 follows region event ``k``, so its pieces sort after every instance entered
@@ -146,26 +150,21 @@ def sample_pieces(
     held = end > start
     deeper = leaf != base
     direct = held & ~deeper & (base >= 0)
-    k = np.flatnonzero(held & deeper)
-    if len(k) > 1:  # touching pieces of one stretch with the same leaf become one
-        join = (
-            (loc[k[1:]] == loc[k[:-1]])
-            & (pos[k[1:]] == pos[k[:-1]])
-            & (leaf[k[1:]] == leaf[k[:-1]])
-            & (start[k[1:]] == end[k[:-1]])
-        )
-        first, final = np.r_[True, ~join], np.r_[~join, True]
-    else:
-        first = final = np.ones(len(k), dtype=bool)
-    head = k[first]
+    # runs of consecutive covering samples of one stretch with the same leaf become one piece
+    h = np.flatnonzero(held)
+    join = (loc[h[1:]] == loc[h[:-1]]) & (pos[h[1:]] == pos[h[:-1]]) & (leaf[h[1:]] == leaf[h[:-1]])
+    first, final = (np.r_[True, ~join], np.r_[~join, True]) if len(h) else (np.zeros(0, bool), np.zeros(0, bool))
     grp = np.cumsum(first) - 1
+    keep = deeper[h[first]]  # runs below the enclosing instance are pieces
+    head, tail = h[first][keep], h[final][keep]
+    n = np.bincount(grp, minlength=len(keep))[keep].astype(np.int64)
     return Pieces(
         location=loc[head],
         parent=open_inst[head].astype(np.int64),
         vertex=leaf[head].astype(np.int64),
         enter=start[head],
-        leave=end[k[final]],
-        n=np.bincount(grp, minlength=len(head)).astype(np.int64),
+        leave=end[tail],
+        n=n,
         key=2 * pos[head] - 1,
         direct_vertex=base[direct].astype(np.int64),
         direct_location=loc[direct],

@@ -12,15 +12,19 @@ Two steps, with a small exchange of metadata in between:
 1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
    :mod:`perflow.trace.scan`), computes inclusive/exclusive times, grows the
    calling-context tree by region call stacks and sampled stacks
-   (:mod:`perflow.trace.contexts`), finds the instance enclosing every
+   (:mod:`perflow.trace.contexts`), cuts the sampled stretches into pieces
+   and orders them with the instances of each location
+   (:mod:`perflow.trace.pieces`), finds the instance enclosing every
    message and collective event, and returns a :class:`PartState` whose
    :func:`summarize` is small: the partition's local calling-context tree
    with the first appearance of each call path, row counts per location and
    the keys of its collective instances.
 2. The summaries are merged (:mod:`perflow.trace.numbering`) into global
    call-path ids, interval offsets and collective instance ids, and
-   :func:`finalize` turns the state into global tables: intervals, metric
-   rows, send/receive records and collective rows.
+   :func:`finalize` turns the state into global tables: intervals (instances
+   and sample pieces, :mod:`perflow.trace.partrows`), metric rows,
+   send/receive records and collective rows. Messages and collectives refer
+   to the global row of their instance, which counts the pieces before it.
 """
 
 from __future__ import annotations

@@ -202,9 +202,12 @@ def test_samples_extend_the_tree_and_move_exclusive_time():
     pag = tb.build()
     assert pag.call_paths().tolist() == ["main", "main/solve", "main/solve/dot"]
     m = pag.metrics.droplevel(["process", "thread"])
-    assert m["time_inc"].tolist() == [10, 1.5, 1.0]
-    assert m["time_exc"].tolist() == [8.5, 0.5, 1.0]
+    # dot's two samples cover [0.5, 1] and [1.5, 2]: one piece [0.5, 2] (the gap between them is dot's too);
+    # solve's covers [2.5, 3]
+    assert m["time_inc"].tolist() == [10, 2.0, 1.5]
+    assert m["time_exc"].tolist() == [8.0, 0.5, 1.5]
     assert m["samples"].tolist() == [0, 1, 2]
+    assert m["visits"].tolist() == [1, 1, 1]
 
 
 def test_metric_events_give_inclusive_deltas():

@@ -24,7 +24,8 @@ def _sampled() -> perflow.PAG:
     tb.sample(0, 5.2, ["solve"], 1.0)  # [5, 5.2]: the stretch starts when io leaves
     tb.sample(0, 5.2, ["solve"], 1.0)  # the same time stamp again: nothing left to cover
     tb.sample(0, 7.0, [], 1.0)  # in main's own code: [6, 7] stays main's, counted there
-    tb.sample(0, 7.5, ["solve"], 1.0)  # [7, 7.5]: not before what the last sample covered
+    tb.sample(0, 7.5, ["solve"], 1.0)  # [7, 7.5]: not before what the last sample covered (and main's came between)
+    tb.sample(0, 9.0, ["solve"], 0.5)  # [8.5, 9], solve again: one piece [7, 9] with the gap between the two
     tb.leave(0, 10.0)
     tb.sample(0, 12.0, ["solve"], 1.0)  # outside every instance: a top-level piece [11, 12]
     return tb.build()
@@ -42,7 +43,7 @@ def test_samples_tile_the_stretches_into_pieces() -> None:
         ("main/solve/dot", 3.0, 3.5, 0, 1),
         ("main/io", 4.0, 5.0, 0, 0),
         ("main/solve", 5.0, 5.2, 0, 1),
-        ("main/solve", 7.0, 7.5, 0, 1),
+        ("main/solve", 7.0, 9.0, 0, 2),
         ("solve", 11.0, 12.0, -1, 1),
     ]
 
@@ -53,9 +54,9 @@ def test_metrics_come_from_the_pieces() -> None:
     paths = pag.call_paths().to_numpy()
     got = {paths[v]: tuple(m.loc[v, ["time_inc", "time_exc", "visits", "samples"]].round(12)) for v in m.index}
     assert got == {
-        "main": (10.0, 6.3, 1, 1),  # 10 - 1.5 - 0.5 - 1 (io) - 0.2 - 0.5
+        "main": (10.0, 4.8, 1, 1),  # 10 - 1.5 - 0.5 - 1 (io) - 0.2 - 2
         "main/io": (1.0, 1.0, 1, 0),
-        "main/solve": (2.7, 2.2, 3, 4),  # three pieces of four samples, and dot below
+        "main/solve": (4.2, 3.7, 3, 5),  # three pieces of five samples, and dot below
         "main/solve/dot": (0.5, 0.5, 1, 1),
         "solve": (1.0, 1.0, 1, 1),
     }
@@ -90,8 +91,19 @@ def _with_samples(raw: perflow.RawTrace, seed: int) -> perflow.RawTrace:
     """A synthetic trace with timer samples added in the gaps between region events of every location."""
     rng = np.random.default_rng(seed)
     regions = pd.concat(
-        [raw.regions, pd.DataFrame({"name": ["solve", "dot"], "role": "function", "paradigm": "user",
-                                    "file": "s.c", "line": [5, 9], "module": "s"})],  # fmt: skip
+        [
+            raw.regions,
+            pd.DataFrame(
+                {
+                    "name": ["solve", "dot"],
+                    "role": "function",
+                    "paradigm": "user",
+                    "file": "s.c",
+                    "line": [5, 9],
+                    "module": "s",
+                }
+            ),
+        ],  # fmt: skip
         ignore_index=True,
     )
     solve, dot = len(raw.regions), len(raw.regions) + 1
@@ -132,6 +144,19 @@ def test_sampled_partitions_built_at_once_give_the_same_pag(jobs: int) -> None:
     assert all(n.startswith("MPI_") for n in names[iv["vertex"].to_numpy()[send]])
     coll = one.trace.collectives["interval"].to_numpy()
     assert all(n.startswith("MPI_") for n in names[iv["vertex"].to_numpy()[coll[coll >= 0]]])
-    without = perflow.build_pag(dataclasses.replace(raw, sample_events={k: v[:0] for k, v in raw.sample_events.items()}))
+    without = perflow.build_pag(
+        dataclasses.replace(raw, sample_events={k: v[:0] for k, v in raw.sample_events.items()})
+    )
     assert len(without.trace.messages) == len(one.trace.messages)
     assert without.trace.collectives["instance"].tolist() == one.trace.collectives["instance"].tolist()
+
+
+def test_samples_that_cover_nothing_make_no_piece() -> None:
+    tb = TraceBuilder()
+    tb.enter(0, 1.0, "main")
+    tb.sample(0, 1.0, ["solve"], 0.5)  # stamped at the stretch's start: nothing to cover
+    tb.leave(0, 2.0)
+    pag = tb.build()
+    assert len(pag.trace.intervals) == 1 and pag.trace.intervals["samples"].tolist() == [0]
+    m = pag.metrics.droplevel(["process", "thread"])
+    assert m.loc[0, "time_exc"] == 1.0 and m["samples"].sum() == 0
