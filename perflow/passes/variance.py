@@ -216,9 +216,9 @@ def variance(
     )
     comm = (inst["kind"] == "communication").to_numpy()
     inst.insert(inst.columns.get_loc("to_vertex") + 1, "site", _site_labels(inst, names, comm))
-    labels = code_labels(pag)
-    cv = inst["code_vertex"].to_numpy()
-    inst.insert(inst.columns.get_loc("code_vertex") + 1, "code", np.where(cv >= 0, labels[np.maximum(cv, 0)], ""))
+    used, code_of = np.unique(inst["code_vertex"].to_numpy(), return_inverse=True)
+    labels = np.append(code_labels(pag, used[used >= 0]), "")[np.where(used >= 0, np.arange(len(used)), -1)]
+    inst.insert(inst.columns.get_loc("code_vertex") + 1, "code", labels[code_of.ravel()] if len(used) else [])
     inst["slow"] = inst["perf"].to_numpy() < threshold
     t0, t1 = trace.span
     procs = np.unique(trace.intervals["process"].to_numpy())
@@ -235,7 +235,6 @@ def variance(
         .agg(
             kind=("kind", "first"),
             site=("site", "first"),
-            code=("code", lambda c: _dominant(c, inst.loc[c.index, "time"])),
             instances=("time", "size"),
             t_min=("time", "min"),
             t_median=("time", "median"),
@@ -244,31 +243,37 @@ def variance(
         )
         .reset_index()
     )
+    groups.insert(
+        groups.columns.get_loc("site") + 1,
+        "code",
+        _dominant(inst, "group", inst["time"]).reindex(groups["group"]).fillna("").to_numpy(),
+    )
     slow = slow_regions(total, mcomp, mcomm, threshold)
     slow.insert(slow.columns.get_loc("kind") + 1, "code", _slow_code(slow, inst))
     return {"instances": inst, "matrix": matrix, "slow": slow, "groups": groups}
 
 
-def code_labels(pag: PAG) -> np.ndarray:
-    """``name (file:line)`` of every vertex (just the name without a file and line), naming the code a snippet ran."""
+def code_labels(pag: PAG, vertices: np.ndarray) -> np.ndarray:
+    """``name (file:line)`` of some vertices (just the name without a file and line): the code a snippet ran."""
     vt = pag.vertex_table
-    names = vt["name"].astype(str).to_numpy()
-    files = vt["file"].astype(str).to_numpy() if "file" in vt.columns else np.full(len(vt), "")
-    lines = (
-        pd.to_numeric(vt["line"], errors="coerce").fillna(0).to_numpy() if "line" in vt.columns else np.zeros(len(vt))
-    )
-    out = np.empty(len(vt), dtype=object)
+    ids = np.asarray(vertices, dtype=np.int64)
+    names = vt["name"].astype(str).to_numpy()[ids]
+    files = vt["file"].astype(str).to_numpy()[ids] if "file" in vt.columns else np.full(len(ids), "")
+    lines = pd.to_numeric(vt["line"], errors="coerce").fillna(0).to_numpy()[ids] if "line" in vt.columns else 0 * ids
+    out = np.empty(len(ids), dtype=object)
     for i, (n, f, ln) in enumerate(zip(names, files, lines)):
         base = f.rsplit("/", 1)[-1] if f and f not in ("nan", "None") else ""
         out[i] = f"{n} ({base}:{int(ln)})" if base and int(ln) > 0 else n
     return out
 
 
-def _dominant(code: pd.Series, time: pd.Series) -> str:
-    """The code label holding the most snippet time."""
-    t = time.groupby(code.to_numpy()).sum()
-    t = t[t.index != ""]
-    return str(t.idxmax()) if len(t) else ""
+def _dominant(inst: pd.DataFrame, by: str, weight: pd.Series) -> pd.Series:
+    """Per value of ``by``, the code label with the largest summed ``weight`` (labels "" left out)."""
+    d = pd.DataFrame({by: inst[by].to_numpy(), "code": inst["code"].to_numpy(), "w": weight.to_numpy()})
+    d = d[d["code"] != ""]
+    t = d.groupby([by, "code"], sort=True)["w"].sum().reset_index()
+    t = t.sort_values([by, "w"], kind="stable")  # the largest weight last (ties: the label sorting last)
+    return t.groupby(by)["code"].last()
 
 
 def _slow_code(slow: pd.DataFrame, inst: pd.DataFrame) -> np.ndarray:
@@ -284,5 +289,6 @@ def _slow_code(slow: pd.DataFrame, inst: pd.DataFrame) -> np.ndarray:
             continue
         ov = np.minimum(g["end"].to_numpy(), b) - np.maximum(g["start"].to_numpy(), a)
         lost = np.clip(ov, 0.0, None) * (1.0 - g["perf"].to_numpy())
-        out[i] = _dominant(g["code"], pd.Series(lost, index=g.index))
+        best = _dominant(g.assign(run=0), "run", pd.Series(lost, index=g.index))
+        out[i] = best.iloc[0] if len(best) else ""
     return out

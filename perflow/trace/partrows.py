@@ -39,28 +39,29 @@ def interval_rows(
     """
     res, pc = st.res, st.pieces
     n_rows = len(st.row_loc)
+    none = np.zeros(0, np.int64)
+    pv, pp, pn = (pc.vertex, pc.parent, pc.n) if pc is not None else (none, none, none)
+    pe, pl = (pc.enter, pc.leave) if pc is not None else (np.zeros(0), np.zeros(0))
 
-    def rows(inst: np.ndarray, piece: np.ndarray | None, dtype: Any) -> np.ndarray:
+    def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any) -> np.ndarray:
         out = np.empty(n_rows, dtype=dtype)
         out[st.row_of_inst] = inst
-        if pc is not None and len(pc):
-            out[st.row_of_piece] = piece
+        out[st.row_of_piece] = piece
         return out
 
     def glob(local_inst: np.ndarray) -> np.ndarray:
         return np.where(local_inst >= 0, ginst[np.maximum(local_inst, 0)] if len(ginst) else -1, -1)
 
-    has = pc is not None and len(pc) > 0
     cols = {
         "process": loc_proc[st.row_loc].astype(np.int32),
         "thread": loc_thr[st.row_loc].astype(np.int32),
-        "vertex": rows(cp_map[res.callpath], cp_map[pc.vertex] if has else None, np.int32),  # type: ignore[union-attr]
-        "enter": rows(st.t_enter, pc.enter if has else None, np.float64),  # type: ignore[union-attr]
-        "leave": rows(st.t_leave, pc.leave if has else None, np.float64),  # type: ignore[union-attr]
-        "parent": rows(glob(res.parent), glob(pc.parent) if has else None, np.int64),  # type: ignore[union-attr]
+        "vertex": rows(cp_map[res.callpath], cp_map[pv], np.int32),
+        "enter": rows(st.t_enter, pe, np.float64),
+        "leave": rows(st.t_leave, pl, np.float64),
+        "parent": rows(glob(res.parent), glob(pp), np.int64),
     }
     if sampled:
-        cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pc.n if has else None, np.int32)  # type: ignore[union-attr]
+        cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
     return pd.DataFrame(cols, copy=False)
 
 
