@@ -28,6 +28,7 @@ import numpy as np
 
 from .raw import RawTrace
 from .scan import enclosing_instance
+from .tally import dense_keys
 
 __all__ = ["TreeGrower", "stack_frames", "attach_region_stacks", "attach_samples"]
 
@@ -138,6 +139,11 @@ def attach_samples(raw: RawTrace, res: Any, tree: TreeGrower, frames: dict[int, 
     samp = raw.sample_events
     open_inst = enclosing_instance(res.open_after, raw.region_events["location"], samp["location"], samp["pos"])
     base_cp = np.where(open_inst >= 0, res.callpath[np.maximum(open_inst, 0)], -1)
-    pairs, inv = np.unique(np.stack([base_cp, samp["stack"].astype(np.int64)], axis=1), axis=0, return_inverse=True)
-    leaf = np.array([tree.chain(b, frames.get(s, np.zeros(0, np.int64))) for b, s in pairs.tolist()], dtype=np.int64)
-    return {"open": open_inst, "base": base_cp, "leaf": leaf[inv.ravel()]}
+    stack = samp["stack"].astype(np.int64)
+    width = int(stack.max(initial=0)) + 2  # stack ids from -1
+    uniq, inv = dense_keys((base_cp + 1) * width + stack + 1)  # one tree walk per distinct (call path, stack)
+    none = np.zeros(0, np.int64)
+    leaf = np.array(
+        [tree.chain(int(k // width) - 1, frames.get(int(k % width) - 1, none)) for k in uniq.tolist()], dtype=np.int64
+    )
+    return {"open": open_inst, "base": base_cp, "leaf": leaf[inv]}
