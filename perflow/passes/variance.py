@@ -8,7 +8,11 @@ the normalised performance ``t_min / t`` of its group. A process x
 time-slice matrix of the overlap-weighted mean performance shows where and
 when the machine ran slow: cells below ``threshold`` are slow, and runs of
 slow slices on one process are reported with whether computation or
-communication snippets slowed down. Details: :mod:`perflow.trace.snippets`.
+communication snippets slowed down, and which code: the call path with the
+most exclusive time in the slow snippets (an instrumented function, or on a
+sampled run the function the samples ran in), with file and line. Sample
+pieces do not change a snippet's identity (they say what ran, not what was
+called, and vary with the sampling). Details: :mod:`perflow.trace.snippets`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.analyses import LOCATIONS
+from perflow.trace.analyses import FLAT_TIMELINE, LOCATIONS
 from perflow.trace.snippets import Matrix, normalised_performance, performance_matrix, snippet_table
 
 from ._tracekit import require_trace, waits_for
@@ -138,8 +142,12 @@ def variance(
         One row per snippet instance: ``process``, ``thread``, ``start``,
         ``end``, ``kind`` ("computation"/"communication"), ``group``,
         ``from_vertex`` / ``to_vertex`` and ``site`` (the call sites around
-        it: "A -> B", or the MPI call), ``time`` (s), ``perf`` (``t_min / t``
-        in its group), ``slow`` (``perf < threshold``).
+        it: "A -> B", or the MPI call), ``code_vertex`` and ``code`` (the call
+        path with the most exclusive time inside a computation snippet, as
+        ``name (file:line)``: an instrumented function or, on a sampled run,
+        the function its samples ran in; the call itself for communication),
+        ``time`` (s), ``perf`` (``t_min / t`` in its group), ``slow``
+        (``perf < threshold``).
     matrix
         Processes (index) x time slices (columns: slice start times, s): the
         overlap-weighted mean ``perf``; NaN where no snippet ran.
@@ -147,11 +155,12 @@ def variance(
         Runs of slow slices per process: ``process``, ``start``, ``end``,
         ``slices``, ``perf``, ``lost`` (``(end - start) * (1 - perf)``, s),
         ``computation``, ``communication``, ``kind`` (which kind of snippet
-        slowed down), ``share_of_processes`` (near 1: the whole machine was
-        slow then). Most time lost first.
+        slowed down), ``code`` (the code of the slow snippets that lost the
+        most time there), ``share_of_processes`` (near 1: the whole machine
+        was slow then). Most time lost first.
     groups
         One row per fixed-workload group: ``group``, ``kind``, ``site``,
-        ``instances``, ``t_min``, ``t_median``, ``t_max`` (s), ``slow`` (instances below
+        ``code`` (the code holding most of the group's time), ``instances``, ``t_min``, ``t_median``, ``t_max`` (s), ``slow`` (instances below
         the threshold).
 
     Parameters
@@ -199,6 +208,7 @@ def variance(
         vt["kind"].astype(str).to_numpy(),
         waits=w,
         locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
         counter=counter,
         tolerance=tolerance,
         min_instances=int(min_instances),
@@ -206,6 +216,9 @@ def variance(
     )
     comm = (inst["kind"] == "communication").to_numpy()
     inst.insert(inst.columns.get_loc("to_vertex") + 1, "site", _site_labels(inst, names, comm))
+    used, code_of = np.unique(inst["code_vertex"].to_numpy(), return_inverse=True)
+    labels = np.append(code_labels(pag, used[used >= 0]), "")[np.where(used >= 0, np.arange(len(used)), -1)]
+    inst.insert(inst.columns.get_loc("code_vertex") + 1, "code", labels[code_of.ravel()] if len(used) else [])
     inst["slow"] = inst["perf"].to_numpy() < threshold
     t0, t1 = trace.span
     procs = np.unique(trace.intervals["process"].to_numpy())
@@ -230,4 +243,52 @@ def variance(
         )
         .reset_index()
     )
-    return {"instances": inst, "matrix": matrix, "slow": slow_regions(total, mcomp, mcomm, threshold), "groups": groups}
+    groups.insert(
+        groups.columns.get_loc("site") + 1,
+        "code",
+        _dominant(inst, "group", inst["time"]).reindex(groups["group"]).fillna("").to_numpy(),
+    )
+    slow = slow_regions(total, mcomp, mcomm, threshold)
+    slow.insert(slow.columns.get_loc("kind") + 1, "code", _slow_code(slow, inst))
+    return {"instances": inst, "matrix": matrix, "slow": slow, "groups": groups}
+
+
+def code_labels(pag: PAG, vertices: np.ndarray) -> np.ndarray:
+    """``name (file:line)`` of some vertices (just the name without a file and line): the code a snippet ran."""
+    vt = pag.vertex_table
+    ids = np.asarray(vertices, dtype=np.int64)
+    names = vt["name"].astype(str).to_numpy()[ids]
+    files = vt["file"].astype(str).to_numpy()[ids] if "file" in vt.columns else np.full(len(ids), "")
+    lines = pd.to_numeric(vt["line"], errors="coerce").fillna(0).to_numpy()[ids] if "line" in vt.columns else 0 * ids
+    out = np.empty(len(ids), dtype=object)
+    for i, (n, f, ln) in enumerate(zip(names, files, lines)):
+        base = f.rsplit("/", 1)[-1] if f and f not in ("nan", "None") else ""
+        out[i] = f"{n} ({base}:{int(ln)})" if base and int(ln) > 0 else n
+    return out
+
+
+def _dominant(inst: pd.DataFrame, by: str, weight: pd.Series) -> pd.Series:
+    """Per value of ``by``, the code label with the largest summed ``weight`` (labels "" left out)."""
+    d = pd.DataFrame({by: inst[by].to_numpy(), "code": inst["code"].to_numpy(), "w": weight.to_numpy()})
+    d = d[d["code"] != ""]
+    t = d.groupby([by, "code"], sort=True)["w"].sum().reset_index()
+    t = t.sort_values([by, "w"], kind="stable")  # the largest weight last (ties: the label sorting last)
+    return t.groupby(by)["code"].last()
+
+
+def _slow_code(slow: pd.DataFrame, inst: pd.DataFrame) -> np.ndarray:
+    """Per slow run, the code of the slow snippets that lost it the most time (overlap x (1 - perf))."""
+    out = np.full(len(slow), "", dtype=object)
+    if not len(slow) or not len(inst):
+        return out
+    sl = inst[inst["slow"].to_numpy()]
+    by_proc = {p: g for p, g in sl.groupby("process", sort=False)}
+    for i, (p, a, b) in enumerate(zip(slow["process"], slow["start"], slow["end"])):
+        g = by_proc.get(p)
+        if g is None:
+            continue
+        ov = np.minimum(g["end"].to_numpy(), b) - np.maximum(g["start"].to_numpy(), a)
+        lost = np.clip(ov, 0.0, None) * (1.0 - g["perf"].to_numpy())
+        best = _dominant(g.assign(run=0), "run", pd.Series(lost, index=g.index))
+        out[i] = best.iloc[0] if len(best) else ""
+    return out

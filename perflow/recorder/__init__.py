@@ -23,8 +23,8 @@ _LAZY = {
     "record": "session",
     "RecordResult": "session",
     "load_recording": "assemble",
-    "save_raw": "store",
-    "load_raw": "store",
+    "save_raw": "perflow.trace.store",
+    "load_raw": "perflow.trace.store",
     "summarize": "summary",
 }
 
@@ -33,5 +33,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        mod = _LAZY[name]
+        return getattr(importlib.import_module(mod if "." in mod else f"{__name__}.{mod}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

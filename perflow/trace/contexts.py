@@ -4,18 +4,20 @@ Two sources add vertices to the calling-context tree built by the scan:
 
 * **timer samples** (``raw.sample_events`` with ``raw.stacks``): a sample
   taken inside a region instance extends that instance's call path by the
-  sampled frames; the leaf gets the sample's weight as exclusive time and
-  every added vertex on the way gets it as inclusive time; the instance's
-  own exclusive time loses it;
+  sampled frames; the time it covers becomes an instance of the leaf frame
+  (a *piece*, :mod:`perflow.trace.pieces`), and every added vertex above the
+  leaf gets the piece's time as inclusive time;
 * **region call stacks** (an optional ``stack`` column of ``raw.regions``,
   an id in ``raw.stacks``): a recorder that intercepts MPI calls knows the
   stack of the code that called them; such a region is placed below those
   frames instead of directly below its enclosing instance. The added
   vertices get the region instances' inclusive time.
 
-Added vertices are *synthetic*: they have no region instances (no visits),
-only the time of what lies below them. Synthetic vertices with the same
-parent and region are one vertex, so samples and call stacks share paths.
+Added vertices are *synthetic*: no Enter/Leave event makes them. Those that
+are the leaf of a sample have pieces as instances; the others have none (no
+visits), only the inclusive time of what lies below them. Synthetic vertices
+with the same parent and region are one vertex, so samples and call stacks
+share paths.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 from .raw import RawTrace
 from .scan import enclosing_instance
+from .tally import dense_keys
 
 __all__ = ["TreeGrower", "stack_frames", "attach_region_stacks", "attach_samples"]
 
@@ -125,41 +128,22 @@ def attach_region_stacks(
 
 
 def attach_samples(raw: RawTrace, res: Any, tree: TreeGrower, frames: dict[int, np.ndarray]) -> dict[str, np.ndarray]:
-    """Extend the tree by the sampled stacks; return the samples' metric rows.
+    """Extend the tree by the sampled stacks; per sample its enclosing instance, its call path and its leaf.
 
-    Returns a dict with ``vertex``, ``location``, ``inc``, ``exc``, ``n``
-    (metric rows for synthetic vertices) and ``moved_vertex``,
-    ``moved_location``, ``moved`` (exclusive time to take from the
-    instances the samples fell in).
+    Returns a dict with ``open`` (the local instance open at the sample, -1
+    none), ``base`` (that instance's call path, -1 none) and ``leaf`` (the
+    vertex reached from ``base`` by the sampled frames: ``base`` itself when
+    the stack adds none, else a synthetic vertex). :mod:`perflow.trace.pieces`
+    turns them into region instances.
     """
     samp = raw.sample_events
     open_inst = enclosing_instance(res.open_after, raw.region_events["location"], samp["location"], samp["pos"])
     base_cp = np.where(open_inst >= 0, res.callpath[np.maximum(open_inst, 0)], -1)
-    pairs, inv = np.unique(np.stack([base_cp, samp["stack"].astype(np.int64)], axis=1), axis=0, return_inverse=True)
-    leaf = np.array([tree.chain(b, frames.get(s, np.zeros(0, np.int64))) for b, s in pairs.tolist()], dtype=np.int64)
-    s_leaf = leaf[inv.ravel()]
-    loc = samp["location"].astype(np.int64)
-    w = samp["weight"].astype(np.float64)
-    deeper = s_leaf != base_cp
-    vs, ls, inc, exc, n = [], [], [], [], []
-    for level, (idx, v) in enumerate(tree.synthetic_ancestors(np.where(deeper, s_leaf, -1))):
-        vs.append(v)
-        ls.append(loc[idx])
-        inc.append(w[idx])
-        exc.append(w[idx] if level == 0 else np.zeros(len(idx)))
-        n.append(np.ones(len(idx)) if level == 0 else np.zeros(len(idx)))
-    inside = deeper & (base_cp >= 0)
-
-    def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
-
-    return {
-        "vertex": cat(vs, np.int64),
-        "location": cat(ls, np.int64),
-        "inc": cat(inc, np.float64),
-        "exc": cat(exc, np.float64),
-        "n": cat(n, np.float64),
-        "moved_vertex": base_cp[inside],
-        "moved_location": loc[inside],
-        "moved": w[inside],
-    }
+    stack = samp["stack"].astype(np.int64)
+    width = int(stack.max(initial=0)) + 2  # stack ids from -1
+    uniq, inv = dense_keys((base_cp + 1) * width + stack + 1)  # one tree walk per distinct (call path, stack)
+    none = np.zeros(0, np.int64)
+    leaf = np.array(
+        [tree.chain(int(k // width) - 1, frames.get(int(k % width) - 1, none)) for k in uniq.tolist()], dtype=np.int64
+    )
+    return {"open": open_inst, "base": base_cp, "leaf": leaf[inv]}

@@ -16,8 +16,11 @@ trace built in one partition and in several gives the same tables:
   region)``, one vertex per distinct pair. A call path that a call stack
   re-parents keeps its id; its parent becomes the stack's innermost frame.
 * **intervals** and **p2p rows**: both are grouped by location, so the global
-  row of the ``i``-th instance (event) of location ``l`` is the number of
-  instances (events) of locations before ``l`` plus ``i``.
+  row of the ``i``-th interval row (event) of location ``l`` is the number of
+  rows (events) of locations before ``l`` plus ``i``. A location's interval
+  rows are its region instances and its sample pieces
+  (:mod:`perflow.trace.pieces`) in pre-order; both are known per location in
+  the scan, so the count does not depend on the partitioning either.
 * **collective instances**: the single-process engine numbers instance keys
   ``(communicator, sequence)`` by first appearance in its row order (recorded
   collectives in location order, then synthesised MPI_Init/Finalize calls);
@@ -51,7 +54,8 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         ``inst_off``, ``p2p_off`` (global row offsets per location),
         ``coll_keys``, ``coll_ids`` (sorted instance keys and their ids),
         ``n_intervals``, ``n_instances``, ``threaded`` (a process has
-        point-to-point events on several locations).
+        point-to-point events on several locations), ``sampled`` (the trace
+        has timer samples: its interval rows get a ``samples`` column).
     """
     rows = []
     for s in summaries:
@@ -140,6 +144,7 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         "coll_ids": coll_ids,
         "n_instances": len(coll_keys),
         "threaded": any(bool(s["p2p_threaded"]) for s in summaries),
+        "sampled": any(int(s.get("n_samples", 0)) > 0 for s in summaries),
     }
 
 
@@ -189,7 +194,8 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
         have = [p for p in parts if len(p["intervals"])]
         rows = np.concatenate([p["ginst"] for p in have])
         order = None if np.all(rows[1:] > rows[:-1]) else np.argsort(rows, kind="stable")
-        iv = stack_rows([p["intervals"] for p in have], list(INTERVAL_COLUMNS), order)
+        extra = [c for c in have[0]["intervals"].columns if c not in INTERVAL_COLUMNS]  # e.g. samples
+        iv = stack_rows([p["intervals"] for p in have], list(INTERVAL_COLUMNS) + extra, order)
     messages = gather_messages([p["messages"] for p in parts], threaded=threaded)
     coll = [p["coll"].drop(columns=["wait", "last"], errors="ignore") for p in parts if len(p["coll"])]
     if coll:

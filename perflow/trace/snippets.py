@@ -6,7 +6,10 @@ same every time it runs:
 * a **computation** snippet is the code between two consecutive
   communication calls (outermost MPI calls) of a location, identified by the
   pair of call sites (their call paths) and by the regions entered in
-  between (their number and call paths): same pair, same visits;
+  between (their number and call paths): same pair, same visits. Sample
+  pieces (interval rows with ``samples`` > 0, :mod:`perflow.trace.pieces`)
+  are not counted: they record what ran, not what was called, and differ
+  from one instance to the next with the sampling;
 * a **communication** snippet is one MPI call (not a setup call such as
   MPI_Init), identified by its call path and the bytes it moves; given a
   wait-state table it is timed without its wait-state time (completion parts
@@ -32,9 +35,9 @@ import pandas as pd
 
 from ..kinds import MPIClass, mpi_class
 from ..pag.instances import Trace
-from .flat import Locations, locations, njit, subtree_sizes
+from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, subtree_sizes
 
-__all__ = ["snippet_table", "normalised_performance", "performance_matrix", "cluster_within", "Matrix"]
+__all__ = ["snippet_table", "normalised_performance", "performance_matrix", "cluster_within", "window_code", "Matrix"]
 
 
 def normalised_performance(times: np.ndarray, group: np.ndarray | None = None) -> np.ndarray:
@@ -131,6 +134,64 @@ def _bytes_per_interval(trace: Trace) -> np.ndarray:
     return b
 
 
+def window_code(
+    flat: FlatTimeline, loc: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The call path with the most exclusive time in each time window of a location, and that time.
+
+    Windows are ``(loc[i], start[i], end[i])`` with bounds at event times
+    (the leave of one call, the enter of the next); windows of one location
+    do not overlap. Exclusive time comes from the flat timeline, so a
+    sampled run counts its sample pieces and an instrumented one its region
+    instances. A window without any region time gives vertex -1.
+
+    Examples
+    --------
+    Location 0 runs ``main`` (vertex 0) from 0 to 10 with ``solve`` (vertex
+    1) over [2, 5] and ``io`` (vertex 2) over [6, 7]:
+
+    >>> from perflow.pag.instances import Trace
+    >>> from perflow.trace.flat import flat_timeline
+    >>> tr = Trace(pd.DataFrame({"process": [0, 0, 0], "thread": 0, "vertex": [0, 1, 2],
+    ...     "enter": [0.0, 2.0, 6.0], "leave": [10.0, 5.0, 7.0], "parent": [-1, 0, 0]}))
+    >>> v, t = window_code(flat_timeline(tr), np.array([0, 0]), np.array([2.0, 6.0]), np.array([6.0, 10.0]))
+    >>> v.tolist(), t.tolist()
+    ([1, 0], [3.0, 3.0])
+    """
+    loc = np.asarray(loc, dtype=np.int64)
+    nw = len(loc)
+    out_v, out_t = np.full(nw, -1, dtype=np.int64), np.zeros(nw)
+    counts = np.diff(flat.offsets)
+    if not nw or not counts.sum():
+        return out_v, out_t
+    sloc = np.repeat(np.arange(len(counts)), counts)
+    ks = np.flatnonzero(np.r_[sloc[1:] == sloc[:-1], False] & (flat.vertex >= 0))
+    a, b = flat.time[ks], flat.time[ks + 1]
+    live = b > a
+    ks, a, b = ks[live], a[live], b[live]
+    # windows and slots merged by (location, time), a window before the slots starting with it
+    kl = np.r_[loc, sloc[ks]]
+    o = np.lexsort((np.r_[np.zeros(nw), np.ones(len(ks))], np.r_[np.asarray(start, np.float64), a], kl))
+    last = np.maximum.accumulate(np.where(o < nw, np.arange(len(o)), -1))
+    slot_at = np.flatnonzero(o >= nw)
+    w = np.where(last[slot_at] >= 0, o[np.maximum(last[slot_at], 0)], -1)
+    s = o[slot_at] - nw
+    ok = w >= 0
+    ok[ok] &= (loc[w[ok]] == sloc[ks[s[ok]]]) & (b[s[ok]] <= np.asarray(end, np.float64)[w[ok]])
+    w, s = w[ok], s[ok]
+    if not len(w):
+        return out_v, out_t
+    V = int(flat.vertex.max()) + 1
+    key, inv = np.unique(w * V + flat.vertex[ks[s]], return_inverse=True)
+    tot = np.bincount(inv.ravel(), weights=(b - a)[s], minlength=len(key))
+    kw, kv = key // V, key % V
+    order = np.lexsort((-kv, tot, kw))  # per window the largest time last (ties: the lowest vertex)
+    top = order[np.r_[kw[order][1:] != kw[order][:-1], True]]
+    out_v[kw[top]] = kv[top]
+    out_t[kw[top]] = tot[top]
+    return out_v, out_t
+
+
 def snippet_table(
     trace: Trace,
     names: np.ndarray,
@@ -142,17 +203,23 @@ def snippet_table(
     min_instances: int = 5,
     per_process: bool = False,
     locs: Locations | None = None,
+    flat: FlatTimeline | None = None,
 ) -> pd.DataFrame:
     """One row per snippet instance of a fixed-workload group, with its normalised performance.
 
     Columns: ``process``, ``thread``, ``start``, ``end``, ``kind``
     ("computation" / "communication"), ``group``, ``from_vertex``,
     ``to_vertex`` (the call sites around a computation snippet; both the call
-    for a communication snippet), ``time`` (s), ``perf`` (``t_min / t``).
+    for a communication snippet), ``code_vertex`` (the call path with the
+    most exclusive time inside a computation snippet, see
+    :func:`window_code`; the call for a communication snippet), ``time``
+    (s), ``perf`` (``t_min / t``). ``locs`` and ``flat`` are
+    ``locations(trace)`` and ``flat_timeline(trace)`` when at hand.
     """
     iv = trace.intervals
     n = len(iv)
-    cols = ["process", "thread", "start", "end", "kind", "group", "from_vertex", "to_vertex", "time", "perf"]
+    cols = ["process", "thread", "start", "end", "kind", "group", "from_vertex", "to_vertex", "code_vertex", "time"]
+    cols.append("perf")
     if n == 0:
         return pd.DataFrame({c: [] for c in cols})
     locs = locs if locs is not None else locations(trace)
@@ -177,8 +244,12 @@ def snippet_table(
     a, b = a[same], b[same]
     lo = pos_of[a] + size[a]  # first position after call a's subtree
     hi = pos_of[b]  # position of call b
-    count = hi - lo
-    vprefix = np.r_[0, np.cumsum(vtx[order] + 1)]
+    # the regions entered in between; sample pieces (a ``samples`` column > 0) say what ran, not what was
+    # called, and vary with the sampling, so they do not change a snippet's identity
+    rec = ~(iv["samples"].to_numpy() > 0) if "samples" in iv.columns else np.ones(n, dtype=bool)
+    cprefix = np.r_[0, np.cumsum(rec[order])]
+    count = cprefix[hi] - cprefix[lo]
+    vprefix = np.r_[0, np.cumsum(np.where(rec, vtx + 1, 0)[order])]
     vsum = vprefix[hi] - vprefix[lo]
     t_comp = leave[a].copy()
     e_comp = enter[b].copy()
@@ -187,10 +258,11 @@ def snippet_table(
         cval = iv[counter].to_numpy(dtype=np.float64)
         # counter of a snippet: sum over the intervals entered in it whose parent is outside it
         snip_of_pos = np.full(n, -1, dtype=np.int64)
-        has = count > 0
-        rep = np.repeat(np.flatnonzero(has), count[has])
-        within = np.arange(int(count[has].sum())) - np.repeat(np.cumsum(count[has]) - count[has], count[has])
-        snip_of_pos[np.repeat(lo[has], count[has]) + within] = rep
+        npos = hi - lo
+        has = npos > 0
+        rep = np.repeat(np.flatnonzero(has), npos[has])
+        within = np.arange(int(npos[has].sum())) - np.repeat(np.cumsum(npos[has]) - npos[has], npos[has])
+        snip_of_pos[np.repeat(lo[has], npos[has]) + within] = rep
         par_pos = np.where(parent[order] >= 0, pos_of[np.maximum(parent[order], 0)], -1)
         sp = snip_of_pos
         maximal = (sp >= 0) & ((par_pos < 0) | (sp[np.maximum(par_pos, 0)] != sp))
@@ -227,6 +299,8 @@ def snippet_table(
     ka = keep[keep < len(a)]
     kc = keep[keep >= len(a)] - len(a)
     perf = normalised_performance(time[keep], g)
+    flat = flat if flat is not None else flat_timeline(trace, locs)
+    code, _ = window_code(flat, locs.of_interval[a[ka]], t_comp[ka], e_comp[ka])
     return pd.DataFrame(
         {
             "process": locs.process[loc].astype(np.int32),
@@ -237,6 +311,7 @@ def snippet_table(
             "group": g,
             "from_vertex": fv[keep],
             "to_vertex": tv[keep],
+            "code_vertex": np.r_[code, vtx[cc[kc]]],
             "time": time[keep],
             "perf": perf,
         }

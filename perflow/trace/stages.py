@@ -12,15 +12,19 @@ Two steps, with a small exchange of metadata in between:
 1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
    :mod:`perflow.trace.scan`), computes inclusive/exclusive times, grows the
    calling-context tree by region call stacks and sampled stacks
-   (:mod:`perflow.trace.contexts`), finds the instance enclosing every
+   (:mod:`perflow.trace.contexts`), cuts the sampled stretches into pieces
+   and orders them with the instances of each location
+   (:mod:`perflow.trace.pieces`), finds the instance enclosing every
    message and collective event, and returns a :class:`PartState` whose
    :func:`summarize` is small: the partition's local calling-context tree
    with the first appearance of each call path, row counts per location and
    the keys of its collective instances.
 2. The summaries are merged (:mod:`perflow.trace.numbering`) into global
    call-path ids, interval offsets and collective instance ids, and
-   :func:`finalize` turns the state into global tables: intervals, metric
-   rows, send/receive records and collective rows.
+   :func:`finalize` turns the state into global tables: intervals (instances
+   and sample pieces, :mod:`perflow.trace.partrows`), metric rows,
+   send/receive records and collective rows. Messages and collectives refer
+   to the global row of their instance, which counts the pieces before it.
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ import pandas as pd
 from ..errors import TraceError
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .partrows import interval_rows, metric_sums
+from .pieces import Pieces, row_order, sample_pieces
 from .raw import RawTrace
 from .records import p2p_records
 from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
-from .tally import dense_keys, exclusive_from_children, exclusive_time, last_time_per_location, metric_deltas
+from .tally import child_time, exclusive_from_children, last_time_per_location, metric_deltas
 
 __all__ = [
     "PartState",
@@ -109,10 +115,15 @@ class PartState:
     #: (ids ``0..n_scan-1``, their parents possibly re-pointed to stack frames), then synthetic vertices
     cp_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     cp_region: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    #: metric rows of synthetic vertices (local vertex, location, inclusive time) from region call stacks
-    stack_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-    #: the samples' rows (see :func:`perflow.trace.contexts.attach_samples`), or None without samples
-    samples: dict[str, np.ndarray] | None = None
+    #: inclusive time of synthetic vertices above region instances and pieces: (local vertex, location, time)
+    syn_rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: the samples' pieces (:mod:`perflow.trace.pieces`), or None without samples
+    pieces: Pieces | None = None
+    #: interval rows of the partition (instances and pieces in pre-order): location of each row,
+    #: row of each local instance, row of each piece
+    row_loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    row_of_inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    row_of_piece: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass
@@ -183,14 +194,15 @@ def scan_part(
     closed = res.leave >= 0
     if closed.all():
         inc = t_leave - t_enter
-        exc = exclusive_from_children(inc, res.child_inc, t_leave)
+        child = res.child_inc
     else:  # a truncated trace: instances left open close at their location's last event
         last = last_time_per_location(raw, len(raw.locations))
         t_leave = t_leave.copy()
         t_leave[~closed] = last[inst_loc[~closed]]
         log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
         inc = t_leave - t_enter
-        exc = exclusive_time(inc, res.parent, t_leave)
+        child = child_time(inc, res.parent)
+    exc = exclusive_from_children(inc, child, t_leave)
     p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
@@ -198,8 +210,18 @@ def scan_part(
     # calling contexts without Enter/Leave events: region call stacks and samples extend the tree
     tree = TreeGrower(res.cp_parent, res.cp_region)
     frames = stack_frames(raw)
-    st.stack_rows = attach_region_stacks(raw, res, tree, frames)
-    st.samples = attach_samples(raw, res, tree, frames) if len(raw.sample_events["location"]) else None
+    syn = [attach_region_stacks(raw, res, tree, frames)]
+    if len(raw.sample_events["location"]):
+        smp = attach_samples(raw, res, tree, frames)
+        pc = st.pieces = sample_pieces(raw, smp["open"], smp["base"], smp["leaf"], t_leave)
+        # a piece's time is inclusive time of the synthetic frames between its leaf and its instance
+        dur = pc.leave - pc.enter
+        for i, v in tree.synthetic_ancestors(np.asarray(tree.parent, dtype=np.int64)[pc.vertex]):
+            syn.append((v, pc.location[i], dur[i]))
+        if len(pc):  # the instances' exclusive time loses what their pieces cover
+            st.exc = exclusive_from_children(inc, child + child_time(pc.leave - pc.enter, pc.parent, len(inc)), t_leave)
+    st.syn_rows = tuple(np.concatenate(a) for a in zip(*syn))  # type: ignore[assignment]
+    st.row_loc, st.row_of_inst, st.row_of_piece = row_order(inst_loc, res.enter, st.pieces)
     st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
     return st
@@ -235,7 +257,8 @@ def summarize(st: PartState) -> dict[str, Any]:
         "final_parent": st.cp_parent[:ncp],  # the parent after call stacks re-pointed it (a stack frame)
         "syn_parent": st.cp_parent[ncp:],  # synthetic vertices: local parent and region
         "syn_region": st.cp_region[ncp:],
-        "n_inst": np.bincount(st.inst_loc, minlength=nloc),
+        "n_inst": np.bincount(st.row_loc, minlength=nloc),  # interval rows: instances and sample pieces
+        "n_samples": len(st.raw.sample_events["location"]),
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
         # processes with point-to-point events on several locations (threads): then posting order is time order
         "p2p_threaded": p2p_threaded(st.raw),
@@ -309,23 +332,12 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     raw, res = st.raw, st.res
     nloc = len(raw.locations)
     cp_map = np.asarray(maps["cp_map"], dtype=np.int64)
-    vertex = cp_map[res.callpath] if len(res.callpath) else np.zeros(0, np.int64)
-    ginst = maps["inst_off"][st.inst_loc] + within_location(st.inst_loc)
-    gparent = np.where(res.parent >= 0, ginst[np.maximum(res.parent, 0)] if len(ginst) else -1, -1)
     loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
-    intervals = pd.DataFrame(
-        {
-            "process": loc_proc[st.inst_loc].astype(np.int32),
-            "thread": loc_thr[st.inst_loc].astype(np.int32),
-            "vertex": vertex.astype(np.int32),
-            "enter": st.t_enter,
-            "leave": st.t_leave,
-            "parent": gparent,
-        },
-        copy=False,
-    )
-    uniq, cols = _metric_sums(st, nloc)
+    grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
+    ginst = grow[st.row_of_inst]  # ... of every local instance
+    intervals = interval_rows(st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)))
+    uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
@@ -364,7 +376,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     return PartTables(
         st.pid,
         procs,
-        ginst,
+        grow,
         intervals,
         cp_map[uniq // max(nloc, 1)] if len(uniq) else np.zeros(0, np.int64),
         uniq % max(nloc, 1),
@@ -376,39 +388,3 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         coll,
         int((~st.closed).sum()),
     )
-
-
-def _metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Time, visits and samples summed per (local vertex, location): sorted keys ``vertex * nloc + location``.
-
-    Instances give ``time_inc``/``time_exc``/``visits``; synthetic vertices
-    above re-parented call paths get the inclusive time of their instances;
-    sampled vertices get the samples' time (the instance a sample fell in
-    loses it from its exclusive time) and ``samples``.
-    """
-    nloc = max(nloc, 1)
-    parts = [(st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, np.ones(len(st.inc)), np.zeros(len(st.inc)))]
-    if st.stack_rows is not None and len(st.stack_rows[0]):
-        sv, sl, sx = st.stack_rows
-        z = np.zeros(len(sv))
-        parts.append((sv * nloc + sl, sx, z, z, z))
-    smp = st.samples
-    if smp is not None:
-        parts.append(
-            (smp["vertex"] * nloc + smp["location"], smp["inc"], smp["exc"], np.zeros(len(smp["inc"])), smp["n"])
-        )
-    key = np.concatenate([q[0] for q in parts]).astype(np.int64)
-    uniq, inv = dense_keys(key)
-    names = ["time_inc", "time_exc", "visits", "samples"]
-    cols = {
-        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
-        for i, m in enumerate(names)
-    }
-    if smp is None:
-        del cols["samples"]
-    elif len(smp["moved"]):
-        # sampled time leaves the exclusive time of the instance the sample fell in
-        mk = smp["moved_vertex"] * nloc + smp["moved_location"]
-        moved = np.bincount(np.searchsorted(uniq, mk), weights=smp["moved"], minlength=len(uniq))
-        cols["time_exc"] = np.maximum(cols["time_exc"] - moved, 0.0)
-    return uniq, cols

@@ -20,6 +20,7 @@ __all__ = [
     "region_kinds",
     "exclusive_time",
     "exclusive_from_children",
+    "child_time",
     "dense_keys",
     "last_time_per_location",
     "align_rows",
@@ -64,8 +65,13 @@ def region_kinds(regions: pd.DataFrame) -> np.ndarray:
 
 def exclusive_time(inc: np.ndarray, parent: np.ndarray, t_leave: np.ndarray) -> np.ndarray:
     """Exclusive time of each region instance: its inclusive time minus its children's."""
-    child_inc = np.bincount(parent[parent >= 0], weights=inc[parent >= 0], minlength=len(inc))
-    return exclusive_from_children(inc, child_inc, t_leave)
+    return exclusive_from_children(inc, child_time(inc, parent), t_leave)
+
+
+def child_time(inc: np.ndarray, parent: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Summed ``inc`` of the children of each of ``n`` parents (default ``len(inc)``); ``parent`` -1 is none."""
+    ok = parent >= 0
+    return np.bincount(parent[ok], weights=inc[ok], minlength=len(inc) if n is None else n)
 
 
 def exclusive_from_children(inc: np.ndarray, child_inc: np.ndarray, t_leave: np.ndarray) -> np.ndarray:

@@ -334,8 +334,9 @@ def _sampled_and_stacked() -> TraceBuilder:
         for it in range(3):
             t = 1.0 + 3 * it
             w = 2.0 if p == 1 else 1.0  # rank 1 computes twice as long
-            tb.sample(p, t + 0.2, ["timestep", "solve"], 0.4 * w)
-            tb.sample(p, t + 0.6, ["timestep", "solve", "dot"], 0.2 * w)
+            # a sample covers the `weight` seconds before its time stamp (within the stretch it fell in)
+            tb.sample(p, t + 0.4 * w, ["timestep", "solve"], 0.4 * w)
+            tb.sample(p, t + 0.6 * w, ["timestep", "solve", "dot"], 0.2 * w)
             if p == 2:
                 tb.sample(p, t + 0.7, ["timestep", "io"], 0.1)
             tb.call(p, "MPI_Allreduce", t + w, t + 2.5, coll={"bytes": 8}, stack=["timestep", "reduce"])
@@ -362,3 +363,16 @@ def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # t
     solve = ref.vertex("main/timestep/solve").id
     t = ref.metrics.xs(solve, level="vertex")["time_inc"]
     assert t.loc[(1, 0)] == pytest.approx(2 * t.loc[(0, 0)])
+    # the samples' pieces are interval rows, numbered the same on the workers
+    assert (ref.trace.intervals["samples"] > 0).sum() == 4 * 3 * 2 + 3
+
+
+def test_sample_pieces_of_a_larger_trace_go_through_the_partitions(engine) -> None:  # type: ignore[no-untyped-def]
+    """Samples in the gaps of a 6-rank trace: any partitioning gives the single-process intervals and metrics."""
+    from tests.trace.test_pieces import _with_samples
+
+    raw = _with_samples(raw_trace(nprocs=6, iterations=4, late_sender=0.3, imbalance=0.4, slow_rank=2, seed=5), 5)
+    ref = build_pag(raw)
+    assert (ref.trace.intervals["samples"] > 0).sum() > 20
+    for load in ({"partition": "round_robin", "n_partitions": 3}, {"partition": np.array([1, 0, 1, 0, 0, 1])}):
+        assert_same_pag(engine.load(raw, **load).to_pag(), ref)

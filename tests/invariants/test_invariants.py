@@ -8,18 +8,8 @@ from . import datasets
 from .checks import CHECKS, Check
 
 #: Invariants a dataset is known to break, with the reason (an xfail, not strict: a fix shows up as XPASS).
-KNOWN_ISSUES: dict[tuple[str, str], str] = {
-    (rec, inv): (
-        "recorded PAGs add sampled call stacks (main/halo/relax) on top of the traced intervals (MPI calls directly "
-        "under the program region), so a sampled vertex's inclusive time can exceed its traced parent's "
-        "(issue 12, item 1: computation as part of the trace)"
-    )
-    for rec in datasets.RECORDED
-    for inv in (
-        "PAG: exclusive time partitions inclusive time per location",
-        "pop_metrics: the replay's useful time equals the profile's",
-    )
-}
+#: (dataset, check id) -> why the check fails there (a non-strict xfail); empty: every check holds everywhere
+KNOWN_ISSUES: dict[tuple[str, str], str] = {}
 
 
 def _marks(dataset: str) -> list[pytest.MarkDecorator]:

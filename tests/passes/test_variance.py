@@ -69,6 +69,32 @@ def test_small_groups_and_different_work_are_not_compared():
     assert comp["group"].nunique() == 2 and np.allclose(comp["perf"], 1.0)
 
 
+def test_sampled_snippets_are_one_group_named_by_the_code_they_ran():
+    """Samples between the calls (0 to 3 per snippet) change neither the grouping nor the timing; they name the code."""
+    tb = TraceBuilder()
+    tb.define_region("solve", file="/src/solver.c", line=42)
+    tb.enter(0, 0.0, "main", file="app.c", line=1)
+    t = 0.0
+    tb.call(0, "MPI_Barrier", t, t + 1e-6, coll={})
+    t += 1e-6
+    for d, n in zip([100, 102, 99, 150, 101], [3, 3, 1, 0, 3]):
+        e = t + d * 1e-6
+        for k in range(n):  # samples of `solve` tiling n quarters of the snippet
+            tb.sample(0, t + (k + 1) * 0.25 * (e - t), ["solve"], 0.25 * (e - t))
+        tb.call(0, "MPI_Barrier", e, e + 1e-6, coll={})
+        t = e + 1e-6
+    tb.leave(0, t)
+    r = variance(tb.build(), slices=5)
+    comp = r["instances"][r["instances"]["kind"] == "computation"]
+    assert comp["group"].nunique() == 1
+    assert comp["perf"].round(3).tolist() == [0.99, 0.971, 1.0, 0.66, 0.98]
+    # three quarters sampled in solve: solve; one quarter or none: main's own code
+    solve, main = "solve (solver.c:42)", "main (app.c:1)"
+    assert comp["code"].tolist() == [solve, solve, main, main, solve]
+    assert r["groups"].set_index("kind").loc["computation", "code"] == solve  # 303 us against 249 us
+    assert r["slow"]["code"].tolist() == [main]  # the slow one (150 us) held no sample
+
+
 def test_cluster_within_tolerance():
     assert cluster_within(np.zeros(4), np.array([100.0, 101.0, 103.0, 200.0])).tolist() == [0, 0, 1, 2]
     assert cluster_within(np.array([0, 1, 0]), np.array([5.0, 5.0, 5.05])).tolist() == [0, 1, 0]

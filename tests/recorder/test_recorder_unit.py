@@ -300,3 +300,11 @@ def test_io_nonblocking_collectives_and_user_samples_handmade(tmp_path: Path) ->
     written = pag.aggregate("io_bytes_written", "sum").to_numpy()
     assert written[np.flatnonzero(paths == "prog.py/MPI_File_write")[0]] == 1000  # both calls
     assert len(pag.trace.collectives) == 1 and pag.trace.collectives["begin"].iloc[0] == pytest.approx(0.4)
+
+
+def test_public_names_resolve() -> None:
+    """Every name perflow.recorder exports is importable (some live in other modules, loaded lazily)."""
+    import perflow.recorder as rec
+
+    for name in rec.__all__:
+        assert callable(getattr(rec, name)), name

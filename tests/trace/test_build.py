@@ -202,9 +202,12 @@ def test_samples_extend_the_tree_and_move_exclusive_time():
     pag = tb.build()
     assert pag.call_paths().tolist() == ["main", "main/solve", "main/solve/dot"]
     m = pag.metrics.droplevel(["process", "thread"])
-    assert m["time_inc"].tolist() == [10, 1.5, 1.0]
-    assert m["time_exc"].tolist() == [8.5, 0.5, 1.0]
+    # dot's two samples cover [0.5, 1] and [1.5, 2]: one piece [0.5, 2] (the gap between them is dot's too);
+    # solve's covers [2.5, 3]
+    assert m["time_inc"].tolist() == [10, 2.0, 1.5]
+    assert m["time_exc"].tolist() == [8.0, 0.5, 1.5]
     assert m["samples"].tolist() == [0, 1, 2]
+    assert m["visits"].tolist() == [1, 1, 1]
 
 
 def test_metric_events_give_inclusive_deltas():
@@ -318,15 +321,25 @@ def test_region_call_stacks_and_samples_share_synthetic_vertices():
     paths = pag.call_paths().tolist()
     m = pag.metrics.droplevel(["process", "thread"])
     got = {paths[v]: (m.loc[v, "time_inc"], m.loc[v, "time_exc"], m.loc[v, "visits"]) for v in range(pag.n_vertices)}
+    # the samples' pieces (kernel over [4, 5], main over [5.5, 6]) are instances: one visit each
     assert got == {
         "prog": (10.0, 7.5, 1),
-        "prog/main": (2.5, 0.5, 0),
+        "prog/main": (2.5, 0.5, 1),
         "prog/main/solve": (2.0, 0.0, 0),
         "prog/main/solve/MPI_Send": (1.0, 1.0, 1),
-        "prog/main/solve/kernel": (1.0, 1.0, 0),
+        "prog/main/solve/kernel": (1.0, 1.0, 1),
     }
-    # the instance tables keep the measured nesting: the MPI_Send instance's parent is the prog instance
-    assert pag.trace.intervals["parent"].tolist() == [-1, 0]
+    # the instance tables keep the measured nesting: the MPI_Send instance's and the pieces' parent is prog
+    iv = pag.trace.intervals
+    assert iv["parent"].tolist() == [-1, 0, 0, 0]
+    assert [paths[v] for v in iv["vertex"]] == [
+        "prog",
+        "prog/main/solve/MPI_Send",
+        "prog/main/solve/kernel",
+        "prog/main",
+    ]
+    assert iv["enter"].tolist() == [0.0, 2.0, 4.0, 5.5] and iv["leave"].tolist() == [10.0, 3.0, 5.0, 6.0]
+    assert iv["samples"].tolist() == [0, 0, 1, 1]
 
 
 @pytest.mark.parametrize("jobs", [2, 3, 5])

@@ -1,0 +1,101 @@
+"""A partition's interval rows and metric sums in global numbering: region instances and sample pieces.
+
+Both read a :class:`~perflow.trace.stages.PartState` after the scan
+(:func:`perflow.trace.stages.scan_part`): the region instances, the sample
+pieces (:mod:`perflow.trace.pieces`) and the order of both per location.
+The metric sums come from the same rows as the intervals, so that per
+(vertex, location) ``time_inc = time_exc + sum of the children's time_inc``
+and ``visits`` is the number of interval rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from .tally import dense_keys
+
+if TYPE_CHECKING:
+    from .stages import PartState
+
+__all__ = ["interval_rows", "metric_sums"]
+
+
+def interval_rows(
+    st: PartState,
+    cp_map: np.ndarray,
+    grow: np.ndarray,
+    ginst: np.ndarray,
+    loc_proc: np.ndarray,
+    loc_thr: np.ndarray,
+    sampled: bool,
+) -> pd.DataFrame:
+    """The partition's interval rows in global numbering: region instances and sample pieces, in pre-order.
+
+    With ``sampled`` (the trace has samples) a ``samples`` column holds the
+    samples each piece was made of (0 for instances of recorded regions).
+    """
+    res, pc = st.res, st.pieces
+    n_rows = len(st.row_loc)
+    none = np.zeros(0, np.int64)
+    pv, pp, pn = (pc.vertex, pc.parent, pc.n) if pc is not None else (none, none, none)
+    pe, pl = (pc.enter, pc.leave) if pc is not None else (np.zeros(0), np.zeros(0))
+
+    def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any) -> np.ndarray:
+        out = np.empty(n_rows, dtype=dtype)
+        out[st.row_of_inst] = inst
+        out[st.row_of_piece] = piece
+        return out
+
+    def glob(local_inst: np.ndarray) -> np.ndarray:
+        return np.where(local_inst >= 0, ginst[np.maximum(local_inst, 0)] if len(ginst) else -1, -1)
+
+    cols = {
+        "process": loc_proc[st.row_loc].astype(np.int32),
+        "thread": loc_thr[st.row_loc].astype(np.int32),
+        "vertex": rows(cp_map[res.callpath], cp_map[pv], np.int32),
+        "enter": rows(st.t_enter, pe, np.float64),
+        "leave": rows(st.t_leave, pl, np.float64),
+        "parent": rows(glob(res.parent), glob(pp), np.int64),
+    }
+    if sampled:
+        cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
+    return pd.DataFrame(cols, copy=False)
+
+
+def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Time, visits and samples summed per (local vertex, location): sorted keys ``vertex * nloc + location``.
+
+    Every interval row (region instance or sample piece) gives its vertex
+    ``time_inc``, ``time_exc`` (less what its children and pieces cover) and
+    one visit; synthetic vertices without rows (frames above re-parented call
+    paths and above pieces) get the inclusive time of what lies below them;
+    ``samples`` counts the samples that cover time, on the vertex of their
+    piece, or of their instance when their stack ends there.
+    """
+    nloc = max(nloc, 1)
+    n = len(st.inc)
+    z = np.zeros(n)
+    parts = [(st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, np.ones(n), z)]
+    if st.syn_rows is not None and len(st.syn_rows[0]):
+        sv, sl, sx = st.syn_rows
+        z = np.zeros(len(sv))
+        parts.append((sv * nloc + sl, sx, z, z, z))
+    pc = st.pieces
+    if pc is not None:
+        d = pc.leave - pc.enter
+        parts.append((pc.vertex * nloc + pc.location, d, d, np.ones(len(pc)), pc.n.astype(np.float64)))
+        z = np.zeros(len(pc.direct_vertex))
+        parts.append((pc.direct_vertex * nloc + pc.direct_location, z, z, z, np.ones(len(z))))
+    key = np.concatenate([q[0] for q in parts]).astype(np.int64)
+    uniq, inv = dense_keys(key)
+    names = ["time_inc", "time_exc", "visits", "samples"]
+    cols = {
+        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
+        for i, m in enumerate(names)
+    }
+    if pc is None:
+        del cols["samples"]
+    return uniq, cols

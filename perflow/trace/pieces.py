@@ -1,0 +1,193 @@
+"""Sampled computation as region instances: timer samples tile a location's exclusive time into pieces.
+
+Between two recorded events a location runs code that no Enter/Leave event
+describes: the *stretch* between region events ``k`` and ``k + 1`` of a
+location is exclusive time of the instance open after event ``k`` (the
+program's root region, usually, or the innermost instrumented function).
+Timer samples taken in that stretch (``pos = k + 1``) say what ran there.
+
+A sample at time ``t`` worth ``w`` seconds stands for the CPU period that
+ended at ``t``; it **covers**
+
+    [max(t - w, end of the previous sample's cover, stretch start), min(t, stretch end)]
+
+(empty when that is not a positive span: a sample stamped at or before
+what earlier ones covered adds no time). A sample whose stack reaches below
+the enclosing instance (its leaf frame is a synthetic vertex, see
+:mod:`perflow.trace.contexts`) makes its cover a **piece**: a region
+instance whose vertex is that leaf frame and whose parent is the enclosing
+instance. Consecutive covering samples of one stretch with the same leaf
+are **one piece**, from the start of the first one's cover to the end of the
+last one's, so a function that ran through several sampling periods is one
+instance, and the time between those samples is that function's too: the
+location was in that call path at both ends (running, descheduled, or in a
+system call it made). Other time that no sample covers (before the first
+sample of a stretch, after its last one, between samples of different
+functions taken further apart than their weight) stays exclusive time of the
+enclosing instance: the trace does not say what ran then.
+
+Why the weight and not all the wall time since the previous sample: the
+weight is the CPU time the sample stands for; a location that blocked
+outside MPI (file reads, sleeps) or was descheduled between two samples of
+different functions used no CPU in the gap, and giving the gap to the second
+function would invent work it did not do.
+
+The pieces are ordered with the instances of their location: a stretch
+follows region event ``k``, so its pieces sort after every instance entered
+at or before event ``k`` and before the next one (sort key ``2 * k + 1``
+against ``2 * enter event`` of the instances), which keeps the interval rows
+a pre-order of the instance tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .raw import RawTrace
+
+__all__ = ["Pieces", "sample_pieces", "previous_max", "row_order"]
+
+
+@dataclass
+class Pieces:
+    """Sample pieces of one partition, and the samples that fell directly in an instance.
+
+    Attributes
+    ----------
+    location, parent, vertex : numpy.ndarray
+        Per piece: location, enclosing local instance (-1 outside every
+        instance), local vertex of the leaf frame.
+    enter, leave : numpy.ndarray
+        The piece's span (s).
+    n : numpy.ndarray
+        Samples merged into the piece.
+    key : numpy.ndarray
+        Sort key among the location's instances (``2 * pos - 1``; an
+        instance's is ``2 * enter event``).
+    direct_vertex, direct_location : numpy.ndarray
+        One element per sample that covers time but whose stack ends in the
+        enclosing instance's own call path (no piece): that vertex and location.
+    """
+
+    location: np.ndarray
+    parent: np.ndarray
+    vertex: np.ndarray
+    enter: np.ndarray
+    leave: np.ndarray
+    n: np.ndarray
+    key: np.ndarray
+    direct_vertex: np.ndarray
+    direct_location: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.enter)
+
+
+def previous_max(group: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Largest ``x`` over the earlier elements of the same group (``-inf`` for a group's first).
+
+    ``group`` must be sorted ascending. Exact (a running maximum of ranks,
+    no arithmetic on the values).
+
+    Examples
+    --------
+    >>> previous_max(np.array([0, 0, 0, 1, 1]), np.array([3.0, 1.0, 5.0, 2.0, 0.0])).tolist()
+    [-inf, 3.0, 3.0, -inf, 2.0]
+    """
+    n = len(x)
+    out = np.full(n, -np.inf)
+    if n < 2:
+        return out
+    order = np.lexsort((x, group))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    best = order[np.maximum.accumulate(rank)]  # the element holding the running maximum
+    same = group[1:] == group[:-1]
+    out[1:] = np.where(same, x[best[:-1]], -np.inf)
+    return out
+
+
+def sample_pieces(
+    raw: RawTrace, open_inst: np.ndarray, base: np.ndarray, leaf: np.ndarray, t_leave: np.ndarray
+) -> Pieces:
+    """Cover every sample of a partition and turn the covers of deeper stacks into pieces.
+
+    Parameters
+    ----------
+    raw : RawTrace
+        The partition (its ``sample_events`` and ``region_events``).
+    open_inst, base, leaf : numpy.ndarray
+        Per sample: the enclosing local instance (-1 none), its call path
+        (-1 none) and the local vertex of the sample's leaf frame (``base``
+        when the stack adds no frame).
+    t_leave : numpy.ndarray
+        Leave time of each local instance.
+    """
+    samp = raw.sample_events
+    ev_loc, ev_t = raw.region_events["location"], raw.region_events["time"]
+    loc = samp["location"].astype(np.int64)
+    pos = samp["pos"].astype(np.int64)
+    t = samp["time"].astype(np.float64)
+    w = samp["weight"].astype(np.float64)
+    ne = len(ev_loc)
+    if ne:
+        pc, nc = np.clip(pos - 1, 0, ne - 1), np.clip(pos, 0, ne - 1)
+        has_prev = (pos >= 1) & (ev_loc[pc] == loc)
+        has_next = (pos < ne) & (ev_loc[nc] == loc)
+        s0 = np.where(has_prev, ev_t[pc], -np.inf)
+        s1 = np.where(has_next, ev_t[nc], np.inf)
+    else:
+        s0, s1 = np.full(len(t), -np.inf), np.full(len(t), np.inf)
+        has_next = np.zeros(len(t), dtype=bool)
+    # after a location's last event inside an instance closed there (close_open): the instance ends the stretch
+    cut = ~has_next & (open_inst >= 0)
+    if cut.any():
+        s1 = np.where(cut, t_leave[np.maximum(open_inst, 0)], s1)
+    end = np.minimum(t, s1)
+    start = np.maximum(np.maximum(t - w, s0), previous_max(loc, end))
+    held = end > start
+    deeper = leaf != base
+    direct = held & ~deeper & (base >= 0)
+    # runs of consecutive covering samples of one stretch with the same leaf become one piece
+    h = np.flatnonzero(held)
+    join = (loc[h[1:]] == loc[h[:-1]]) & (pos[h[1:]] == pos[h[:-1]]) & (leaf[h[1:]] == leaf[h[:-1]])
+    first, final = (np.r_[True, ~join], np.r_[~join, True]) if len(h) else (np.zeros(0, bool), np.zeros(0, bool))
+    grp = np.cumsum(first) - 1
+    keep = deeper[h[first]]  # runs below the enclosing instance are pieces
+    head, tail = h[first][keep], h[final][keep]
+    n = np.bincount(grp, minlength=len(keep))[keep].astype(np.int64)
+    return Pieces(
+        location=loc[head],
+        parent=open_inst[head].astype(np.int64),
+        vertex=leaf[head].astype(np.int64),
+        enter=start[head],
+        leave=end[tail],
+        n=n,
+        key=2 * pos[head] - 1,
+        direct_vertex=base[direct].astype(np.int64),
+        direct_location=loc[direct],
+    )
+
+
+def row_order(
+    inst_loc: np.ndarray, inst_enter_event: np.ndarray, pieces: Pieces | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Interval rows of a partition: instances and pieces of each location in pre-order.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, numpy.ndarray)
+        The location of each row (grouped ascending), the row of each local
+        instance and the row of each piece.
+    """
+    n = len(inst_loc)
+    if pieces is None or not len(pieces):
+        return inst_loc, np.arange(n, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    loc = np.r_[inst_loc, pieces.location].astype(np.int64)
+    key = np.r_[2 * inst_enter_event.astype(np.int64), pieces.key]
+    order = np.lexsort((np.arange(len(loc)), key, loc))
+    row = np.empty(len(loc), dtype=np.int64)
+    row[order] = np.arange(len(loc))
+    return loc[order], row[:n], row[n:]
