@@ -87,7 +87,7 @@ def predecessors(pag: PAG) -> np.ndarray:
             pred[d[last]] = s[last]
         return pred
     vf = view.vertex_frame
-    pre = pag.tree.preorder[view._v]
+    pre = pag.tree.preorder[view.vertex_ids]
     loc = (
         vf["process"].to_numpy().astype(np.int64) * (int(vf["thread"].max()) + 1 if n else 1) + vf["thread"].to_numpy()
     )
@@ -139,28 +139,28 @@ def _symptom_rows(
     view = pag.parallel
     if isinstance(symptoms, ParallelVertexSet):
         return symptoms.ids
-    x = pag._metrics[col].to_numpy(dtype=np.float64)
+    x = np.asarray(pag.rows.column(col), dtype=np.float64)
     score = np.where(comm["in_wait"] > 0, comm["in_wait"], 0.0)
     if isinstance(symptoms, VertexSet):
         verts = symptoms.ids
     elif symptoms is None:
         cat = categories(pag)
         mpi = np.isin(cat, _WAITING)
-        per_v = np.bincount(view._v, weights=np.where(mpi[view._v], score, 0.0), minlength=pag.n_vertices)
+        per_v = np.bincount(view.vertex_ids, weights=np.where(mpi[view.vertex_ids], score, 0.0), minlength=pag.n_vertices)
         if not (per_v > 0).any():
-            per_v = np.bincount(view._v, weights=np.where(mpi[view._v], x, 0.0), minlength=pag.n_vertices)
+            per_v = np.bincount(view.vertex_ids, weights=np.where(mpi[view.vertex_ids], x, 0.0), minlength=pag.n_vertices)
         verts = np.argsort(-per_v, kind="stable")[: max(int(n_symptoms), 0)]
         verts = verts[per_v[verts] > 0]
     else:
         raise PassError(f"symptoms must be a VertexSet, a ParallelVertexSet or None, not {type(symptoms).__name__}")
-    rows = np.flatnonzero(np.isin(view._v, verts))
+    rows = np.flatnonzero(np.isin(view.vertex_ids, verts))
     # per symptom vertex: the row that waited most, else the one with the largest value; ties to the lowest row
-    order = np.lexsort((rows, -x[rows], -score[rows], view._v[rows]))
+    order = np.lexsort((rows, -x[rows], -score[rows], view.vertex_ids[rows]))
     r = rows[order]
-    first = np.r_[True, view._v[r][1:] != view._v[r][:-1]]
+    first = np.r_[True, view.vertex_ids[r][1:] != view.vertex_ids[r][:-1]]
     chosen = r[first]
     rank = {int(v): i for i, v in enumerate(verts.tolist())}
-    return np.asarray(sorted(chosen.tolist(), key=lambda i: rank.get(int(view._v[i]), 0)), dtype=np.int64)
+    return np.asarray(sorted(chosen.tolist(), key=lambda i: rank.get(int(view.vertex_ids[i]), 0)), dtype=np.int64)
 
 
 @pass_(
@@ -233,7 +233,7 @@ def backtrack(
     pred = predecessors(pag)
     g = grouped(pag, col, "location")  # one row per parallel vertex, same order
     st = vertex_stats(g)
-    mean = st["mean"][view._v]
+    mean = st["mean"][view.vertex_ids]
     x = g.value
     if abnormal is not None:
         ab = np.zeros(n, dtype=bool)
@@ -241,7 +241,7 @@ def backtrack(
     else:
         comp = categories(pag) == "computation"
         floor = 1e-9 * (float(np.abs(x).max()) if n else 0.0)
-        ab = comp[view._v] & (x > k * mean) & (x > floor)
+        ab = comp[view.vertex_ids] & (x > k * mean) & (x > floor)
     starts = _symptom_rows(pag, symptoms, n_symptoms, col, comm)
     vf = view.vertex_frame
     names = names_of(pag)
@@ -267,7 +267,7 @@ def backtrack(
             seen.add(nxt)
             cur = nxt
     r = np.asarray([t[2] for t in rec], dtype=np.int64)
-    rv = view._v[r] if len(r) else np.zeros(0, np.int64)
+    rv = view.vertex_ids[r] if len(r) else np.zeros(0, np.int64)
     path_df = pd.DataFrame(
         {
             "path": np.asarray([t[0] for t in rec], dtype=np.int64),
@@ -285,9 +285,9 @@ def backtrack(
     # waiting time each path crossed on its way to the cause: the rows are ranked by it
     steps_wait = np.bincount(path_df["path"].to_numpy(), weights=path_df["wait"].to_numpy(), minlength=len(starts))
     c = np.asarray([t[1] for t in causes], dtype=np.int64)
-    cv = view._v[c] if len(c) else np.zeros(0, np.int64)
+    cv = view.vertex_ids[c] if len(c) else np.zeros(0, np.int64)
     sym = starts[np.asarray([t[0] for t in causes], dtype=np.int64)] if causes else np.zeros(0, np.int64)
-    sv = view._v[sym] if len(sym) else np.zeros(0, np.int64)
+    sv = view.vertex_ids[sym] if len(sym) else np.zeros(0, np.int64)
     cause_df = pd.DataFrame(
         {
             "path": np.asarray([t[0] for t in causes], dtype=np.int64),
