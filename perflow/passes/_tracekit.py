@@ -10,7 +10,7 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.pag.instances import Trace
 from perflow.pag.pag import PAG
-from perflow.pag.sites import call_site_paths
+from perflow.pag.sites import call_site_paths, source_labels
 from perflow.pag.tree import descendants_mask
 from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
 from perflow.trace.critical import CriticalPath
@@ -22,6 +22,7 @@ __all__ = [
     "cp_for",
     "name_column",
     "call_path_column",
+    "source_column",
     "check_choice",
     "mpi_vertex_mask",
     "non_useful_mask",
@@ -104,6 +105,13 @@ def call_path_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
     cps = call_site_paths(pag)
     v = np.asarray(vertex, dtype=np.int64)
     return np.where(v >= 0, cps[np.maximum(v, 0)] if len(cps) else "", OUTSIDE).astype(object)
+
+
+def source_column(pag: PAG, vertex: np.ndarray) -> np.ndarray:
+    """``file:line`` (base name) of ``vertex`` ids, ``""`` when unknown or for -1."""
+    src = source_labels(pag)
+    v = np.asarray(vertex, dtype=np.int64)
+    return np.where(v >= 0, src[np.maximum(v, 0)] if len(src) else "", "").astype(object)
 
 
 def mpi_vertex_mask(pag: PAG) -> np.ndarray:

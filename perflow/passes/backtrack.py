@@ -48,6 +48,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
+from perflow.pag.sites import source_labels
 
 from ._common import as_pag, categories, edge_kinds, edge_mask, grouped, names_of, resolve_metric, vertex_stats
 
@@ -164,7 +165,7 @@ def _symptom_rows(
 
 
 @pass_(
-    version="1",
+    version="2",
     tags=("trace", "profile", "root-cause"),
     outputs={"paths": pd.DataFrame, "root_causes": pd.DataFrame, "causes": ParallelVertexSet},
 )
@@ -296,6 +297,7 @@ def backtrack(
             "thread": vf["thread"].to_numpy()[c],
             "name": names[cv],
             "call_path": paths[cv],
+            "source": source_labels(pag)[cv] if len(cv) else np.zeros(0, dtype=object),
             "value": x[c],
             "mean": mean[c],
             "ratio": np.where(mean[c] > 0, x[c] / np.where(mean[c] > 0, mean[c], 1.0), np.nan),

@@ -43,6 +43,7 @@ from ._tracekit import (
     n_locations,
     name_column,
     require_trace,
+    source_column,
 )
 from .pop import ideal_runtime
 from .waitstates import charge_waits
@@ -77,6 +78,7 @@ def critical_path_tables(
             "vertex": keep,
             "name": name_column(pag, keep),
             "call_path": call_path_column(pag, keep),
+            "source": source_column(pag, keep),
             "kind": kinds[keep],
             "cp_time": cp.cp_time[keep],
             "cp_percent": 100.0 * cp.cp_time[keep] / length if length > 0 else 0.0,
@@ -126,7 +128,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="2",
+    version="3",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )

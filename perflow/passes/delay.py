@@ -21,7 +21,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.trace.analyses import DELAY_COSTS
 
-from ._tracekit import call_path_column, name_column, require_trace
+from ._tracekit import call_path_column, name_column, require_trace, source_column
 
 __all__ = ["root_cause", "delay_tables"]
 
@@ -57,7 +57,7 @@ def delay_tables(
 
     by_vertex = per(["vertex"])
     bp = per(["process", "thread", "vertex"])
-    cols = ["vertex", "name", "call_path", "cost", "propagating", "total", "percent"]
+    cols = ["vertex", "name", "call_path", "source", "cost", "propagating", "total", "percent"]
     if len(by_vertex):
         top = bp["total"].groupby(level="vertex").idxmax()
         by_vertex["top_process"] = [t[0] for t in top.reindex(by_vertex.index)]
@@ -80,6 +80,7 @@ def delay_tables(
     v = causes["vertex"].to_numpy()
     causes.insert(1, "name", name_column(pag, v))
     causes.insert(2, "call_path", call_path_column(pag, v))
+    causes.insert(3, "source", source_column(pag, v))
     causes = causes[[*cols, "top_process", "top_process_cost", "causes"]]
     causes = causes.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
     bp["percent"] = 100.0 * bp["total"] / total
@@ -87,6 +88,7 @@ def delay_tables(
     v = bp["vertex"].to_numpy()
     bp.insert(3, "name", name_column(pag, v))
     bp.insert(4, "call_path", call_path_column(pag, v))
+    bp.insert(5, "source", source_column(pag, v))
     bp = bp.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
     summary = pd.DataFrame(
         {
@@ -102,7 +104,7 @@ def delay_tables(
 
 
 @pass_(
-    version="1",
+    version="2",
     tags=("trace", "root-cause", "delay"),
     outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
 )
