@@ -93,11 +93,11 @@ def run_one(events: float, nprocs: int) -> dict[str, Any]:
     from perflow.passes.delay import root_cause
     from perflow.passes.pop import pop_metrics
     from perflow.passes.variance import variance
+    from perflow.trace.analyses import FLAT_TIMELINE, LOCATIONS, WAIT_INSTANCES, ideal_replay
     from perflow.trace.build import build_pag
     from perflow.trace.collwaits import collective_waits
     from perflow.trace.critical import critical_path as cp_core
-    from perflow.trace.flat import flat_timeline
-    from perflow.trace.waits import p2p_waits, wait_instances
+    from perflow.trace.waits import p2p_waits
 
     it = synthetic.iterations_for(events, nprocs)
     raw, t_gen = _timed(lambda: synthetic.raw_trace(nprocs=nprocs, iterations=it, late_sender=0.01, seed=7))
@@ -110,19 +110,20 @@ def run_one(events: float, nprocs: int) -> dict[str, Any]:
     tr = pag.trace
     names = pag.vertex_table["name"].astype(str).to_numpy()
     times: dict[str, float] = {"generate": t_gen, "build_pag (incl. matching)": t_build, "matching alone": t_match}
-    _, times["p2p wait states"] = _timed(lambda: p2p_waits(tr, names))
+    # each figure as a flow meets it: what it builds on is already in the PAG's analysis manager
+    locs = pag.analyses.get(LOCATIONS)
+    _, times["p2p wait states"] = _timed(lambda: p2p_waits(tr, names, locs=locs))
     _, times["collective wait states"] = _timed(lambda: collective_waits(tr))
-    waits, times["wait_instances (all, one table)"] = _timed(lambda: wait_instances(tr, names))
-    _, times["flat timeline"] = _timed(lambda: flat_timeline(tr))
-    _, times["critical path walk"] = _timed(lambda: cp_core(tr, waits, pag.n_vertices))
+    waits, times["wait_instances (all, one table)"] = _timed(lambda: pag.analyses.get(WAIT_INSTANCES))
+    flat, times["flat timeline"] = _timed(lambda: pag.analyses.get(FLAT_TIMELINE))
+    _, times["critical path walk"] = _timed(lambda: cp_core(tr, waits, pag.n_vertices, locs=locs, flat=flat))
     _, times["critical_path pass (tables)"] = _timed(lambda: critical_path(pag))
     _, times["root_cause short-term"] = _timed(lambda: root_cause(pag))
     _, times["root_cause long-term"] = _timed(lambda: root_cause(pag, long_term=True))
     from perflow.passes._tracekit import non_useful_mask
-    from perflow.trace.replay import replay
 
     useful = ~non_useful_mask(pag, ("mpi", "openmp", "thread"))
-    _, times["ideal-network replay (POP)"] = _timed(lambda: replay(tr, useful))
+    _, times["ideal-network replay (POP)"] = _timed(lambda: ideal_replay(pag, useful))
     _, times["pop_metrics"] = _timed(lambda: pop_metrics(pag))
     _, times["variance"] = _timed(lambda: variance(pag))
     # the goal: matching + every wait state (as the one sorted table the critical path uses) + the path

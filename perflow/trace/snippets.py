@@ -169,21 +169,37 @@ def window_code(
     a, b = flat.time[ks], flat.time[ks + 1]
     live = b > a
     ks, a, b = ks[live], a[live], b[live]
-    # windows and slots merged by (location, time), a window before the slots starting with it
-    kl = np.r_[loc, sloc[ks]]
-    o = np.lexsort((np.r_[np.zeros(nw), np.ones(len(ks))], np.r_[np.asarray(start, np.float64), a], kl))
-    last = np.maximum.accumulate(np.where(o < nw, np.arange(len(o)), -1))
-    slot_at = np.flatnonzero(o >= nw)
-    w = np.where(last[slot_at] >= 0, o[np.maximum(last[slot_at], 0)], -1)
-    s = o[slot_at] - nw
-    ok = w >= 0
-    ok[ok] &= (loc[w[ok]] == sloc[ks[s[ok]]]) & (b[s[ok]] <= np.asarray(end, np.float64)[w[ok]])
-    w, s = w[ok], s[ok]
-    if not len(w):
+    # the window holding each slot: per location, the last window starting at or before the slot
+    wo = np.lexsort((np.asarray(start, np.float64), loc))
+    w_loc, w_start, w_end = loc[wo], np.asarray(start, np.float64)[wo], np.asarray(end, np.float64)[wo]
+    L = len(counts)
+    wb = np.searchsorted(w_loc, np.arange(L + 1))
+    s_loc = sloc[ks]
+    sb = np.searchsorted(s_loc, np.arange(L + 1))
+    wi = np.full(len(ks), -1, dtype=np.int64)
+    for lc in np.flatnonzero((np.diff(wb) > 0) & (np.diff(sb) > 0)).tolist():
+        lo, hi = sb[lc], sb[lc + 1]
+        j = np.searchsorted(w_start[wb[lc] : wb[lc + 1]], a[lo:hi], side="right") - 1
+        wi[lo:hi] = np.where(j >= 0, j + wb[lc], -1)
+    ok = wi >= 0
+    ok[ok] &= b[ok] <= w_end[wi[ok]]
+    s = np.flatnonzero(ok)
+    if not len(s):
         return out_v, out_t
+    w = wo[wi[s]]
     V = int(flat.vertex.max()) + 1
-    key, inv = np.unique(w * V + flat.vertex[ks[s]], return_inverse=True)
-    tot = np.bincount(inv.ravel(), weights=(b - a)[s], minlength=len(key))
+    vv = flat.vertex[ks[s]]
+    dur = (b - a)[s]
+    if nw * V <= max(8 * len(s), 1 << 22):  # a dense (window, vertex) table: argmax per row, ties to the lowest vertex
+        tab = np.bincount(w * V + vv, weights=dur, minlength=nw * V).reshape(nw, V)
+        top = tab.argmax(axis=1)
+        best = tab[np.arange(nw), top]
+        has = best > 0
+        out_v[has] = top[has]
+        out_t[has] = best[has]
+        return out_v, out_t
+    key, inv = np.unique(w * V + vv, return_inverse=True)
+    tot = np.bincount(inv.ravel(), weights=dur, minlength=len(key))
     kw, kv = key // V, key % V
     order = np.lexsort((-kv, tot, kw))  # per window the largest time last (ties: the lowest vertex)
     top = order[np.r_[kw[order][1:] != kw[order][:-1], True]]
