@@ -8,15 +8,20 @@ Sender, Late Receiver and collective in that order of precedence.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 import numpy as np
 import pandas as pd
 
+from perflow.pag.analysis import Analysis
 from perflow.pag.pag import PAG
+from perflow.trace.analyses import WAIT_INSTANCES, WaitSettings
 from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
 
-from ._tracekit import check_choice, waits_for
+from ._tracekit import check_choice
 
-__all__ = ["WAIT_FAMILIES", "waiting_time", "charge_waits"]
+__all__ = ["WAIT_FAMILIES", "waiting_time", "charge_waits", "WAITING_TIME", "WaitingTimeSettings"]
 
 _LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
 
@@ -37,6 +42,13 @@ def _union_per_key(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
     first = np.r_[True, key[1:] != key[:-1]]
     covered_to = np.where(first, -np.inf, prev_end)
     return np.maximum(0.0, end - np.maximum(start, covered_to))
+
+
+@dataclass(frozen=True)
+class WaitingTimeSettings(WaitSettings):
+    """The wait-state settings, and whether the table has a row per call path or per call instance."""
+
+    per: Literal["vertex", "interval"] = "vertex"
 
 
 def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> pd.DataFrame:
@@ -73,7 +85,19 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     cols = _WT_COLS if per == "vertex" else ["interval", *_WT_COLS]
     if not isinstance(pag, PAG) or pag.trace is None or not pag.trace.n_intervals:
         return pd.DataFrame({c: np.zeros(0, np.float64 if c in (*WAIT_FAMILIES, "wait") else np.int64) for c in cols})
-    w = waits_for(pag, "waiting_time", **wait_settings)  # type: ignore[arg-type]
+    ws = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
+    return pag.analyses.get(WAITING_TIME, owner="waiting_time", per=per, **ws)  # type: ignore[no-any-return]
+
+
+def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
+    cols = _WT_COLS if s.per == "vertex" else ["interval", *_WT_COLS]
+    per = s.per
+    w = pag.analyses.get(
+        WAIT_INSTANCES,
+        wrong_order_window=s.wrong_order_window,
+        late_receiver=s.late_receiver,
+        early_reduce=s.early_reduce,
+    )
     kind = w["kind"].astype(str).to_numpy()
     fam = np.full(len(w), -1, dtype=np.int64)
     for i, ks in enumerate(WAIT_FAMILIES.values()):
@@ -110,6 +134,16 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
         return out[cols].sort_values(["process", "thread", "interval"], kind="stable").reset_index(drop=True)
     g = out.groupby(["vertex", "process", "thread"], sort=True)[[*WAIT_FAMILIES, "wait"]].sum().reset_index()
     return g[cols]
+
+
+#: the waiting time charged to each call path or call instance (:func:`waiting_time`), computed once per PAG
+WAITING_TIME = Analysis(
+    "passes.waiting_time",
+    compute=_waiting_time,
+    settings=WaitingTimeSettings,
+    uses=frozenset({"trace", "vertices"}),
+    doc="idle waiting time charged to each call path (or call instance), per wait family",
+)
 
 
 def charge_waits(
