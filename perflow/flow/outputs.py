@@ -41,24 +41,14 @@ import pandas as pd
 
 from perflow.units import column_labels
 
+from .._json import json_default
+
 __all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
 
 log = logging.getLogger(__name__)
 
 #: Tables with at most this many rows are printed by ``perflow run``.
 SMALL_TABLE_ROWS = 50
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, os.PathLike):
-        return os.fspath(o)
-    return str(o)
 
 
 def _frame(value: Any) -> pd.DataFrame | pd.Series | None:
@@ -106,7 +96,7 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
         return p
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
         p = d / f"{safe}.json"
-        p.write_text(json.dumps(value, indent=2, default=_json_default) + "\n", encoding="utf-8")
+        p.write_text(json.dumps(value, indent=2, default=json_default) + "\n", encoding="utf-8")
         return p
     if hasattr(value, "_repr_html_"):
         p = d / f"{safe}.html"
@@ -227,6 +217,6 @@ def as_text(value: Any, *, max_rows: int = SMALL_TABLE_ROWS, width: int | None =
             return None
         return _frame_text(frame, width)
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
-        text = json.dumps(value, indent=2, default=_json_default)
+        text = json.dumps(value, indent=2, default=json_default)
         return text if len(text) <= 4000 else None
     return None

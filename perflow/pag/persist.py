@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._json import json_default
 from ..errors import FormatError
 from .frames import make_metrics
 from .instances import Trace
@@ -39,16 +40,6 @@ __all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION", "is_saved_pag"]
 
 FORMAT_NAME = "perflow-pag"
 FORMAT_VERSION = 1
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
 
 
 def _numeric_only(df: pd.DataFrame) -> bool:
@@ -134,7 +125,7 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
             _write_parquet(df, tmp / fname)
             manifest["tables"][name] = {"file": fname, "rows": len(df)}
         with open(tmp / "manifest.json", "w") as fh:
-            json.dump(manifest, fh, default=_json_default, indent=1)
+            json.dump(manifest, fh, default=json_default, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
         old = None

@@ -68,7 +68,10 @@ def _source_labels(pag: PAG, s: Any) -> np.ndarray:
 
 
 CALL_SITE_PATHS = Analysis(
-    "pag.call_site_paths", compute=_call_site_paths, uses=frozenset({"vertices"}), doc="call paths that tell call sites apart"
+    "pag.call_site_paths",
+    compute=_call_site_paths,
+    uses=frozenset({"vertices"}),
+    doc="call paths that tell call sites apart",
 )
 SOURCE_LABELS = Analysis(
     "pag.source_labels", compute=_source_labels, uses=frozenset({"vertices"}), doc="file:line of every vertex"

@@ -147,9 +147,13 @@ def _symptom_rows(
     elif symptoms is None:
         cat = categories(pag)
         mpi = np.isin(cat, _WAITING)
-        per_v = np.bincount(view.vertex_ids, weights=np.where(mpi[view.vertex_ids], score, 0.0), minlength=pag.n_vertices)
+        per_v = np.bincount(
+            view.vertex_ids, weights=np.where(mpi[view.vertex_ids], score, 0.0), minlength=pag.n_vertices
+        )
         if not (per_v > 0).any():
-            per_v = np.bincount(view.vertex_ids, weights=np.where(mpi[view.vertex_ids], x, 0.0), minlength=pag.n_vertices)
+            per_v = np.bincount(
+                view.vertex_ids, weights=np.where(mpi[view.vertex_ids], x, 0.0), minlength=pag.n_vertices
+            )
         verts = np.argsort(-per_v, kind="stable")[: max(int(n_symptoms), 0)]
         verts = verts[per_v[verts] > 0]
     else:

@@ -168,11 +168,13 @@ try:  # pragma: no cover - exercised whenever numba is installed
         sp = 0
         ni = 0
         ncp = 0
+        err = 0  # an error stops the scan: its code and where (event index, or location for code 3)
+        at = -1
         for i in range(n):
             if i > 0 and location[i] != location[i - 1] and sp > 0:
                 if not close_open:
-                    return (enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout,
-                            ni, ncp, 3, location[i - 1])  # fmt: skip
+                    err, at = 3, location[i - 1]
+                    break
                 sp = 0
             if kind[i] == 0:
                 if ni >= cap:  # more enters than n/2: grow
@@ -207,46 +209,19 @@ try:  # pragma: no cover - exercised whenever numba is installed
                 ni += 1
             else:
                 if sp == 0:
-                    return (
-                        enter,
-                        leave,
-                        parent,
-                        callpath,
-                        cp_parent,
-                        cp_region,
-                        open_after,
-                        tin,
-                        tout,
-                        ni,
-                        ncp,
-                        1,
-                        i,
-                    )
+                    err, at = 1, i
+                    break
                 k = stack[sp - 1]
                 if region[enter[k]] != region[i]:
-                    return (
-                        enter,
-                        leave,
-                        parent,
-                        callpath,
-                        cp_parent,
-                        cp_region,
-                        open_after,
-                        tin,
-                        tout,
-                        ni,
-                        ncp,
-                        2,
-                        i,
-                    )
+                    err, at = 2, i
+                    break
                 sp -= 1
                 leave[k] = i
                 tout[k] = time[i]
             open_after[i] = stack[sp - 1] if sp > 0 else -1
-        if sp > 0 and not close_open:
-            return (enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout,
-                    ni, ncp, 3, location[n - 1])  # fmt: skip
-        return enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout, ni, ncp, 0, -1
+        if err == 0 and sp > 0 and not close_open:
+            err, at = 3, location[n - 1]
+        return enter, leave, parent, callpath, cp_parent, cp_region, open_after, tin, tout, ni, ncp, err, at
 
     @njit
     def _grow(a, cap):  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._json import json_default
 from ..errors import FormatError
 from ..trace.raw import RawTrace
 
@@ -20,16 +21,6 @@ __all__ = ["save_raw", "load_raw"]
 
 _FORMAT = "perflow-rawtrace-1"
 _TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
-
-
-def _default(o: object) -> object:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
 
 
 def save_raw(raw: RawTrace, path: str | Path) -> Path:
@@ -51,7 +42,7 @@ def save_raw(raw: RawTrace, path: str | Path) -> Path:
         "attrs": raw.attrs,
         "region_index": raw.regions.index.tolist(),
     }
-    arrays["meta"] = np.frombuffer(json.dumps(meta, default=_default).encode(), dtype=np.uint8)
+    arrays["meta"] = np.frombuffer(json.dumps(meta, default=json_default).encode(), dtype=np.uint8)
     with open(path, "wb") as f:
         np.savez_compressed(f, **arrays)
     return path

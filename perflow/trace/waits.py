@@ -131,7 +131,6 @@ _DTYPES = {
 }
 
 
-
 def _frame(n: int, kind: str | np.ndarray, **cols: np.ndarray) -> pd.DataFrame:
     out: dict[str, object] = {}
     for c in WAIT_COLUMNS:
