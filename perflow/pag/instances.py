@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "stack_rows", "take_rows", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
+__all__ = ["Trace", "stack_rows", "take_rows", "take_or", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
 
 INTERVAL_COLUMNS = {
     "process": np.int32,
@@ -121,6 +121,22 @@ def take_rows(frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None =
     """Rows ``rows`` of ``frame`` (some ``columns``), with a fresh range index: one copy per column."""
     cols = list(frame.columns) if columns is None else columns
     return pd.DataFrame({c: frame[c].to_numpy()[rows] for c in cols}, copy=False)
+
+
+def take_or(values: np.ndarray, idx: np.ndarray, fill: Any) -> np.ndarray:
+    """``values[idx]``, with ``fill`` where ``idx`` is -1 (no row): one gather.
+
+    ``idx`` holds row numbers or -1; ``values`` may be empty (then every
+    ``idx`` must be -1). The result's dtype holds both ``values`` and ``fill``.
+    """
+    values = np.asarray(values)
+    idx = np.asarray(idx)
+    dtype = np.result_type(values.dtype, np.min_scalar_type(fill))
+    if not len(values):
+        return np.full(len(idx), fill, dtype=dtype)
+    out = values.take(np.maximum(idx, 0)).astype(dtype, copy=False)  # the cost is that of idx, not of values
+    out[idx < 0] = fill
+    return out
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,15 @@ def record_key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarr
     """
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
-    ct = (np.asarray(comm, dtype=np.int64) << 32) + (np.asarray(tag, dtype=np.int64) & 0xFFFFFFFF)
-    codes, uniq = pd.factorize(ct)
+    comm = np.asarray(comm, dtype=np.int64)
+    tag = np.asarray(tag, dtype=np.int64)
     n = int(max(src.max(initial=0), dst.max(initial=0))) + 1
+    if len(comm):  # small ranges (the usual case): the code is arithmetic, no hashing
+        c0, t0 = int(comm.min()), int(tag.min())
+        nc, nt = int(comm.max()) - c0 + 1, int(tag.max()) - t0 + 1
+        if nc * nt <= (1 << 24) and nc * nt * n * n < (1 << 62):
+            return (((comm - c0) * nt + (tag - t0)) * n + src) * n + dst
+    codes, uniq = pd.factorize((comm << 32) + (tag & 0xFFFFFFFF))
     if len(uniq) * n * n < (1 << 62):
         return (codes.astype(np.int64) * n + src) * n + dst
     key, _ = pd.factorize(codes.astype(np.int64) * n + src)  # pragma: no cover - huge rank counts

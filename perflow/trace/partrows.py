@@ -49,8 +49,10 @@ def interval_rows(
         out[st.row_of_piece] = piece
         return out
 
+    ginst_or_none = np.append(ginst, -1).astype(np.int64, copy=False)  # local -1 (no instance) -> global -1
+
     def glob(local_inst: np.ndarray) -> np.ndarray:
-        return np.where(local_inst >= 0, ginst[np.maximum(local_inst, 0)] if len(ginst) else -1, -1)
+        return ginst_or_none[local_inst]
 
     cols = {
         "process": loc_proc[st.row_loc].astype(np.int32),
@@ -76,26 +78,37 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
     piece, or of their instance when their stack ends there.
     """
     nloc = max(nloc, 1)
-    n = len(st.inc)
-    z = np.zeros(n)
-    parts = [(st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, np.ones(n), z)]
+    # (key, time_inc, time_exc, counts a visit, samples or None) per kind of row
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None]] = [
+        (st.res.callpath * nloc + st.inst_loc, st.inc, st.exc, True, None)
+    ]
     if st.syn_rows is not None and len(st.syn_rows[0]):
         sv, sl, sx = st.syn_rows
-        z = np.zeros(len(sv))
-        parts.append((sv * nloc + sl, sx, z, z, z))
+        parts.append((sv * nloc + sl, sx, np.zeros(len(sv)), False, None))
     pc = st.pieces
     if pc is not None:
         d = pc.leave - pc.enter
-        parts.append((pc.vertex * nloc + pc.location, d, d, np.ones(len(pc)), pc.n.astype(np.float64)))
+        parts.append((pc.vertex * nloc + pc.location, d, d, True, pc.n.astype(np.float64)))
         z = np.zeros(len(pc.direct_vertex))
-        parts.append((pc.direct_vertex * nloc + pc.direct_location, z, z, z, np.ones(len(z))))
-    key = np.concatenate([q[0] for q in parts]).astype(np.int64)
+        parts.append((pc.direct_vertex * nloc + pc.direct_location, z, z, False, np.ones(len(z))))
+    key = np.concatenate([q[0] for q in parts]).astype(np.int64, copy=False)
     uniq, inv = dense_keys(key)
-    names = ["time_inc", "time_exc", "visits", "samples"]
+    m = len(uniq)
     cols = {
-        m: np.bincount(inv, weights=np.concatenate([q[i + 1] for q in parts]), minlength=len(uniq))
-        for i, m in enumerate(names)
+        "time_inc": np.bincount(inv, weights=np.concatenate([q[1] for q in parts]), minlength=m),
+        "time_exc": np.bincount(inv, weights=np.concatenate([q[2] for q in parts]), minlength=m),
     }
-    if pc is None:
-        del cols["samples"]
+    visits = np.zeros(m)
+    samples = np.zeros(m)
+    at = 0
+    for q in parts:  # visits and samples from the slices of ``inv`` that have them (unweighted where possible)
+        sl = inv[at : at + len(q[0])]
+        at += len(q[0])
+        if q[3]:
+            visits += np.bincount(sl, minlength=m)
+        if q[4] is not None:
+            samples += np.bincount(sl, weights=q[4], minlength=m)
+    cols["visits"] = visits
+    if pc is not None:
+        cols["samples"] = samples
     return uniq, cols

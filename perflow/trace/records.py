@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..pag.instances import MESSAGE_COLUMNS, conform, stack_rows, take_rows
+from ..pag.instances import MESSAGE_COLUMNS, conform, stack_rows, take_or, take_rows
 from .match import p2p_records as prepare_p2p
 from .match import rank_within, record_key
 from .raw import RawTrace
@@ -98,7 +98,7 @@ def p2p_records(
     t = ev["time"]
 
     def glob(iv: np.ndarray) -> np.ndarray:
-        return np.where(iv >= 0, ginst[np.maximum(iv, 0)] if len(ginst) else -1, -1)
+        return take_or(ginst, iv, -1)  # local -1 (no instance) -> global -1
 
     rec = prepare_p2p(raw, enclosing, callpath, cp_region, threaded)
     s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
@@ -110,7 +110,6 @@ def p2p_records(
         rec.mode,
     )
     send_iv = enclosing[s]
-    ok_s = send_iv >= 0
     sends = pd.DataFrame(
         {
             "comm": comm[s],
@@ -125,13 +124,12 @@ def p2p_records(
             "send_complete_interval": glob(send_complete),
             "send_time": t[s],
             "mode": mode,
-            "send_enter": np.where(ok_s, t_enter[np.maximum(send_iv, 0)] if len(t_enter) else 0.0, np.nan),
+            "send_enter": take_or(t_enter, send_iv, np.nan),
             "send_row": p2p_row[s],
         },
         copy=False,
     )
     recv_iv = enclosing[r]
-    ok_r = recv_iv >= 0
     recvs = pd.DataFrame(
         {
             "comm": comm[r],
@@ -144,8 +142,8 @@ def p2p_records(
             "recv_post_interval": glob(recv_post),
             "recv_interval": glob(recv_iv),
             "recv_time": t[r],
-            "recv_enter": np.where(ok_r, t_enter[np.maximum(recv_iv, 0)] if len(t_enter) else 0.0, np.nan),
-            "recv_leave": np.where(ok_r, t_leave[np.maximum(recv_iv, 0)] if len(t_leave) else 0.0, np.nan),
+            "recv_enter": take_or(t_enter, recv_iv, np.nan),
+            "recv_leave": take_or(t_leave, recv_iv, np.nan),
         },
         copy=False,
     )

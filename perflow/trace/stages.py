@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..pag.instances import take_or
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from .partrows import interval_rows, metric_sums
@@ -367,7 +368,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
                 "instance": inst,
                 "process": coll["process"].to_numpy(),
                 "thread": coll["thread"].to_numpy(),
-                "interval": np.where(liv >= 0, ginst[np.maximum(liv, 0)] if len(ginst) else -1, -1),
+                "interval": take_or(ginst, liv, -1),
                 **{c: coll[c].to_numpy() for c in ("op", "comm", "root", "sent", "received", "begin", "end")},
             },
             copy=False,
