@@ -165,6 +165,23 @@ def _data(path: Path, name: str, raw: bytes, dtype: np.dtype, n: int, nloc: int,
     return np.frombuffer(body, dtype=dtype, count=n * nloc).reshape(n, nloc)
 
 
+def _check_values(path: Path, member: str, metric: str, vals: np.ndarray, *, minmax: bool) -> None:
+    """Reject values no profile holds (a damaged data member): NaN, infinities in sums, negative or fractional visits."""
+    bad = np.isnan(vals) if minmax else ~np.isfinite(vals)
+    what = "not a number" if minmax else "not finite"
+    if metric == "visits" and not bad.any():
+        bad = (vals < 0) | (vals != np.round(vals)) | (vals > 2.0**53)  # counts are exact integers in a double
+        what = "not a visit count"
+    if bad.any():
+        r, c = (int(x[0]) for x in np.nonzero(bad))
+        raise FormatError(
+            path,
+            f"metric {metric!r}: value {float(vals[r, c])!r} at stored cnode row {r}, location {c} is {what} "
+            "(the data member is damaged)",
+            where=member,
+        )
+
+
 def _enumerations(cnodes: list[tuple[int, int, str]]) -> tuple[np.ndarray, np.ndarray]:
     """Rows (document pre-order) of the cnodes in the two orders the index files use.
 
@@ -313,6 +330,7 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         idx, endian = _index(path, f"{mid}.index", members[f"{mid}.index"], all_ids)
         dtype = np.dtype(endian + _DTYPES[dt]) if _DTYPES[dt][1] != "1" else np.dtype(_DTYPES[dt])
         vals = _data(path, f"{mid}.data", members[f"{mid}.data"], dtype, len(idx), nloc, endian).astype(np.float64)
+        _check_values(path, f"{mid}.data", uniq, vals, minmax=dt in ("MINDOUBLE", "MAXDOUBLE"))
         full = np.zeros((n, nloc))
         if len(idx) and (idx.min() < 0 or idx.max() >= n):
             raise FormatError(

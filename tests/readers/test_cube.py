@@ -120,6 +120,31 @@ def test_errors(tmp_path: Path) -> None:
         perflow.read(f)
 
 
+def test_damaged_values_are_rejected(tmp_path: Path) -> None:
+    mem = _members(shared("cube", "scorep-cpi", "profile.cubex"))
+    f = tmp_path / "v.cubex"
+    # 1.data (time, double): stored row 5 (iteration), location 0 becomes NaN
+    data = bytearray(mem["1.data"])
+    struct.pack_into("<d", data, 10 + 8 * (5 * 4 + 0), float("nan"))
+    _pack({**mem, "1.data": bytes(data)}, f)
+    with pytest.raises(
+        FormatError, match=r"v\.cubex.*metric 'time': value nan at stored cnode row 5, location 0 is not finite"
+    ):
+        perflow.read(f)
+    # 0.data (visits, uint64): a count no double holds exactly (a flipped high bit)
+    data = bytearray(mem["0.data"])
+    struct.pack_into("<Q", data, 10 + 8 * (2 * 4 + 3), 1 << 60)
+    _pack({**mem, "0.data": bytes(data)}, f)
+    with pytest.raises(
+        FormatError, match=r"metric 'visits': .* at stored cnode row 2, location 3 is not a visit count"
+    ):
+        perflow.read(f)
+    # the error names the damaged member
+    with pytest.raises(FormatError) as err:
+        perflow.read(f)
+    assert "0.data" in str(err.value)
+
+
 @pytest.mark.timeout(60)
 def test_fuzz(tmp_path: Path) -> None:
     src = shared("cube", "scorep-cpi", "profile.cubex")
