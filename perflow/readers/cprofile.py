@@ -3,21 +3,10 @@
 A pstats file is a marshalled dict ``{(file, line, func): (cc, nc, tt, ct,
 callers)}`` where ``callers`` maps each caller to the statistics of the calls
 it made: ``(nc, cc, tt, ct)``. It records a caller->callee *graph*, not
-calling contexts, so the calling-context tree is an approximation:
-
-* roots are functions nobody calls (when a set of functions is only reachable
-  through a cycle, the one with the most inclusive time starts a root);
-* a vertex for ``g`` under context ``... -> f`` gets the statistics of the
-  edge ``f -> g`` scaled by the share ``w`` of ``f``'s total that belongs to
-  the context of ``f``; the share of the new context is ``w * ct(f->g) /
-  ct(g)`` (call counts when ``g`` has no time). At depth 1 the numbers are
-  exact; deeper they assume a function behaves the same whatever called its
-  caller (the usual gprof assumption);
-* an edge back to a function already on the path (recursion, a cycle) is not
-  expanded: its exclusive time and calls are folded into that ancestor
-  (``time_exc`` clamped to ``time_inc``), so a cycle never loops and the
-  totals are kept;
-* expansion stops after ``max_vertices`` vertices (default 100,000).
+calling contexts, so the calling-context tree is an approximation, built by
+:func:`perflow.readers._callgraph.expand_call_graph` (shared with the gprof
+readers; its docstring says how; expansion stops after ``max_vertices``
+vertices, default 100,000).
 
 Several files (a directory, a glob, or a list) are one process each: the
 process is the last integer in the file name (``rank3.pstats`` -> 3) when
@@ -37,6 +26,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG
+from ._callgraph import expand_call_graph
 from ._common import MetricRows, TreeBuilder, build_profile, head_bytes
 
 FORMAT = "cprofile"
@@ -102,70 +92,6 @@ def _name(func: Func) -> tuple[str, str, int, str]:
     return name, file, int(line), kind.value if kind is not VertexKind.FUNCTION else VertexKind.PYTHON.value
 
 
-def _expand(
-    stats: dict[Func, tuple[Any, ...]], tree: TreeBuilder, rows: MetricRows, proc: int, max_vertices: int
-) -> None:
-    callees: dict[Func, list[tuple[Func, tuple[float, ...]]]] = {f: [] for f in stats}
-    has_caller: set[Func] = set()
-    for g, (_cc, _nc, _tt, _ct, callers) in stats.items():
-        for f, edge in callers.items():
-            if f in callees:
-                callees[f].append((g, edge))
-                if f != g:
-                    has_caller.add(g)
-    roots = [f for f in stats if f not in has_caller]
-    seen: set[Func] = set()
-    budget = [max_vertices]
-    truncated = [False]
-
-    def visit_root(r: Func) -> None:
-        cc, nc, tt, ct, _ = stats[r]
-        name, file, line, kind = _name(r)
-        v = tree.add(-1, r, name, file=file, line=line, kind=kind)
-        acc = {v: [ct, tt, nc]}
-        # iterative DFS: (vertex, func, share, path functions -> vertex)
-        stack: list[tuple[int, Func, float, dict[Func, int]]] = [(v, r, 1.0, {r: v})]
-        seen.add(r)
-        while stack:
-            pv, f, w, onpath = stack.pop()
-            for g, (enc, _ecc, ett, ect) in callees[f]:
-                if g in onpath:
-                    if onpath[g] == v:
-                        continue  # a root's statistics are its totals: they hold the recursive calls already
-                    a = acc.setdefault(onpath[g], [0.0, 0.0, 0.0])
-                    a[1] += ett * w
-                    a[2] += enc * w
-                    continue
-                if budget[0] <= 0:
-                    truncated[0] = True
-                    continue
-                gname, gfile, gline, gkind = _name(g)
-                n0 = len(tree)
-                cv = tree.add(pv, g, gname, file=gfile, line=gline, kind=gkind)
-                if len(tree) > n0:
-                    budget[0] -= 1
-                a = acc.setdefault(cv, [0.0, 0.0, 0.0])
-                a[0] += ect * w
-                a[1] += ett * w
-                a[2] += enc * w
-                seen.add(g)
-                gct = stats[g][3]
-                share = w * (ect / gct if gct > 0 else (enc / stats[g][1] if stats[g][1] else 0.0))
-                stack.append((cv, g, share, {**onpath, g: cv}))
-        for vid, (inc, exc, visits) in acc.items():
-            rows.add(vid, proc, 0, "time_inc", inc)
-            rows.add(vid, proc, 0, "time_exc", min(exc, inc))
-            rows.add(vid, proc, 0, "visits", visits)
-
-    for r in sorted(roots, key=lambda f: -stats[f][3]):
-        visit_root(r)
-    while len(seen) < len(stats):  # functions only reachable through a cycle
-        rest = [f for f in stats if f not in seen]
-        visit_root(max(rest, key=lambda f: stats[f][3]))
-    if truncated[0]:
-        log.warning("cProfile: calling-context tree truncated at %d vertices (max_vertices)", max_vertices)
-
-
 def read(path: Path | str | Sequence[Path | str], *, max_vertices: int = 100_000, **options: Any) -> PAG:
     """Read one pstats file, or several (one per process).
 
@@ -192,6 +118,6 @@ def read(path: Path | str | Sequence[Path | str], *, max_vertices: int = 100_000
     tree = TreeBuilder()
     rows = MetricRows()
     for f, r in zip(files, ranks):
-        _expand(_load(f), tree, rows, r, max_vertices)
+        expand_call_graph(_load(f), tree, rows, r, max_vertices=max_vertices, label=_name, what="cProfile")
     attrs = {"nprocs": len(files), "approximation": "calling contexts derived from the caller->callee graph"}
     return build_profile(tree, rows, attrs=attrs, complete=False)
