@@ -37,6 +37,11 @@ READER_MODULES: dict[str, str] = {
     "caliper": "perflow.readers.caliper",
     "tau": "perflow.readers.tau",
     "cprofile": "perflow.readers.cprofile",
+    "hatchet": "perflow.readers.hatchet",
+    "pyinstrument": "perflow.readers.pyinstrument",
+    "gprof": "perflow.readers.gprof",
+    "gprof2dot": "perflow.readers.gprof2dot",
+    "timemory": "perflow.readers.timemory",
     "chrome": "perflow.readers.chrome",
     "recording": "perflow.readers.recording",
 }

@@ -8,6 +8,9 @@
   arithmetic rely on that), with a ``name`` column and one column per metric;
   ``time_exc`` is named ``time`` and ``time_inc`` ``time (inc)`` as in
   Hatchet's readers, in seconds (``metadata["perflow.time_unit"]``).
+* :func:`write_literal` writes Hatchet's graph literal as JSON (no Hatchet
+  needed): ``GraphFrame.from_literal(json.load(f))`` and ``perflow.read``
+  read it back.
 * :func:`from_hatchet` reads a GraphFrame back. Times (``time``, ``time
   (inc)``) are converted to seconds from ``time_unit``, which is detected
   from the reader that made the GraphFrame when not given (see
@@ -23,6 +26,8 @@
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,7 +37,7 @@ from ..errors import PAGError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
 
-__all__ = ["to_hatchet", "from_hatchet", "detect_time_unit", "TIME_UNITS"]
+__all__ = ["to_hatchet", "from_hatchet", "write_literal", "detect_time_unit", "TIME_UNITS"]
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +108,29 @@ def to_hatchet(pag: PAG) -> Any:
     meta = {k: v for k, v in pag.attrs.items() if isinstance(v, str | int | float | bool)}
     meta["perflow.time_unit"] = "s"
     return ht.GraphFrame(graph, df, exc_metrics=exc, inc_metrics=inc, default_metric="time", metadata=meta)
+
+
+def write_literal(pag: PAG, path: str | os.PathLike[str]) -> Path:
+    """Write the PAG's top-down view as Hatchet's graph literal (JSON), metrics summed over processes.
+
+    The file is :func:`perflow.pag.literal.to_literal` with ``hatchet=True``:
+    a list of root nodes ``{"frame": {"name", "type"}, "metrics": {"time
+    (inc)", "time", ...}, "children": [...]}``, times in seconds. Hatchet's
+    ``GraphFrame.from_literal`` and :func:`perflow.read` read it.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    import json
+
+    from .._json import json_default
+    from ..pag.literal import to_literal
+
+    out = Path(path)
+    out.write_text(json.dumps(to_literal(pag, hatchet=True), default=json_default), encoding="utf-8")
+    return out
 
 
 def detect_time_unit(gf: Any) -> tuple[str, str]:
