@@ -10,7 +10,10 @@ checked after perflow's own), each exposing
 * ``read(path, **options) -> PAG``.
 
 :func:`read` picks the reader by ``format=`` or by detection;
-``perflow.read_<format>(path, ...)`` calls one reader explicitly.
+``perflow.read_<format>(path, ...)`` calls one reader explicitly. A folder
+that no reader recognises is searched for runs (:mod:`perflow.readers.folder`:
+one run is read, several are an error listing them); ``format="otf2"`` or
+``"cube"`` on a Score-P experiment directory reads that part of it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 #: format name -> module (imported on first use). Order is detection order.
 READER_MODULES: dict[str, str] = {
     "pag": "perflow.readers.saved",
+    "scorep": "perflow.readers.scorep",
     "otf2": "perflow.readers.otf2",
     "cube": "perflow.readers.cube",
     "hpctoolkit": "perflow.readers.hpctoolkit",
@@ -95,7 +99,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
-    for f in list(READER_MODULES):
+    for f in [*READER_MODULES, *_plugin_readers()]:
         try:
             mod = reader_module(f)
         except FormatError:  # not available in this build
@@ -133,7 +137,20 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
-    fmt = format or detect_format(p)
+    if format in ("otf2", "cube") and p.is_dir():
+        from .scorep import detect as is_experiment
+
+        if is_experiment(p):  # a Score-P experiment: format= chooses its trace or its profile
+            options["part"], format = format, "scorep"
+    if format is None and p.is_dir():
+        try:
+            fmt = detect_format(p)
+        except FormatError:
+            from .folder import read_folder
+
+            return read_folder(p, engine=engine, **options)
+    else:
+        fmt = format or detect_format(p)
     from .. import progress
 
     with progress.task(f"reading {p.name}"):

@@ -12,7 +12,7 @@ calls it made, ``(nc, cc, tt, ct)``. The tree is an approximation:
 * a vertex for ``g`` under context ``... -> f`` gets the statistics of the
   edge ``f -> g`` scaled by the share ``w`` of ``f``'s total that belongs to
   the context of ``f``; the share of the new context is ``w * ct(f->g) /
-  ct(g)`` (call counts when ``g`` has no time). At depth 1 the numbers are
+  ct(g)`` (``g``'s primitive, non-recursive, calls when it has no time). At depth 1 the numbers are
   exact; deeper they assume a function behaves the same whatever called its
   caller (the usual gprof assumption);
 * an edge back to a function already on the path (recursion, a cycle) is not
@@ -99,7 +99,8 @@ def expand_call_graph(
                 a[2] += enc * w
                 seen.add(g)
                 gct = stats[g][3]
-                share = w * (ect / gct if gct > 0 else (enc / stats[g][1] if stats[g][1] else 0.0))
+                calls = stats[g][0] or stats[g][1]  # the primitive calls: the contexts partition those
+                share = w * (ect / gct if gct > 0 else (min(enc / calls, 1.0) if calls else 0.0))
                 stack.append((cv, g, share, {**onpath, g: cv}))
         for vid, (inc, exc, visits) in acc.items():
             rows.add(vid, proc, 0, "time_inc", inc)

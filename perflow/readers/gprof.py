@@ -92,11 +92,13 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
         rec = int(m[6]) if m[6] else 0
         tt, ch = float(m[3]), float(m[4])
         callers: dict[str, tuple[float, float, float, float]] = {}
+        outside = 0  # calls from callers outside the function's cycle (arcs with times)
         for lno, pl in entry[:k]:
             a = _ARC.match(pl)
             if a:
                 c = float(a[3])
                 callers[_clean(a[5])] = (c, c, float(a[1]), float(a[1]) + float(a[2]))
+                outside += int(a[3])
                 continue
             c2 = _CALLS_ONLY.match(pl)
             if c2:
@@ -105,7 +107,7 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
                 continue
             if pl.strip() != "<spontaneous>":
                 raise FormatError(path, f"cannot read this caller line: {pl.strip()!r}", where=f"line {lno}")
-        stats[name] = (called, called + rec, tt, tt + ch, callers)
+        stats[name] = (outside or called, called + rec, tt, tt + ch, callers)
         entry.clear()
 
     for no, line in enumerate(lines, 1):
@@ -114,6 +116,8 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
             section = "flat"
             continue
         if s.startswith("Call graph"):
+            if section == "graph":
+                flush()
             section = "graph"
             started = False
             continue
@@ -193,4 +197,7 @@ def read(path: Path | str, *, max_vertices: int = 100_000, **options: Any) -> PA
         }
         if "sample_period" in meta:
             attrs["sample_period"] = meta["sample_period"]
-        return build_profile(tree, rows, attrs=attrs, complete=False)
+        # inclusive times are re-derived from the exclusive ones: the tool's are rounded (and, for gprof2dot,
+        # include the nodes it dropped), so they need not add up over the tree
+        frame = rows.frame().drop(columns=["time_inc"])
+        return build_profile(tree, frame, attrs=attrs, complete=True)

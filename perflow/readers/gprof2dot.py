@@ -191,4 +191,7 @@ def read(path: Path | str, *, total_time: float | None = None, max_vertices: int
             "time_unit_source": how,
             "approximation": "calling contexts derived from gprof2dot's caller->callee graph",
         }
-        return build_profile(tree, rows, attrs=attrs, complete=False)
+        # inclusive times are re-derived from the exclusive ones: the tool's are rounded (and, for gprof2dot,
+        # include the nodes it dropped), so they need not add up over the tree
+        frame = rows.frame().drop(columns=["time_inc"])
+        return build_profile(tree, frame, attrs=attrs, complete=True)

@@ -33,3 +33,41 @@ def value(pag: perflow.PAG, path: str, metric: str, process: int = 0, thread: in
 
 def paths(pag: perflow.PAG) -> pd.Series:
     return pag.call_paths()
+
+
+def fuzz_file(read, src, tmp_path, *, truncations: int = 12, flips: int = 20, seed: int = 7) -> dict[str, int]:
+    """Truncated copies and copies with flipped bytes of ``src``: each reads to a PAG or a FormatError naming it.
+
+    Returns how many gave a PAG and how many an error (anything else -- another
+    exception, a hang caught by the test timeout -- fails the calling test).
+    """
+    import random
+
+    from perflow.errors import FormatError
+
+    raw = src.read_bytes()
+    rng = random.Random(seed)
+    outcomes = {"pag": 0, "error": 0}
+
+    def attempt(p) -> None:
+        try:
+            pag = read(p)
+        except FormatError as exc:
+            assert str(p) in str(exc), f"the error does not name the file: {exc}"
+            outcomes["error"] += 1
+        else:
+            assert isinstance(pag, perflow.PAG)
+            outcomes["pag"] += 1
+
+    for i in range(truncations):
+        p = tmp_path / f"t{i}{src.suffix}"
+        p.write_bytes(raw[: rng.randrange(0, len(raw))])
+        attempt(p)
+    for i in range(flips):
+        data = bytearray(raw)
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        p = tmp_path / f"f{i}{src.suffix}"
+        p.write_bytes(bytes(data))
+        attempt(p)
+    return outcomes

@@ -2,6 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* WORK scales the loop lengths (not the calls): the tests build it with a small WORK to run fast. */
+#ifndef WORK
+#define WORK 1000
+#endif
+
 static volatile double sink;
 
 __attribute__((noinline)) double kernel(int n) {
@@ -12,8 +17,8 @@ __attribute__((noinline)) double kernel(int n) {
 
 __attribute__((noinline)) double step(int i) {
     double own = 0.0;
-    for (int k = 0; k < 150000; k++) own += (double)k * 1e-12;
-    return own + kernel(800000 + (i % 7) * 1000);
+    for (int k = 0; k < 150 * WORK; k++) own += (double)k * 1e-12;
+    return own + kernel(800 * WORK + (i % 7) * WORK);
 }
 
 __attribute__((noinline)) double solve(int iters) {
@@ -23,13 +28,13 @@ __attribute__((noinline)) double solve(int iters) {
 }
 
 __attribute__((noinline)) double setup(void) {
-    return kernel(40000000);
+    return kernel(40000 * WORK);
 }
 
 __attribute__((noinline)) long walk(int depth) {
     double own = 0.0;
-    for (int k = 0; k < 2000000; k++) own += (double)k * 1e-12;
-    if (depth == 0) return (long)kernel(4000000) + (long)own;
+    for (int k = 0; k < 2000 * WORK; k++) own += (double)k * 1e-12;
+    if (depth == 0) return (long)kernel(4000 * WORK) + (long)own;
     return walk(depth - 1) + 1;
 }
 
@@ -37,7 +42,7 @@ __attribute__((noinline)) int is_odd(int n);
 
 __attribute__((noinline)) int is_even(int n) {
     double own = 0.0;
-    for (int k = 0; k < 1000000; k++) own += (double)k * 1e-12;
+    for (int k = 0; k < 1000 * WORK; k++) own += (double)k * 1e-12;
     return n == 0 ? 1 + (int)own : is_odd(n - 1);
 }
 

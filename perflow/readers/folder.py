@@ -1,0 +1,88 @@
+"""Folders that no reader claims as one run: the runs they hold.
+
+``perflow.read(folder)`` comes here when no reader's ``detect`` recognises
+the folder itself (a Score-P experiment, an HPCToolkit database, an OTF2
+archive, a TAU profile directory, a saved PAG ... are read by their readers).
+Each entry of the folder (hidden ones and those no reader recognises are
+skipped) is asked for its format:
+
+* one run (e.g. a folder holding one Caliper file): it is read as that run;
+* several runs: :func:`read_folder` raises a :class:`~perflow.errors.FormatError`
+  that lists them and says how to read them together. This is the one place
+  that decides; it can return an ensemble instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from ..errors import FormatError
+
+__all__ = ["runs_in", "read_folder", "MAX_ENTRIES"]
+
+log = logging.getLogger(__name__)
+
+#: Entries of a folder looked at (a folder with more is not searched further).
+MAX_ENTRIES = 1000
+
+
+def runs_in(folder: Path) -> list[tuple[Path, str]]:
+    """The runs in ``folder``: ``(entry, format)`` for each entry a reader recognises, in name order."""
+    from . import detect_format
+
+    out: list[tuple[Path, str]] = []
+    try:
+        entries = sorted(e for e in folder.iterdir() if not e.name.startswith((".", "_")))
+    except OSError as exc:
+        raise FormatError(folder, f"cannot list the folder: {exc}") from None
+    if len(entries) > MAX_ENTRIES:
+        log.warning("%s: %d entries; only the first %d are looked at", folder, len(entries), MAX_ENTRIES)
+        entries = entries[:MAX_ENTRIES]
+    for e in entries:
+        try:
+            out.append((e, detect_format(e)))
+        except (FormatError, OSError):
+            continue
+    return out
+
+
+def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
+    """Read the one run a folder holds; a folder of several runs is an error that lists them.
+
+    Parameters
+    ----------
+    folder : Path
+        A directory no reader recognises as one run.
+    engine, **options
+        Passed to :func:`perflow.readers.read` for the run.
+
+    Returns
+    -------
+    PAG
+    """
+    from . import formats, read
+
+    runs = runs_in(folder)
+    if not runs:
+        raise FormatError(
+            folder,
+            "cannot tell the format, and no file or folder in it is a run perflow reads; name the format "
+            f"explicitly (format= or --format), one of {', '.join(formats())}",
+        )
+    if len(runs) == 1:
+        entry, fmt = runs[0]
+        log.debug("%s holds one run: reading %s (%s)", folder, entry.name, fmt)
+        pag = read(entry, format=fmt, engine=engine, **options)
+        pag.attrs.setdefault("folder", str(folder))
+        return pag
+    shown = ", ".join(f"{e.name} ({f})" for e, f in runs[:10]) + (
+        f", ... ({len(runs) - 10} more)" if len(runs) > 10 else ""
+    )
+    raise FormatError(
+        folder,
+        f"holds {len(runs)} runs: {shown}. perflow.read reads one run: pass one of them, or read them all "
+        "together as an ensemble of runs with read_runs (perflow.passes.scalability.read_runs(folder), "
+        "the first step of the scalability flow)",
+    )
