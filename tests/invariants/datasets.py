@@ -29,6 +29,7 @@ SHARED = {
     "cube/scorep-cpi": ("cube", "scorep-cpi", "profile.cubex"),
     "tau/cpi-mpi": ("tau", "cpi-mpi"),
     "cprofile/cycle": ("cprofile", "cprofile-cycle.pstats"),
+    "scorep/ping-pong-experiment": ("otf2", "ping-pong"),  # the Score-P experiment directory (trace + scorep.cfg)
     "scaling/lulesh-27": ("scaling", "lulesh-caliper", "27_cores.cali"),
     "scaling/lulesh-343": ("scaling", "lulesh-caliper", "343_cores.cali"),
 }
@@ -36,6 +37,15 @@ SHARED = {
 SAMPLES = {
     "sample/ring8.otf2": REPO / "examples" / "data" / "ring8" / "traces.otf2",
     "sample/ring8.pag": REPO / "examples" / "data" / "ring8.pag",
+    # CPU profiles of other tools (tests/data: how each was made, and licences, in the README beside it)
+    "hatchet/graphframe-json": REPO / "tests" / "data" / "hatchet" / "hatchet-graph-literal.json",
+    "pyinstrument/json": REPO / "tests" / "data" / "pyinstrument" / "work.pyinstrument.json",
+    "pyinstrument/session": REPO / "tests" / "data" / "pyinstrument" / "work.pyisession",
+    "pyinstrument/hatchet": REPO / "tests" / "data" / "pyinstrument" / "pyinstrument-hatchet-profile.json",
+    "gprof/cg": REPO / "tests" / "data" / "gprof" / "cg.gprof.txt",
+    "gprof2dot/cg": REPO / "tests" / "data" / "gprof2dot" / "cg.dot",
+    "gprof2dot/callgrind": REPO / "tests" / "data" / "gprof2dot" / "callgrind-cpi.dot",
+    "timemory/wall": REPO / "tests" / "data" / "timemory" / "wall.tree.json",
 }
 #: Synthetic runs: fixed seeds plus one drawn per session (printed in its id, so a failure can be replayed).
 _SESSION_SEED = random.SystemRandom().randrange(1_000_000)

@@ -284,7 +284,8 @@ def test_reader_registry_hooks(otf2_sample):
     from perflow.readers import detect_format
 
     p = otf2_sample("ping-pong")
-    assert detect_format(p) == "otf2" and detect_format(p / "traces.otf2") == "otf2"
+    # the directory is a Score-P experiment (scorep.cfg): read as its trace, format "scorep" (see test_scorep_folder.py)
+    assert detect_format(p) == "scorep" and detect_format(p / "traces.otf2") == "otf2"
     pag = perflow.read_otf2(p, jobs=1)
     assert pag.attrs["format"] == "otf2"
     assert pag.n_vertices > 1 and "bytes_sent" in pag.metrics
