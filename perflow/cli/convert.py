@@ -6,6 +6,7 @@
 chrome     a Chrome/Perfetto trace (``.json``)           :func:`perflow.writers.chrome.to_chrome`
 otf2       an OTF2 archive (directory)                   :func:`perflow.writers.otf2.write_otf2`
 hatchet    a pickled ``hatchet.GraphFrame``              :func:`perflow.writers.hatchet.to_hatchet`
+literal    Hatchet's graph literal (``.json``)           :func:`perflow.writers.hatchet.write_literal`
 pag        a saved PAG (directory, fast to read again)   :meth:`perflow.PAG.save` (the convert flow)
 csv        one row per (vertex, process, thread)         :func:`perflow.writers.frames.to_csv`
 =========  ============================================  =======================================
@@ -25,7 +26,7 @@ __all__ = ["register", "run", "FORMATS"]
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("chrome", "otf2", "hatchet", "pag", "csv")
+FORMATS = ("chrome", "otf2", "hatchet", "literal", "pag", "csv")
 
 
 def register(sub: Any) -> None:
@@ -86,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
             from ..writers.frames import to_csv
 
             where = to_csv(pag, out)
+        elif to == "literal":
+            from ..writers.hatchet import write_literal
+
+            where = write_literal(pag, out)
         else:
             import pickle
 

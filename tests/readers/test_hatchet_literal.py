@@ -155,3 +155,12 @@ def test_cli_info(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "(hatchet)" in out and "vertices    24" in out
     assert "foo/qux/quux/corge" in out
+
+
+def test_cli_convert_to_literal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "tau.json"
+    assert main(["convert", str(shared("tau", "cpi-mpi")), str(out), "--to", "literal"]) == 0
+    assert "(literal)" in capsys.readouterr().out
+    src, back = perflow.read(shared("tau", "cpi-mpi")), perflow.read(out)
+    assert back.call_paths().tolist() == src.call_paths().tolist()
+    np.testing.assert_allclose(back.aggregate("time_exc", "sum"), src.aggregate("time_exc", "sum"), rtol=1e-12)
