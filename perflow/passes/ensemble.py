@@ -111,6 +111,12 @@ def ensemble_stats(
         Column to order by, largest first (within each group).
     k : int, optional
         Keep the first ``k`` rows (of each group).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The group key (with ``by``), ``name``, ``n_runs``, ``mean``, ``std``,
+        ``min``, ``p<q>``..., ``max``, ``call_path``, ``vertex`` (of the union tree).
     """
     ens = _ensemble(runs)
     pct = tuple(percentiles) if percentiles is not None else DEFAULT_PERCENTILES
@@ -127,6 +133,8 @@ def ensemble_stats(
     df = df.assign(_key=-key).sort_values([*keys, "_key", "call_path"], kind="stable").drop(columns="_key")
     if k is not None:
         df = df.groupby(keys, sort=False, dropna=False).head(int(k)) if keys else df.head(int(k))
+    first = [*keys, "name", "n_runs"]
+    df = df[first + [c for c in df.columns if c not in (*first, "call_path", "vertex")] + ["call_path", "vertex"]]
     df = df.reset_index(drop=True)
     df.attrs.update(attrs)
     return df
