@@ -382,11 +382,15 @@ class Ensemble:
         out["mean"] = mean
         out["std"] = np.where(n > 1, np.sqrt((dev**2).sum(axis=1) / np.maximum(n - 1, 1)), np.nan)
         out["min"] = np.where(has, np.where(present, mat, np.inf).min(axis=1, initial=np.inf), np.nan)
-        for q in percentiles:
-            pq = np.full(len(mat), np.nan)
-            if has.any():
-                pq[has] = np.nanpercentile(mat[has], q, axis=1)
-            out[f"p{q:g}"] = pq
+        srt = np.sort(mat, axis=1)  # NaN last: row u's values are srt[u, :n[u]]
+        rows = np.arange(len(mat))
+        for q in percentiles:  # linear interpolation between the closest ranks, as numpy's default
+            pos = q / 100.0 * np.maximum(n - 1, 0)
+            lo = np.floor(pos).astype(np.int64)
+            hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
+            with np.errstate(invalid="ignore"):
+                val = srt[rows, lo] + (srt[rows, hi] - srt[rows, lo]) * (pos - lo)
+            out[f"p{q:g}"] = np.where(has, val, np.nan)
         out["max"] = np.where(has, np.where(present, mat, -np.inf).max(axis=1, initial=-np.inf), np.nan)
         unit = v.attrs["unit"]
         over = f"{agg} over each run's processes, then across the runs having the path"
