@@ -70,7 +70,11 @@ def hatchet_frame(pag: perflow.PAG) -> Any:
     col = np.empty(len(m), dtype=object)
     col[:] = [nodes[v] for v in m["vertex"].tolist()]
     df = pd.DataFrame(
-        {"time": m["time_exc"].to_numpy(), "time (inc)": m["time_inc"].to_numpy(), "name": np.asarray(names)[m["vertex"]]},
+        {
+            "time": m["time_exc"].to_numpy(),
+            "time (inc)": m["time_inc"].to_numpy(),
+            "name": np.asarray(names)[m["vertex"]],
+        },
         index=pd.MultiIndex.from_arrays([col, m["process"].to_numpy()], names=["node", "rank"]),
     )
     return ht.GraphFrame(graph, df, exc_metrics=["time"], inc_metrics=["time (inc)"], default_metric="time")
@@ -125,7 +129,9 @@ def main() -> None:
     pb = perflow.synthetic.profile(a.vertices, a.procs, seed=1)
     print(f"synthetic profiles built in {time.perf_counter() - t:.1f} s: {pa}")
     u = len(set(pa.call_paths()) | set(pb.call_paths()))
-    print(f"\nPAG arithmetic ({a.vertices} vertices x {a.procs} processes = {len(pa.metrics):,} rows each; union {u:,} paths)")
+    print(
+        f"\nPAG arithmetic ({a.vertices} vertices x {a.procs} processes = {len(pa.metrics):,} rows each; union {u:,} paths)"
+    )
     timed("b - a (per call path, process, thread)", lambda: pb - pa, a.repeat)
     timed("b.sub(a, by='vertex') (sums over processes first)", lambda: pb.sub(pa, by="vertex"), a.repeat)
     timed("b / a", lambda: pb / pa, a.repeat)

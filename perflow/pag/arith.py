@@ -147,6 +147,22 @@ def _row_keys(pag: PAG, umap: np.ndarray, plut: np.ndarray, tlut: np.ndarray, n_
     return (u * n_p + p) * n_t + t
 
 
+def _union_keys(kl: np.ndarray, kr: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted distinct keys of both sides, and the position of each side's keys among them.
+
+    Linear (a presence array) when the key range is small against the number of rows, else by sorting.
+    """
+    if bound <= max(8 * (len(kl) + len(kr)), 1 << 20):
+        present = np.zeros(bound, dtype=bool)
+        present[kl] = True
+        present[kr] = True
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return np.flatnonzero(present), rank[kl], rank[kr]
+    allk = np.sort(np.concatenate([kl, kr]))
+    keys = allk[np.r_[True, allk[1:] != allk[:-1]]] if len(allk) else allk
+    return keys, np.searchsorted(keys, kl), np.searchsorted(keys, kr)
+
+
 def _lut(levels: np.ndarray) -> np.ndarray:
     lut = np.zeros(int(levels.max(initial=0)) + 1, dtype=np.int64)
     lut[levels] = np.arange(len(levels))
@@ -222,8 +238,7 @@ def combine(
         plut, tlut = _lut(plev), _lut(tlev)
         kl = _row_keys(left, al.maps[0], plut, tlut, n_p, n_t)
         kr = _row_keys(right, al.maps[1], plut, tlut, n_p, n_t)
-        keys = np.union1d(kl, kr)
-        pl, pr = np.searchsorted(keys, kl), np.searchsorted(keys, kr)
+        keys, pl, pr = _union_keys(kl, kr, n_u * n_p * n_t)
         u = keys // (n_p * n_t)
         p = plev[(keys // n_t) % n_p] if len(plev) else np.zeros(len(keys), np.int64)
         t = tlev[keys % n_t] if len(tlev) else np.zeros(len(keys), np.int64)

@@ -87,9 +87,7 @@ def test_metadata_groupby_filter_sort(ens: Ensemble) -> None:
 
 
 def test_user_metadata(ens: Ensemble) -> None:
-    e2 = ens.with_metadata(
-        repeat=[1, 2, 1], machine="quartz", note={"r2": "noisy"}, n_vertices=lambda p: p.n_vertices
-    )
+    e2 = ens.with_metadata(repeat=[1, 2, 1], machine="quartz", note={"r2": "noisy"}, n_vertices=lambda p: p.n_vertices)
     m = e2.metadata
     assert m["repeat"].tolist() == [1, 2, 1] and set(m["machine"]) == {"quartz"}
     assert m["note"].tolist() == [None, "noisy", None] and m["n_vertices"].tolist() == [3, 2, 3]
