@@ -69,8 +69,8 @@ figure of merit. Runs are named after their files and read in natural order.
 """)
 code("""
 meta = ens.metadata
-cols = [c for c in ("tool", "nprocs", "nthreads", "date", "user", "compiler", "problem_size", "elapsed_time",
-                    "figure_of_merit") if c in meta.columns]
+wanted = ["tool", "nprocs", "nthreads", "date", "user", "compiler", "problem_size", "elapsed_time", "figure_of_merit"]
+cols = [c for c in wanted if c in meta.columns]
 meta[cols]
 """)
 md("""
