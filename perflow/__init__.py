@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from . import synthetic
     from .flow import Flow, FlowResult, load_flow, pass_, run
     from .kinds import CollectiveOp, MPIClass, VertexKind
+    from .pag.ensemble import Ensemble
     from .pag.instances import Trace
     from .pag.pag import PAG, MetricInfo
     from .pag.parallel import ParallelEdgeSet, ParallelVertexSet, ParallelView
@@ -68,12 +69,14 @@ _LAZY = {
     "TraceBuilder": ".trace.builder",
     "RawTrace": ".trace.raw",
     "Trace": ".pag.instances",
+    "Ensemble": ".readers.runs",
 }
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PAG",
+    "Ensemble",
     "MetricInfo",
     "Vertex",
     "VertexSet",

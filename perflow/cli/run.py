@@ -85,7 +85,11 @@ def _yaml_scalar(text: str) -> Any:
 
 
 def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` (or a bare value for a flow with one input) -> {name: value}."""
+    """``NAME=VALUE`` (or a bare value for a flow with one input) -> {name: value}.
+
+    A list input may be given several times (``--input runs=a.cali --input runs=b.cali``); a directory or
+    a glob given for it (``--input runs=DIR``, ``--input 'runs=DIR/*.cali'``) is expanded when the flow runs.
+    """
     from ..errors import ValidationError
     from ..flow.flow import NAME_RE
 
@@ -101,10 +105,17 @@ def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
             raise ValidationError(
                 [f"--input {item!r} has no NAME=; flow {flow.name!r} has the inputs {names}"], flow.source
             )
-        if name in out:
-            raise ValidationError([f"--input {name} is given twice"], flow.source)
         tp = flow.inputs[name].type if name in flow.inputs else None
-        out[name] = _yaml_scalar(value) if tp in (int, float, bool, list, dict) else value
+        if name in out and tp is not list:
+            raise ValidationError([f"--input {name} is given twice"], flow.source)
+        parsed = _yaml_scalar(value) if tp in (int, float, bool, list, dict) else value
+        if tp is list and name in out:  # --input runs=a --input runs=b: one list
+            prev = out[name]
+            out[name] = (prev if isinstance(prev, list) else [prev]) + (
+                parsed if isinstance(parsed, list) else [parsed]
+            )
+        else:
+            out[name] = parsed
     return out
 
 

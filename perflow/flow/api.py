@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 import pandas as pd
 
@@ -23,9 +23,17 @@ __all__ = ["run", "prepare_inputs"]
 
 
 def _read_as(value: Any, tp: Any) -> Any:
-    """Read a path given for a PAG or DataFrame input."""
+    """Read a path given for a PAG, Ensemble or DataFrame input; a path or glob given for a list is its runs."""
+    if tp is resolve_type("Ensemble") and isinstance(value, str | os.PathLike | list | tuple):
+        from ..readers.runs import read_ensemble
+
+        return read_ensemble(list(value) if isinstance(value, tuple) else value)
     if not isinstance(value, str | os.PathLike):
         return value
+    if get_origin(tp) is list or tp is list:
+        from ..readers.runs import expand_runs
+
+        return expand_runs(value)  # a directory stays one entry (of runs); a glob is its matches
     if tp is resolve_type("PAG"):
         from ..readers import read
         from .engine import current_engine
@@ -44,6 +52,9 @@ def prepare_inputs(flow: Flow, given: Mapping[str, Any]) -> dict[str, Any]:
     """Check and convert the values given for a flow's inputs (defaults filled in).
 
     A path given for a ``PAG`` input is read with :func:`perflow.read`; a
+    path, directory or glob given for an ``Ensemble`` input is read with
+    :func:`perflow.readers.runs.read_ensemble`; a glob given for a ``list``
+    input becomes the list of its matches (a plain path a one-entry list); a
     ``.csv`` or ``.parquet`` path given for a ``DataFrame`` input is read with
     pandas; strings become paths for ``path`` inputs.
 

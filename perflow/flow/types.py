@@ -91,6 +91,7 @@ Figure = lazy_class("matplotlib.figure:Figure")
 TYPE_NAMES: dict[str, Any] = {
     "any": Any,
     "PAG": "perflow.pag.pag:PAG",
+    "Ensemble": "perflow.pag.ensemble:Ensemble",
     "VertexSet": "perflow.pag.sets:VertexSet",
     "EdgeSet": "perflow.pag.sets:EdgeSet",
     "ParallelVertexSet": "perflow.pag.parallel:ParallelVertexSet",

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
+from .arith import Arithmetic
 from .frames import aggregate, make_metrics
 from .instances import Trace
 from .tree import TreeIndex, tree_index
@@ -79,13 +80,14 @@ DEFAULT_METRICS = {
 }
 
 
-class PAG:
+class PAG(Arithmetic):
     """A Program Abstraction Graph: top-down view, parallel view, and (for traces) instance data.
 
     Build one with :meth:`from_frames`, :meth:`from_literal`, a reader
     (:func:`perflow.read`), :mod:`perflow.synthetic` or
     :class:`perflow.trace.builder.TraceBuilder`; load a saved one with
-    :func:`perflow.load`.
+    :func:`perflow.load`. PAGs combine with ``+ - * /`` aligned by call path
+    (:mod:`perflow.pag.arith`: ``pag_b - pag_a``, ``pag.sub(other, fill=nan)``).
 
     Parameters
     ----------

@@ -38,38 +38,18 @@ def short_labels(paths: Sequence[str], sep: str = "/") -> np.ndarray:
     return out
 
 
-def _expand(entry: Any, pattern: str, fmt: str | None) -> list[Any]:
-    if isinstance(entry, PAG):
-        return [entry]
-    p = Path(entry).expanduser()
-    if not p.exists():
-        raise PassError(f"{p}: no such file or directory")
-    if p.is_dir():
-        from perflow.errors import FormatError
-        from perflow.readers import detect_format, reader_module
-
-        try:
-            is_run = bool(reader_module(fmt).detect(p)) if fmt else bool(detect_format(p))
-        except (FormatError, OSError):
-            is_run = False
-        if is_run:  # a run stored as a directory (HPCToolkit database, OTF2 archive, saved PAG)
-            return [p]
-        found = sorted(q for q in p.glob(pattern) if not q.name.startswith("."))
-        if not found:
-            raise PassError(f"{p}: no runs matching {pattern!r} in this directory")
-        return found
-    return [p]
-
-
 @pass_(version="1", tags=("io", "scalability"))
 def read_runs(runs: list[Any] | Path | str, *, format: str | None = None, pattern: str = "*") -> list[PAG]:  # noqa: A002
     """Read several runs (for scalability, contention or differential analyses) into PAGs.
 
     Each entry of ``runs`` is a PAG (kept as is), a file or run directory
-    (read with :func:`perflow.read`), or a directory holding one run per
-    entry: a directory whose format cannot be detected is taken as such a
-    collection, and its entries matching ``pattern`` are read in name order.
-    A single path stands for a one-entry list.
+    (read with :func:`perflow.read`), a glob (``"runs/*.cali"``), or a
+    directory holding one run per entry: a directory whose format cannot be
+    detected is taken as such a collection, and its entries matching
+    ``pattern`` are read in natural name order (``27_cores`` before
+    ``125_cores``). A single path stands for a one-entry list (see
+    :mod:`perflow.readers.runs`; :func:`perflow.passes.ensemble.read_ensemble`
+    reads the same into an :class:`~perflow.Ensemble`).
 
     Parameters
     ----------
@@ -83,15 +63,15 @@ def read_runs(runs: list[Any] | Path | str, *, format: str | None = None, patter
     Returns
     -------
     list of PAG
-        In the order given (directories expanded in name order).
+        In the order given (directories and globs expanded in natural name order).
     """
-    from perflow.readers import read
+    from perflow.errors import FormatError
+    from perflow.readers.runs import expand_runs, read_run_list
 
-    entries = list(runs) if isinstance(runs, list | tuple) else [runs]
-    if not entries:
+    if isinstance(runs, list | tuple) and not runs:
         raise PassError("read_runs needs at least one run")
-    out: list[PAG] = []
-    for e in entries:
-        for item in _expand(e, pattern, format):
-            out.append(item if isinstance(item, PAG) else read(item, format=format))
-    return out
+    try:
+        items = expand_runs(runs, pattern=pattern, format=format)  # every missing run named before reading any
+    except FormatError as exc:
+        raise PassError(str(exc)) from None
+    return read_run_list(items, format=format)

@@ -25,32 +25,30 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.pag.align import align
 from perflow.pag.pag import PAG
 
-from ._common import as_pag, names_of, resolve_metric
+from ._common import as_pag, resolve_metric
 
-__all__ = ["differential", "DIFF_SORTS"]
+__all__ = ["differential", "difference", "DIFF_SORTS"]
 
 DIFF_SORTS = ("abs_diff", "diff", "ratio", "rel_change", "value_a", "value_b")
 
 
-def _per_path(pag: PAG, col: str, agg: str, normalize: bool) -> pd.DataFrame:
+def _per_vertex(pag: PAG, col: str, agg: str, normalize: bool) -> np.ndarray:
     vals = pag.aggregate(col, agg).to_numpy()
     if normalize:
         inclusive = pag.metric_info[col].mode == "inclusive"
         total = vals[pag.roots].sum() if inclusive else vals.sum()
         vals = vals / total if total else vals * 0.0
-    df = pd.DataFrame(
-        {
-            "call_path": pag.call_paths().to_numpy(),
-            "name": names_of(pag),
-            "vertex": np.arange(pag.n_vertices),
-            "value": vals,
-        }
-    )
-    return df.groupby("call_path", sort=False).agg(
-        name=("name", "first"), vertex=("vertex", "first"), value=("value", "sum")
-    )
+    return vals
+
+
+def _first_vertex(m: np.ndarray, n_u: int) -> np.ndarray:
+    """For each union vertex, the first vertex of a run with its call path (-1 when absent)."""
+    out = np.full(n_u, -1, dtype=np.int64)
+    out[m[::-1]] = np.arange(len(m) - 1, -1, -1)
+    return out
 
 
 @pass_(version="1", tags=("profile", "differential"))
@@ -96,23 +94,21 @@ def differential(
     if sort not in DIFF_SORTS:
         raise PassError(f"sort must be one of {', '.join(DIFF_SORTS)}, not {sort!r}")
     ca, cb = resolve_metric(pa, metric), resolve_metric(pb, metric)
-    da = _per_path(pa, ca, agg, normalize)
-    db = _per_path(pb, cb, agg, normalize)
-    j = da.merge(db, how="outer", left_index=True, right_index=True, suffixes=("_a", "_b"))
-    in_a = j["vertex_a"].notna().to_numpy()
-    in_b = j["vertex_b"].notna().to_numpy()
-    va = j["value_a"].fillna(0.0).to_numpy(dtype=np.float64)
-    vb = j["value_b"].fillna(0.0).to_numpy(dtype=np.float64)
+    al = align([pa, pb])
+    mat = al.matrix([_per_vertex(pa, ca, agg, normalize), _per_vertex(pb, cb, agg, normalize)])
+    in_a, in_b = al.presence[:, 0], al.presence[:, 1]
+    va = np.nan_to_num(mat[:, 0], nan=0.0)
+    vb = np.nan_to_num(mat[:, 1], nan=0.0)
     diff = vb - va
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = vb / va
         rel = diff / va
     out = pd.DataFrame(
         {
-            "call_path": j.index.to_numpy(),
-            "name": j["name_a"].fillna(j["name_b"]).to_numpy(),
-            "vertex_a": j["vertex_a"].fillna(-1).to_numpy(dtype=np.int64),
-            "vertex_b": j["vertex_b"].fillna(-1).to_numpy(dtype=np.int64),
+            "call_path": al.vertices["call_path"].to_numpy(),
+            "name": al.vertices["name"].to_numpy(),
+            "vertex_a": _first_vertex(al.maps[0], al.n_vertices),
+            "vertex_b": _first_vertex(al.maps[1], al.n_vertices),
             "value_a": va,
             "value_b": vb,
             "diff": diff,
@@ -133,3 +129,47 @@ def differential(
         out = out.head(max(int(k), 0))
     out.attrs.update({"metric": ca, "agg": agg, "normalize": normalize})
     return out
+
+
+@pass_(version="1", tags=("profile", "differential"))
+def difference(
+    a: PAG,
+    b: PAG,
+    *,
+    metric: str | None = None,
+    by: str = "vertex",
+    agg: str = "sum",
+    fill: float = 0.0,
+) -> PAG:
+    """``b - a`` as a PAG aligned by call path: the difference to explore with any other pass.
+
+    Parameters
+    ----------
+    a, b : PAG
+        The baseline run and the run to compare with it.
+    metric : str, optional
+        Compare one metric (default: every metric both runs have).
+    by : {"vertex", "location", "auto"}
+        ``vertex`` (default): each run aggregated per vertex over its
+        processes with ``agg`` first (runs at different scales compare);
+        ``location``: per (vertex, process, thread) (same processes needed);
+        ``auto``: ``location`` when both have the same processes, else an error.
+    agg : str
+        Aggregation over processes and threads for ``by="vertex"``.
+    fill : float
+        The missing side of a call path found in one run only (0 or nan).
+
+    Returns
+    -------
+    PAG
+        The union tree (vertex column ``status``: ``both``, ``only_left``
+        (in ``b`` only) or ``only_right`` (in ``a`` only)) with the differences as metrics.
+    """
+    pa, pb = as_pag(a), as_pag(b)
+    metrics = None
+    if metric is not None:
+        ca, cb = resolve_metric(pa, metric), resolve_metric(pb, metric)
+        if ca != cb:
+            raise PassError(f"metric {metric!r} is {ca!r} in a but {cb!r} in b")
+        metrics = [ca]
+    return pb.sub(pa, fill=fill, by=by, agg=agg, metrics=metrics)

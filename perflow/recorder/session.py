@@ -13,7 +13,9 @@ from __future__ import annotations
 import datetime
 import logging
 import os
+import platform
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -292,9 +294,19 @@ def record(
         cmd = list(program)
     argv, run_env = launch_command(tc, nprocs, cmd, env)
     t = time.perf_counter()
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     status = _run(argv, run_env, timeout, stdout, stderr)
     result = RecordResult(status=status, outdir=out, elapsed=time.perf_counter() - t)
-    attrs = {"command": list(program), "ranks_requested": nprocs, "mpi": tc.impl, "exit_status": status}
+    attrs = {
+        "command": list(program),
+        # scalar run information (lists do not reach the PAG's attributes): for ensembles' metadata tables
+        "command_line": shlex.join(str(a) for a in program),
+        "date": started,
+        "host": platform.node(),
+        "ranks_requested": nprocs,
+        "mpi": tc.impl,
+        "exit_status": status,
+    }
     try:
         result.raw = load_recording(rawdir, attrs=attrs)
     except PerflowError as exc:

@@ -115,7 +115,7 @@ def test_schema_problems_are_all_collected():
         "nmae (line 2, column 1): unknown key 'nmae' in a flow; did you mean 'name'? (allowed: perflow, name, "
         "description, inputs, steps, outputs)",
         "inputs.x.dok (line 4, column 19): unknown key 'dok' in input 'x'; did you mean 'doc'? (allowed: type, doc, default)",
-        "inputs.x.type (line 4, column 7): unknown type 'PAGG'; did you mean 'PAG'? (types: any, PAG, VertexSet, "
+        "inputs.x.type (line 4, column 7): unknown type 'PAGG'; did you mean 'PAG'? (types: any, PAG, Ensemble, VertexSet, "
         "EdgeSet, ParallelVertexSet, ParallelEdgeSet, Trace, DataFrame, Series, Figure, path, str, int, float, bool, "
         "list, tuple, set, dict, None, or combinations such as 'PAG | None' and 'list[str]')",
         "inputs.x (line 4, column 3): flow input 'x' is not used by any step or output",

@@ -22,7 +22,7 @@ EXPECTED = {
     "filter_vertices", "sort_vertices", "top_vertices", "set_union", "set_intersection", "set_difference",
     "set_symmetric_difference", "ancestors", "descendants", "subgraph", "parallel_vertices", "backward_slice",
     "forward_slice", "hotspot", "hotspot_set", "imbalance", "imbalanced_vertices", "imbalance_outliers",
-    "outlier_vertices", "breakdown", "differential", "scalability", "non_scalable_vertices", "scaling_data",
+    "outlier_vertices", "breakdown", "differential", "difference", "scalability", "non_scalable_vertices", "scaling_data",
     "backtrack", "comm_matrix", "message_sizes", "comm_over_time", "comm_summary", "comm_pattern",
     "process_similarity", "contention", "trace_contention",
 }  # fmt: skip
