@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (see __getattr__)
     from .pag.persist import load
     from .pag.sets import EdgeSet, Vertex, VertexSet
     from .readers import formats, read
+    from .readers.runs import read_ensemble, read_runs
     from .trace.build import build_pag
     from .trace.builder import TraceBuilder
     from .trace.raw import RawTrace
@@ -70,6 +71,8 @@ _LAZY = {
     "RawTrace": ".trace.raw",
     "Trace": ".pag.instances",
     "Ensemble": ".readers.runs",
+    "read_runs": ".readers.runs",
+    "read_ensemble": ".readers.runs",
 }
 
 __version__ = "0.1.0"
@@ -77,6 +80,8 @@ __version__ = "0.1.0"
 __all__ = [
     "PAG",
     "Ensemble",
+    "read_runs",
+    "read_ensemble",
     "MetricInfo",
     "Vertex",
     "VertexSet",

@@ -73,10 +73,39 @@ def describe(pag: Any, *, top: int = 10) -> str:
     return "\n".join(lines)
 
 
+def describe_ensemble(ens: Any, *, top: int = 10) -> str:
+    """A plain-text summary of an ensemble of runs: the runs with their metadata, the call paths, the hotspots."""
+    meta = ens.metadata
+    cols = [c for c in ("format", "nprocs", "nthreads", "date", "host", "command") if c in meta.columns]
+    cols = [c for c in cols if meta[c].notna().any()]
+    lines = [f"ensemble    {len(ens)} runs"]
+    table = meta[cols].astype(object).where(meta[cols].notna(), "").to_string()
+    lines += ["  " + line for line in table.splitlines()]
+    tree = ens.tree
+    n_all = int((tree["n_runs"] == len(ens)).sum())
+    lines.append(f"call paths  {len(tree)} in the union, {n_all} in every run")
+    pags = list(ens)
+    metric = next((m for m in ("time_exc", "time_inc") if all(m in p.metric_names for p in pags)), None)
+    if metric and len(tree):
+        st = ens.stats(metric, agg="sum").sort_values("mean", ascending=False).head(top)
+        lines.append("")
+        lines.append(f"top {len(st)} by mean {metric} over the runs (a run's value: sum over its processes)")
+        lines.append(f"  {'mean':>12}  {'min':>12}  {'max':>12}  runs  call path")
+        for _, r in st.iterrows():
+            lines.append(
+                f"  {_fmt_time(r['mean']):>12}  {_fmt_time(r['min']):>12}  {_fmt_time(r['max']):>12}  "
+                f"{int(r['n_runs']):>4}  {r['call_path']}"
+            )
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
-    """Read the path and print the summary."""
+    """Read the path and print the summary (of one run, or of the ensemble a folder of runs holds)."""
     from ..readers import read
 
-    pag = read(args.path, format=args.format)
-    print(describe(pag, top=args.top), file=sys.stdout)
+    data = read(args.path, format=args.format)
+    if hasattr(data, "stats") and hasattr(data, "metadata") and not hasattr(data, "summary"):
+        print(describe_ensemble(data, top=args.top), file=sys.stdout)
+    else:
+        print(describe(data, top=args.top), file=sys.stdout)
     return 0

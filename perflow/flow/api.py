@@ -82,7 +82,13 @@ def prepare_inputs(flow: Flow, given: Mapping[str, Any]) -> dict[str, Any]:
             )
             continue
         if not shallow_check(v, spec.type):
-            problems.append(f"flow input {name!r} expects {type_label(spec.type)}, got {type(v).__name__}")
+            hint = ""
+            if type(v).__name__ == "Ensemble":
+                hint = (
+                    f" ({given.get(name)!s} holds {len(v)} runs, read as an ensemble: pass one run, or run a flow "
+                    "that takes several, such as 'ensemble' or 'scalability')"
+                )
+            problems.append(f"flow input {name!r} expects {type_label(spec.type)}, got {type(v).__name__}{hint}")
         values[name] = v
     if problems:
         raise ValidationError(problems, flow.source)

@@ -49,7 +49,7 @@ def runs_in(folder: Path) -> list[tuple[Path, str]]:
 
 
 def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
-    """Read the one run a folder holds; a folder of several runs is an error that lists them.
+    """Read the runs a folder holds: one run as a PAG, several as an :class:`~perflow.Ensemble`.
 
     Parameters
     ----------
@@ -60,7 +60,8 @@ def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
 
     Returns
     -------
-    PAG
+    PAG or Ensemble
+        The run, or (several runs) the ensemble of them in natural name order.
     """
     from . import formats, read
 
@@ -77,12 +78,8 @@ def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
         pag = read(entry, format=fmt, engine=engine, **options)
         pag.attrs.setdefault("folder", str(folder))
         return pag
-    shown = ", ".join(f"{e.name} ({f})" for e, f in runs[:10]) + (
-        f", ... ({len(runs) - 10} more)" if len(runs) > 10 else ""
-    )
-    raise FormatError(
-        folder,
-        f"holds {len(runs)} runs: {shown}. perflow.read reads one run: pass one of them, or read them all "
-        "together as an ensemble of runs with read_runs (perflow.passes.scalability.read_runs(folder), "
-        "the first step of the scalability flow)",
-    )
+    from .runs import natural_key, read_ensemble
+
+    log.debug("%s holds %d runs: reading them as an ensemble", folder, len(runs))
+    ens = read_ensemble(sorted((e for e, _ in runs), key=natural_key), engine=engine, **options)
+    return ens

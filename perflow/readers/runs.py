@@ -35,7 +35,7 @@ from ..errors import FormatError
 from ..pag.ensemble import Ensemble, set_path_reader
 from ..pag.pag import PAG
 
-__all__ = ["natural_key", "expand_runs", "read_run_list", "read_ensemble", "scorep_config", "Ensemble"]
+__all__ = ["natural_key", "expand_runs", "read_run_list", "read_runs", "read_ensemble", "scorep_config", "Ensemble"]
 
 _GLOB_CHARS = set("*?[")
 
@@ -131,6 +131,10 @@ def read_run_list(spec: Any, *, format: str | None = None, pattern: str = "*", *
                 pag.attrs["scorep_config"] = cfg
         out.append(pag)
     return out
+
+
+#: ``perflow.read_runs``: the runs as a list of PAGs (``perflow.read_ensemble`` gives an Ensemble)
+read_runs = read_run_list
 
 
 def read_ensemble(spec: Any, *, format: str | None = None, pattern: str = "*", **options: Any) -> Ensemble:  # noqa: A002

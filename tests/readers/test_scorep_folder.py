@@ -86,21 +86,29 @@ def test_folder_with_one_caliper_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "lulesh-annotation-profile.cali  (caliper)" in capsys.readouterr().out
 
 
-def test_folder_of_several_runs() -> None:
+def test_folder_of_several_runs_is_an_ensemble(capsys: pytest.CaptureFixture[str]) -> None:
     d = shared("scaling", "lulesh-caliper")
-    with pytest.raises(FormatError) as err:
-        perflow.read(d)
-    msg = str(err.value)
-    assert str(d) in msg and "holds 5 runs" in msg
-    assert "27_cores.cali (caliper)" in msg and "343_cores.cali (caliper)" in msg
-    assert "read_runs" in msg
+    ens = perflow.read(d)
+    assert isinstance(ens, perflow.Ensemble)
+    assert ens.names == ["27_cores", "64_cores", "125_cores", "216_cores", "343_cores"]  # natural order
+    assert ens.metadata["nprocs"].tolist() == [27, 64, 125, 216, 343]
+    assert [p.n_vertices for p in ens] == [p.n_vertices for p in perflow.read_runs(d)]
+    assert main(["info", str(d), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "ensemble    5 runs" in out and "343_cores" in out
+    assert "call paths  45 in the union, 45 in every run" in out
+    assert "main/lulesh.cycle/TimeIncrement/MPI_Allreduce" in out  # the largest mean exclusive time
+    # a flow that takes one run says what it got and what to do
+    assert main(["run", "hotspot", "--input", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "expects PAG, got Ensemble" in err and "holds 5 runs" in err and "'ensemble'" in err
 
 
 def test_read_runs_still_expands_the_folder() -> None:
     from perflow.passes.scalability import read_runs
 
     runs = read_runs(shared("scaling", "lulesh-caliper"), pattern="2*_cores.cali")
-    assert [r.attrs["source"].rsplit("/", 1)[-1] for r in runs] == ["216_cores.cali", "27_cores.cali"]
+    assert [r.attrs["source"].rsplit("/", 1)[-1] for r in runs] == ["27_cores.cali", "216_cores.cali"]  # natural order
 
 
 def test_empty_folder(tmp_path: Path) -> None:
