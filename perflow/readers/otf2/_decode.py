@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import logging
 import multiprocessing as mp
@@ -100,9 +101,50 @@ def _open_reader(anchor: str) -> Any:
     handle = lib.OTF2_Reader_Open(anchor.encode())  # the anchor alone, to blame the right file
     if not handle:
         raise FormatError(anchor, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
-    lib.OTF2_Reader_Close(handle)
-    with _otf2_errors(os.path.splitext(anchor)[0] + ".def", "cannot read the OTF2 definitions"):
-        return otf2.reader.Reader(anchor)
+    gdef = os.path.splitext(anchor)[0] + ".def"
+    try:
+        declared, n_locations = _count_global_definitions(lib, handle, gdef)
+    finally:
+        lib.OTF2_Reader_Close(handle)
+    with _otf2_errors(gdef, "cannot read the OTF2 definitions"):
+        from ._defs import patch_bindings
+
+        patch_bindings()
+        reader = otf2.reader.Reader(anchor)
+    n_defs = len(reader.definitions.locations)
+    if n_defs != n_locations:
+        with contextlib.suppress(Exception):
+            reader.close()
+        raise FormatError(gdef, f"defines {n_defs} locations, the anchor file declares {n_locations}")
+    return reader
+
+
+def _count_global_definitions(lib: Any, handle: int, gdef: str) -> tuple[int, int]:
+    """Read the global definitions once with the C library, counting records: a file that holds fewer
+    than the anchor file declares is truncated or corrupt (the library stops at a damaged record
+    without an error). Returns the anchor's declared numbers of definitions and locations."""
+    declared, n_locations, got = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    if lib.OTF2_Reader_GetNumberOfGlobalDefinitions(handle, ctypes.byref(declared)) != _capi.OTF2_SUCCESS:
+        raise FormatError(gdef, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
+    lib.OTF2_Reader_GetNumberOfLocations(handle, ctypes.byref(n_locations))
+    gdr = lib.OTF2_Reader_GetGlobalDefReader(handle)
+    if not gdr:
+        what = "missing" if not os.path.isfile(gdef) else "not readable"
+        raise FormatError(gdef, f"the global definitions are {what}: {_capi.error_summary()}")
+    try:
+        rc = lib.OTF2_Reader_ReadAllGlobalDefinitions(handle, gdr, ctypes.byref(got))
+    finally:
+        lib.OTF2_Reader_CloseGlobalDefReader(handle, gdr)
+    if rc != _capi.OTF2_SUCCESS:
+        raise FormatError(gdef, f"cannot read the OTF2 definitions: {_capi.error_summary(rc)}")
+    if got.value != declared.value:
+        raise FormatError(
+            gdef,
+            f"holds {got.value} global definitions, the anchor file declares {declared.value}: "
+            "the definitions file is truncated or corrupt",
+        )
+    _capi.clear_errors()
+    return declared.value, n_locations.value
 
 
 def decode(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | None = None) -> RawTrace:
