@@ -66,8 +66,10 @@ def _row(loc: _Loc, table: str, time: int, **values: int | float) -> None:
         cols[c].append(v)
 
 
-def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) -> Any:
+def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) -> tuple[Any, np.ndarray]:
     """Read every event through ``reader`` (an open :class:`otf2.reader.Reader`) and build the RawTrace.
+
+    Returns the RawTrace and the number of event records decoded per location.
 
     ``present[i]`` false: location ``i`` has no event file (and declares no events); it is not read.
     """
@@ -97,8 +99,11 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
         else:
             _row(lo, "p2p_events", ev.time, kind=kind, peer=-1, comm=-1, tag=-1, bytes=0, request=_s64(req))
 
+    decoded = np.zeros(len(index), dtype=np.int64)
     for location, ev in events:
-        lo = locs[index[int(location._ref)]]
+        li = index[int(location._ref)]
+        decoded[li] += 1
+        lo = locs[li]
         name = type(ev).__name__
         if name in ("Enter", "Leave"):
             ref = int(ev.region._ref)
@@ -162,7 +167,7 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
     parts = [_finish(lo, defs) for lo in locs]
     del locs
     tables, counts = concat_parts(parts)
-    return assemble(defs, tables, counts, dict(skipped), "bindings")
+    return assemble(defs, tables, counts, dict(skipped), "bindings"), decoded
 
 
 _THREAD_TEAM = {"ThreadTeamBegin": ThreadEv.TEAM_BEGIN, "ThreadTeamEnd": ThreadEv.TEAM_END}
