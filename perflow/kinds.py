@@ -115,7 +115,7 @@ class CollEv(enum.IntEnum):
 
 
 class ThreadEv(enum.IntEnum):
-    """Threading event kinds in a raw trace (OTF2's thread fork/join, team and create/wait events)."""
+    """Threading event kinds in a raw trace (OTF2's thread fork/join, team, create/wait and lock events)."""
 
     FORK = 0
     JOIN = 1
@@ -125,6 +125,8 @@ class ThreadEv(enum.IntEnum):
     BEGIN = 5
     WAIT = 6
     END = 7
+    ACQUIRE_LOCK = 8  # ``lock`` acquired (``order``: its acquisition number, counted over all threads)
+    RELEASE_LOCK = 9  # ``lock`` released (``order``: the acquisition it ends)
 
 
 class MPIClass(enum.StrEnum):

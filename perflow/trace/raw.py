@@ -120,8 +120,12 @@ THREAD_COLUMNS: dict[str, np.dtype] = {
 #: that does not provide one gets it filled with the default.
 #: ``coll_events['request']``: the request id of a non-blocking collective
 #: (its BEGIN is in the I-call, its END in the Wait/Test that completed it), -1 when blocking.
+#: ``thread_events['lock']``, ``['order']``: on ACQUIRE_LOCK / RELEASE_LOCK rows, the lock id (OpenMP lock,
+#: critical section or pthread mutex, as the trace numbers them) and the acquisition number (per lock, in
+#: acquisition order over all threads of the process); -1 on other rows.
 OPTIONAL_COLUMNS: dict[str, dict[str, tuple[np.dtype, Any]]] = {
     "coll_events": {"request": (np.dtype(np.int64), -1)},
+    "thread_events": {"lock": (np.dtype(np.int64), -1), "order": (np.dtype(np.int64), -1)},
 }
 
 #: the event tables and their columns

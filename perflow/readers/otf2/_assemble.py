@@ -24,7 +24,7 @@ TABLES = {
     "p2p_events": raw.P2P_COLUMNS,
     "coll_events": {**raw.COLL_COLUMNS, "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0]},
     "metric_events": raw.METRIC_COLUMNS,
-    "thread_events": raw.THREAD_COLUMNS,
+    "thread_events": {**raw.THREAD_COLUMNS, **{c: d for c, (d, _) in raw.OPTIONAL_COLUMNS["thread_events"].items()}},
     "sample_events": raw.SAMPLE_COLUMNS,
 }
 

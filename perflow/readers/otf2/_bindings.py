@@ -154,14 +154,19 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             for k, v in enumerate(ev.values[: b - a]):
                 _row(lo, "metric_events", ev.time, metric=int(mmem[a + k]), value=float(v))
         elif name in ("ThreadFork", "OmpFork"):
-            _row(lo, "thread_events", ev.time, kind=ThreadEv.FORK, team=-1, count=_s32(ev.number_of_requested_threads))
+            n = _s32(ev.number_of_requested_threads)
+            _row(lo, "thread_events", ev.time, kind=ThreadEv.FORK, team=-1, count=n, lock=-1, order=-1)
         elif name in ("ThreadJoin", "OmpJoin"):
-            _row(lo, "thread_events", ev.time, kind=ThreadEv.JOIN, team=-1, count=-1)
+            _row(lo, "thread_events", ev.time, kind=ThreadEv.JOIN, team=-1, count=-1, lock=-1, order=-1)
+        elif name in _LOCKS:
+            lock, order = int(ev.lock_id), int(ev.acquisition_order)
+            _row(lo, "thread_events", ev.time, kind=_LOCKS[name], team=-1, count=-1, lock=lock, order=order)
         elif name in _THREAD_TEAM:
-            _row(lo, "thread_events", ev.time, kind=_THREAD_TEAM[name], team=_s32(ev.thread_team), count=-1)
+            team = _s32(ev.thread_team)
+            _row(lo, "thread_events", ev.time, kind=_THREAD_TEAM[name], team=team, count=-1, lock=-1, order=-1)
         elif name in _THREAD_CONTINGENT:
             team = _s32(ev.thread_contingent)
-            _row(lo, "thread_events", ev.time, kind=_THREAD_CONTINGENT[name], team=team, count=-1)
+            _row(lo, "thread_events", ev.time, kind=_THREAD_CONTINGENT[name], team=team, count=-1, lock=-1, order=-1)
         else:
             skipped[name] += 1
     parts = [_finish(lo, defs) for lo in locs]
@@ -170,6 +175,12 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
     return assemble(defs, tables, counts, dict(skipped), "bindings"), decoded
 
 
+_LOCKS = {
+    "ThreadAcquireLock": ThreadEv.ACQUIRE_LOCK,
+    "ThreadReleaseLock": ThreadEv.RELEASE_LOCK,
+    "OmpAcquireLock": ThreadEv.ACQUIRE_LOCK,
+    "OmpReleaseLock": ThreadEv.RELEASE_LOCK,
+}
 _THREAD_TEAM = {"ThreadTeamBegin": ThreadEv.TEAM_BEGIN, "ThreadTeamEnd": ThreadEv.TEAM_END}
 _THREAD_CONTINGENT = {
     "ThreadCreate": ThreadEv.CREATE,

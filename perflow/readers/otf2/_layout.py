@@ -37,7 +37,8 @@ HANDLED_EVENTS = (
     "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
-    "NonBlockingCollectiveRequest NonBlockingCollectiveComplete"
+    "NonBlockingCollectiveRequest NonBlockingCollectiveComplete ThreadAcquireLock ThreadReleaseLock "
+    "OmpAcquireLock OmpReleaseLock"
 ).split()
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
@@ -52,7 +53,10 @@ TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
         "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0],
     },
     "metric_events": {c: d for c, d in raw.METRIC_COLUMNS.items() if c != "location"},
-    "thread_events": {c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+    "thread_events": {
+        **{c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+        **{c: d for c, (d, _) in raw.OPTIONAL_COLUMNS["thread_events"].items()},
+    },
     # while decoding, ``stack`` holds the OTF2 calling-context ref and ``weight`` the unwind distance
     # (turned into a stack id and the sampling period by _assemble)
     "sample_events": {c: d for c, d in raw.SAMPLE_COLUMNS.items() if c != "location"},
@@ -88,8 +92,8 @@ COLL_T, COLL_K, COLL_OP, COLL_COMM, COLL_ROOT, COLL_SENT, COLL_RECV, COLL_POS, C
 MET_N = TABLE_BASE["metric_events"]
 MET_T, MET_M, MET_V, MET_POS = (_col("metric_events", c) for c in ("time", "metric", "value", "pos"))
 THR_N = TABLE_BASE["thread_events"]
-THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS = (
-    _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos")
+THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS, THR_LOCK, THR_ORDER = (
+    _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos", "lock", "order")
 )
 SMP_N = TABLE_BASE["sample_events"]
 SMP_T, SMP_S, SMP_W, SMP_POS = (_col("sample_events", c) for c in ("time", "stack", "weight", "pos"))
