@@ -175,6 +175,101 @@ class CArchive:
         return os.path.join(self.dir, "traces.otf2")
 
 
+def omp_example(path: str | os.PathLike[str], processes: int = 1, scale: int = 1) -> str:
+    """A worked OpenMP example: ``processes`` identical processes of 3 threads (ticks: microseconds x ``scale``).
+
+    Per process (times in us)::
+
+        parallel #1 (threads enter at 10, 12, 14; all leave at 120)
+          work, then an explicit barrier entered at 40, 50, 68, left at 70
+            -> omp_barrier_wait 28 (t0), 18 (t1); caused by t2
+          critical section (lock 1), entered by all at 70:
+            t0 acquires at 70, releases at 80; t1 acquires at 80, releases at 95;
+            t2 acquires at 95, releases at 110
+            -> lock_contention_critical 10 (t1, caused by t0), 25 (t2, caused by t1)
+          implicit barrier entered at 80, 95, 110, left at 120
+            -> omp_ibarrier_wait 30 (t0), 15 (t1)
+        parallel #2 (threads enter at 140, 141, 142; all leave at 180)
+          t0: omp_set_lock(7) 140-142 (acquires at 141), omp_unset_lock 160-161 (releases at 160)
+          t1: omp_set_lock(7) 145-161 (acquires at 160), omp_unset_lock 161-162
+            -> lock_contention_api 15 (t1, caused by t0)
+          implicit barrier entered at 161, 162, 150, left at 180
+            -> omp_ibarrier_wait 1 (t0), 12 (t2)
+
+    Totals per process: omp_barrier_wait 46 us, omp_ibarrier_wait 58 us,
+    lock_contention_critical 35 us, lock_contention_api 15 us.
+    """
+    a = CArchive(path, resolution=10**6 * scale)
+    main = a.region("main", file="omp.c", line=1)
+    par = a.region("!$omp parallel @omp.c:10", "parallel", "openmp", "omp.c", 10)
+    bar = a.region("!$omp barrier @omp.c:12", "barrier", "openmp", "omp.c", 12)
+    ibar = a.region("!$omp implicit barrier @omp.c:20", "implicit_barrier", "openmp", "omp.c", 20)
+    crit = a.region("!$omp critical @omp.c:15", "critical", "openmp", "omp.c", 15)
+    sblock = a.region("!$omp critical sblock @omp.c:15", "critical_sblock", "openmp", "omp.c", 15)
+    setl = a.region("omp_set_lock", "function", "openmp")
+    unsetl = a.region("omp_unset_lock", "function", "openmp")
+    work = a.region("work", file="omp.c", line=30)
+    m = scale
+
+    def ev(loc: int, name: str, t: int, *args: Any) -> None:
+        a.event(loc, name, t * m, *args)
+
+    def call(loc: int, t0: int, t1: int, r: int) -> None:
+        a.call(loc, t0 * m, t1 * m, r)
+
+    for p in range(processes):
+        _, locs = openmp_process(a, 3, f"process {p}")
+        t0, t1, t2 = locs
+        team = a.team
+        ev(t0, "Enter", 0, u32(main))
+        ev(t0, "ThreadFork", 10, u8(3), u32(3))
+        # parallel #1
+        for loc, te, wend, be in ((t0, 10, 40, 40), (t1, 12, 50, 50), (t2, 14, 68, 68)):
+            ev(loc, "ThreadTeamBegin", te, u32(team))
+            ev(loc, "Enter", te, u32(par))
+            call(loc, te, wend, work)
+            call(loc, be, 70, bar)
+        for loc, acq, rel, order in ((t0, 70, 80, 0), (t1, 80, 95, 1), (t2, 95, 110, 2)):
+            ev(loc, "Enter", 70, u32(crit))
+            ev(loc, "ThreadAcquireLock", acq, u8(3), u32(1), u32(order))
+            call(loc, acq, rel, sblock)
+            ev(loc, "ThreadReleaseLock", rel, u8(3), u32(1), u32(order))
+            ev(loc, "Leave", rel, u32(crit))
+            call(loc, rel, 120, ibar)
+            ev(loc, "Leave", 120, u32(par))
+            ev(loc, "ThreadTeamEnd", 120, u32(team))
+        ev(t0, "ThreadJoin", 120, u8(3))
+        # parallel #2
+        ev(t0, "ThreadFork", 140, u8(3), u32(3))
+        for loc, te in ((t0, 140), (t1, 141), (t2, 142)):
+            ev(loc, "ThreadTeamBegin", te, u32(team))
+            ev(loc, "Enter", te, u32(par))
+        ev(t0, "Enter", 140, u32(setl))
+        ev(t0, "OmpAcquireLock", 141, u32(7), u32(0))
+        ev(t0, "Leave", 142, u32(setl))
+        call(t0, 142, 160, work)
+        ev(t0, "Enter", 160, u32(unsetl))
+        ev(t0, "OmpReleaseLock", 160, u32(7), u32(0))
+        ev(t0, "Leave", 161, u32(unsetl))
+        call(t0, 161, 180, ibar)
+        call(t1, 141, 145, work)
+        ev(t1, "Enter", 145, u32(setl))
+        ev(t1, "OmpAcquireLock", 160, u32(7), u32(1))
+        ev(t1, "Leave", 161, u32(setl))
+        ev(t1, "Enter", 161, u32(unsetl))
+        ev(t1, "OmpReleaseLock", 162, u32(7), u32(1))
+        ev(t1, "Leave", 162, u32(unsetl))
+        call(t1, 162, 180, ibar)
+        call(t2, 142, 150, work)
+        call(t2, 150, 180, ibar)
+        for loc in locs:
+            ev(loc, "Leave", 180, u32(par))
+            ev(loc, "ThreadTeamEnd", 180, u32(team))
+        ev(t0, "ThreadJoin", 180, u8(3))
+        ev(t0, "Leave", 190, u32(main))
+    return a.close()
+
+
 def openmp_process(a: CArchive, threads: int, name: str = "process 0") -> tuple[int, list[int]]:
     """One OpenMP process: a location group, ``threads`` CPU locations and its thread-team group/comm.
 

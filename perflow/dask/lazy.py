@@ -136,6 +136,11 @@ class LazyTrace(Trace):
         return self._dist.trace_tables().collectives
 
     @property
+    def locks(self) -> pd.DataFrame:  # type: ignore[override]
+        """Lock acquisitions (gathered on first access)."""
+        return self._dist.trace_tables().locks
+
+    @property
     def n_intervals(self) -> int:
         """Number of region instances (known without gathering)."""
         return int(self._dist.built.tree["n_intervals"])

@@ -106,6 +106,8 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
             tables["intervals"] = pag.trace.intervals
             tables["messages"] = pag.trace.messages
             tables["collectives"] = pag.trace.collectives
+            if len(pag.trace.locks):
+                tables["locks"] = pag.trace.locks
         if pag._comm is not None:
             tables["comm"] = pag._comm.reset_index(drop=True)
         manifest: dict[str, Any] = {
@@ -217,5 +219,6 @@ def load(path: str | os.PathLike[str]) -> PAG:
             frames.get("collectives"),
             comms={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("comms", {}).items()},
             comm_names={int(k): v for k, v in manifest.get("comm_names", {}).items()},
+            locks=frames.get("locks"),
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))
