@@ -37,7 +37,7 @@ import pandas as pd
 from .pieces import previous_max
 from .waits import _frame, empty_waits
 
-__all__ = ["thread_waits", "barrier_waits", "lock_waits", "BARRIER_ROLES"]
+__all__ = ["thread_waits", "barrier_waits", "lock_waits", "parallel_teams", "BARRIER_ROLES"]
 
 #: region roles of barriers and their wait kinds
 BARRIER_ROLES = {"barrier": "omp_barrier_wait", "implicit_barrier": "omp_ibarrier_wait"}
@@ -60,6 +60,38 @@ def _global(rows: np.ndarray, gid: np.ndarray | None) -> np.ndarray:
     if gid is None:
         return rows
     return np.where(rows >= 0, gid[np.maximum(rows, 0)] if len(gid) else -1, -1)
+
+
+def parallel_teams(
+    iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The innermost parallel instance enclosing each of ``rows`` (local rows; -1 none; a parallel
+    instance encloses itself), and the team instance of every row that is a parallel instance (-1
+    for the others): overlapping instances of one parallel region of one process, numbered from 0."""
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    vrole = np.asarray(role, dtype=object)
+    ok_v = (vtx >= 0) & (vtx < len(vrole))
+    is_par = ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)]
+    parent = _local_parent(iv["parent"].to_numpy().astype(np.int64), gid)
+    rows = np.asarray(rows, dtype=np.int64)
+    anc = np.where(is_par[rows], rows, parent[rows]) if len(rows) else rows.copy()
+    while True:
+        pending = np.flatnonzero((anc >= 0) & ~is_par[np.maximum(anc, 0)])
+        if not len(pending):
+            break
+        anc[pending] = parent[anc[pending]]
+    P = np.flatnonzero(is_par)
+    team = np.full(len(iv), -1, dtype=np.int64)
+    if len(P):
+        proc = iv["process"].to_numpy().astype(np.int64)[P]
+        enter, leave = iv["enter"].to_numpy()[P], iv["leave"].to_numpy()[P]
+        preg = np.asarray(region, dtype=np.int64)[vtx[P]]
+        order = np.lexsort((enter, preg, proc))
+        ps, rs = proc[order], preg[order]
+        grp = np.cumsum(np.r_[True, (ps[1:] != ps[:-1]) | (rs[1:] != rs[:-1])]) - 1
+        new = enter[order] > previous_max(grp, leave[order])  # -inf for a group's first
+        team[P[order]] = np.cumsum(new) - 1
+    return anc, team
 
 
 def barrier_waits(
@@ -89,29 +121,11 @@ def barrier_waits(
     B = np.flatnonzero(is_bar)
     if not len(B):
         return empty_waits()
-    is_par = ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)]
-    parent = _local_parent(iv["parent"].to_numpy().astype(np.int64), gid)
     proc = iv["process"].to_numpy().astype(np.int64)
     thr = iv["thread"].to_numpy().astype(np.int64)
     enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
-    # the innermost parallel instance enclosing each barrier
-    anc = parent[B].copy()
-    while True:
-        pending = np.flatnonzero((anc >= 0) & ~is_par[np.maximum(anc, 0)])
-        if not len(pending):
-            break
-        anc[pending] = parent[anc[pending]]
-    # team instances: overlapping parallel instances of one region of one process
-    P = np.flatnonzero(is_par)
-    team = np.full(len(iv), -1, dtype=np.int64)
-    if len(P):
-        preg = np.asarray(region, dtype=np.int64)[vtx[P]]
-        order = np.lexsort((enter[P], preg, proc[P]))
-        ps, rs = proc[P][order], preg[order]
-        grp = np.cumsum(np.r_[True, (ps[1:] != ps[:-1]) | (rs[1:] != rs[:-1])]) - 1
-        new = enter[P][order] > previous_max(grp, leave[P][order])  # -inf for a group's first
-        team[P[order]] = np.cumsum(new) - 1
-    n_team = int(team.max()) + 1 if len(P) else 0
+    anc, team = parallel_teams(iv, vrole, region, gid, B)
+    n_team = int(team.max()) + 1 if len(team) else 0
     inside = anc >= 0
     bteam = np.where(inside, team[np.maximum(anc, 0)], n_team + proc[B])  # outside every region: one per process
     # the k-th barrier of each thread's parallel instance (or, outside, of each thread)
