@@ -71,6 +71,20 @@ def patch_bindings() -> None:
 
     D.Group._construct = classmethod(construct)
     D.Group._perflow_patched = True
+    # The bindings' InterComm appends its fields to Comm's (group, parent, flags, groupA, groupB, ...), so
+    # reading an InterComm record (self, name, groupA, groupB, commonCommunicator, flags) takes groupB for
+    # a parent communicator (KeyError). Read it as a communicator of group A of a Comm subclass named
+    # InterComm (perflow maps inter-communicators to no members; see _comms).
+    class InterComm(D.Comm):  # type: ignore[misc, valid-type]
+        _ref_name = "comm"
+        _registry_name = "_comms"
+
+    comm_construct = D.Comm._construct.__func__
+
+    def construct_inter(cls: Any, registry: Any, ref: int, name: Any, a: int, b: int, common: int, flags: Any) -> Any:
+        return comm_construct(InterComm, registry, ref, name, a, common, flags)
+
+    D.InterComm._construct = classmethod(construct_inter)
 
 
 def enum_name(e: Any) -> str:
