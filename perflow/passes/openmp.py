@@ -104,8 +104,8 @@ def parallel_regions(pag: PAG) -> pd.DataFrame:
     )  # fmt: skip
     out.insert(0, "name", [names[first_vertex[r]] for r in out.index])
     out = out.reset_index(drop=True).rename(columns={"name": "region"})
-    out["wait_percent"] = 100.0 * (out["barrier_wait"] + out["lock_wait"]) / out["thread_time"].where(
-        out["thread_time"] > 0
+    out["wait_percent"] = (
+        100.0 * (out["barrier_wait"] + out["lock_wait"]) / out["thread_time"].where(out["thread_time"] > 0)
     )
     out["wait_percent"] = out["wait_percent"].fillna(0.0)
     out = out[cols].sort_values("time", ascending=False, kind="stable").reset_index(drop=True)

@@ -211,6 +211,4 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
     if lk:
         key = [np.concatenate([x[k].to_numpy() for x in lk]) for k in ("order", "lock", "process")]
         locks = stack_rows(lk, list(LOCK_COLUMNS), np.lexsort(key))
-    return Trace(
-        iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names), locks=locks
-    )
+    return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names), locks=locks)

@@ -177,9 +177,7 @@ def _rank_in_runs(key: np.ndarray) -> np.ndarray:
     return out
 
 
-def lock_waits(
-    iv: pd.DataFrame, locks: pd.DataFrame, role: np.ndarray, gid: np.ndarray | None = None
-) -> pd.DataFrame:
+def lock_waits(iv: pd.DataFrame, locks: pd.DataFrame, role: np.ndarray, gid: np.ndarray | None = None) -> pd.DataFrame:
     """Lock contention (see the module docstring).
 
     ``locks`` holds every acquisition of the processes of ``iv``

@@ -102,12 +102,8 @@ WAIT_KINDS: dict[str, WaitKind] = {
             True,
             "thread waits at an implicit OpenMP barrier (end of a parallel region or worksharing construct)",
         ),
-        WaitKind(
-            "lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"
-        ),
-        WaitKind(
-            "lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"
-        ),
+        WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
+        WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
     )
 }
 #: Kinds that are idle time (excludes the completion kinds).

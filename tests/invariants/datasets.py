@@ -59,6 +59,8 @@ def _openmp_example() -> perflow.PAG:
     from tests.otf2kit import omp_example
 
     return perflow.read(omp_example(Path(tempfile.mkdtemp(prefix="perflow-omp-")) / "run", processes=2))
+
+
 #: Recorded programs (perflow record; the recorder tests' programs): id -> (source, arguments), 4 ranks each.
 RECORDED = {
     "recorded/ring.c": ("ring.c", ("6", "500")),  # non-blocking halo exchange, a reduction

@@ -58,7 +58,10 @@ def test_intact_sample_keeps_its_messages(pingpong, decoder):
     [
         (lambda p: p.unlink(), "local definitions of location 1 are missing"),
         (lambda p: p.write_bytes(b""), "local definitions of location 1 are empty"),
-        (lambda p: p.write_bytes(b"\xff" * 40 + p.read_bytes()[40:]), "local definitions of location 1 are not readable"),
+        (
+            lambda p: p.write_bytes(b"\xff" * 40 + p.read_bytes()[40:]),
+            "local definitions of location 1 are not readable",
+        ),
     ],
     ids=["missing", "empty", "corrupt"],
 )

@@ -62,8 +62,11 @@ def patch_bindings() -> None:
             members = tuple(registry.location_groups[m] for m in refs)
             return bare(cls, registry, ref, name, GroupType(t), par, flags, members)
         if t == _GT_COMM_GROUP and len(refs):
-            base = [g for g in registry.groups if g.paradigm == par and _gtype(g) in (_GT_COMM_LOCATIONS,
-                                                                                     _GT_COMM_LOCATION_GROUPS)]
+            base = [
+                g
+                for g in registry.groups
+                if g.paradigm == par and _gtype(g) in (_GT_COMM_LOCATIONS, _GT_COMM_LOCATION_GROUPS)
+            ]
             if base and _gtype(base[-1]) == _GT_COMM_LOCATION_GROUPS:
                 members = tuple(base[-1].members[m] for m in refs)
                 return bare(cls, registry, ref, name, GroupType(t), par, flags, members)
@@ -71,6 +74,7 @@ def patch_bindings() -> None:
 
     D.Group._construct = classmethod(construct)
     D.Group._perflow_patched = True
+
     # The bindings' InterComm appends its fields to Comm's (group, parent, flags, groupA, groupB, ...), so
     # reading an InterComm record (self, name, groupA, groupB, commonCommunicator, flags) takes groupB for
     # a parent communicator (KeyError). Read it as a communicator of group A of a Comm subclass named
