@@ -16,6 +16,8 @@ __all__ = [
     "P2P",
     "CollEv",
     "ThreadEv",
+    "IoEv",
+    "IoMode",
     "MPIClass",
     "classify_region",
     "mpi_class",
@@ -127,6 +129,21 @@ class ThreadEv(enum.IntEnum):
     END = 7
     ACQUIRE_LOCK = 8  # ``lock`` acquired (``order``: its acquisition number, counted over all threads)
     RELEASE_LOCK = 9  # ``lock`` released (``order``: the acquisition it ends)
+
+
+class IoEv(enum.IntEnum):
+    """I/O event kinds in a raw trace (OTF2's IoOperationBegin / IoOperationComplete)."""
+
+    BEGIN = 0
+    COMPLETE = 1
+
+
+class IoMode(enum.IntEnum):
+    """I/O operation modes, numbered as OTF2's ``OTF2_IoOperationMode``."""
+
+    READ = 0
+    WRITE = 1
+    FLUSH = 2
 
 
 class MPIClass(enum.StrEnum):

@@ -39,6 +39,13 @@ locks
     ``acquire``, ``release`` (times; NaN when never released),
     ``release_interval`` (the instance open at the release, -1 when none).
     Sorted by (process, lock, order).
+io
+    One row per I/O operation: ``process``, ``thread``, ``interval`` (the
+    region instance open at its begin: the I/O call, -1 when none),
+    ``handle`` (the trace's I/O handle id; names in ``io_handles``), ``mode``
+    (:class:`perflow.kinds.IoMode`: 0 read, 1 write, 2 flush; -1 unknown),
+    ``bytes`` (transferred), ``begin``, ``end`` (times). Sorted by (process,
+    thread, begin).
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ __all__ = [
     "MESSAGE_COLUMNS",
     "COLLECTIVE_COLUMNS",
     "LOCK_COLUMNS",
+    "IO_COLUMNS",
 ]
 
 INTERVAL_COLUMNS = {
@@ -110,11 +118,23 @@ LOCK_COLUMNS = {
     "release_interval": np.int64,
 }
 
+IO_COLUMNS = {
+    "process": np.int32,
+    "thread": np.int32,
+    "interval": np.int64,
+    "handle": np.int32,
+    "mode": np.int8,
+    "bytes": np.int64,
+    "begin": np.float64,
+    "end": np.float64,
+}
+
 TABLE_SCHEMAS = {
     "intervals": INTERVAL_COLUMNS,
     "messages": MESSAGE_COLUMNS,
     "collectives": COLLECTIVE_COLUMNS,
     "locks": LOCK_COLUMNS,
+    "io": IO_COLUMNS,
 }
 
 
@@ -183,12 +203,16 @@ class Trace:
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)
     locks: pd.DataFrame = field(default_factory=lambda: conform("locks", None))
+    io: pd.DataFrame = field(default_factory=lambda: conform("io", None))
+    #: I/O handle id -> name (the file, when the trace names one)
+    io_handles: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "intervals", conform("intervals", self.intervals))
         object.__setattr__(self, "messages", conform("messages", self.messages))
         object.__setattr__(self, "collectives", conform("collectives", self.collectives))
         object.__setattr__(self, "locks", conform("locks", self.locks))
+        object.__setattr__(self, "io", conform("io", self.io))
 
     @property
     def n_intervals(self) -> int:
@@ -208,7 +232,7 @@ class Trace:
         return int(
             sum(
                 t.memory_usage(index=True, deep=False).sum()
-                for t in (self.intervals, self.messages, self.collectives, self.locks)
+                for t in (self.intervals, self.messages, self.collectives, self.locks, self.io)
             )
         )
 

@@ -35,7 +35,15 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
-from ..pag.instances import COLLECTIVE_COLUMNS, INTERVAL_COLUMNS, LOCK_COLUMNS, Trace, conform, stack_rows
+from ..pag.instances import (
+    COLLECTIVE_COLUMNS,
+    INTERVAL_COLUMNS,
+    IO_COLUMNS,
+    LOCK_COLUMNS,
+    Trace,
+    conform,
+    stack_rows,
+)
 from .raw import RawTrace
 from .records import gather_messages
 from .tally import region_kinds
@@ -211,4 +219,19 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
     if lk:
         key = [np.concatenate([x[k].to_numpy() for x in lk]) for k in ("order", "lock", "process")]
         locks = stack_rows(lk, list(LOCK_COLUMNS), np.lexsort(key))
-    return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names), locks=locks)
+    io = [p["io"] for p in parts if p.get("io") is not None and len(p["io"])]
+    io_table = None
+    if io:
+        key = [np.concatenate([x[k].to_numpy() for x in io]) for k in ("begin", "thread", "process")]
+        io_table = stack_rows(io, list(IO_COLUMNS), np.lexsort(key))
+    handles = {int(k): str(v) for k, v in (defs.attrs.get("io_handles") or {}).items()}
+    return Trace(
+        iv,
+        messages,
+        collectives,
+        comms=dict(defs.comms),
+        comm_names=dict(defs.comm_names),
+        locks=locks,
+        io=io_table,
+        io_handles=handles,
+    )

@@ -102,8 +102,11 @@ def test_definitions_and_events(scorep8, decoder):
     assert raw.comms[0].tolist() == [0, 1]
     assert len(raw.comms[1]) == 0  # the inter-communicator
     skipped = raw.attrs["skipped_events"]
-    assert skipped == {"IoOperationBegin": 1, "IoOperationComplete": 1, "RmaWinCreate": 1, "RmaPut": 1,
-                       "RmaOpCompleteBlocking": 1}  # fmt: skip
+    assert skipped == {"RmaWinCreate": 1, "RmaPut": 1, "RmaOpCompleteBlocking": 1}
+    io = raw.io_events
+    assert io["kind"].tolist() == [0, 1] and io["mode"].tolist() == [1, -1]
+    assert io["bytes"].tolist() == [4096, 4096] and io["handle"].tolist() == [0, 0]
+    assert raw.attrs["io_handles"] == {0: "/tmp/out.dat"}
     assert len(raw.sample_events["time"]) == 3
     assert np.allclose(raw.sample_events["weight"], 1e-3)
 
@@ -133,3 +136,24 @@ def test_messages_samples_and_nonblocking_collective_waits(scorep8):
     assert len(k) == 1
     t = pag.metrics.xs(int(k[0]), level="vertex")["time_inc"]
     assert float(t.sum()) == pytest.approx(3e-3)
+
+
+def test_io_operations_on_their_calls(scorep8, tmp_path):
+    pag = perflow.read(scorep8)
+    io = pag.trace.io
+    assert len(io) == 1
+    row = io.iloc[0]
+    assert (row["process"], row["mode"], row["bytes"], row["handle"]) == (0, 1, 4096, 0)
+    assert (row["begin"], row["end"]) == (pytest.approx(40 * US), pytest.approx(45 * US))
+    names = pag.vertex_table["name"].astype(str).to_numpy()
+    v = int(pag.trace.intervals["vertex"].to_numpy()[int(row["interval"])])
+    assert names[v] == "write" and str(pag.vertex_table["kind"].iloc[v]) == "io"
+    assert pag.trace.io_handles == {0: "/tmp/out.dat"}
+    m = pag.metrics
+    assert float(m["io_bytes_written"].sum()) == 4096.0
+    assert float(m.xs(v, level="vertex")["io_bytes_written"].sum()) == 4096.0
+    assert float(m["io_bytes_read"].sum()) == 0.0
+    from perflow.pag.persist import load, save
+
+    back = load(save(pag, tmp_path / "saved"))
+    assert back.trace.io_handles == {0: "/tmp/out.dat"} and len(back.trace.io) == 1

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from ...kinds import P2P, CollEv, ThreadEv
+from ...kinds import P2P, CollEv, IoEv, ThreadEv
 from ._assemble import assemble, concat_parts
 from ._defs import Defs
 from ._layout import TABLE_COLUMNS
@@ -158,6 +158,13 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             _row(lo, "thread_events", ev.time, kind=ThreadEv.FORK, team=-1, count=n, lock=-1, order=-1)
         elif name in ("ThreadJoin", "OmpJoin"):
             _row(lo, "thread_events", ev.time, kind=ThreadEv.JOIN, team=-1, count=-1, lock=-1, order=-1)
+        elif name == "IoOperationBegin":
+            mode = int(getattr(ev.mode, "value", ev.mode))
+            h, b, mt = _s32(ev.handle), _s64(ev.bytes_request), _s64(ev.matching_id)
+            _row(lo, "io_events", ev.time, kind=IoEv.BEGIN, handle=h, mode=mode, bytes=b, matching=mt)
+        elif name == "IoOperationComplete":
+            h, b, mt = _s32(ev.handle), _s64(ev.bytes_result), _s64(ev.matching_id)
+            _row(lo, "io_events", ev.time, kind=IoEv.COMPLETE, handle=h, mode=-1, bytes=b, matching=mt)
         elif name in _LOCKS:
             lock, order = int(ev.lock_id), int(ev.acquisition_order)
             _row(lo, "thread_events", ev.time, kind=_LOCKS[name], team=-1, count=-1, lock=lock, order=order)

@@ -368,6 +368,35 @@ def cb_omp_release_lock(loc, t, ev, ud, al, lock, order):  # noqa: ANN001, ANN20
     return _lock(ud, t, 9, lock, order)
 
 
+# --- I/O operations ----------------------------------------------------------
+@njit(python=False)
+def _io(ud, t, kind, handle, mode, nbytes, matching):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.IO_N]
+    if i >= st[L.IO_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.IO_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.IO_K])[i] = kind
+    _i32(st[L.IO_H])[i] = handle
+    _i8(st[L.IO_M])[i] = mode
+    _i64(st[L.IO_B])[i] = nbytes
+    _i64(st[L.IO_MATCH])[i] = matching
+    _i64(st[L.IO_POS])[i] = st[L.REG_N]
+    st[L.IO_N] = i + 1
+    return 0
+
+
+@cfunc(_sig(_u32, _u8, _u32, _u64, _u64), nopython=True)
+def cb_io_begin(loc, t, ev, ud, al, handle, mode, flags, nbytes, matching):  # noqa: ANN001, ANN201
+    return _io(ud, t, 0, np.int32(handle), np.int8(mode), np.int64(nbytes), np.int64(matching))
+
+
+@cfunc(_sig(_u32, _u64, _u64), nopython=True)
+def cb_io_complete(loc, t, ev, ud, al, handle, nbytes, matching):  # noqa: ANN001, ANN201
+    return _io(ud, t, 1, np.int32(handle), np.int8(-1), np.int64(nbytes), np.int64(matching))
+
+
 _HANDLERS = {
     "Enter": cb_enter,
     "Leave": cb_leave,
@@ -399,6 +428,8 @@ _HANDLERS = {
     "ThreadReleaseLock": cb_thread_release_lock,
     "OmpAcquireLock": cb_omp_acquire_lock,
     "OmpReleaseLock": cb_omp_release_lock,
+    "IoOperationBegin": cb_io_begin,
+    "IoOperationComplete": cb_io_complete,
 }
 assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.

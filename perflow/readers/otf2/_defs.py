@@ -341,4 +341,11 @@ def _perflow_extras(d: Any, rmap: np.ndarray, regions: pd.DataFrame, creator: st
     if creator.startswith("perflow"):
         regs = sorted(d.regions, key=_ref)
         regions["module"] = [r.description or "" for r in regs]
-    return {"contexts": ctx} if len(ctx["cc_region"]) else {}
+    out: dict[str, Any] = {"contexts": ctx} if len(ctx["cc_region"]) else {}
+    handles = {}
+    for h in getattr(d, "io_handles", []) or []:  # I/O handle -> its file's name (else the handle's)
+        f = getattr(h, "file", None)
+        handles[_ref(h)] = str(getattr(f, "name", None) or h.name or "")
+    if handles:
+        out["io_handles"] = handles
+    return out

@@ -38,7 +38,7 @@ HANDLED_EVENTS = (
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
     "NonBlockingCollectiveRequest NonBlockingCollectiveComplete ThreadAcquireLock ThreadReleaseLock "
-    "OmpAcquireLock OmpReleaseLock"
+    "OmpAcquireLock OmpReleaseLock IoOperationBegin IoOperationComplete"
 ).split()
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
@@ -60,6 +60,7 @@ TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
     # while decoding, ``stack`` holds the OTF2 calling-context ref and ``weight`` the unwind distance
     # (turned into a stack id and the sampling period by _assemble)
     "sample_events": {c: d for c, d in raw.SAMPLE_COLUMNS.items() if c != "location"},
+    "io_events": {c: d for c, d in raw.IO_COLUMNS.items() if c != "location"},
 }
 
 S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
@@ -97,3 +98,7 @@ THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS, THR_LOCK, THR_ORDER = (
 )
 SMP_N = TABLE_BASE["sample_events"]
 SMP_T, SMP_S, SMP_W, SMP_POS = (_col("sample_events", c) for c in ("time", "stack", "weight", "pos"))
+IO_N = TABLE_BASE["io_events"]
+IO_T, IO_K, IO_H, IO_M, IO_B, IO_MATCH, IO_POS = (
+    _col("io_events", c) for c in ("time", "kind", "handle", "mode", "bytes", "matching", "pos")
+)
