@@ -16,6 +16,8 @@ __all__ = [
     "P2P",
     "CollEv",
     "ThreadEv",
+    "IoEv",
+    "IoMode",
     "MPIClass",
     "classify_region",
     "mpi_class",
@@ -115,7 +117,7 @@ class CollEv(enum.IntEnum):
 
 
 class ThreadEv(enum.IntEnum):
-    """Threading event kinds in a raw trace (OTF2's thread fork/join, team and create/wait events)."""
+    """Threading event kinds in a raw trace (OTF2's thread fork/join, team, create/wait and lock events)."""
 
     FORK = 0
     JOIN = 1
@@ -125,6 +127,23 @@ class ThreadEv(enum.IntEnum):
     BEGIN = 5
     WAIT = 6
     END = 7
+    ACQUIRE_LOCK = 8  # ``lock`` acquired (``order``: its acquisition number, counted over all threads)
+    RELEASE_LOCK = 9  # ``lock`` released (``order``: the acquisition it ends)
+
+
+class IoEv(enum.IntEnum):
+    """I/O event kinds in a raw trace (OTF2's IoOperationBegin / IoOperationComplete)."""
+
+    BEGIN = 0
+    COMPLETE = 1
+
+
+class IoMode(enum.IntEnum):
+    """I/O operation modes, numbered as OTF2's ``OTF2_IoOperationMode``."""
+
+    READ = 0
+    WRITE = 1
+    FLUSH = 2
 
 
 class MPIClass(enum.StrEnum):

@@ -136,6 +136,21 @@ class LazyTrace(Trace):
         return self._dist.trace_tables().collectives
 
     @property
+    def locks(self) -> pd.DataFrame:  # type: ignore[override]
+        """Lock acquisitions (gathered on first access)."""
+        return self._dist.trace_tables().locks
+
+    @property
+    def io(self) -> pd.DataFrame:  # type: ignore[override]
+        """I/O operations (gathered on first access)."""
+        return self._dist.trace_tables().io
+
+    @property
+    def io_handles(self) -> dict[int, str]:  # type: ignore[override]
+        """I/O handle names."""
+        return self._dist.trace_tables().io_handles
+
+    @property
     def n_intervals(self) -> int:
         """Number of region instances (known without gathering)."""
         return int(self._dist.built.tree["n_intervals"])

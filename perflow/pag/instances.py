@@ -30,6 +30,22 @@ collectives
     (:class:`perflow.kinds.CollectiveOp`), ``comm``, ``root`` (world rank or
     -1), ``sent``, ``received`` (bytes), ``begin``, ``end`` (times of the
     collective begin/end events, or the call's enter/leave).
+locks
+    One row per lock acquisition (OpenMP locks and critical sections,
+    pthread mutexes): ``process``, ``thread`` (the acquiring thread),
+    ``interval`` (the region instance open at the acquisition: the lock call
+    or critical construct, -1 when none), ``lock`` (the trace's lock id),
+    ``order`` (acquisition number of the lock, over all threads),
+    ``acquire``, ``release`` (times; NaN when never released),
+    ``release_interval`` (the instance open at the release, -1 when none).
+    Sorted by (process, lock, order).
+io
+    One row per I/O operation: ``process``, ``thread``, ``interval`` (the
+    region instance open at its begin: the I/O call, -1 when none),
+    ``handle`` (the trace's I/O handle id; names in ``io_handles``), ``mode``
+    (:class:`perflow.kinds.IoMode`: 0 read, 1 write, 2 flush; -1 unknown),
+    ``bytes`` (transferred), ``begin``, ``end`` (times). Sorted by (process,
+    thread, begin).
 """
 
 from __future__ import annotations
@@ -40,7 +56,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Trace", "stack_rows", "take_rows", "take_or", "INTERVAL_COLUMNS", "MESSAGE_COLUMNS", "COLLECTIVE_COLUMNS"]
+__all__ = [
+    "Trace",
+    "stack_rows",
+    "take_rows",
+    "take_or",
+    "INTERVAL_COLUMNS",
+    "MESSAGE_COLUMNS",
+    "COLLECTIVE_COLUMNS",
+    "LOCK_COLUMNS",
+    "IO_COLUMNS",
+]
 
 INTERVAL_COLUMNS = {
     "process": np.int32,
@@ -81,7 +107,35 @@ COLLECTIVE_COLUMNS = {
     "end": np.float64,
 }
 
-TABLE_SCHEMAS = {"intervals": INTERVAL_COLUMNS, "messages": MESSAGE_COLUMNS, "collectives": COLLECTIVE_COLUMNS}
+LOCK_COLUMNS = {
+    "process": np.int32,
+    "thread": np.int32,
+    "interval": np.int64,
+    "lock": np.int64,
+    "order": np.int64,
+    "acquire": np.float64,
+    "release": np.float64,
+    "release_interval": np.int64,
+}
+
+IO_COLUMNS = {
+    "process": np.int32,
+    "thread": np.int32,
+    "interval": np.int64,
+    "handle": np.int32,
+    "mode": np.int8,
+    "bytes": np.int64,
+    "begin": np.float64,
+    "end": np.float64,
+}
+
+TABLE_SCHEMAS = {
+    "intervals": INTERVAL_COLUMNS,
+    "messages": MESSAGE_COLUMNS,
+    "collectives": COLLECTIVE_COLUMNS,
+    "locks": LOCK_COLUMNS,
+    "io": IO_COLUMNS,
+}
 
 
 def conform(name: str, df: pd.DataFrame | dict[str, Any] | None) -> pd.DataFrame:
@@ -148,11 +202,17 @@ class Trace:
     collectives: pd.DataFrame = field(default_factory=lambda: conform("collectives", None))
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)
+    locks: pd.DataFrame = field(default_factory=lambda: conform("locks", None))
+    io: pd.DataFrame = field(default_factory=lambda: conform("io", None))
+    #: I/O handle id -> name (the file, when the trace names one)
+    io_handles: dict[int, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "intervals", conform("intervals", self.intervals))
         object.__setattr__(self, "messages", conform("messages", self.messages))
         object.__setattr__(self, "collectives", conform("collectives", self.collectives))
+        object.__setattr__(self, "locks", conform("locks", self.locks))
+        object.__setattr__(self, "io", conform("io", self.io))
 
     @property
     def n_intervals(self) -> int:
@@ -170,7 +230,10 @@ class Trace:
     def memory_bytes(self) -> int:
         """Bytes held by the three tables."""
         return int(
-            sum(t.memory_usage(index=True, deep=False).sum() for t in (self.intervals, self.messages, self.collectives))
+            sum(
+                t.memory_usage(index=True, deep=False).sum()
+                for t in (self.intervals, self.messages, self.collectives, self.locks, self.io)
+            )
         )
 
     def interval_vertex(self, rows: np.ndarray) -> np.ndarray:

@@ -106,6 +106,10 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
             tables["intervals"] = pag.trace.intervals
             tables["messages"] = pag.trace.messages
             tables["collectives"] = pag.trace.collectives
+            if len(pag.trace.locks):
+                tables["locks"] = pag.trace.locks
+            if len(pag.trace.io):
+                tables["io"] = pag.trace.io
         if pag._comm is not None:
             tables["comm"] = pag._comm.reset_index(drop=True)
         manifest: dict[str, Any] = {
@@ -120,6 +124,7 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
         if pag.trace is not None:
             manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
             manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
+            manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
         for name, df in tables.items():
             fname = f"{name}.parquet"
             _write_parquet(df, tmp / fname)
@@ -217,5 +222,8 @@ def load(path: str | os.PathLike[str]) -> PAG:
             frames.get("collectives"),
             comms={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("comms", {}).items()},
             comm_names={int(k): v for k, v in manifest.get("comm_names", {}).items()},
+            locks=frames.get("locks"),
+            io=frames.get("io"),
+            io_handles={int(k): v for k, v in manifest.get("io_handles", {}).items()},
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))

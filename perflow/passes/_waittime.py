@@ -3,7 +3,8 @@
 From the wait-state instance table (:func:`perflow.passes._tracekit.waits_for`):
 per call instance, the length of the union of its idle wait-state instances
 (so never more than the call's duration), split over the families Late
-Sender, Late Receiver and collective in that order of precedence.
+Sender, Late Receiver, collective and thread (OpenMP barriers, lock
+contention) in that order of precedence.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ WAIT_FAMILIES: dict[str, tuple[str, ...]] = {
     "late_sender": _LS_KINDS,
     "late_receiver": ("late_receiver",),
     "collective": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "collective"),
+    "thread_sync": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "thread"),  # OpenMP barriers, locks
 }
 _WT_COLS = ["vertex", "process", "thread", *WAIT_FAMILIES, "wait"]
 
@@ -61,7 +63,7 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     so it never exceeds the call's duration. When one call waits in several
     ways at once (an MPI_Sendrecv with a Late Sender and a Late Receiver) the
     overlap is charged once, to the first family of :data:`WAIT_FAMILIES`;
-    so ``late_sender + late_receiver + collective == wait`` on every row.
+    so ``late_sender + late_receiver + collective + thread_sync == wait`` on every row.
     Where no call overlaps another family's wait, each family column equals
     the sum of the instances' ``amount`` in :func:`wait_states`.
 
@@ -79,7 +81,7 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     -------
     pandas.DataFrame
         ``vertex``, ``process``, ``thread``, ``late_sender``, ``late_receiver``,
-        ``collective``, ``wait`` (seconds), sorted by the key columns.
+        ``collective``, ``thread_sync`` (OpenMP barriers and locks), ``wait`` (seconds), sorted by the key columns.
     """
     check_choice("waiting_time", "per", per, ("vertex", "interval"))
     cols = _WT_COLS if per == "vertex" else ["interval", *_WT_COLS]

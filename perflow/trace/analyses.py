@@ -110,7 +110,16 @@ def _sizes(pag: Any, s: Settings) -> np.ndarray:
     return subtree_sizes(trace_of(pag), pag.analyses.get(LOCATIONS))
 
 
+def vertex_roles(pag: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The region role (str) and region id of each vertex of a trace's PAG, or (None, None) without roles."""
+    vt = pag.vertex_table
+    if "role" not in vt.columns or "region" not in vt.columns:
+        return None, None
+    return vt["role"].astype(str).to_numpy(dtype=object), vt["region"].to_numpy(dtype=np.int64)
+
+
 def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
+    roles, regions = vertex_roles(pag)
     return wait_instances(
         trace_of(pag),
         _names(pag),
@@ -118,14 +127,23 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
         late_receiver=s.late_receiver,
         early_reduce=s.early_reduce,
         locs=pag.analyses.get(LOCATIONS),
+        roles=roles,
+        regions=regions,
     )
 
 
 def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
     from .waitparts import program
 
+    roles, regions = vertex_roles(pag)
     return program(
-        handle, _names(pag), window=s.wrong_order_window, late_receiver=s.late_receiver, early_reduce=s.early_reduce
+        handle,
+        _names(pag),
+        window=s.wrong_order_window,
+        late_receiver=s.late_receiver,
+        early_reduce=s.early_reduce,
+        roles=roles,
+        regions=regions,
     )
 
 

@@ -5,6 +5,14 @@ One row per waiting participant and kind, in the table format of
 completion, Late Broadcast, Early Reduce, Early Scan. A data collective that
 moves zero bytes is no synchronisation point; a barrier (and MPI_Init /
 MPI_Finalize, which the trace builder turns into world barriers) always is.
+
+A non-blocking collective (MPI_Ibarrier, MPI_Iallreduce, ...: its request
+posted in the I-call, completed in a Wait/Test) waits in the call that
+completes it, from that call's enter, for the others' *requests*: every
+formula reads "arrival" ``A_j = min(E_j, begin_j)`` (the request time, for a
+non-blocking participant; the enter, for a blocking one) where it reads
+``E_j`` of the others, and keeps ``E_i``/``L_i`` of the completing call for
+the waiting participant itself.
 """
 
 from __future__ import annotations
@@ -73,8 +81,12 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     enter = iv["enter"].to_numpy()
     leave = iv["leave"].to_numpy()
     vtx = iv["vertex"].to_numpy().astype(np.int64)
-    E = np.where(has, enter[np.maximum(row_iv, 0)], c["begin"].to_numpy())
+    begin = c["begin"].to_numpy()
+    E = np.where(has, enter[np.maximum(row_iv, 0)], begin)
     L = np.where(has, leave[np.maximum(row_iv, 0)], c["end"].to_numpy())
+    # arrival: a blocking call arrives when it enters; a non-blocking one (its BEGIN, the request, lies
+    # before the call that completes it) when it posted its request
+    A = np.minimum(E, begin)
     vertex = np.where(has, vtx[np.maximum(row_iv, 0)], -1)
     proc = c["process"].to_numpy()
     thr = c["thread"].to_numpy()
@@ -86,11 +98,11 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     n_in = np.diff(np.r_[starts, len(inst)])
     moved = np.add.reduceat((c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), starts)
     sync = (pat == 0) | ((pat > 0) & (moved[gid] > 0))
-    latest = np.maximum.reduceat(E, starts)[gid]
+    latest = np.maximum.reduceat(A, starts)[gid]
     first_leave = np.minimum.reduceat(L, starts)[gid]
     rows = np.arange(len(inst))
-    # the last arriver: first row (lowest process) with the latest enter
-    cand = np.where(E == latest, rows, len(rows))
+    # the last arriver: first row (lowest process) with the latest arrival
+    cand = np.where(A == latest, rows, len(rows))
     last_row = np.minimum.reduceat(cand, starts)[gid]
     parts = []
 
@@ -108,7 +120,7 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
         )
         if cause is not None:
             cr = cause[k]
-            cols.update(cause_process=proc[cr], cause_thread=thr[cr], cause_time=E[cr], cause_interval=row_iv[cr])
+            cols.update(cause_process=proc[cr], cause_thread=thr[cr], cause_time=A[cr], cause_interval=row_iv[cr])
         parts.append(_frame(len(k), kind, **cols))
 
     released = np.minimum(latest, L)
@@ -126,13 +138,13 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     has_root = root_row < len(rows)
     rr = np.minimum(root_row, len(rows) - 1)
     sel = sync & (pat == 2) & has_root & ~is_root
-    emit(sel, "late_broadcast", E, np.maximum(0.0, np.minimum(E[rr], L) - E), rr)
+    emit(sel, "late_broadcast", E, np.maximum(0.0, np.minimum(A[rr], L) - E), rr)
     sel = sync & (pat == 3) & has_root & is_root
     if sel.any():
-        nonroot_E = np.where(is_root, -np.inf if early_reduce == "latest" else np.inf, E)
+        nonroot_A = np.where(is_root, -np.inf if early_reduce == "latest" else np.inf, A)
         red = np.maximum if early_reduce == "latest" else np.minimum
-        ref = red.reduceat(nonroot_E, starts)[gid]
-        pick = np.where(~is_root & (E == ref), rows, len(rows))
+        ref = red.reduceat(nonroot_A, starts)[gid]
+        pick = np.where(~is_root & (A == ref), rows, len(rows))
         ref_row = np.minimum(np.minimum.reduceat(pick, starts)[gid], len(rows) - 1)
         amt = np.where(np.isfinite(ref), np.maximum(0.0, np.minimum(ref, L) - E), 0.0)
         emit(sel, "early_reduce", E, amt, ref_row)
@@ -140,9 +152,9 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     if sel.any():
         gsel = np.flatnonzero(np.add.reduceat(sel.astype(np.int64), starts) > 0)
         rank = _comm_rank(trace, c["comm"].to_numpy().astype(np.int64), proc.astype(np.int64))
-        ref = _scan_ref(starts[gsel].astype(np.int64), n_in[gsel].astype(np.int64), rank, E)
+        ref = _scan_ref(starts[gsel].astype(np.int64), n_in[gsel].astype(np.int64), rank, A)
         ok = ref >= 0
-        amt = np.where(ok, np.maximum(0.0, np.minimum(E[np.maximum(ref, 0)], L) - E), 0.0)
+        amt = np.where(ok, np.maximum(0.0, np.minimum(A[np.maximum(ref, 0)], L) - E), 0.0)
         emit(sel & ok, "early_scan", E, amt, np.maximum(ref, 0))
     return pd.concat(parts, ignore_index=True) if parts else empty_waits()
 

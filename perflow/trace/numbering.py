@@ -35,7 +35,15 @@ import numpy as np
 import pandas as pd
 
 from ..pag.frames import make_metrics
-from ..pag.instances import COLLECTIVE_COLUMNS, INTERVAL_COLUMNS, Trace, conform, stack_rows
+from ..pag.instances import (
+    COLLECTIVE_COLUMNS,
+    INTERVAL_COLUMNS,
+    IO_COLUMNS,
+    LOCK_COLUMNS,
+    Trace,
+    conform,
+    stack_rows,
+)
 from .raw import RawTrace
 from .records import gather_messages
 from .tally import region_kinds
@@ -160,6 +168,8 @@ def vertex_table(regions: pd.DataFrame, cp_parent: np.ndarray, cp_region: np.nda
             "file": regions["file"].astype(str).to_numpy()[cp_region],
             "line": regions["line"].to_numpy(dtype=np.int64)[cp_region],
             "region": cp_region,
+            # the trace's region role (OTF2's: "barrier", "implicit_barrier", "parallel", "critical", ...)
+            "role": pd.Categorical(regions["role"].astype(str).str.lower().to_numpy()[cp_region]),
         }
     )
 
@@ -204,4 +214,24 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
         collectives = conform("collectives", stack_rows(coll, list(COLLECTIVE_COLUMNS), order))
     else:
         collectives = conform("collectives", None)
-    return Trace(iv, messages, collectives, comms=dict(defs.comms), comm_names=dict(defs.comm_names))
+    lk = [p["locks"] for p in parts if p.get("locks") is not None and len(p["locks"])]
+    locks = None
+    if lk:
+        key = [np.concatenate([x[k].to_numpy() for x in lk]) for k in ("order", "lock", "process")]
+        locks = stack_rows(lk, list(LOCK_COLUMNS), np.lexsort(key))
+    io = [p["io"] for p in parts if p.get("io") is not None and len(p["io"])]
+    io_table = None
+    if io:
+        key = [np.concatenate([x[k].to_numpy() for x in io]) for k in ("begin", "thread", "process")]
+        io_table = stack_rows(io, list(IO_COLUMNS), np.lexsort(key))
+    handles = {int(k): str(v) for k, v in (defs.attrs.get("io_handles") or {}).items()}
+    return Trace(
+        iv,
+        messages,
+        collectives,
+        comms=dict(defs.comms),
+        comm_names=dict(defs.comm_names),
+        locks=locks,
+        io=io_table,
+        io_handles=handles,
+    )

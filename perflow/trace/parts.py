@@ -86,7 +86,14 @@ def metrics_frame(b: Built) -> pd.DataFrame:
 
 def t_gather_part(t: PartTables, messages: pd.DataFrame, coll: pd.DataFrame) -> dict[str, Any]:
     """The instance tables of one partition."""
-    return {"intervals": t.intervals, "ginst": t.ginst, "messages": messages, "coll": coll}
+    return {
+        "intervals": t.intervals,
+        "ginst": t.ginst,
+        "messages": messages,
+        "coll": coll,
+        "locks": t.locks,
+        "io": t.io,
+    }
 
 
 def trace_tables(b: Built) -> Trace:

@@ -43,6 +43,7 @@ __all__ = [
     "METRIC_COLUMNS",
     "SAMPLE_COLUMNS",
     "THREAD_COLUMNS",
+    "IO_COLUMNS",
     "OPTIONAL_COLUMNS",
     "ENTER",
     "LEAVE",
@@ -116,12 +117,31 @@ THREAD_COLUMNS: dict[str, np.dtype] = {
     "pos": np.dtype(np.int64),
 }
 
+#: io_events: I/O operations (OTF2's IoOperationBegin/Complete). ``kind`` is :class:`perflow.kinds.IoEv`;
+#: ``handle`` the I/O handle id (names in ``attrs["io_handles"]``); ``mode`` the operation
+#: (:class:`perflow.kinds.IoMode`); ``bytes`` requested (BEGIN) or transferred (COMPLETE); ``matching`` pairs
+#: a BEGIN with its COMPLETE on the location (with the handle).
+IO_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "handle": np.dtype(np.int32),
+    "mode": np.dtype(np.int8),
+    "bytes": np.dtype(np.int64),
+    "matching": np.dtype(np.int64),
+    "pos": np.dtype(np.int64),
+}
+
 #: Optional columns per table: ``{table: {column: (dtype, default)}}``. A source
 #: that does not provide one gets it filled with the default.
 #: ``coll_events['request']``: the request id of a non-blocking collective
 #: (its BEGIN is in the I-call, its END in the Wait/Test that completed it), -1 when blocking.
+#: ``thread_events['lock']``, ``['order']``: on ACQUIRE_LOCK / RELEASE_LOCK rows, the lock id (OpenMP lock,
+#: critical section or pthread mutex, as the trace numbers them) and the acquisition number (per lock, in
+#: acquisition order over all threads of the process); -1 on other rows.
 OPTIONAL_COLUMNS: dict[str, dict[str, tuple[np.dtype, Any]]] = {
     "coll_events": {"request": (np.dtype(np.int64), -1)},
+    "thread_events": {"lock": (np.dtype(np.int64), -1), "order": (np.dtype(np.int64), -1)},
 }
 
 #: the event tables and their columns
@@ -132,6 +152,7 @@ TABLE_SCHEMAS: dict[str, dict[str, np.dtype]] = {
     "metric_events": METRIC_COLUMNS,
     "sample_events": SAMPLE_COLUMNS,
     "thread_events": THREAD_COLUMNS,
+    "io_events": IO_COLUMNS,
 }
 _TABLES = TABLE_SCHEMAS
 
@@ -176,10 +197,10 @@ class RawTrace:
         rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).
     comm_names : dict of int to str
         Communicator id to name (``"MPI_COMM_WORLD"``, ...).
-    region_events, p2p_events, coll_events, metric_events, sample_events, thread_events : dict of str to numpy.ndarray
-        Event tables with the columns of :data:`REGION_COLUMNS`,
+    region_events, p2p_events, coll_events, metric_events, sample_events, thread_events, io_events : dict
+        Event tables (str to numpy.ndarray) with the columns of :data:`REGION_COLUMNS`,
         :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS`, :data:`METRIC_COLUMNS`,
-        :data:`SAMPLE_COLUMNS` and :data:`THREAD_COLUMNS`.
+        :data:`SAMPLE_COLUMNS`, :data:`THREAD_COLUMNS` and :data:`IO_COLUMNS`.
     stacks : pandas.DataFrame
         Call stacks of the samples: columns ``stack``, ``depth`` (0 is the
         outermost frame below the enclosing region) and ``region`` (id into
@@ -200,6 +221,7 @@ class RawTrace:
     metric_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(METRIC_COLUMNS))
     sample_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(SAMPLE_COLUMNS))
     thread_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(THREAD_COLUMNS))
+    io_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(IO_COLUMNS))
     stacks: pd.DataFrame = field(default_factory=lambda: _frame(None, {"stack": 0, "depth": 0, "region": 0}))
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)
@@ -276,7 +298,7 @@ class RawTrace:
         reg = ev["region"]
         if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):
             raise TraceError(f"{src}: region event refers to an undefined region id {int(reg.max())}")
-        for name in ("p2p_events", "coll_events", "metric_events", "sample_events", "thread_events"):
+        for name in [t for t in _TABLES if t != "region_events"]:
             t = getattr(self, name)
             if len(t["pos"]) > 1:
                 key_ok = (np.diff(t["location"]) > 0) | ((np.diff(t["location"]) == 0) & (np.diff(t["pos"]) >= 0))

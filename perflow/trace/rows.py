@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..kinds import IoMode
 from ..pag.frames import make_metrics
 from ..pag.pag import MetricInfo
 from .stages import PartTables, local_rows
@@ -23,6 +24,8 @@ BYTE_METRICS = {
     "bytes_sent": MetricInfo("bytes_sent", "bytes", "exclusive", "bytes sent by messages and collectives"),
     "bytes_recv": MetricInfo("bytes_recv", "bytes", "exclusive", "bytes received by messages and collectives"),
     "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
+    "io_bytes_read": MetricInfo("io_bytes_read", "bytes", "exclusive", "bytes read by I/O operations"),
+    "io_bytes_written": MetricInfo("io_bytes_written", "bytes", "exclusive", "bytes written by I/O operations"),
 }
 
 
@@ -86,6 +89,14 @@ def metric_rows(
             ii_ = np.concatenate(ii) if ii else np.zeros(0, np.int64)
             vv_ = np.concatenate(vv) if vv else np.zeros(0)
             cols[name] = align_rows(m, ivx[ii_], ivp[ii_], ivt[ii_], vv_)
+    io = t.io
+    if io is not None and len(io):  # bytes of each I/O operation, on the call that issued it
+        i, ok = local(io["interval"].to_numpy())
+        mode = io["mode"].to_numpy()
+        for name, code in (("io_bytes_read", IoMode.READ), ("io_bytes_written", IoMode.WRITE)):
+            sel = ok & (mode == code)
+            ii = i[sel]
+            cols[name] = align_rows(m, ivx[ii], ivp[ii], ivt[ii], io["bytes"].to_numpy(dtype=np.float64)[sel])
     for name, (dv, dl, vals) in t.deltas.items():
         cols[name] = align_rows(m, dv, loc_proc[dl], loc_thr[dl], vals)
     for k, a in cols.items():

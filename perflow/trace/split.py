@@ -16,11 +16,11 @@ import pandas as pd
 
 from ..kinds import P2P
 from .match import to_world
-from .raw import RawTrace
+from .raw import TABLE_SCHEMAS, RawTrace
 
 __all__ = ["traffic", "send_traffic", "split_raw", "split_blocks", "location_parts", "definitions_only", "EVENT_TABLES"]
 
-EVENT_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
+EVENT_TABLES = tuple(TABLE_SCHEMAS)  # region_events first
 
 
 def traffic(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:

@@ -39,6 +39,8 @@ import pandas as pd
 from ..errors import TraceError
 from ..pag.instances import take_or
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
+from .io import io_rows
+from .locks import lock_rows
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, sample_pieces
@@ -125,6 +127,9 @@ class PartState:
     row_loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     row_of_inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     row_of_piece: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: the local instance open at each thread event and I/O event (-1 none)
+    thr_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    io_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass
@@ -153,6 +158,10 @@ class PartTables:
     n_sends: int = -1
     n_recvs: int = -1
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: lock acquisitions (:func:`perflow.trace.locks.lock_rows`), global interval rows
+    locks: pd.DataFrame | None = None
+    #: I/O operations (:func:`perflow.trace.io.io_rows`), global interval rows
+    io: pd.DataFrame | None = None
 
 
 def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
@@ -208,6 +217,8 @@ def scan_part(
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
     st.infer = infer
+    st.thr_open = enclosing_instance(res.open_after, rloc, raw.thread_events["location"], raw.thread_events["pos"])
+    st.io_open = enclosing_instance(res.open_after, rloc, raw.io_events["location"], raw.io_events["pos"])
     # calling contexts without Enter/Leave events: region call stacks and samples extend the tree
     tree = TreeGrower(res.cp_parent, res.cp_region)
     frames = stack_frames(raw)
@@ -374,6 +385,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
             copy=False,
         )
     procs = np.unique(loc_proc[np.unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
+    locks = lock_rows(raw, st.thr_open, ginst, loc_proc, loc_thr)
+    io = io_rows(raw, st.io_open, ginst, loc_proc, loc_thr)
     return PartTables(
         st.pid,
         procs,
@@ -388,4 +401,6 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         recvs,
         coll,
         int((~st.closed).sum()),
+        locks=locks,
+        io=io,
     )

@@ -15,12 +15,14 @@ import pandas as pd
 
 from .._json import json_default
 from ..errors import FormatError
-from ..trace.raw import RawTrace
+from ..trace.raw import TABLE_SCHEMAS, RawTrace
 
 __all__ = ["save_raw", "load_raw"]
 
 _FORMAT = "perflow-rawtrace-1"
-_TABLES = ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events")
+_TABLES = tuple(TABLE_SCHEMAS)
+#: tables a raw trace saved by an older perflow may lack
+_LATER = ("thread_events", "io_events")
 
 
 def save_raw(raw: RawTrace, path: str | Path) -> Path:
@@ -74,7 +76,7 @@ def load_raw(path: str | Path) -> RawTrace:
         else:
             name, col = key.split(".", 1)
             tables.setdefault(name, {})[col] = a
-    missing = [t for t in _TABLES if t not in tables and t != "thread_events"]
+    missing = [t for t in _TABLES if t not in tables and t not in _LATER]
     if missing:
         raise FormatError(path, f"saved raw trace lacks the table(s) {', '.join(missing)}")
     dfs = {name: pd.DataFrame(cols) for name, cols in frames.items()}

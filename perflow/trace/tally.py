@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import MetricInfo
-from .raw import RawTrace
+from .raw import TABLE_SCHEMAS, RawTrace
 
 __all__ = [
     "region_kinds",
@@ -102,7 +102,7 @@ def dense_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def last_time_per_location(raw: RawTrace, nloc: int) -> np.ndarray:
     last = np.full(nloc, -np.inf)
-    for name in ("region_events", "p2p_events", "coll_events", "metric_events", "sample_events", "thread_events"):
+    for name in TABLE_SCHEMAS:
         t = getattr(raw, name)
         if len(t["location"]):
             np.maximum.at(last, t["location"].astype(np.int64), t["time"])

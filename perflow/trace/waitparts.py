@@ -39,6 +39,7 @@ from ..pag.partitioned import Each
 from .collwaits import collective_waits
 from .pipeline import Built, part_of
 from .stages import PartTables, local_rows
+from .threadwaits import thread_waits
 from .waits import empty_waits, p2p_waits
 
 __all__ = [
@@ -319,7 +320,25 @@ def t_second(x: tuple[Any, ...]) -> Any:
     return x[1]
 
 
-def program(b: Built, names: np.ndarray, *, window: int, late_receiver: str, early_reduce: str) -> pd.DataFrame:
+def thread_part(t: PartTables, roles: np.ndarray | None, regions: np.ndarray | None) -> pd.DataFrame:
+    """Thread wait states of a partition's processes (whole processes: nothing to exchange)."""
+    locks = t.locks if t.locks is not None else conform("locks", None)
+    out = thread_waits(t.intervals, locks, roles, regions, np.asarray(t.ginst, dtype=np.int64))
+    out["_k1"] = out["interval"].to_numpy().astype(np.int64)
+    out["_k2"] = out["process"].to_numpy().astype(np.int64) * (1 << 20) + out["thread"].to_numpy()
+    return out
+
+
+def program(
+    b: Built,
+    names: np.ndarray,
+    *,
+    window: int,
+    late_receiver: str,
+    early_reduce: str,
+    roles: np.ndarray | None = None,
+    regions: np.ndarray | None = None,
+) -> pd.DataFrame:
     """Every wait-state instance of a built trace, equal to :func:`perflow.trace.waits.wait_instances`.
 
     Boundary records are exchanged between partitions, collective instances
@@ -342,4 +361,5 @@ def program(b: Built, names: np.ndarray, *, window: int, late_receiver: str, ear
     p2p = rt.map(p2p_part, Each(tb), Each(msg), Each(sent), names, int(window), late_receiver, Each(inbound))
     cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
     coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin))
-    return finish(rt.gather(p2p + coll))
+    thr = rt.map(thread_part, Each(tb), roles, regions)
+    return finish(rt.gather(p2p + coll + thr))

@@ -1,4 +1,4 @@
-"""Wait-state instances of a trace: point-to-point and collective, after Scalasca.
+"""Wait-state instances of a trace: point-to-point, collective and thread, after Scalasca.
 
 :func:`wait_instances` returns one row per wait-state instance with the
 columns of :data:`WAIT_COLUMNS`. Notation: ``E``/``L`` are the enter/leave
@@ -33,6 +33,10 @@ Collectives (:func:`perflow.trace.collwaits.collective_waits`), per participant 
       latest sender, ``max(0, min(max_{j != root} E_j, L_root) - E_root)``;
     * ``early_scan`` (Scan, Exscan): rank ``k`` waits for ranks ``0..k-1``,
       ``max(0, min(max_{j<k} E_j, L_k) - E_k)``.
+
+Threads (:mod:`perflow.trace.threadwaits`): ``omp_barrier_wait`` /
+``omp_ibarrier_wait`` (explicit / implicit OpenMP barriers),
+``lock_contention_critical`` / ``lock_contention_api``.
 
 A data collective that moves zero bytes is no synchronisation point; a
 barrier always is. Messages violating the clock condition are excluded and
@@ -91,6 +95,15 @@ WAIT_KINDS: dict[str, WaitKind] = {
         WaitKind("late_broadcast", "collective", True, "non-root waits for the root of a 1-to-N collective"),
         WaitKind("early_reduce", "collective", True, "root of an N-to-1 collective waits for the senders"),
         WaitKind("early_scan", "collective", True, "rank waits in a scan for lower ranks"),
+        WaitKind("omp_barrier_wait", "thread", True, "thread waits at an explicit OpenMP barrier for its team"),
+        WaitKind(
+            "omp_ibarrier_wait",
+            "thread",
+            True,
+            "thread waits at an implicit OpenMP barrier (end of a parallel region or worksharing construct)",
+        ),
+        WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
+        WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
     )
 }
 #: Kinds that are idle time (excludes the completion kinds).
@@ -387,18 +400,24 @@ def wait_instances(
     late_receiver: str = "synchronous",
     early_reduce: str = "latest",
     locs: Locations | None = None,
+    roles: np.ndarray | None = None,
+    regions: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Every wait-state instance of ``trace``, sorted by (process, thread, start).
 
     The table has the columns of :data:`WAIT_COLUMNS`; ``attrs`` carries
     ``clock_violations``, ``unattributed_messages`` and ``test_completions``.
     A PAG computes it once (:data:`perflow.trace.analyses.WAIT_INSTANCES`).
+    ``roles`` and ``regions`` (region role and region id of each vertex)
+    enable the thread wait states (:mod:`perflow.trace.threadwaits`).
     """
     from .collwaits import collective_waits
+    from .threadwaits import thread_waits
 
     p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
     cw = collective_waits(trace, early_reduce=early_reduce)
-    out = pd.concat([p, cw], ignore_index=True)
+    tw = thread_waits(trace.intervals, trace.locks, roles, regions)
+    out = pd.concat([p, cw, tw], ignore_index=True)
     out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
     out.attrs = dict(p.attrs)
     return out

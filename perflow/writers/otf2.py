@@ -272,7 +272,7 @@ def write_otf2(raw: RawTrace, path: str | os.PathLike[str], *, timer_resolution:
     gb = bounds(g[4]) if g.shape[1] else np.zeros(nloc + 1, dtype=np.int64)
     p, h, smp = raw.p2p_events, raw.thread_events, raw.sample_events
     pm = np.vstack([p[k].astype(np.int64) for k in ("kind", "peer", "comm", "tag", "bytes", "request", "pos")])
-    hm = np.vstack([h[k].astype(np.int64) for k in ("kind", "team", "count", "pos")])
+    hm = np.vstack([h[k].astype(np.int64) for k in ("kind", "team", "count", "pos", "lock", "order")])
     cc_defs, interrupt = None, None
     sm, sticks, sb = np.zeros((4, 0), dtype=np.int64), np.zeros(0, dtype=np.uint64), np.zeros(nloc + 1, np.int64)
     if len(smp["location"]) or "stack" in raw.regions.columns:

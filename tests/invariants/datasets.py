@@ -59,7 +59,18 @@ SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
         nprocs=2 + _SESSION_SEED % 7, iterations=1 + _SESSION_SEED % 9, seed=_SESSION_SEED, late_sender=0.3
     ),
     "synthetic/profile": lambda: perflow.synthetic.profile(30, 4),
+    "otf2kit/openmp-2x3": lambda: _openmp_example(),  # Score-P-like OpenMP trace: barriers, critical, locks
 }
+
+
+def _openmp_example() -> perflow.PAG:
+    import tempfile
+
+    from tests.otf2kit import omp_example
+
+    return perflow.read(omp_example(Path(tempfile.mkdtemp(prefix="perflow-omp-")) / "run", processes=2))
+
+
 #: Recorded programs (perflow record; the recorder tests' programs): id -> (source, arguments), 4 ranks each.
 RECORDED = {
     "recorded/ring.c": ("ring.c", ("6", "500")),  # non-blocking halo exchange, a reduction

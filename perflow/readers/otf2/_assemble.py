@@ -24,8 +24,9 @@ TABLES = {
     "p2p_events": raw.P2P_COLUMNS,
     "coll_events": {**raw.COLL_COLUMNS, "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0]},
     "metric_events": raw.METRIC_COLUMNS,
-    "thread_events": raw.THREAD_COLUMNS,
+    "thread_events": {**raw.THREAD_COLUMNS, **{c: d for c, (d, _) in raw.OPTIONAL_COLUMNS["thread_events"].items()}},
     "sample_events": raw.SAMPLE_COLUMNS,
+    "io_events": raw.IO_COLUMNS,
 }
 
 
@@ -177,6 +178,8 @@ def assemble(
         "trace_length": defs.trace_length / defs.timer_resolution,
         "skipped_events": {k: int(v) for k, v in sorted(skipped.items()) if v},
     }
+    if defs.attrs.get("io_handles"):
+        attrs["io_handles"] = dict(defs.attrs["io_handles"])
     return raw.RawTrace(
         locations=defs.locations.copy(),
         regions=regions,

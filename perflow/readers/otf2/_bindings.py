@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from ...kinds import P2P, CollEv, ThreadEv
+from ...kinds import P2P, CollEv, IoEv, ThreadEv
 from ._assemble import assemble, concat_parts
 from ._defs import Defs
 from ._layout import TABLE_COLUMNS
@@ -66,8 +66,10 @@ def _row(loc: _Loc, table: str, time: int, **values: int | float) -> None:
         cols[c].append(v)
 
 
-def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) -> Any:
+def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) -> tuple[Any, np.ndarray]:
     """Read every event through ``reader`` (an open :class:`otf2.reader.Reader`) and build the RawTrace.
+
+    Returns the RawTrace and the number of event records decoded per location.
 
     ``present[i]`` false: location ``i`` has no event file (and declares no events); it is not read.
     """
@@ -97,8 +99,11 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
         else:
             _row(lo, "p2p_events", ev.time, kind=kind, peer=-1, comm=-1, tag=-1, bytes=0, request=_s64(req))
 
+    decoded = np.zeros(len(index), dtype=np.int64)
     for location, ev in events:
-        lo = locs[index[int(location._ref)]]
+        li = index[int(location._ref)]
+        decoded[li] += 1
+        lo = locs[li]
         name = type(ev).__name__
         if name in ("Enter", "Leave"):
             ref = int(ev.region._ref)
@@ -149,22 +154,40 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             for k, v in enumerate(ev.values[: b - a]):
                 _row(lo, "metric_events", ev.time, metric=int(mmem[a + k]), value=float(v))
         elif name in ("ThreadFork", "OmpFork"):
-            _row(lo, "thread_events", ev.time, kind=ThreadEv.FORK, team=-1, count=_s32(ev.number_of_requested_threads))
+            n = _s32(ev.number_of_requested_threads)
+            _row(lo, "thread_events", ev.time, kind=ThreadEv.FORK, team=-1, count=n, lock=-1, order=-1)
         elif name in ("ThreadJoin", "OmpJoin"):
-            _row(lo, "thread_events", ev.time, kind=ThreadEv.JOIN, team=-1, count=-1)
+            _row(lo, "thread_events", ev.time, kind=ThreadEv.JOIN, team=-1, count=-1, lock=-1, order=-1)
+        elif name == "IoOperationBegin":
+            mode = int(getattr(ev.mode, "value", ev.mode))
+            h, b, mt = _s32(ev.handle), _s64(ev.bytes_request), _s64(ev.matching_id)
+            _row(lo, "io_events", ev.time, kind=IoEv.BEGIN, handle=h, mode=mode, bytes=b, matching=mt)
+        elif name == "IoOperationComplete":
+            h, b, mt = _s32(ev.handle), _s64(ev.bytes_result), _s64(ev.matching_id)
+            _row(lo, "io_events", ev.time, kind=IoEv.COMPLETE, handle=h, mode=-1, bytes=b, matching=mt)
+        elif name in _LOCKS:
+            lock, order = int(ev.lock_id), int(ev.acquisition_order)
+            _row(lo, "thread_events", ev.time, kind=_LOCKS[name], team=-1, count=-1, lock=lock, order=order)
         elif name in _THREAD_TEAM:
-            _row(lo, "thread_events", ev.time, kind=_THREAD_TEAM[name], team=_s32(ev.thread_team), count=-1)
+            team = _s32(ev.thread_team)
+            _row(lo, "thread_events", ev.time, kind=_THREAD_TEAM[name], team=team, count=-1, lock=-1, order=-1)
         elif name in _THREAD_CONTINGENT:
             team = _s32(ev.thread_contingent)
-            _row(lo, "thread_events", ev.time, kind=_THREAD_CONTINGENT[name], team=team, count=-1)
+            _row(lo, "thread_events", ev.time, kind=_THREAD_CONTINGENT[name], team=team, count=-1, lock=-1, order=-1)
         else:
             skipped[name] += 1
     parts = [_finish(lo, defs) for lo in locs]
     del locs
     tables, counts = concat_parts(parts)
-    return assemble(defs, tables, counts, dict(skipped), "bindings")
+    return assemble(defs, tables, counts, dict(skipped), "bindings"), decoded
 
 
+_LOCKS = {
+    "ThreadAcquireLock": ThreadEv.ACQUIRE_LOCK,
+    "ThreadReleaseLock": ThreadEv.RELEASE_LOCK,
+    "OmpAcquireLock": ThreadEv.ACQUIRE_LOCK,
+    "OmpReleaseLock": ThreadEv.RELEASE_LOCK,
+}
 _THREAD_TEAM = {"ThreadTeamBegin": ThreadEv.TEAM_BEGIN, "ThreadTeamEnd": ThreadEv.TEAM_END}
 _THREAD_CONTINGENT = {
     "ThreadCreate": ThreadEv.CREATE,

@@ -131,7 +131,7 @@ def _sample(ud, t, context, unwind):  # noqa: ANN001, ANN202
 
 
 @njit(python=False)
-def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
+def _thread_row(ud, t, kind, team, count, lock, order):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.THR_N]
@@ -142,8 +142,20 @@ def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
     _i32(st[L.THR_TEAM])[i] = team
     _i32(st[L.THR_COUNT])[i] = count
     _i64(st[L.THR_POS])[i] = st[L.REG_N]
+    _i64(st[L.THR_LOCK])[i] = lock
+    _i64(st[L.THR_ORDER])[i] = order
     st[L.THR_N] = i + 1
     return 0
+
+
+@njit(python=False)
+def _thread(ud, t, kind, team, count):  # noqa: ANN001, ANN202
+    return _thread_row(ud, t, kind, team, count, np.int64(-1), np.int64(-1))
+
+
+@njit(python=False)
+def _lock(ud, t, kind, lock, order):  # noqa: ANN001, ANN202
+    return _thread_row(ud, t, kind, np.int32(-1), np.int32(-1), np.int64(lock), np.int64(order))
 
 
 _u64, _u32, _u8, _vp = types.uint64, types.uint32, types.uint8, types.voidptr
@@ -335,6 +347,56 @@ def cb_thread_end(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 7, np.int32(team), np.int32(-1))
 
 
+# --- locks (OpenMP locks and critical sections, pthread mutexes) -------------------
+@cfunc(_sig(_u8, _u32, _u32), nopython=True)
+def cb_thread_acquire_lock(loc, t, ev, ud, al, model, lock, order):  # noqa: ANN001, ANN201
+    return _lock(ud, t, 8, lock, order)
+
+
+@cfunc(_sig(_u8, _u32, _u32), nopython=True)
+def cb_thread_release_lock(loc, t, ev, ud, al, model, lock, order):  # noqa: ANN001, ANN201
+    return _lock(ud, t, 9, lock, order)
+
+
+@cfunc(_sig(_u32, _u32), nopython=True)
+def cb_omp_acquire_lock(loc, t, ev, ud, al, lock, order):  # noqa: ANN001, ANN201
+    return _lock(ud, t, 8, lock, order)
+
+
+@cfunc(_sig(_u32, _u32), nopython=True)
+def cb_omp_release_lock(loc, t, ev, ud, al, lock, order):  # noqa: ANN001, ANN201
+    return _lock(ud, t, 9, lock, order)
+
+
+# --- I/O operations ----------------------------------------------------------
+@njit(python=False)
+def _io(ud, t, kind, handle, mode, nbytes, matching):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
+    i = st[L.IO_N]
+    if i >= st[L.IO_N + 1]:
+        return _fail(st, L.ERR_FULL, 0)
+    _f64(st[L.IO_T])[i] = _seconds(st, stf, t)
+    _i8(st[L.IO_K])[i] = kind
+    _i32(st[L.IO_H])[i] = handle
+    _i8(st[L.IO_M])[i] = mode
+    _i64(st[L.IO_B])[i] = nbytes
+    _i64(st[L.IO_MATCH])[i] = matching
+    _i64(st[L.IO_POS])[i] = st[L.REG_N]
+    st[L.IO_N] = i + 1
+    return 0
+
+
+@cfunc(_sig(_u32, _u8, _u32, _u64, _u64), nopython=True)
+def cb_io_begin(loc, t, ev, ud, al, handle, mode, flags, nbytes, matching):  # noqa: ANN001, ANN201
+    return _io(ud, t, 0, np.int32(handle), np.int8(mode), np.int64(nbytes), np.int64(matching))
+
+
+@cfunc(_sig(_u32, _u64, _u64), nopython=True)
+def cb_io_complete(loc, t, ev, ud, al, handle, nbytes, matching):  # noqa: ANN001, ANN201
+    return _io(ud, t, 1, np.int32(handle), np.int8(-1), np.int64(nbytes), np.int64(matching))
+
+
 _HANDLERS = {
     "Enter": cb_enter,
     "Leave": cb_leave,
@@ -362,12 +424,18 @@ _HANDLERS = {
     "CallingContextSample": cb_calling_context_sample,
     "NonBlockingCollectiveRequest": cb_nbc_request,
     "NonBlockingCollectiveComplete": cb_nbc_complete,
+    "ThreadAcquireLock": cb_thread_acquire_lock,
+    "ThreadReleaseLock": cb_thread_release_lock,
+    "OmpAcquireLock": cb_omp_acquire_lock,
+    "OmpReleaseLock": cb_omp_release_lock,
+    "IoOperationBegin": cb_io_begin,
+    "IoOperationComplete": cb_io_complete,
 }
 assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.
 assert (P2P.SEND, P2P.ISEND, P2P.ISEND_COMPLETE, P2P.RECV, P2P.IRECV_REQUEST, P2P.IRECV) == (0, 1, 2, 3, 4, 5)
 assert (P2P.REQUEST_TEST, P2P.REQUEST_CANCELLED, CollEv.BEGIN, CollEv.END) == (6, 7, 0, 1)
-assert [int(k) for k in ThreadEv] == list(range(8))
+assert [int(k) for k in ThreadEv] == list(range(10))
 
 _skip_engine = None
 _skip_addresses: dict[str, int] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import logging
 import multiprocessing as mp
@@ -19,7 +20,7 @@ from . import _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
-from ._fast import LocationResult, decode_locations, event_file
+from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
@@ -77,7 +78,7 @@ def _otf2_errors(path: str, what: str) -> Iterator[None]:
             detail = _capi.error_summary()
         else:
             detail = lines[-1] if lines else f"{type(e).__name__}: {e}"
-        raise FormatError(path, f"{what}: {detail}") from None
+        raise FormatError(path, f"{what}: {detail}") from e
 
 
 def _check_event_files(anchor: str, defs: Defs) -> list[bool]:
@@ -100,9 +101,50 @@ def _open_reader(anchor: str) -> Any:
     handle = lib.OTF2_Reader_Open(anchor.encode())  # the anchor alone, to blame the right file
     if not handle:
         raise FormatError(anchor, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
-    lib.OTF2_Reader_Close(handle)
-    with _otf2_errors(os.path.splitext(anchor)[0] + ".def", "cannot read the OTF2 definitions"):
-        return otf2.reader.Reader(anchor)
+    gdef = os.path.splitext(anchor)[0] + ".def"
+    try:
+        declared, n_locations = _count_global_definitions(lib, handle, gdef)
+    finally:
+        lib.OTF2_Reader_Close(handle)
+    with _otf2_errors(gdef, "cannot read the OTF2 definitions"):
+        from ._defs import patch_bindings
+
+        patch_bindings()
+        reader = otf2.reader.Reader(anchor)
+    n_defs = len(reader.definitions.locations)
+    if n_defs != n_locations:
+        with contextlib.suppress(Exception):
+            reader.close()
+        raise FormatError(gdef, f"defines {n_defs} locations, the anchor file declares {n_locations}")
+    return reader
+
+
+def _count_global_definitions(lib: Any, handle: int, gdef: str) -> tuple[int, int]:
+    """Read the global definitions once with the C library, counting records: a file that holds fewer
+    than the anchor file declares is truncated or corrupt (the library stops at a damaged record
+    without an error). Returns the anchor's declared numbers of definitions and locations."""
+    declared, n_locations, got = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+    if lib.OTF2_Reader_GetNumberOfGlobalDefinitions(handle, ctypes.byref(declared)) != _capi.OTF2_SUCCESS:
+        raise FormatError(gdef, f"cannot read the OTF2 anchor file: {_capi.error_summary()}")
+    lib.OTF2_Reader_GetNumberOfLocations(handle, ctypes.byref(n_locations))
+    gdr = lib.OTF2_Reader_GetGlobalDefReader(handle)
+    if not gdr:
+        what = "missing" if not os.path.isfile(gdef) else "not readable"
+        raise FormatError(gdef, f"the global definitions are {what}: {_capi.error_summary()}")
+    try:
+        rc = lib.OTF2_Reader_ReadAllGlobalDefinitions(handle, gdr, ctypes.byref(got))
+    finally:
+        lib.OTF2_Reader_CloseGlobalDefReader(handle, gdr)
+    if rc != _capi.OTF2_SUCCESS:
+        raise FormatError(gdef, f"cannot read the OTF2 definitions: {_capi.error_summary(rc)}")
+    if got.value != declared.value:
+        raise FormatError(
+            gdef,
+            f"holds {got.value} global definitions, the anchor file declares {declared.value}: "
+            "the definitions file is truncated or corrupt",
+        )
+    _capi.clear_errors()
+    return declared.value, n_locations.value
 
 
 def decode(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | None = None) -> RawTrace:
@@ -162,15 +204,15 @@ def decode(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | N
             log.warning("fast OTF2 decoder unavailable (needs numba, llvmlite and the otf2 C library); using bindings")
     isolate = jobs != 0 and "fork" in mp.get_all_start_methods()
     if decoder == "bindings":
-        return _run_isolated(_bindings_job, anchor, isolate=isolate)
+        return _warn_counts(_run_isolated(_bindings_job, anchor, isolate=isolate))
     if isolate:  # compile or load the callbacks here, once: forked workers inherit them
         from ._callbacks import callback_addresses
 
         callback_addresses()
     if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
-        return _run_isolated(_small_fast_job, anchor, isolate=True)  # one child does it all
+        return _warn_counts(_run_isolated(_small_fast_job, anchor, isolate=True))  # one child does it all
     defs = _run_isolated(_definitions_job, anchor, isolate=isolate)
-    return _decode_fast(anchor, defs, jobs)
+    return _warn_counts(_decode_fast(anchor, defs, jobs))
 
 
 def _event_bytes(anchor: str) -> int:
@@ -205,8 +247,13 @@ def _bindings_job(anchor: str) -> RawTrace:
     try:
         defs = read_definitions(reader, anchor)
         present = _check_event_files(anchor, defs)
+        check_local_defs(anchor, [int(r) for r in defs.loc_refs])
         with _otf2_errors(os.path.join(os.path.splitext(anchor)[0], "*.evt"), "cannot decode the events"):
-            return decode_events(reader, defs, present)
+            raw, decoded = decode_events(reader, defs, present)
+        over = _check_event_counts(anchor, defs, decoded)
+        if over:
+            raw.attrs["undeclared_events"] = over
+        return raw
     finally:
         with contextlib.suppress(Exception):
             reader.close()
@@ -299,6 +346,7 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | No
         "max_members": defs.max_members,
         "offset": defs.global_offset,
         "resolution": defs.timer_resolution,
+        "local_defs": has_local_defs(anchor),
     }
     n = len(refs)
     if jobs is None:
@@ -317,6 +365,7 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | No
     for i in range(n):
         if results[i] is None:  # no event file, no events declared
             results[i] = LocationResult({t: 0 for t in TABLES}, {}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
+    over = {} if max_events is not None else _check_event_counts(anchor, defs, np.array([r.n_read for r in results]))
     counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
     spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
     skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
@@ -325,7 +374,47 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | No
     del results
     tables = arena.finalize(counts, spills)
     del arena, spills
-    return assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
+    raw = assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
+    if over:
+        raw.attrs["undeclared_events"] = over
+    return raw
+
+
+def _check_event_counts(anchor: str, defs: Defs, decoded: np.ndarray) -> dict[int, tuple[int, int]]:
+    """Each location's decoded records against the number its definition declares (0: not declared).
+
+    Fewer than declared is a FormatError: the OTF2 library stops reading a
+    damaged event file without an error in some cases, and the declared count
+    is how the lost events show. More than declared loses nothing (every
+    record was read): returned as ``{location ref: (decoded, declared)}`` for
+    :func:`decode` to warn about.
+    """
+    declared = defs.loc_events.astype(np.int64)
+    bad = np.flatnonzero((declared > 0) & (decoded < declared))
+    if len(bad):
+        i = int(bad[0])
+        ref = int(defs.loc_refs[i])
+        more = f" (and {len(bad) - 1} more locations)" if len(bad) > 1 else ""
+        raise FormatError(
+            event_file(anchor, ref),
+            f"holds {int(decoded[i])} event records, the definitions declare {int(declared[i])} for location {ref}"
+            f"{more}: the event file is truncated or corrupt",
+        )
+    over = np.flatnonzero((declared > 0) & (decoded > declared))
+    return {int(defs.loc_refs[i]): (int(decoded[i]), int(declared[i])) for i in over}
+
+
+def _warn_counts(raw: RawTrace) -> RawTrace:
+    """Log the locations with more event records than declared (in the caller's process)."""
+    over = raw.attrs.get("undeclared_events") or {}
+    if over:
+        ref, (got, want) = next(iter(over.items()))
+        more = f" and {len(over) - 1} more locations" if len(over) > 1 else ""
+        log.warning(
+            "%s: location %d holds %d event records, its definition declares %d%s (all were read)",
+            raw.attrs.get("source", "trace"), ref, got, want, more,
+        )  # fmt: skip
+    return raw
 
 
 def read_defs(path: str | os.PathLike[str]) -> tuple[str, Defs]:

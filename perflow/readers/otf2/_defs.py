@@ -15,7 +15,7 @@ import pandas as pd
 
 from ...errors import FormatError
 
-__all__ = ["Defs", "read_definitions", "enum_name"]
+__all__ = ["Defs", "read_definitions", "enum_name", "patch_bindings"]
 
 # OTF2 enum values used here (OTF2 3.x numbering).
 _LG_PROCESS = 1
@@ -24,7 +24,71 @@ _LT_NAMES = {0: "cpu", 1: "cpu", 2: "gpu", 3: "metric"}
 _GT_COMM_LOCATIONS = 4
 _GT_COMM_GROUP = 5
 _GT_COMM_SELF = 6
+_GT_COMM_LOCATION_GROUPS = 7
 _PARADIGM_MPI = 4
+
+
+def _gtype(g: Any) -> int:
+    return int(getattr(g.group_type, "value", g.group_type))
+
+
+def patch_bindings() -> None:
+    """Teach the ``otf2`` bindings' definition reader OTF2 3's ``COMM_LOCATION_GROUPS`` groups.
+
+    The bindings (3.2) raise ``TypeError: Unknown group_type`` on such a group
+    (Score-P 8+ lists an MPI world's processes as one), and resolve the
+    members of a ``COMM_GROUP`` (ranks) only through a ``COMM_LOCATIONS``
+    group. Here a ``COMM_LOCATION_GROUPS`` group's members are its location
+    groups, and a ``COMM_GROUP`` whose paradigm's base group is one has the
+    location groups at its ranks as members. Everything else is left to the
+    bindings. Idempotent; only runs in the child processes that read archives.
+    """
+    from otf2 import definitions as D
+    from otf2.enums import GroupType
+
+    if getattr(D.Group, "_perflow_patched", False):
+        return
+    original = D.Group._construct.__func__
+
+    def bare(cls: Any, registry: Any, ref: int, name: Any, gtype: Any, par: Any, flags: Any, members: tuple) -> Any:
+        g = cls.__new__(cls)  # Group.__init__ would look for a COMM_LOCATIONS group: set the fields directly
+        super(D.Group, g).__init__(registry._registry_for_type(cls), ref, registry.strings[name], gtype, par, flags,
+                                   members)  # fmt: skip
+        return g
+
+    def construct(cls: Any, registry: Any, ref: int, name: Any, gtype: Any, par: Any, flags: Any, refs: Any) -> Any:
+        t = int(getattr(gtype, "value", gtype))
+        if t == _GT_COMM_LOCATION_GROUPS:
+            members = tuple(registry.location_groups[m] for m in refs)
+            return bare(cls, registry, ref, name, GroupType(t), par, flags, members)
+        if t == _GT_COMM_GROUP and len(refs):
+            base = [
+                g
+                for g in registry.groups
+                if g.paradigm == par and _gtype(g) in (_GT_COMM_LOCATIONS, _GT_COMM_LOCATION_GROUPS)
+            ]
+            if base and _gtype(base[-1]) == _GT_COMM_LOCATION_GROUPS:
+                members = tuple(base[-1].members[m] for m in refs)
+                return bare(cls, registry, ref, name, GroupType(t), par, flags, members)
+        return original(cls, registry, ref, name, gtype, par, flags, refs)
+
+    D.Group._construct = classmethod(construct)
+    D.Group._perflow_patched = True
+
+    # The bindings' InterComm appends its fields to Comm's (group, parent, flags, groupA, groupB, ...), so
+    # reading an InterComm record (self, name, groupA, groupB, commonCommunicator, flags) takes groupB for
+    # a parent communicator (KeyError). Read it as a communicator of group A of a Comm subclass named
+    # InterComm (perflow maps inter-communicators to no members; see _comms).
+    class InterComm(D.Comm):  # type: ignore[misc, valid-type]
+        _ref_name = "comm"
+        _registry_name = "_comms"
+
+    comm_construct = D.Comm._construct.__func__
+
+    def construct_inter(cls: Any, registry: Any, ref: int, name: Any, a: int, b: int, common: int, flags: Any) -> Any:
+        return comm_construct(InterComm, registry, ref, name, a, common, flags)
+
+    D.InterComm._construct = classmethod(construct_inter)
 
 
 def enum_name(e: Any) -> str:
@@ -94,12 +158,14 @@ def _process_numbers(d: Any) -> dict[int, int]:
     mpi = [
         g
         for g in d.groups
-        if g.group_type.value == _GT_COMM_LOCATIONS and g.paradigm is not None and g.paradigm.value == _PARADIGM_MPI
+        if _gtype(g) in (_GT_COMM_LOCATIONS, _GT_COMM_LOCATION_GROUPS)
+        and g.paradigm is not None
+        and g.paradigm.value == _PARADIGM_MPI
     ]
-    if mpi:
-        for r, loc in enumerate(mpi[-1].members):
-            top = owner.get(_ref(loc.group), _ref(loc.group))
-            rank.setdefault(top, r)
+    if mpi:  # the MPI world in rank order: its locations (OTF2 2) or its location groups (OTF2 3)
+        for r, m in enumerate(mpi[-1].members):
+            lg = _ref(m.group) if _gtype(mpi[-1]) == _GT_COMM_LOCATIONS else _ref(m)
+            rank.setdefault(owner.get(lg, lg), r)
     nxt = max(rank.values(), default=-1) + 1
     for g in groups:
         top = owner[_ref(g)]
@@ -133,6 +199,7 @@ def _locations(d: Any) -> tuple[np.ndarray, np.ndarray, pd.DataFrame, dict[int, 
     else:
         df["thread"] = pd.Series([], dtype=np.int64)
     process_of_loc = {int(r): int(p) for r, p in zip(df["ref"], df["process"])}
+    process_of_loc.update({-1 - g: p for g, p in proc_of_group.items()})  # location group g -> key -1 - g
     refs = np.array([_ref(loc) for loc in locs], dtype=np.uint64)
     nev = np.array([int(loc.number_of_events or 0) for loc in locs], dtype=np.uint64)
     out = df[["process", "thread", "name", "type"]].astype({"process": np.int64, "thread": np.int64})
@@ -171,7 +238,9 @@ def _comms(d: Any, process_of_loc: dict[int, int]) -> tuple[dict[int, np.ndarray
         if group is None or group.group_type.value == _GT_COMM_SELF or type(c).__name__ == "InterComm":
             comms[cid] = np.zeros(0, dtype=np.int64)
             continue
-        ranks = [process_of_loc.get(_ref(m), -1) for m in group.members]
+        # members are locations, or location groups (COMM_LOCATION_GROUPS, or a COMM_GROUP over one)
+        ranks = [process_of_loc.get(_ref(m) if type(m).__name__ == "Location" else -1 - _ref(m), -1)
+                 for m in group.members]  # fmt: skip
         comms[cid] = np.asarray(ranks, dtype=np.int64)
     return comms, names
 
@@ -272,4 +341,11 @@ def _perflow_extras(d: Any, rmap: np.ndarray, regions: pd.DataFrame, creator: st
     if creator.startswith("perflow"):
         regs = sorted(d.regions, key=_ref)
         regions["module"] = [r.description or "" for r in regs]
-    return {"contexts": ctx} if len(ctx["cc_region"]) else {}
+    out: dict[str, Any] = {"contexts": ctx} if len(ctx["cc_region"]) else {}
+    handles = {}
+    for h in getattr(d, "io_handles", []) or []:  # I/O handle -> its file's name (else the handle's)
+        f = getattr(h, "file", None)
+        handles[_ref(h)] = str(getattr(f, "name", None) or h.name or "")
+    if handles:
+        out["io_handles"] = handles
+    return out

@@ -20,7 +20,7 @@ from . import _capi
 from . import _layout as L
 from ._arena import Arena, Spill
 
-__all__ = ["LocationResult", "decode_locations", "BATCH", "event_file"]
+__all__ = ["LocationResult", "decode_locations", "BATCH", "event_file", "check_local_defs", "has_local_defs"]
 
 #: most events per call into the C library
 BATCH = 1 << 16
@@ -179,7 +179,7 @@ def decode_locations(
             if not os.path.isfile(evt):
                 raise FormatError(evt, f"event file of location {ref} is missing")
             if defs_open:
-                _read_local_defs(lib, reader, ref, anchor)
+                _read_local_defs(lib, reader, ref, anchor, bool(maps.get("local_defs", False)))
             cols = _Columns(arena, loc, maps["max_members"])
             out.append(_read_location(lib, reader, cbs, ref, evt, cols, maps, max_events))
         if defs_open:
@@ -191,15 +191,61 @@ def decode_locations(
     return out
 
 
-def _read_local_defs(lib: Any, reader: int, ref: int, anchor: str) -> None:
-    """Read a location's local definitions (mapping tables, clock offsets) if it has any."""
+def has_local_defs(anchor: str) -> bool:
+    """Whether the archive holds a local definitions file (``<archive>/<ref>.def``) for any location."""
+    sub = os.path.splitext(anchor)[0]
+    if not os.path.isdir(sub):
+        return False
+    with os.scandir(sub) as it:
+        return any(e.name.endswith(".def") for e in it)
+
+
+def _read_local_defs(lib: Any, reader: int, ref: int, anchor: str, required: bool) -> None:
+    """Read a location's local definitions (mapping tables, clock offsets).
+
+    A location may have none, unless the archive has them for other locations
+    (``required``): then its events' ids would go unmapped (messages on
+    communicators that do not exist, or on the wrong ones), so a missing,
+    empty or unreadable file is a FormatError.
+    """
+    path = event_file(anchor, ref, "def")
     dr = lib.OTF2_Reader_GetDefReader(reader, ref)
     if not dr:
-        _capi.clear_errors()  # a location without local definitions is fine
+        if os.path.isfile(path):
+            what = "empty" if os.path.getsize(path) == 0 else f"not readable ({_capi.error_summary()})"
+            raise FormatError(path, f"the local definitions of location {ref} are {what}")
+        if required:
+            raise FormatError(
+                path,
+                f"the local definitions of location {ref} are missing, while other locations have theirs: "
+                "without its mapping tables and clock offsets its events cannot be read correctly",
+            )
+        _capi.clear_errors()  # an archive without local definitions is fine
         return
     try:
         n = ctypes.c_uint64()
-        path = event_file(anchor, ref, "def")
         _check(lib.OTF2_Reader_ReadAllLocalDefinitions(reader, dr, ctypes.byref(n)), path, "corrupt local definitions")
     finally:
         lib.OTF2_Reader_CloseDefReader(reader, dr)
+
+
+def check_local_defs(anchor: str, refs: list[int]) -> None:
+    """Read every location's local definitions once (the bindings decoder's check; see :func:`_read_local_defs`)."""
+    lib = _capi.lib()
+    _capi.clear_errors()
+    reader = lib.OTF2_Reader_Open(anchor.encode())
+    if not reader:
+        raise FormatError(anchor, f"not a readable OTF2 anchor file: {_capi.error_summary()}")
+    required = has_local_defs(anchor)
+    try:
+        _check(lib.OTF2_Reader_SetSerialCollectiveCallbacks(reader), anchor, "cannot set up the reader")
+        for ref in refs:
+            _check(lib.OTF2_Reader_SelectLocation(reader, ref), anchor, f"cannot select location {ref}")
+        if lib.OTF2_Reader_OpenDefFiles(reader) != _capi.OTF2_SUCCESS:
+            _capi.clear_errors()
+            return
+        for ref in refs:
+            _read_local_defs(lib, reader, int(ref), anchor, required)
+        lib.OTF2_Reader_CloseDefFiles(reader)
+    finally:
+        lib.OTF2_Reader_Close(reader)

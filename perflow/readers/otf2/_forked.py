@@ -15,13 +15,14 @@ import selectors
 import signal
 import struct
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...errors import FormatError
 
-__all__ = ["run_forked", "CrashError", "HangError"]
+__all__ = ["run_forked", "CrashError", "HangError", "ChildTraceback"]
 
 _HEADER = struct.Struct("<Q")
 
@@ -38,14 +39,29 @@ class HangError(CrashError):
     """A child did not finish before the deadline (it was killed)."""
 
 
+class ChildTraceback(Exception):
+    """The traceback of an exception raised in a forked child, as text (the ``__cause__`` of the re-raised one).
+
+    Python prints it above the parent's traceback (``perflow --debug`` shows both).
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"\n\nIn the forked child process:\n{self.text}"
+
+
 def _child(fn: Callable[..., Any], args: tuple, fd: int) -> None:
     try:
         try:
             out: tuple = ("ok", fn(*args))
         except FormatError as e:  # custom __init__: send the parts
-            out = ("format", e.path, e.reason, e.where)
+            out = ("format", e.path, e.reason, e.where, traceback.format_exc())
         except BaseException as e:  # noqa: BLE001 - report, the parent re-raises
-            out = ("exc", e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}"))
+            exc = e if _picklable(e) else RuntimeError(f"{type(e).__name__}: {e}")
+            out = ("exc", exc, traceback.format_exc())
         data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
         view = memoryview(_HEADER.pack(len(data)) + data)
         while view:
@@ -133,7 +149,7 @@ def run_forked(tasks: Sequence[tuple[Callable[..., Any], tuple]], deadline: floa
         results.append(pickle.loads(memoryview(buf)[_HEADER.size :]))
     for out in results:
         if out[0] == "format":
-            raise FormatError(out[1], out[2], where=out[3])
+            raise FormatError(out[1], out[2], where=out[3]) from ChildTraceback(out[4])
         if out[0] == "exc":
-            raise out[1]
+            raise out[1] from ChildTraceback(out[2])
     return [out[1] for out in results]

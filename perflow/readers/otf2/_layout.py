@@ -37,7 +37,8 @@ HANDLED_EVENTS = (
     "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
-    "NonBlockingCollectiveRequest NonBlockingCollectiveComplete"
+    "NonBlockingCollectiveRequest NonBlockingCollectiveComplete ThreadAcquireLock ThreadReleaseLock "
+    "OmpAcquireLock OmpReleaseLock IoOperationBegin IoOperationComplete"
 ).split()
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
@@ -52,10 +53,14 @@ TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
         "request": raw.OPTIONAL_COLUMNS["coll_events"]["request"][0],
     },
     "metric_events": {c: d for c, d in raw.METRIC_COLUMNS.items() if c != "location"},
-    "thread_events": {c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+    "thread_events": {
+        **{c: d for c, d in raw.THREAD_COLUMNS.items() if c != "location"},
+        **{c: d for c, (d, _) in raw.OPTIONAL_COLUMNS["thread_events"].items()},
+    },
     # while decoding, ``stack`` holds the OTF2 calling-context ref and ``weight`` the unwind distance
     # (turned into a stack id and the sampling period by _assemble)
     "sample_events": {c: d for c, d in raw.SAMPLE_COLUMNS.items() if c != "location"},
+    "io_events": {c: d for c, d in raw.IO_COLUMNS.items() if c != "location"},
 }
 
 S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
@@ -88,8 +93,12 @@ COLL_T, COLL_K, COLL_OP, COLL_COMM, COLL_ROOT, COLL_SENT, COLL_RECV, COLL_POS, C
 MET_N = TABLE_BASE["metric_events"]
 MET_T, MET_M, MET_V, MET_POS = (_col("metric_events", c) for c in ("time", "metric", "value", "pos"))
 THR_N = TABLE_BASE["thread_events"]
-THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS = (
-    _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos")
+THR_T, THR_K, THR_TEAM, THR_COUNT, THR_POS, THR_LOCK, THR_ORDER = (
+    _col("thread_events", c) for c in ("time", "kind", "team", "count", "pos", "lock", "order")
 )
 SMP_N = TABLE_BASE["sample_events"]
 SMP_T, SMP_S, SMP_W, SMP_POS = (_col("sample_events", c) for c in ("time", "stack", "weight", "pos"))
+IO_N = TABLE_BASE["io_events"]
+IO_T, IO_K, IO_H, IO_M, IO_B, IO_MATCH, IO_POS = (
+    _col("io_events", c) for c in ("time", "kind", "handle", "mode", "bytes", "matching", "pos")
+)

@@ -26,16 +26,19 @@ FUNCTIONS = (
     "Enter Leave MpiSend MpiIsend MpiIsendComplete MpiIrecvRequest MpiRecv MpiIrecv MpiRequestTest "
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd NonBlockingCollectiveRequest "
-    "NonBlockingCollectiveComplete CallingContextSample"
+    "NonBlockingCollectiveComplete CallingContextSample ThreadAcquireLock ThreadReleaseLock"
 ).split()
 (F_ENTER, F_LEAVE, F_SEND, F_ISEND, F_ISEND_COMPLETE, F_IRECV_REQUEST, F_RECV, F_IRECV, F_REQUEST_TEST,
  F_REQUEST_CANCELLED, F_COLL_BEGIN, F_COLL_END, F_METRIC, F_FORK, F_JOIN, F_TEAM_BEGIN, F_TEAM_END,
- F_CREATE, F_BEGIN, F_WAIT, F_END, F_NBC_REQUEST, F_NBC_COMPLETE, F_SAMPLE) = range(len(FUNCTIONS))  # fmt: skip
+ F_CREATE, F_BEGIN, F_WAIT, F_END, F_NBC_REQUEST, F_NBC_COMPLETE, F_SAMPLE, F_ACQUIRE,
+ F_RELEASE) = range(len(FUNCTIONS))  # fmt: skip
 
 _P2P_FN = np.array(
     [F_SEND, F_ISEND, F_ISEND_COMPLETE, F_RECV, F_IRECV_REQUEST, F_IRECV, F_REQUEST_TEST, F_REQUEST_CANCELLED, F_SEND]
 )
-_THREAD_FN = np.array([F_FORK, F_JOIN, F_TEAM_BEGIN, F_TEAM_END, F_CREATE, F_BEGIN, F_WAIT, F_END])
+_THREAD_FN = np.array(
+    [F_FORK, F_JOIN, F_TEAM_BEGIN, F_TEAM_END, F_CREATE, F_BEGIN, F_WAIT, F_END, F_ACQUIRE, F_RELEASE]
+)
 _PARADIGM_OPENMP = 3
 _M32 = 0xFFFFFFFF
 _MASK8 = 0xFF
@@ -138,7 +141,7 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
     * c: kind, op, comm, root, sent, received, pos, request (kind 0/1: MpiCollectiveBegin/End;
       2/3: NonBlockingCollectiveRequest/Complete of ``request``)
     * g: class, first value row, number of values, pos
-    * h: kind, team, count, pos
+    * h: kind, team, count, pos, lock, order (kinds 8/9: ThreadAcquireLock/ThreadReleaseLock, OpenMP model)
     * s: calling context, unwind distance, interrupt generator, pos (CallingContextSample)
 
     Non-region events due before region event ``k`` (pos <= base + k) are
@@ -193,6 +196,8 @@ def emit_location(w, fn, base, rt, rk, rr, p, pi, c, ci, g, gi, mvals, mtypes, h
                 rc = _ccall(fn[f], (w, 0, np.int64(bt), np.int64(_PARADIGM_OPENMP)))
             elif kind <= 3:
                 rc = _ccall(fn[f], (w, 0, np.int64(bt), h[1, ih] & _M32))
+            elif kind >= 8:
+                rc = _ccall(fn[f], (w, 0, np.int64(bt), np.int64(_PARADIGM_OPENMP), h[4, ih] & _M32, h[5, ih] & _M32))
             else:
                 rc = _ccall(fn[f], (w, 0, np.int64(bt), h[1, ih] & _M32, np.int64(0)))
             ih += 1
