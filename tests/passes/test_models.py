@@ -207,3 +207,26 @@ def test_values_below_one_drop_log_terms() -> None:
     x = np.array([0.25, 0.5, 1, 2, 4])
     m = fit_models(x, (1 + x)[None])
     assert m.text()[0] == "1 + 1·p"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(3, 7),
+    block=st.integers(0, len(_BLOCKS) - 1),
+)
+def test_closed_form_leave_one_out_equals_refitting(seed: int, n: int, block: int) -> None:
+    """The leverage formula gives exactly the predictions of refits without each point."""
+    from perflow.passes.models import _fit_batch, smape
+
+    rng = np.random.default_rng(seed)
+    p = 2.0 ** np.arange(1, n + 1)
+    A = np.column_stack([np.ones(n), _term_values(p, _BLOCKS[block : block + 1])[0]])
+    Y = rng.uniform(0.5, 5.0, (4, n))
+    _, err = _fit_batch(A[None], Y.T.copy(), cv=True, min_contribution=0.0, alpha=0.0, min_variation=0.0)
+    want = np.zeros(4)
+    for i in range(n):
+        keep = np.arange(n) != i
+        c = np.linalg.lstsq(A[keep], Y[:, keep].T, rcond=None)[0]  # (2, 4)
+        want += smape(A[i] @ c, Y[:, i])
+    np.testing.assert_allclose(err[0], want / n, rtol=1e-6, atol=1e-9)
