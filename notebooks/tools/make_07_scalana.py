@@ -130,7 +130,9 @@ code("""
 traces = []
 for P in (4, 8, 16):
     c = 0.04 / P
-    pag = perflow.synthetic.trace(nprocs=P, iterations=20, compute_time=c, slow_rank=0, slow_factor=1 + 0.004 / c, seed=P)
+    pag = perflow.synthetic.trace(
+        nprocs=P, iterations=20, compute_time=c, slow_rank=0, slow_factor=1 + 0.004 / c, seed=P
+    )
     pag.attrs["nprocs"] = P
     traces.append(pag)
 result = perflow.run("scalana", runs=traces)
