@@ -47,15 +47,18 @@ def test_the_non_scalable_part_is_found(scalana) -> None:  # noqa: ANN001
     assert ns.attrs["scales"] == list(SCALES) and ns.attrs["mode"] == "strong"
     assert {"merge_results", "MPI_Bcast"} <= set(ns.index)
     merge = ns.loc["merge_results"]
+    where = merge[["model", "T@2", "T@4", "T@8", "loss", "predicted"]].to_dict()
     # 64, 128, 256 ms by construction (plus the wake-up delays of 8 ranks on 2 cores)
-    assert 0.055 <= merge["T@2"] <= 0.12 and 0.23 <= merge["T@8"] <= 0.6
-    assert merge["T@8"] > 2.5 * merge["T@2"]
-    assert bool(merge["by_loss"]) and merge["loss"] > 0.15 and merge["share"] > 0.1
-    assert merge["c1"] > 0 and (merge["i1_p"] > 0 or merge["j1_p"] > 0)  # a term growing with the process count
+    assert 0.055 <= merge["T@2"] <= 0.12 and 0.23 <= merge["T@8"] <= 0.6, where
+    assert merge["T@8"] > 2.5 * merge["T@2"], where
+    assert bool(merge["by_loss"]) and merge["loss"] > 0.15 and merge["share"] > 0.1, where
+    # its model keeps growing beyond the largest scale (three points: its exact form is loosely determined)
+    assert bool(merge["by_model"]) and merge["predicted"] > merge["T@8"], where
     # the divided work scales: its model shrinks with p and it is not reported
     models = scalana["models"].set_index("name")
-    assert "compute_block" not in ns.index
-    assert models.loc["compute_block", "c1"] > 0 and models.loc["compute_block", "i1_p"] < 0  # e.g. c·p^-1
+    assert "compute_block" not in ns.index, ns.loc["compute_block", ["model", "loss", "share"]].to_dict()
+    block = models.loc["compute_block"]
+    assert block["predicted"] < block["T@8"], block[["model", "T@2", "T@4", "T@8"]].to_dict()  # e.g. c·p^-1
     assert 0.35 <= models.loc["compute_block", "T@2"] <= 0.5
 
 
