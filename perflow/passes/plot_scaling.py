@@ -1,6 +1,8 @@
 """Scaling curves: time versus process count per vertex, with the fitted model and a prediction.
 
-The model is the one of the scalability analysis, ``log2 T = a + b log2 P``.
+The model is the one of the scalability analysis, ``log2 T = a + b log2 P``,
+or, given a table of Extra-P models (``scaling_models``, ``non_scalable_paths``:
+columns ``model``, ``c0``, ``c1``, ``i1_p``, ``j1_p``...), each row's model.
 Measurements are markers, the fit a dashed line over the measured range
 (extended to the target scale), the prediction at the target a star. Given
 the scalability table as ``fits``, the figure shows the call paths that table
@@ -10,6 +12,8 @@ lists (the ones it flags), in its order, and marks poor fits in the legend.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -53,7 +57,7 @@ def _label_column(df: pd.DataFrame, label: str, who: str) -> str:
     return str(alt)
 
 
-@pass_(version="2", tags=("plot",))
+@pass_(version="3", tags=("plot",))
 def plot_scaling(
     data: pd.DataFrame,
     fits: pd.DataFrame | None = None,
@@ -82,7 +86,10 @@ def plot_scaling(
         ``intercept`` and ``slope`` columns). The figure then shows the
         vertices of this table, in its order (the call paths the scalability
         table flags), matched on ``call_path`` when both tables have it; rows
-        with ``poor_fit`` are marked in the legend with their ``r2``. Without
+        with ``poor_fit`` are marked in the legend with their ``r2``. A table
+        of Extra-P models (``model``, ``c0``, ``c1``, ``i1_p``, ``j1_p``, ...:
+        ``scaling_models``, ``non_scalable_paths``) draws each row's model
+        instead, named in the legend (poor fits with their SMAPE). Without
         it, each curve is fitted here by least squares.
     label : str
         Column naming the vertex (default ``name``; falls back to call_path, vertex).
@@ -120,16 +127,24 @@ def plot_scaling(
     )
     if (tidy["P"] <= 0).any():
         raise PassError(f"{who}: process counts in {nprocs!r} must be positive")
-    params: dict[str, tuple[float, float]] = {}
-    poor: dict[str, float] = {}
+    params: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
+    pmnf = False
+    poor: dict[str, str] = {}
+    texts: dict[str, str] = {}
     chosen: list[str] = []
     if fits is not None:
         fdf = as_frame(fits, who)
         flab = _label_column(fdf, label, who)
-        if a not in fdf.columns and b not in fdf.columns and {"a", "b"} <= set(fdf.columns):
+        pmnf = {"c0", "model"} <= set(fdf.columns) and a not in fdf.columns  # Extra-P models (scaling_models)
+        if pmnf:
+            from .models import evaluate, frame_models
+
+            coef, expo = frame_models(fdf, ["p"])
+        elif a not in fdf.columns and b not in fdf.columns and {"a", "b"} <= set(fdf.columns):
             a, b = "a", "b"
-        require_columns(fdf, [a], who, setting="a")
-        require_columns(fdf, [b], who, setting="b")
+        if not pmnf:
+            require_columns(fdf, [a], who, setting="a")
+            require_columns(fdf, [b], who, setting="b")
         if "call_path" in fdf.columns and "call_path" in df.columns:  # match on the call path, show the label
             to_label = dict(zip(df["call_path"].astype(str), tidy["label"]))
             keys = [to_label.get(c) for c in fdf["call_path"].astype(str)]
@@ -137,13 +152,21 @@ def plot_scaling(
             keys = list(fdf[flab].astype(str))
         r2 = numeric(fdf, "r2", who) if "r2" in fdf.columns else np.full(len(fdf), np.nan)
         bad = fdf["poor_fit"].to_numpy(dtype=bool) if "poor_fit" in fdf.columns else np.zeros(len(fdf), bool)
-        for n, av, bv, q, r in zip(keys, numeric(fdf, a, who), numeric(fdf, b, who), bad, r2):
+        avs = numeric(fdf, a, who) if not pmnf else np.zeros(len(fdf))
+        bvs = numeric(fdf, b, who) if not pmnf else np.zeros(len(fdf))
+        for row, (n, av, bv, q, r) in enumerate(zip(keys, avs, bvs, bad, r2)):
             if n is None:
                 continue
-            params[n] = (float(av), float(bv))
+            if pmnf:
+                c, e = coef[row : row + 1], expo[row : row + 1]
+                params[n] = lambda P, c=c, e=e: evaluate(c, e, np.asarray(P, dtype=np.float64).reshape(-1, 1))[0]
+            else:
+                params[n] = lambda P, av=float(av), bv=float(bv): model(av, bv, P)
             chosen.append(n)
+            if pmnf:
+                texts[n] = str(fdf["model"].iloc[row])
             if q:
-                poor[n] = float(r)
+                poor[n] = f"SMAPE {fdf['smape'].iloc[row]:.0f} %" if pmnf and "smape" in fdf.columns else f"r2 {r:.2f}"
         if target is None and "target" in fdf.columns and len(fdf):
             target = int(fdf["target"].iloc[0])
         if target is None and "target" in fdf.attrs:
@@ -167,16 +190,24 @@ def plot_scaling(
     for name, color in zip(order, palette(len(order))):
         g = tidy[tidy["label"] == name].groupby("P", sort=True)["T"].mean()
         x, y = g.index.to_numpy(), g.to_numpy()
-        shown = f"{name} (poor fit, r2 {poor[name]:.2f})" if name in poor else name
+        shown = f"{name}: {texts[name]}" if name in texts else name
+        shown = f"{shown} (poor fit, {poor[name]})" if name in poor else shown
         handles += ax.plot(x, np.where(y > 0, y, np.nan), "o-", color=color, label=shown)
-        av, bv = params[name] if name in params else fit_log2(x, y)
-        if not np.isfinite(av) or not np.isfinite(bv):
-            continue
+        if name in params:
+            curve = params[name]
+        else:
+            av, bv = fit_log2(x, y)
+            if not np.isfinite(av) or not np.isfinite(bv):
+                continue
+            curve = lambda P, av=av, bv=bv: model(av, bv, P)  # noqa: E731
         xs = np.unique(np.r_[x, xmax]) if target else x
-        fit = model(av, bv, xs)
+        if name in texts and len(xs) > 1:  # a model is a curve: evaluate it between the points too
+            xs = np.unique(np.r_[xs, np.geomspace(float(xs.min()), float(xs.max()), 64)])
+        fit = np.asarray(curve(xs), dtype=np.float64)
+        fit = np.where(fit > 0, fit, np.nan)
         ax.plot(xs, fit, "--", color=color, label=f"{name} fit")
         if target:
-            pred = float(model(av, bv, target))
+            pred = float(np.asarray(curve(np.array([float(target)])), dtype=np.float64).ravel()[0])
             ax.plot(
                 [target], [pred if pred > 0 else np.nan], "*", color=color, markersize=12, label=f"{name} @ P={target}"
             )
@@ -194,8 +225,9 @@ def plot_scaling(
         ax.axvline(target, color="gray", linestyle=":", linewidth=1)
     ax.set_xlabel("processes")
     ax.set_ylabel(f"{time} (s)")
-    ax.set_title(title or "scaling: log2 T = a + b log2 P")
-    handles.append(Line2D([], [], color="gray", linestyle="--", label="fit log2 T = a + b log2 P"))
+    form = "model c0 + c·p^i·log2(p)^j" if pmnf else "fit log2 T = a + b log2 P"
+    ax.set_title(title or f"scaling: {form.split(' ', 1)[1]}")
+    handles.append(Line2D([], [], color="gray", linestyle="--", label=form))
     if target:
         handles.append(
             Line2D([], [], color="gray", marker="*", linestyle="", markersize=10, label=f"prediction at P={target}")

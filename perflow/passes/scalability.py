@@ -101,13 +101,13 @@ def fit_loglog(scales: np.ndarray, values: np.ndarray) -> dict[str, np.ndarray]:
     return {"slope": b, "intercept": a, "r2": r2, "rel_error": rel, "n_points": n.astype(np.int64)}
 
 
-def align_runs(runs: Sequence[PAG], metric: str, agg: str) -> tuple[pd.DataFrame, np.ndarray]:
+def align_runs(runs: Sequence[PAG], metric: str, agg: str, *, missing: float = 0.0) -> tuple[pd.DataFrame, np.ndarray]:
     """Metric values of several runs aligned by call path.
 
     Returns a frame indexed by call path with ``name`` and, for the last run
     that has the path, ``vertex`` and ``run`` (its index), plus the value
-    matrix ``(paths, runs)`` with 0 where a run lacks the path (call paths on
-    several vertices of one run are summed).
+    matrix ``(paths, runs)`` with ``missing`` (default 0) where a run lacks
+    the path (call paths on several vertices of one run are summed).
     """
     frames = []
     for i, pag in enumerate(runs):
@@ -125,7 +125,7 @@ def align_runs(runs: Sequence[PAG], metric: str, agg: str) -> tuple[pd.DataFrame
         )
     allf = pd.concat(frames, ignore_index=True)
     summed = allf.groupby(["call_path", "run"], sort=False)["value"].sum()
-    mat = summed.unstack("run").reindex(columns=range(len(runs))).fillna(0.0)
+    mat = summed.unstack("run").reindex(columns=range(len(runs))).fillna(missing)
     meta = (
         allf.sort_values("run", kind="stable")
         .groupby("call_path", sort=False)

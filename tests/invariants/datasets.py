@@ -75,6 +75,7 @@ def _openmp_example() -> perflow.PAG:
 RECORDED = {
     "recorded/ring.c": ("ring.c", ("6", "500")),  # non-blocking halo exchange, a reduction
     "recorded/imbalance.c": ("imbalance.c", ("3", "3000000", "4")),  # the last rank computes 4x, allreduce
+    "recorded/scaling_serial.c": ("scaling_serial.c", ("2", "40", "2")),  # gather, serial merge on rank 0, bcast
 }
 
 IDS = [*SHARED, *SAMPLES, *SYNTHETIC, *RECORDED]

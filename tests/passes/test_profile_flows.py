@@ -17,7 +17,16 @@ from .profile_data import read_shared, shared
 
 REPO = Path(__file__).resolve().parents[2]
 RING8 = REPO / "examples" / "data" / "ring8.pag"  # 8 ranks, rank 3 slow, linear imbalance, late senders
-FLOWS = ["hotspot", "mpi_profiler", "imbalance", "comm_pattern", "scalability", "backtracking", "differential"]
+FLOWS = [
+    "hotspot",
+    "mpi_profiler",
+    "imbalance",
+    "comm_pattern",
+    "scalability",
+    "scalana",
+    "backtracking",
+    "differential",
+]
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ MODULES = (
     "perflow.passes.breakdown",
     "perflow.passes.differential",
     "perflow.passes.scalability",
+    "perflow.passes.scalability_models",
+    "perflow.passes.scalability_scalana",
     "perflow.passes.backtrack",
     "perflow.passes.comm",
     "perflow.passes.similarity",
@@ -23,6 +25,7 @@ EXPECTED = {
     "set_symmetric_difference", "ancestors", "descendants", "subgraph", "parallel_vertices", "backward_slice",
     "forward_slice", "hotspot", "hotspot_set", "imbalance", "imbalanced_vertices", "imbalance_outliers",
     "outlier_vertices", "breakdown", "differential", "difference", "scalability", "non_scalable_vertices", "scaling_data",
+    "scaling_models", "non_scalable_paths", "causal_paths",
     "backtrack", "comm_matrix", "message_sizes", "comm_over_time", "comm_summary", "comm_pattern",
     "process_similarity", "contention", "trace_contention",
 }  # fmt: skip

@@ -1,0 +1,148 @@
+"""The ScalAna paradigm: scaling loss, non-scalable paths, causal paths and the scalana flow on runs with a known cause."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perflow
+from perflow.errors import PassError
+from perflow.passes.backtrack import backtrack
+from perflow.passes.scalability_scalana import causal_paths, non_scalable_paths, scaling_loss
+
+from .profile_data import read_shared
+
+
+def test_scaling_loss_worked_example() -> None:
+    """The module docstring's example: strong scaling at P = 2, 4, 8, target 16."""
+    s = np.array([2.0, 4, 8])
+    times = np.array([[0.4, 0.2, 0.1], [0.08, 0.16, 0.32], [np.nan, 0.1, 0.1]])
+    d = scaling_loss(s, times, 16.0, np.array([0.05, 0.64, 0.1]), "strong")
+    np.testing.assert_allclose(d["ideal"], [0.1, 0.02, 0.05])  # the third from its first scale, 4
+    np.testing.assert_allclose(d["loss"], [0.0, 0.30, 0.05], atol=1e-12)
+    np.testing.assert_allclose(d["ideal_target"], [0.05, 0.01, 0.025])
+    np.testing.assert_allclose(d["model_loss"], [0.0, 0.63, 0.075], atol=1e-12)
+    w = scaling_loss(s, times, 16.0, np.array([0.05, 0.64, 0.1]), "weak")
+    np.testing.assert_allclose(w["loss"], [-0.3, 0.24, 0.0], atol=1e-12)
+    with pytest.raises(PassError, match="mode must be one of strong, weak"):
+        scaling_loss(s, times, 16.0, np.zeros(3), "linear")
+
+
+def profile_run(P: int) -> perflow.PAG:
+    """A profile at P processes: ``work`` 0.4/P everywhere, ``serial`` 0.04·P on rank 0 only, ``wait`` on the others."""
+    serial = 0.04 * P
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": [0.001] * P},
+        "children": [
+            {"name": "work", "metrics": {"time_exc": [0.4 / P] * P}},
+            {"name": "serial", "metrics": {"time_exc": [serial] + [0.0] * (P - 1)}},
+            {"name": "MPI_Bcast", "metrics": {"time_exc": [0.0] + [serial] * (P - 1)}},
+        ],
+    }
+    return perflow.PAG.from_literal(lit, attrs={"nprocs": P})
+
+
+def test_non_scalable_paths_on_profiles() -> None:
+    runs = [profile_run(P) for P in (2, 4, 8)]
+    res = non_scalable_paths(runs)
+    t = res["table"].set_index("name")
+    assert t.index.tolist() == ["MPI_Bcast", "serial"]  # the same loss; ties by call path
+    # serial: 0.08, 0.16, 0.32; ideal at 8 = 0.08 * 2 / 8 = 0.02: loss 0.30 s
+    assert t.loc["serial", "loss"] == pytest.approx(0.30)
+    assert t.loc["serial", "model"] == "0.04·p" and t.loc["serial", "lead"] == "p"
+    assert t.loc["serial", "model_loss"] == pytest.approx(0.64 - 0.01)
+    assert bool(t.loc["serial", "by_loss"]) and bool(t.loc["serial", "by_model"])
+    # run time of the largest run: the slowest process, rank 0: 0.001 + 0.05 + 0.32
+    assert res["table"].attrs["run_time"] == pytest.approx(0.371)
+    assert t.loc["serial", "share"] == pytest.approx(0.30 / 0.371)
+    m = res["models"].set_index("name")
+    assert m.loc["work", "model"] == "0.4·p^-1" and not m.loc["work", "non_scalable"]
+    assert m.loc["work", "loss"] == pytest.approx(0.0, abs=1e-12)
+    assert res["largest"] is runs[2] and res["vertices"].names() == ["MPI_Bcast", "serial"]
+    # weak scaling: the ideal is constant, the strong-scaling part is no longer ideal
+    weak = non_scalable_paths(runs, mode="weak")["models"].set_index("name")
+    assert weak.loc["work", "loss"] == pytest.approx(0.05 - 0.2)
+    assert weak.loc["serial", "loss"] == pytest.approx(0.24)
+    # a larger share: no measured loss reaches 90 % of the run, the predicted one (0.63 s at P = 16) does
+    big = non_scalable_paths(runs, min_share=0.9)["table"]
+    assert len(big) == 2 and big["by_model"].all() and not big["by_loss"].any()
+    with pytest.raises(PassError, match="mode must be one of strong, weak"):
+        non_scalable_paths(runs, mode="amdahl")
+    with pytest.raises(PassError, match="min_share"):
+        non_scalable_paths(runs, min_share=1.5)
+
+
+@functools.cache
+def serial_rank0_traces() -> tuple[perflow.PAG, ...]:
+    """Synthetic runs at 4, 8, 16 ranks, strong scaling: compute 0.04/P per iteration, plus 4 ms on rank 0."""
+    out = []
+    for P in (4, 8, 16):
+        c = 0.04 / P
+        pag = perflow.synthetic.trace(
+            nprocs=P, iterations=20, compute_time=c, slow_rank=0, slow_factor=1 + 0.004 / c, noise=0.01, seed=P
+        )
+        pag.attrs["nprocs"] = P
+        out.append(pag)
+    return tuple(out)
+
+
+def test_scalana_flow_names_the_known_cause() -> None:
+    res = perflow.run("scalana", runs=list(serial_rank0_traces()), jobs=1)
+    res.raise_for_status()
+    ns = res["non_scalable"]
+    assert set(ns["name"]) == {"MPI_Allreduce", "MPI_Waitall", "compute"}
+    comp = ns.set_index("name").loc["compute"]
+    assert comp["model"].endswith("·p^-1")  # 20 x (0.004 + 0.04 / p): the serial part is the constant
+    assert float(comp["model"].split(" + ")[0]) == pytest.approx(0.08, rel=0.05)
+    causes = res["causes"]
+    assert len(causes) == 3
+    assert (causes["cause"] == "compute").all() and (causes["cause_process"] == 0).all()
+    assert (causes["source"] == "synthetic.c:50").all()
+    walk = causes.set_index("call_path").loc["main/timestep/MPI_Allreduce", "walk"]
+    assert walk.startswith("MPI_Allreduce (rank ") and "<-collective- MPI_Allreduce" in walk
+    assert walk.endswith("<-program- compute (rank 0)")
+    report = res["report"]
+    assert "# perflow: scalana" in report and "synthetic.c:50" in report and "compute" in report
+    assert res["figure"] is not None and isinstance(res["models"], pd.DataFrame)
+
+
+def test_causal_paths_joins_symptoms_and_causes() -> None:
+    runs = [profile_run(P) for P in (2, 4, 8)]
+    ns = non_scalable_paths(runs)
+    walk = backtrack(ns["largest"], ns["vertices"])
+    cp = causal_paths(ns["table"], walk["root_causes"], walk["paths"]).set_index("call_path")
+    # a profile has no communication edges: the serial part on rank 0 is its own cause (only rank 0 runs it)
+    assert cp.loc["main/serial", "cause"] == "serial" and cp.loc["main/serial", "cause_process"] == 0
+    assert cp.loc["main/serial", "walk"] == "serial (rank 0)" and cp.loc["main/serial", "steps"] == 0
+    assert cp.loc["main/serial", "loss"] == pytest.approx(0.30)
+    assert "traced back to a root cause" in cp.attrs["note"]
+    with pytest.raises(PassError, match="causal_paths: paths lacks the column\\(s\\) via"):
+        causal_paths(ns["table"], walk["root_causes"], walk["paths"].drop(columns="via"))
+
+
+def test_scalana_on_the_lulesh_profiles() -> None:
+    """Caliper profiles (aggregated over ranks by Caliper, weak scaling): models and losses, no parallel view to walk."""
+    from tests.conftest import shared
+
+    d = shared("scaling", "lulesh-caliper")
+    res = perflow.run("scalana", runs=[str(d)], settings={"paths.mode": "weak"}, jobs=1)
+    res.raise_for_status()
+    ns = res["non_scalable"]
+    assert ns.attrs["mode"] == "weak" and ns.attrs["scales"] == [27, 64, 125, 216, 343]
+    # the time-step reduction loses the most: 7.9 s at 27 ranks, 16.4 s at 343
+    top = ns.iloc[0]
+    assert top["call_path"] == "main/lulesh.cycle/TimeIncrement/MPI_Allreduce"
+    assert top["loss"] == pytest.approx(16.423965 - 7.861510, rel=1e-5)
+    assert bool(top["by_loss"]) and not bool(top["by_model"])  # its model is a poor fit
+    assert set(res["causes"]["cause"]) == {""}  # one process per profile: nothing stands out to backtrack to
+    assert "Scaling of the non-scalable call paths" in res["report"]
+
+
+def test_lulesh_profiles_by_reading() -> None:
+    runs = [read_shared("scaling", "lulesh-caliper", f"{n}_cores.cali", format="caliper") for n in (27, 125, 343)]
+    ns = non_scalable_paths(runs, mode="weak")
+    assert ns["largest"].attrs["nprocs"] == 343 and len(ns["vertices"]) == len(ns["table"])
