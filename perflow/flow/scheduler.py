@@ -149,6 +149,10 @@ class _Run:
         return StepEvent(t.key, t.pass_name, self.number.get(i, 0), len(self.active), status, seconds, error)
 
     # ---------------------------------------------------------------- cache keys
+    def fp(self, value: Any) -> str:
+        """A value's fingerprint; input files' hashes are kept in the cache's signed store."""
+        return fingerprint(value, store=self.cache.file_hashes if self.cache is not None else None)
+
     def static_keys(self) -> None:
         fps: dict[str, str | None] = {}
 
@@ -166,7 +170,7 @@ class _Run:
             if name is not None and name in fps:
                 return fps[name]
             try:
-                fp = fingerprint(self.value(src))
+                fp = self.fp(self.value(src))
             except Unfingerprintable as exc:
                 log.info("not caching steps that read %s: %s", src[1] if src[0] == "input" else "a default", exc)
                 fp = None
@@ -183,7 +187,7 @@ class _Run:
             if any(v is None for v in ins.values()):
                 continue
             try:
-                sets = {k: fingerprint(v) for k, v in t.settings.items()}
+                sets = {k: self.fp(v) for k, v in t.settings.items()}
             except Unfingerprintable:
                 continue
             self.keys[i] = task_key(t.spec.name, t.spec.version, sets, ins, t.outputs)  # type: ignore[arg-type]
@@ -192,8 +196,8 @@ class _Run:
         ins = {}
         for (n, s), v in zip(t.args, args):
             k = self.keys.get(s[1]) if s[0] == "task" else None
-            ins[n] = f"task:{k}:{s[2]}" if k else fingerprint(v)
-        return task_key(t.spec.name, t.spec.version, {k: fingerprint(v) for k, v in t.settings.items()}, ins, t.outputs)
+            ins[n] = f"task:{k}:{s[2]}" if k else self.fp(v)
+        return task_key(t.spec.name, t.spec.version, {k: self.fp(v) for k, v in t.settings.items()}, ins, t.outputs)
 
     # ---------------------------------------------------------------- worker side
     def work(self, i: int, args: list[Any], key: str | None, dynamic: bool) -> None:
