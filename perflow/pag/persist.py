@@ -172,12 +172,41 @@ def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
 def load(path: str | os.PathLike[str]) -> PAG:
     """Load a PAG saved with :meth:`PAG.save`.
 
+    A save swapping a new PAG into place while this reads it (the folder
+    changed underneath) makes the load start again, up to three times.
+
     Raises
     ------
     FormatError
         If ``path`` is not a complete saved PAG of a supported version.
     """
     p = Path(path)
+    for attempt in range(3):
+        before = _identity(p)
+        try:
+            return _load_once(p)
+        except (FormatError, FileNotFoundError):
+            if attempt == 2 or _identity(p) == before:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _identity(p: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _load_once(p: Path) -> PAG:
+    """Load the saved PAG at ``p`` (one attempt).
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is not a complete saved PAG of a supported version.
+    """
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     mf = p / "manifest.json"
