@@ -27,7 +27,7 @@ def bomb(levels: int = 10, width: int = 10) -> str:
     lines = ["perflow: 1", "name: bomb", "a0: &a0 [" + ",".join(["lol"] * width) + "]"]
     for i in range(1, levels):
         lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * width) + "]")
-    lines.append("steps:\n  s: {pass: t_const, settings: {value: *a%d}}" % (levels - 1))
+    lines.append(f"steps:\n  s: {{pass: t_const, settings: {{value: *a{levels - 1}}}}}")
     return "\n".join(lines) + "\n"
 
 
