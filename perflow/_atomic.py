@@ -118,22 +118,15 @@ def clean_stale(target: str | os.PathLike[str], *, max_age: float = STALE_SECOND
     return removed
 
 
-def _fsync_dir(d: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``target``; rename it over ``target`` when the block succeeds.
 
     The block writes the temporary file (any writer: the temporary keeps the
-    target's suffix). When the block raises, the temporary is removed and
-    ``target`` keeps its previous content.
+    target's suffix). It is flushed to disk (``fsync``, unless ``fsync`` is
+    false) before the rename, so a crash of the machine cannot leave an empty
+    file under the target's name. When the block raises, the temporary is
+    removed and ``target`` keeps its previous content.
     """
     t = Path(target)
     t.parent.mkdir(parents=True, exist_ok=True)
@@ -149,8 +142,6 @@ def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterat
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if fsync:
-        _fsync_dir(t.parent)
 
 
 def write_bytes(target: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> Path:
@@ -256,4 +247,3 @@ def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _fsync_dir(t.parent)
