@@ -82,7 +82,7 @@ def clean_stale(target: str | os.PathLike[str], *, max_age: float = STALE_SECOND
     """
     t = Path(target)
     pat = re.compile(
-        rf"^\.{re.escape(t.name)}\.(?:tmp|old)-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[0-9a-f]{{8}}(?:\.\w+)?$"
+        rf"^\.{re.escape(t.name)}\.(?:tmp|old)-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[0-9a-f]{{8}}(?:\.[^.]+)?$"
     )
     removed = 0
     try:

@@ -197,3 +197,15 @@ def test_python_api_output_dir(tmp_path: Path, syn: perflow.PAG) -> None:
     bad = perflow.run(f, pag=syn, settings={"s.path": os.fspath(tmp_path / "x.pag")}, output_dir=tmp_path / "o")
     assert not bad.ok and isinstance(bad.errors["s"].error, WriteRefused)
     assert not (tmp_path / "x.pag").exists()
+
+
+def test_steps_that_write_files_are_not_skipped_by_the_cache(tmp_path: Path, syn: perflow.PAG) -> None:
+    f = perflow.Flow("rep")
+    hot = f.step("hot", "hotspot", f.input("pag", perflow.PAG), k=3)
+    f.output("text", f.step("rep", "render_table", hot, format="csv", path="hot.csv"))
+    f.output("plain", f.step("plain", "render_table", hot, format="csv"))
+    for out in ("a", "b"):
+        r = perflow.run(f, pag=syn, cache=tmp_path / "c", output_dir=tmp_path / out)
+        assert r.ok and (tmp_path / out / "hot.csv").read_text() == r["text"]
+    status = dict(r.steps["status"])
+    assert status["rep"] == "done" and status["plain"] == "cached"  # the one writing a file ran again
