@@ -16,7 +16,9 @@ vertex, the flow step or the pass.
     │   ├── ValidationError  the flow failed validation (carries every problem found)
     │   └── StepError        one step failed while running (its exception is the cause)
     ├── PassError            a pass was misused: unknown pass, bad setting, bad input
-    └── RecordError          ``perflow record`` could not build or run the collector
+    ├── RecordError          ``perflow record`` could not build or run the collector
+    ├── WriteRefused         a running flow tried to write outside the folders it was given
+    └── CacheError           the cross-run cache folder cannot be trusted (its key is not yours)
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ __all__ = [
     "StepError",
     "PassError",
     "RecordError",
+    "WriteRefused",
+    "CacheError",
 ]
 
 
@@ -119,3 +123,11 @@ class PassError(PerflowError, ValueError):
 
 class RecordError(PerflowError, RuntimeError):
     """The recorder could not build its library or run the program."""
+
+
+class WriteRefused(PerflowError, PermissionError):
+    """A running flow tried to write outside the folders it was given (see :mod:`perflow.flow.writes`)."""
+
+
+class CacheError(PerflowError):
+    """The cross-run cache folder cannot be trusted or used (see :mod:`perflow.flow.cache`)."""

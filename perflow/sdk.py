@@ -41,6 +41,11 @@ Figures
     :func:`new_figure` (no pyplot; shows itself in notebooks),
     :func:`save_figure`, :data:`Figure` (for annotations; imports matplotlib
     only when checked).
+Files
+    :func:`write_text` and :func:`save_figure` write a ``path`` setting's
+    file atomically, inside the running flow's output folder
+    (:func:`output_path`: the path a setting names, checked against the
+    run's write policy; see ``docs/security.md``).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from typing import Any
 from .errors import PassError
 from .flow.registry import pass_
 from .flow.types import Figure
+from .flow.writes import output_path
 from .pag.analysis import Analysis, NoSettings, Settings, SettingsError
 from .pag.faces import MetricRows
 from .pag.instances import Trace
@@ -60,7 +66,7 @@ from .pag.sets import VertexSet
 from .pag.stats import VERTEX_STATS, StatsSettings
 from .passes._common import vertex_columns
 from .passes._figure import new_figure, save_figure
-from .passes._render import format_value
+from .passes._render import format_value, write_text
 from .passes._tracekit import require_trace
 from .passes.report import render_table
 from .trace.analyses import (
@@ -106,6 +112,8 @@ __all__ = [
     "new_figure",
     "save_figure",
     "Figure",
+    "write_text",
+    "output_path",
 ]
 
 

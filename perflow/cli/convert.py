@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
                 gf = to_hatchet(pag)
             except Exception as exc:
                 raise FormatError(out, f"cannot write the hatchet format: {exc}") from None
-            out.write_bytes(pickle.dumps(gf))
+            from .._atomic import write_bytes
+
+            write_bytes(out, pickle.dumps(gf))
             where = out
     print(f"perflow: wrote {where} ({to})")
     return 0

@@ -46,6 +46,14 @@ def register(sub: Any) -> None:
         help="write every output to DIR (CSV, JSON, PNG, MD, TXT, HTML, saved PAG) and DIR/index.html, "
         "a page with all of them",
     )
+    p.add_argument(
+        "--allow-write",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="let the flow's steps write files into DIR too (repeatable); by default they write only "
+        "inside --output (see docs/security.md)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="steps to run at once (default: CPUs)")
     p.add_argument("--cache", metavar="DIR", help="reuse step results cached in DIR across runs")
     p.add_argument(
@@ -215,6 +223,8 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
         # reports only: the steps that only feed other outputs (figures, say) are not run
         outputs=None if (args.output or args.cache) else shown_outputs,
+        output_dir=args.output,
+        allow_write=getattr(args, "allow_write", []),
     )
     printed = []
     hidden = [n for n in flow.outputs if n not in result.outputs]  # not even computed

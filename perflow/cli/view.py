@@ -48,9 +48,9 @@ def build_page(path: str, out_dir: Path, fmt: str | None = None) -> Path:
     facts = {k: summary[k] for k in ("source", "format", "processes", "threads", "vertices") if k in summary}
     subtitle = ", ".join(f"{k} {v}" for k, v in facts.items())
     page = get_pass("report_page")({}, pag, None, title=f"perflow: {Path(path).name}", subtitle=subtitle)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    index = out_dir / "index.html"
-    index.write_text(page, encoding="utf-8")
+    from .._atomic import write_text
+
+    index = write_text(out_dir / "index.html", page)
     return index
 
 

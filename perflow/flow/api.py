@@ -18,6 +18,7 @@ from .problems import did_you_mean
 from .result import FlowResult
 from .scheduler import execute
 from .types import coerce_value, resolve_type, shallow_check, type_label
+from .writes import write_policy
 
 __all__ = ["run", "prepare_inputs"]
 
@@ -108,6 +109,8 @@ def run(
     keep: bool = False,
     engine: Any = None,
     outputs: Sequence[str] | Callable[[dict[str, Any]], Sequence[str] | None] | None = None,
+    output_dir: str | os.PathLike[str] | None = None,
+    allow_write: Sequence[str | os.PathLike[str]] = (),
     **input_values: Any,
 ) -> FlowResult:
     """Run a flow and return its :class:`FlowResult`.
@@ -143,6 +146,12 @@ def run(
         Compute only these flow outputs (and the steps they need; the other
         steps are ``unneeded``). A callable receives ``{output name: declared
         type}`` and returns the names (or None for all).
+    output_dir : path, optional
+        The run's output folder: the files steps write (``path`` settings)
+        go there, relative to it. Without one, steps write no files (unless
+        allowed below). See :mod:`perflow.flow.writes`.
+    allow_write : sequence of paths
+        Further folders steps may write into (absolute ``path`` settings).
 
     Returns
     -------
@@ -171,7 +180,7 @@ def run(
     store = cache if isinstance(cache, Cache) or cache is None else Cache(cache)
     if jobs is None:
         jobs = min(os.cpu_count() or 1, len(plan.tasks))
-    with using(engine):
+    with using(engine), write_policy(output_dir, allow_write):
         values = prepare_inputs(f, {**dict(inputs or {}), **input_values})
         r = execute(plan, values, jobs=jobs, cache=store, hooks=hooks, keep=keep)
     rows = []

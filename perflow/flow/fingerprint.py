@@ -11,29 +11,40 @@ exchange:
   communication edges, metric descriptions), computed once and kept on the
   object (a PAG never changes), plus its ``attrs``;
 * vertex and edge sets: their PAG's digest and their ids;
-* paths (:class:`os.PathLike`): the path with the size and modification time
-  of the file, or of every file under a directory (a changed file changes
-  the digest without reading it);
+* paths (:class:`os.PathLike`): the path and the **content** of the file, or
+  of every file under a directory (names, sizes and a BLAKE2b hash of the
+  bytes; see :func:`path_digest`). Symbolic links are followed to what they
+  point at (a dangling link counts as its target text), a symbolic link loop
+  is a :class:`~perflow.errors.FormatError`. A file's hash is reused while
+  its device, inode, size, modification *and change* time are unchanged
+  (the change time cannot be set back, so an edit that restores size and
+  modification time is still seen): within a process, and across runs
+  through a hash store (the cache's signed one);
 * scalars, strings, lists, tuples, dicts, sets: their contents;
 * an object with a ``__perflow_fingerprint__()`` method: what it returns;
 * anything else: its pickle.
 
 A value that cannot be fingerprinted raises :class:`Unfingerprintable`; the
 caller then does not cache (never a stale result).
+
+``fingerprint(value, paths="name")`` fingerprints paths by name only (no
+file is read): the planner's in-run sharing of identical steps uses it.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import pickle
-from pathlib import Path
-from typing import Any
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["fingerprint", "Unfingerprintable", "digest_of"]
+__all__ = ["fingerprint", "Unfingerprintable", "digest_of", "path_digest", "file_digest", "HashStore"]
 
 _PAG_ATTR = "_perflow_content_digest"
 _SCALARS = (bool, int, float, complex, str, bytes)
@@ -78,21 +89,161 @@ def _pickle(obj: Any) -> str:
         raise Unfingerprintable(f"cannot fingerprint a {type(obj).__name__}: {exc}") from None
 
 
-def _path(p: os.PathLike[str]) -> str:
-    path = Path(p)
-    parts: list[str] = ["path", os.fspath(path)]
+class HashStore(Protocol):
+    """Content hashes of files kept across runs: stat key -> hex digest, per input root."""
+
+    def load(self, root: str) -> dict[str, str]:
+        """The stored hashes of the files under ``root`` (empty when none or untrusted)."""
+        ...
+
+    def save(self, root: str, hashes: dict[str, str]) -> None:
+        """Store the hashes of the files under ``root`` (replacing the previous ones)."""
+        ...
+
+
+_MEMO: dict[str, str] = {}  # stat key -> content digest, for this process
+_MEMO_MAX = 200_000
+_PARALLEL_BYTES = 64 << 20  # hash in threads when more than this is to be read
+
+
+def _stat_key(real: str, st: os.stat_result) -> str:
+    # the change time cannot be set by users: restoring size and mtime after an edit still changes it
+    return f"{real}|{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def file_digest(path: str | os.PathLike[str]) -> tuple[str, bool]:
+    """BLAKE2b digest of a regular file's bytes, and whether the file stayed unchanged while it was read."""
+    with open(path, "rb") as fh:
+        before = os.fstat(fh.fileno())
+        h = hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=20))
+        after = os.fstat(fh.fileno())
+    same = (before.st_size, before.st_mtime_ns, before.st_ctime_ns) == (
+        after.st_size,
+        after.st_mtime_ns,
+        after.st_ctime_ns,
+    )
+    return h.hexdigest(), same
+
+
+def _loop(top: str, where: str, target: str) -> Exception:
+    from ..errors import FormatError
+
+    return FormatError(
+        top,
+        f"symbolic link loop at {where} (-> {target}): the input cannot be fingerprinted for the cache; "
+        "remove the loop or run without a cache",
+    )
+
+
+def _entries(top: str) -> list[tuple[str, str, str, os.stat_result | None]]:
+    """Every entry under ``top`` as (relative name, kind, real path or link text, stat), links followed."""
+    out: list[tuple[str, str, str, os.stat_result | None]] = []
+
+    def resolve(path: str, rel: str) -> tuple[str, os.stat_result] | None:
+        try:
+            real = os.path.realpath(path, strict=True)
+        except FileNotFoundError:
+            out.append((rel, "dangling", os.readlink(path), None))
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _loop(top, path, os.readlink(path)) from None
+            raise
+        return real, os.stat(real)
+
+    def visit(real_dir: str, rel: str, ancestors: frozenset[str]) -> None:
+        with os.scandir(real_dir) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for e in entries:
+            name = f"{rel}/{e.name}" if rel else e.name
+            if e.is_symlink():
+                got = resolve(e.path, name)
+                if got is None:
+                    continue
+                real, st = got
+            else:
+                real, st = e.path, e.stat(follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                if real in ancestors:
+                    raise _loop(top, e.path, real)
+                out.append((name, "dir", "", None))
+                visit(real, name, ancestors | {real})
+            elif stat.S_ISREG(st.st_mode):
+                out.append((name, "file", real, st))
+            else:  # a FIFO, socket or device: never read
+                out.append((name, f"special:{stat.S_IFMT(st.st_mode)}", "", None))
+
+    if os.path.islink(top):
+        got = resolve(top, "")
+        if got is None:
+            return out
+        real, st = got
+    else:
+        real, st = top, os.stat(top)
+    if stat.S_ISDIR(st.st_mode):
+        visit(os.path.realpath(real), "", frozenset({os.path.realpath(real)}))
+    elif stat.S_ISREG(st.st_mode):
+        out.append(("", "file", real, st))
+    else:
+        out.append(("", f"special:{stat.S_IFMT(st.st_mode)}", "", None))
+    return out
+
+
+def path_digest(path: str | os.PathLike[str], store: HashStore | None = None) -> str:
+    """A digest of the content at ``path``: a file's bytes, or a folder's names and file contents.
+
+    Files whose stat key is known (this process, or ``store``) are not read again.
+
+    Raises
+    ------
+    FormatError
+        For a symbolic link loop under ``path``.
+    """
+    top = os.fspath(path)
+    if not os.path.lexists(top):
+        return digest_of("path", top, "missing")
     try:
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs.sort()
-                for f in sorted(files):
-                    st = os.stat(os.path.join(root, f))
-                    parts.append(f"{os.path.relpath(os.path.join(root, f), path)}:{st.st_size}:{st.st_mtime_ns}")
+        entries = _entries(top)
+    except OSError as exc:  # unreadable: not cached (the step reading it reports the problem)
+        raise Unfingerprintable(f"cannot read {exc.filename or top}: {exc.strerror or exc}") from None
+    root = os.path.realpath(top)
+    stored = store.load(root) if store is not None else {}
+    keys = {rel: _stat_key(real, st) for rel, kind, real, st in entries if kind == "file" and st is not None}
+    known: dict[str, str] = {}
+    todo: list[tuple[str, str, int]] = []
+    for rel, kind, real, st in entries:
+        if kind != "file":
+            continue
+        k = keys[rel]
+        got = _MEMO.get(k) or stored.get(k)
+        if got is not None:
+            known[k] = got
         else:
-            st = path.stat()
-            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
-    except FileNotFoundError:
-        parts.append("missing")
+            todo.append((k, real, st.st_size))  # type: ignore[union-attr]
+    try:
+        if len(todo) > 1 and sum(t[2] for t in todo) > _PARALLEL_BYTES:
+            with ThreadPoolExecutor(min(4, os.cpu_count() or 1), thread_name_prefix="perflow-hash") as pool:
+                done = list(pool.map(lambda t: file_digest(t[1]), todo))
+        else:
+            done = [file_digest(t[1]) for t in todo]
+    except OSError as exc:
+        raise Unfingerprintable(f"cannot read {exc.filename}: {exc.strerror or exc}") from None
+    if len(_MEMO) > _MEMO_MAX:
+        _MEMO.clear()
+    for (k, _, _), (dig, stable) in zip(todo, done):
+        known[k] = dig
+        if stable:
+            _MEMO[k] = dig
+    if store is not None and (todo or set(stored) != set(known)):
+        store.save(root, known)
+    parts = ["path", top]
+    for rel, kind, real, st in entries:
+        if kind == "file":
+            parts.append(f"file:{rel}:{st.st_size}:{known[keys[rel]]}")  # type: ignore[union-attr]
+        elif kind == "dangling":
+            parts.append(f"dangling:{rel}->{real}")
+        else:
+            parts.append(f"{kind}:{rel}")
     return digest_of(*parts)
 
 
@@ -118,8 +269,22 @@ def _pag(pag: Any) -> str:
     return digest_of(cached, fingerprint(pag.attrs))
 
 
-def fingerprint(value: Any) -> str:
-    """A hex digest of ``value``'s content (see the module documentation for how each type is read)."""
+def fingerprint(value: Any, *, paths: str = "content", store: HashStore | None = None) -> str:
+    """A hex digest of ``value``'s content (see the module documentation for how each type is read).
+
+    Parameters
+    ----------
+    value
+        Any value.
+    paths : {"content", "name"}
+        Fingerprint paths by what they hold (default) or by name only.
+    store : HashStore, optional
+        Content hashes of files kept across runs (the cache's).
+    """
+
+    def fp(v: Any) -> str:
+        return fingerprint(v, paths=paths, store=store)
+
     if value is None or isinstance(value, _SCALARS):
         return digest_of(type(value).__name__, value if isinstance(value, bytes) else repr(value))
     custom = getattr(type(value), "__perflow_fingerprint__", None)
@@ -132,13 +297,15 @@ def fingerprint(value: Any) -> str:
     if isinstance(value, np.generic):
         return digest_of(type(value).__name__, repr(value.item()))
     if isinstance(value, os.PathLike):
-        return _path(value)
+        if paths == "name":
+            return digest_of("path-name", os.fspath(value))
+        return path_digest(value, store)
     if isinstance(value, list | tuple):
-        return digest_of(type(value).__name__, *(fingerprint(v) for v in value))
+        return digest_of(type(value).__name__, *(fp(v) for v in value))
     if isinstance(value, set | frozenset):
-        return digest_of(type(value).__name__, *sorted(fingerprint(v) for v in value))
+        return digest_of(type(value).__name__, *sorted(fp(v) for v in value))
     if isinstance(value, dict):
-        items = sorted((fingerprint(k), fingerprint(v)) for k, v in value.items())
+        items = sorted((fp(k), fp(v)) for k, v in value.items())
         return digest_of("dict", *(f"{k}={v}" for k, v in items))
     cls = type(value).__name__
     if cls == "PAG" and hasattr(value, "_vertices"):

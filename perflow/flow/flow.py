@@ -289,10 +289,10 @@ class Flow:
         return f
 
     def save(self, path: Any) -> None:
-        """Write the flow as YAML to ``path``."""
-        from pathlib import Path
+        """Write the flow as YAML to ``path`` (atomically)."""
+        from .._atomic import write_text
 
-        Path(path).write_text(self.to_yaml(), encoding="utf-8")
+        write_text(path, self.to_yaml())
 
     def to_networkx(self) -> nx.DiGraph:
         """The step graph: nodes are steps (attribute ``target``), edges carry ``port`` and ``source``."""

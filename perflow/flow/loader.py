@@ -61,8 +61,14 @@ def _read_file(path: Path, *, allow_import: bool, validate: bool) -> Flow:
         if validate:
             f.validate(allow_import=allow_import)
         return f
+    from .yaml_io import MAX_FLOW_BYTES
+
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_FLOW_BYTES + 1)  # never more: the parser refuses longer flows anyway
+    if len(data) > MAX_FLOW_BYTES:
+        raise FlowError(f"{path}: the flow file is larger than the {MAX_FLOW_BYTES:,} bytes allowed")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FlowError(f"{path}: not a text file ({exc})") from None
     f = loads(text, source=str(path), validate=False)

@@ -41,6 +41,7 @@ import pandas as pd
 
 from perflow.units import column_labels
 
+from .._atomic import atomic_path, write_text
 from .._json import json_default
 
 __all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
@@ -69,10 +70,14 @@ def text_suffix(text: str) -> str:
 
 
 def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Path:
-    """Write ``value`` to ``directory`` as ``name`` plus the fitting extension; return the path."""
+    """Write ``value`` to ``directory`` as ``name`` plus the fitting extension; return the path.
+
+    Every file is written atomically (:mod:`perflow._atomic`): a run killed
+    while writing leaves the previous file (or none), never a truncated one.
+    """
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    safe = name.replace("/", "_")
+    safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
     if type(value).__name__ == "PAG" and hasattr(value, "save"):
         return Path(value.save(d / f"{safe}.pag"))
     frame = _frame(value)
@@ -81,30 +86,23 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
         out = frame.copy(deep=False)
         if not isinstance(frame.columns, pd.MultiIndex):  # headers say the unit and how a column aggregates
             out.columns = column_labels(frame, with_unit=True)
-        out.to_csv(p, index=not isinstance(frame.index, pd.RangeIndex))
+        with atomic_path(p) as tmp:
+            out.to_csv(tmp, index=not isinstance(frame.index, pd.RangeIndex))
         return p
     if hasattr(value, "savefig"):
         from .. import progress
 
         p = d / f"{safe}.png"
-        with progress.task(f"rendering {p.name}"):
-            value.savefig(p, dpi=150, bbox_inches="tight")
+        with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
+            value.savefig(tmp, dpi=150, bbox_inches="tight")
         return p
     if isinstance(value, str):
-        p = d / f"{safe}{text_suffix(value)}"
-        p.write_text(value if value.endswith("\n") else value + "\n", encoding="utf-8")
-        return p
+        return write_text(d / f"{safe}{text_suffix(value)}", value if value.endswith("\n") else value + "\n")
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
-        p = d / f"{safe}.json"
-        p.write_text(json.dumps(value, indent=2, default=json_default) + "\n", encoding="utf-8")
-        return p
+        return write_text(d / f"{safe}.json", json.dumps(value, indent=2, default=json_default) + "\n")
     if hasattr(value, "_repr_html_"):
-        p = d / f"{safe}.html"
-        p.write_text(value._repr_html_(), encoding="utf-8")
-        return p
-    p = d / f"{safe}.txt"
-    p.write_text(repr(value) + "\n", encoding="utf-8")
-    return p
+        return write_text(d / f"{safe}.html", value._repr_html_())
+    return write_text(d / f"{safe}.txt", repr(value) + "\n")
 
 
 def write_index(
@@ -123,7 +121,7 @@ def write_index(
     d.mkdir(parents=True, exist_ok=True)
     p = d / "index.html"
     page = get_pass("report_page")(values, pag, steps, title=title, subtitle=subtitle)
-    p.write_text(page, encoding="utf-8")
+    write_text(p, page)
     log.info("wrote %s", p)
     return p
 

@@ -77,7 +77,7 @@ class _Builder:
         if src[0] == "const":
             from .fingerprint import fingerprint
 
-            return ("const", fingerprint(src[1]))
+            return ("const", fingerprint(src[1], paths="name"))
         if src[0] == "list":
             return ("list", tuple(self.source_sig(s) for s in src[1]))
         if src[0] == "dict":
@@ -96,7 +96,7 @@ class _Builder:
                     spec.name,
                     spec.version,
                     id(spec.func),
-                    tuple(sorted((k, fingerprint(v)) for k, v in settings.items())),
+                    tuple(sorted((k, fingerprint(v, paths="name")) for k, v in settings.items())),
                     tuple((n, self.source_sig(s)) for n, s in args),
                 )
             except Unfingerprintable:

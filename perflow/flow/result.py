@@ -133,7 +133,6 @@ class FlowResult:
 
     def to_html(self, path: Any = None) -> str:
         """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
-        from pathlib import Path
 
         from .registry import get_pass
 
@@ -142,7 +141,9 @@ class FlowResult:
             self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
         )
         if path is not None:
-            Path(path).write_text(page, encoding="utf-8")
+            from .._atomic import write_text
+
+            write_text(path, page)
         return page
 
     # ------------------------------------------------------------------ display

@@ -92,6 +92,15 @@ def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict
     return outs
 
 
+def _cacheable(t: Task) -> bool:
+    """Whether a task's result may come from the cache: its pass is cacheable and it writes no file.
+
+    A step given a ``path`` setting writes a file (a report, a figure): loading its result from the
+    cache would skip the write, so it always runs (its consumers are still keyed by content).
+    """
+    return t.spec.cacheable and not t.settings.get("path")
+
+
 class _Run:
     def __init__(
         self, plan: Plan, values: Mapping[str, Any], jobs: int, cache: Cache | None, hooks: Sequence[Any], keep: bool
@@ -149,6 +158,10 @@ class _Run:
         return StepEvent(t.key, t.pass_name, self.number.get(i, 0), len(self.active), status, seconds, error)
 
     # ---------------------------------------------------------------- cache keys
+    def fp(self, value: Any) -> str:
+        """A value's fingerprint; input files' hashes are kept in the cache's signed store."""
+        return fingerprint(value, store=self.cache.file_hashes if self.cache is not None else None)
+
     def static_keys(self) -> None:
         fps: dict[str, str | None] = {}
 
@@ -166,7 +179,7 @@ class _Run:
             if name is not None and name in fps:
                 return fps[name]
             try:
-                fp = fingerprint(self.value(src))
+                fp = self.fp(self.value(src))
             except Unfingerprintable as exc:
                 log.info("not caching steps that read %s: %s", src[1] if src[0] == "input" else "a default", exc)
                 fp = None
@@ -177,13 +190,13 @@ class _Run:
         for i in self.active:
             t = self.tasks[i]
             self.keys[i] = None
-            if not t.spec.cacheable:
+            if not _cacheable(t):
                 continue
             ins = {n: input_fp(s) for n, s in t.args}
             if any(v is None for v in ins.values()):
                 continue
             try:
-                sets = {k: fingerprint(v) for k, v in t.settings.items()}
+                sets = {k: self.fp(v) for k, v in t.settings.items()}
             except Unfingerprintable:
                 continue
             self.keys[i] = task_key(t.spec.name, t.spec.version, sets, ins, t.outputs)  # type: ignore[arg-type]
@@ -192,8 +205,8 @@ class _Run:
         ins = {}
         for (n, s), v in zip(t.args, args):
             k = self.keys.get(s[1]) if s[0] == "task" else None
-            ins[n] = f"task:{k}:{s[2]}" if k else fingerprint(v)
-        return task_key(t.spec.name, t.spec.version, {k: fingerprint(v) for k, v in t.settings.items()}, ins, t.outputs)
+            ins[n] = f"task:{k}:{s[2]}" if k else self.fp(v)
+        return task_key(t.spec.name, t.spec.version, {k: self.fp(v) for k, v in t.settings.items()}, ins, t.outputs)
 
     # ---------------------------------------------------------------- worker side
     def work(self, i: int, args: list[Any], key: str | None, dynamic: bool) -> None:
@@ -201,7 +214,7 @@ class _Run:
         start = time.perf_counter() - self.t0
         outs, err, status = None, None, "done"
         try:
-            if dynamic and self.cache is not None and t.spec.cacheable:
+            if dynamic and self.cache is not None and _cacheable(t):
                 try:
                     key = self.dynamic_key(t, args)
                 except Unfingerprintable:
@@ -246,7 +259,7 @@ class _Run:
                 t = tasks[i]
                 if (
                     self.keep
-                    or not t.spec.cacheable
+                    or not _cacheable(t)
                     or i in self.out_of
                     or any(c in needed and c not in hit for c in consumers[i])
                 ):
@@ -273,7 +286,7 @@ class _Run:
                     args = [] if i in self.load else [self.value(s) for _, s in t.args]
                     self.hook("before_step", self.event(i))
                     running += 1
-                    dynamic = self.cache is not None and t.spec.cacheable and self.keys.get(i) is None
+                    dynamic = self.cache is not None and _cacheable(t) and self.keys.get(i) is None
                     if self.jobs == 1 or (running == 1 and not ready):
                         # jobs=1, or the only task that can run now: nothing else could finish meanwhile, so
                         # running it here costs no concurrency (and no thread hand-off)

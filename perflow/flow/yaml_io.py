@@ -18,6 +18,12 @@ Schema version 1 (see docs/flows.md for the full description)::
 Only a :class:`yaml.SafeLoader` subclass reads flow files: tags that build
 Python objects are refused. Reading collects every schema problem with its
 YAML path, line and column instead of stopping at the first.
+
+A flow is bounded: at most :data:`MAX_FLOW_BYTES` of text, values nested at
+most :data:`MAX_FLOW_DEPTH` deep, and at most :data:`MAX_FLOW_NODES` values
+once aliases are expanded (a few hundred bytes of nested aliases, a "billion
+laughs", would otherwise expand to billions of values); beyond any of them,
+reading stops at once with one problem.
 """
 
 from __future__ import annotations
@@ -34,7 +40,18 @@ from .parts import INPUT_PREFIX, MISSING, NAME_RE, FlowInput, FlowOutput, Step, 
 from .problems import Problem, did_you_mean, locate
 from .types import TYPE_NAMES, resolve_type, type_label
 
-__all__ = ["SCHEMA_VERSION", "FlowLoader", "parse", "loads", "flow_from_data", "flow_to_dict", "dump"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "FlowLoader",
+    "parse",
+    "loads",
+    "flow_from_data",
+    "flow_to_dict",
+    "dump",
+    "MAX_FLOW_BYTES",
+    "MAX_FLOW_NODES",
+    "MAX_FLOW_DEPTH",
+]
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("perflow", "name", "description", "inputs", "steps", "outputs")
@@ -45,6 +62,18 @@ Locations = dict[str, tuple[int, int]]
 
 
 _PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+#: The largest flow text read (characters); real flows are a few kilobytes.
+MAX_FLOW_BYTES = 2 << 20
+#: The most values (mappings, lists, scalars) a flow may hold once its aliases are expanded.
+MAX_FLOW_NODES = 100_000
+#: The deepest nesting of mappings and lists in a flow.
+MAX_FLOW_DEPTH = 64
+
+
+class _TooLarge(Exception):
+    def __init__(self, problem: Problem) -> None:
+        self.problem = problem
 
 
 class _Invalid:
@@ -60,6 +89,20 @@ INVALID = _Invalid()
 class FlowLoader(yaml.SafeLoader):
     """A safe YAML loader whose :meth:`load_with_locations` records the position of every node."""
 
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Compose one node, refusing nesting deeper than :data:`MAX_FLOW_DEPTH` (before recursion runs out)."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_FLOW_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"values are nested more than {MAX_FLOW_DEPTH} deep", self.peek_event().start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
     def load_with_locations(self) -> tuple[Any, Locations, list[Problem]]:
         """Load the single document; return (data, YAML path -> (line, column), problems)."""
         locs: Locations = {}
@@ -68,9 +111,25 @@ class FlowLoader(yaml.SafeLoader):
         if node is None:
             return None, locs, problems
         locs[""] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        return self._convert(node, "", locs, problems, set()), locs, problems
+        self._budget = MAX_FLOW_NODES
+        try:
+            return self._convert(node, "", locs, problems, set()), locs, problems
+        except _TooLarge as exc:
+            return None, {}, [exc.problem]
 
     def _convert(self, node: yaml.Node, path: str, locs: Locations, problems: list[Problem], active: set[int]) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            m = node.start_mark
+            raise _TooLarge(
+                Problem(
+                    path,
+                    f"the flow holds more than {MAX_FLOW_NODES:,} values once its YAML aliases are expanded "
+                    "(nested aliases multiply: an alias bomb?); refusing to read further",
+                    m.line + 1,
+                    m.column + 1,
+                )
+            )
         if id(node) in active:
             m = node.start_mark
             problems.append(Problem(path, "recursive YAML alias", m.line + 1, m.column + 1))
@@ -120,6 +179,12 @@ class FlowLoader(yaml.SafeLoader):
 
 def parse(text: str) -> tuple[Any, Locations, list[Problem]]:
     """Parse YAML text safely; syntax errors become problems with their line and column."""
+    if len(text) > MAX_FLOW_BYTES:
+        return (
+            None,
+            {},
+            [Problem("", f"the flow is {len(text):,} characters long, more than the {MAX_FLOW_BYTES:,} allowed")],
+        )
     loader = FlowLoader(text)
     try:
         return loader.load_with_locations()

@@ -5,24 +5,26 @@ holding
 
 * ``manifest.json``: ``{"format": "perflow-pag", "version": 1, "tables":
   {name: {"file": ..., "rows": n}}, "metric_info": ..., "attrs": ...,
-  "comms": ..., "comm_names": ...}``;
+  "comms": ..., "comm_names": ...}``, checked against its schema on load
+  (:mod:`perflow.pag.manifest`: a damaged field is a ``FormatError`` naming
+  the file and the field);
 * one Parquet file per table: ``vertices``, ``metrics`` (the index levels
   ``vertex``, ``process``, ``thread`` as columns, sorted), and for traces
   ``intervals``, ``messages``, ``collectives``; ``comm`` for explicit
   communication edges.
 
-Saves are atomic: everything is written to a hidden sibling directory, the
-manifest last, and the directory is renamed into place. A save interrupted
-at any point leaves either the previous PAG or no PAG at the path, never a
-partial one; a directory without a manifest does not load.
+Saves are atomic (:func:`perflow._atomic.atomic_dir`): everything is
+written to a hidden sibling directory, the manifest last, and the directory
+is swapped into place. A save killed at any point leaves the previous PAG
+(or no PAG) at the path, never a partial one, and its temporary folder is
+removed by the next save to that path; concurrent saves to one path all
+succeed (the last one wins).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -30,10 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_dir
 from .._json import json_default
 from ..errors import FormatError
 from .frames import make_metrics
 from .instances import Trace
+from .manifest import check_manifest
 from .pag import PAG, MetricInfo
 
 __all__ = ["save", "load", "FORMAT_NAME", "FORMAT_VERSION", "is_saved_pag"]
@@ -88,62 +92,54 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
         raise FileExistsError(f"{target} exists (pass overwrite=True to replace it)")
     if target.exists() and not is_saved_pag(target):
         raise FormatError(target, "exists and is not a saved PAG; refusing to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        tables: dict[str, pd.DataFrame] = {"vertices": pag._vertices.reset_index(drop=True)}
-        m = pag._metrics
-        idx = m.index
-        keys = {
-            "vertex": np.asarray(idx.codes[0], dtype=np.int32),
-            "process": idx.levels[1].to_numpy().astype(np.int32)[idx.codes[1]],
-            "thread": idx.levels[2].to_numpy().astype(np.int32)[idx.codes[2]],
-        }
-        mdf = pd.DataFrame({**keys, **{str(c): m[c].to_numpy() for c in m.columns}}, copy=False)
-        tables["metrics"] = mdf
-        if pag.trace is not None:
-            tables["intervals"] = pag.trace.intervals
-            tables["messages"] = pag.trace.messages
-            tables["collectives"] = pag.trace.collectives
-            if len(pag.trace.locks):
-                tables["locks"] = pag.trace.locks
-            if len(pag.trace.io):
-                tables["io"] = pag.trace.io
-        if pag._comm is not None:
-            tables["comm"] = pag._comm.reset_index(drop=True)
-        manifest: dict[str, Any] = {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "tables": {},
-            "n_vertices": pag.n_vertices,
-            "metric_info": {k: asdict(v) for k, v in pag.metric_info.items()},
-            "attrs": pag.attrs,
-            "has_trace": pag.trace is not None,
-        }
-        if pag.trace is not None:
-            manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
-            manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
-            manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
-        for name, df in tables.items():
-            fname = f"{name}.parquet"
-            _write_parquet(df, tmp / fname)
-            manifest["tables"][name] = {"file": fname, "rows": len(df)}
-        with open(tmp / "manifest.json", "w") as fh:
-            json.dump(manifest, fh, default=json_default, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        old = None
-        if target.exists():
-            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-            os.replace(target, old)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with atomic_dir(target) as tmp:
+        _write_tables(pag, tmp)
     return target
+
+
+def _write_tables(pag: PAG, tmp: Path) -> None:
+    """Write the tables and, last, the manifest of ``pag`` into the (new, empty) folder ``tmp``."""
+    tables: dict[str, pd.DataFrame] = {"vertices": pag._vertices.reset_index(drop=True)}
+    m = pag._metrics
+    idx = m.index
+    keys = {
+        "vertex": np.asarray(idx.codes[0], dtype=np.int32),
+        "process": idx.levels[1].to_numpy().astype(np.int32)[idx.codes[1]],
+        "thread": idx.levels[2].to_numpy().astype(np.int32)[idx.codes[2]],
+    }
+    mdf = pd.DataFrame({**keys, **{str(c): m[c].to_numpy() for c in m.columns}}, copy=False)
+    tables["metrics"] = mdf
+    if pag.trace is not None:
+        tables["intervals"] = pag.trace.intervals
+        tables["messages"] = pag.trace.messages
+        tables["collectives"] = pag.trace.collectives
+        if len(pag.trace.locks):
+            tables["locks"] = pag.trace.locks
+        if len(pag.trace.io):
+            tables["io"] = pag.trace.io
+    if pag._comm is not None:
+        tables["comm"] = pag._comm.reset_index(drop=True)
+    manifest: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "tables": {},
+        "n_vertices": pag.n_vertices,
+        "metric_info": {k: asdict(v) for k, v in pag.metric_info.items()},
+        "attrs": pag.attrs,
+        "has_trace": pag.trace is not None,
+    }
+    if pag.trace is not None:
+        manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
+        manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
+        manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
+    for name, df in tables.items():
+        fname = f"{name}.parquet"
+        _write_parquet(df, tmp / fname)
+        manifest["tables"][name] = {"file": fname, "rows": len(df)}
+    with open(tmp / "manifest.json", "w") as fh:
+        json.dump(manifest, fh, default=json_default, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def is_saved_pag(path: str | os.PathLike[str]) -> bool:
@@ -153,10 +149,11 @@ def is_saved_pag(path: str | os.PathLike[str]) -> bool:
     if not mf.is_file():
         return False
     try:
-        with open(mf) as fh:
-            return json.load(fh).get("format") == FORMAT_NAME
-    except (OSError, ValueError):
+        with open(mf, "rb") as fh:
+            data = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
         return False
+    return isinstance(data, dict) and data.get("format") == FORMAT_NAME
 
 
 def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
@@ -180,39 +177,70 @@ def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
 def load(path: str | os.PathLike[str]) -> PAG:
     """Load a PAG saved with :meth:`PAG.save`.
 
+    A save swapping a new PAG into place while this reads it (the folder
+    changed underneath) makes the load start again, up to three times.
+
     Raises
     ------
     FormatError
         If ``path`` is not a complete saved PAG of a supported version.
     """
     p = Path(path)
+    for attempt in range(3):
+        before = _identity(p)
+        try:
+            return _load_once(p)
+        except (FormatError, FileNotFoundError):
+            if attempt == 2 or _identity(p) == before:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _identity(p: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _load_once(p: Path) -> PAG:
+    """Load the saved PAG at ``p`` (one attempt).
+
+    Raises
+    ------
+    FormatError
+        If ``path`` is not a complete saved PAG of a supported version.
+    """
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     mf = p / "manifest.json"
     if not p.is_dir() or not mf.is_file():
         raise FormatError(p, "not a saved PAG (no manifest.json; an interrupted save leaves none)")
     try:
-        with open(mf) as fh:
-            manifest = json.load(fh)
-    except ValueError as exc:
+        with open(mf, "rb") as fh:
+            manifest = json.loads(fh.read())
+    except (ValueError, RecursionError) as exc:
         raise FormatError(mf, f"invalid JSON: {exc}") from None
-    if manifest.get("format") != FORMAT_NAME:
-        raise FormatError(mf, f"not a perflow PAG manifest (format {manifest.get('format')!r})")
-    version = manifest.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise FormatError(mf, f"format version {version!r} is newer than this perflow supports ({FORMAT_VERSION})")
-    tabs = manifest.get("tables", {})
-    for need in ("vertices", "metrics"):
-        if need not in tabs:
-            raise FormatError(mf, f"lists no {need!r} table")
-    frames = {name: _read_parquet(p / info["file"], int(info["rows"])) for name, info in tabs.items()}
+    check_manifest(manifest, mf, version=FORMAT_VERSION)
+    tabs = manifest["tables"]
+    frames = {name: _read_parquet(p / info["file"], info["rows"]) for name, info in tabs.items()}
     vt = frames["vertices"]
     vt.index = pd.RangeIndex(len(vt), name="vertex")
     mdf = frames["metrics"]
+    where = p / tabs["metrics"]["file"]
+    for key in ("vertex", "process", "thread"):
+        if key not in mdf.columns or mdf[key].dtype.kind not in "iu":
+            raise FormatError(where, f"needs an integer column {key!r}")
+    if len(mdf) and (mdf["vertex"].min() < 0 or mdf["vertex"].max() >= len(vt)):
+        raise FormatError(where, f"column 'vertex' holds ids outside 0..{len(vt) - 1} (the vertices table)")
     cols = {c: mdf[c].to_numpy() for c in mdf.columns if c not in ("vertex", "process", "thread")}
-    m = make_metrics(
-        mdf["vertex"].to_numpy(), mdf["process"].to_numpy(), mdf["thread"].to_numpy(), cols, n_vertices=len(vt)
-    )
+    try:
+        m = make_metrics(
+            mdf["vertex"].to_numpy(), mdf["process"].to_numpy(), mdf["thread"].to_numpy(), cols, n_vertices=len(vt)
+        )
+    except (ValueError, TypeError) as exc:
+        raise FormatError(where, f"cannot build the metrics: {exc}") from None
     info = {k: MetricInfo(**v) for k, v in manifest.get("metric_info", {}).items()}
     trace = None
     if manifest.get("has_trace"):

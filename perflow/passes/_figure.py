@@ -75,16 +75,21 @@ def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Fi
     return fig
 
 
-def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None) -> Path | None:
-    """Save ``fig`` to ``path`` (format from the suffix) when a path is given."""
-    if path is None or path == "":
-        return None
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    from perflow import progress
+def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None, setting: str = "path") -> Path | None:
+    """Save ``fig`` to ``path`` (format from the suffix; atomically) when a path is given.
 
-    with progress.task(f"rendering {p.name}"):
-        fig.savefig(p, dpi=dpi or fig.dpi, bbox_inches="tight")
+    Under a flow run the path (the value of the pass's ``setting``) must be
+    allowed by the run's write policy (:func:`perflow.flow.writes.output_path`).
+    """
+    from perflow import progress
+    from perflow._atomic import atomic_path
+    from perflow.flow.writes import output_path
+
+    p = output_path(path, setting=setting)
+    if p is None:
+        return None
+    with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
+        fig.savefig(tmp, dpi=dpi or fig.dpi, bbox_inches="tight")
     log.info("wrote %s", p)
     return p
 

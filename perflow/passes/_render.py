@@ -223,13 +223,19 @@ def render_frame(
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def write_text(text: str, path: str | Path | None) -> Path | None:
-    """Write ``text`` to ``path`` (creating parent folders) when a path is given."""
-    if path is None or path == "":
+def write_text(text: str, path: str | Path | None, *, setting: str = "path") -> Path | None:
+    """Write ``text`` to ``path`` (creating parent folders, atomically) when a path is given.
+
+    Under a flow run the path (the value of the pass's ``setting``) must be
+    allowed by the run's write policy (:func:`perflow.flow.writes.output_path`).
+    """
+    from perflow._atomic import write_text as atomic_write_text
+    from perflow.flow.writes import output_path
+
+    p = output_path(path, setting=setting)
+    if p is None:
         return None
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text, encoding="utf-8")
+    atomic_write_text(p, text)
     log.info("wrote %s (%d characters)", p, len(text))
     return p
 

@@ -50,9 +50,12 @@ def save_pag(pag: PAG, *, path: str) -> str:
     pag
         The PAG to save.
     path
-        Where to save it (conventionally ``*.pag``); an existing saved PAG there is replaced.
+        Where to save it (conventionally ``*.pag``); an existing saved PAG there is replaced. Under a
+        flow run, relative to the run's output folder (see ``perflow.flow.writes``).
     """
-    return str(pag.save(path))
+    from perflow.flow.writes import output_path
+
+    return str(pag.save(output_path(path) or path))
 
 
 @pass_(version="1", tags=("io",))

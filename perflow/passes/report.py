@@ -21,8 +21,10 @@ from typing import Any
 
 import pandas as pd
 
+from perflow._atomic import write_bytes
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.flow.writes import output_path
 from perflow.pag.parallel import ParallelEdgeSet, ParallelVertexSet
 from perflow.pag.sets import EdgeSet, VertexSet
 
@@ -277,7 +279,8 @@ def report(
     if format not in ("text", "markdown", "html"):
         raise PassError(f"{who}: unknown format {format!r}; choose one of text, markdown, html")
     items = _normalise_sections(sections)
-    files_dir = Path(path).with_name(Path(path).stem + "_files") if path else None
+    target = output_path(path)
+    files_dir = target.with_name(target.stem + "_files") if target is not None else None
     parts: list[str] = []
     esc = html.escape
     if format == "html":
@@ -303,7 +306,7 @@ def report(
         )
     else:
         doc = "\n".join(p.rstrip("\n") + "\n" for p in parts)
-    write_text(doc, path)
+    write_text(doc, target)
     return doc
 
 
@@ -343,9 +346,8 @@ def _render_section(
         if fmt == "html":
             return f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
         if files_dir is not None:
-            files_dir.mkdir(parents=True, exist_ok=True)
             f = files_dir / f"fig-{i + 1}-{slug(alt)}.png"
-            f.write_bytes(png)
+            write_bytes(output_path(f) or f, png)
             rel = f"{files_dir.name}/{f.name}"
             return f"![{alt}]({rel})" if fmt == "markdown" else f"[figure: {alt} -> {rel}]"
         if fmt == "markdown":

@@ -45,7 +45,9 @@ def save_raw(raw: RawTrace, path: str | Path) -> Path:
         "region_index": raw.regions.index.tolist(),
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta, default=json_default).encode(), dtype=np.uint8)
-    with open(path, "wb") as f:
+    from .._atomic import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, **arrays)
     return path
 

@@ -157,7 +157,9 @@ def to_chrome(pag: PAG, path: str | os.PathLike[str], *, annotations: pd.DataFra
     out = Path(path)
     body = ",".join(chrome_events(pag, annotations))
     other = {k: v for k, v in pag.attrs.items() if isinstance(v, str | int | float | bool)}
-    with open(out, "w", encoding="utf-8") as fh:
+    from .._atomic import atomic_path
+
+    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write('{"traceEvents":[')
         fh.write(body)
         fh.write('],"displayTimeUnit":"ns","otherData":')

@@ -73,8 +73,12 @@ def to_dataframe(
 
 def to_csv(pag: PAG, path: str | os.PathLike[str], **kwargs: object) -> Path:
     """Write :func:`to_dataframe` (keyword arguments go to it) as CSV."""
+    from .._atomic import atomic_path
+
     out = Path(path)
-    to_dataframe(pag, **kwargs).to_csv(out, index=False)  # type: ignore[arg-type]
+    table = to_dataframe(pag, **kwargs)  # type: ignore[arg-type]
+    with atomic_path(out) as tmp:
+        table.to_csv(tmp, index=False)
     return out
 
 

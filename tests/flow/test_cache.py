@@ -190,7 +190,7 @@ def test_pag_fingerprints_follow_content_and_attrs():
     assert fingerprint(a.vertices.top(2)) != fingerprint(a.vertices.top(3))
 
 
-def test_path_fingerprints_follow_size_and_mtime(tmp_path):
+def test_path_fingerprints_follow_content(tmp_path):
     p = tmp_path / "data.txt"
     p.write_text("one")
     first = fingerprint(p)
@@ -202,5 +202,8 @@ def test_path_fingerprints_follow_size_and_mtime(tmp_path):
     (d / "f").write_text("x")
     fd = fingerprint(d)
     os.utime(d / "f", ns=(1, 1))
-    assert fingerprint(d) != fd
+    assert fingerprint(d) == fd  # touched, not changed
+    (d / "f").write_text("y")
+    os.utime(d / "f", ns=(1, 1))
+    assert fingerprint(d) != fd  # changed, size and mtime as before
     assert fingerprint(tmp_path / "missing") != fingerprint(tmp_path / "missing2")

@@ -144,3 +144,148 @@ def test_refuses_to_overwrite_other_things(tmp_path):
     with pytest.raises(FileExistsError):
         pag.save(p, overwrite=False)
     np.testing.assert_array_equal(perflow.load(p).metrics["time_exc"].to_numpy(), [1.0])
+
+
+# ---------------------------------------------------------------------- the manifest's schema
+@pytest.fixture
+def saved(tmp_path):
+    pag = perflow.synthetic.trace(nprocs=2, iterations=2, seed=3)
+    return pag.save(tmp_path / "s.pag")
+
+
+def _edit(saved, change) -> None:
+    mf = json.loads((saved / "manifest.json").read_text())
+    change(mf)
+    (saved / "manifest.json").write_text(json.dumps(mf))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda m: m.update(version="1"), "field 'version': expected an integer >= 1, got '1'"),
+        (lambda m: m.update(version=True), "field 'version': expected an integer >= 1, got True"),
+        (lambda m: m.update(tables=[]), "field 'tables': expected an object, got a list"),
+        (lambda m: m["tables"].pop("metrics"), "field 'tables': lists no 'metrics' table"),
+        (lambda m: m["tables"].pop("intervals"), "field 'tables': lists no 'intervals' table"),
+        (
+            lambda m: m["tables"]["metrics"].pop("rows"),
+            "field 'tables.metrics.rows': expected an integer >= 0, got None",
+        ),
+        (lambda m: m["tables"]["metrics"].update(rows="7"), "field 'tables.metrics.rows': expected an integer >= 0"),
+        (
+            lambda m: m["tables"]["metrics"].update(file="../../etc/passwd"),
+            "'tables.metrics.file': '../../etc/passwd' is not a plain file name",
+        ),
+        (
+            lambda m: m["tables"]["metrics"].update(file=3),
+            "field 'tables.metrics.file': expected a string, got a number",
+        ),
+        (lambda m: m["tables"].update(extra={"file": "x.parquet", "rows": 1}), "field 'tables.extra': unknown table"),
+        (lambda m: m.update(n_vertices=-1), "field 'n_vertices': expected an integer >= 0, got -1"),
+        (lambda m: m.update(n_vertices=1), "field 'n_vertices': is 1, but the vertices table has"),
+        (lambda m: m.update(metric_info=None), "field 'metric_info': expected an object, got null"),
+        (
+            lambda m: m["metric_info"].update(time_exc=[]),
+            "field 'metric_info.time_exc': expected an object, got a list",
+        ),
+        (lambda m: m["metric_info"]["time_exc"].pop("name"), "field 'metric_info.time_exc': has no 'name'"),
+        (lambda m: m["metric_info"]["time_exc"].update(unit=1), "field 'metric_info.time_exc.unit': expected a string"),
+        (lambda m: m["metric_info"]["time_exc"].update(scale=2), "field 'metric_info.time_exc.scale': unknown field"),
+        (lambda m: m.update(attrs="x"), "field 'attrs': expected an object, got a string"),
+        (lambda m: m.update(has_trace="yes"), "field 'has_trace': expected a boolean, got a string"),
+        (lambda m: m.update(comms={"a": [0]}), "field 'comms.a': a communicator id must be an integer"),
+        (lambda m: m.update(comms={"0": [0, 2**70]}), "field 'comms.0': expected a list of 64-bit integers"),
+        (lambda m: m.update(comm_names={"0": 5}), "field 'comm_names.0': expected a string, got a number"),
+        (lambda m: m.update(io_handles={"x": "f"}), "field 'io_handles.x': an I/O handle id must be an integer"),
+        (lambda m: m.update(io_handles={"0": None}), "field 'io_handles.0': expected a string, got null"),
+    ],
+)
+def test_every_malformed_field_is_a_format_error_naming_it(saved, change, message):
+    _edit(saved, change)
+    with pytest.raises(FormatError) as info:
+        perflow.load(saved)
+    assert str(info.value).startswith(str(saved / "manifest.json") + ": ")
+    assert message in str(info.value)
+
+
+def test_a_manifest_that_is_not_an_object(saved):
+    (saved / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(FormatError, match="a manifest must be a JSON object, not a list"):
+        perflow.load(saved)
+    assert not persist.is_saved_pag(saved)
+    (saved / "manifest.json").write_text("[" * 100_000)
+    with pytest.raises(FormatError, match="invalid JSON"):
+        perflow.load(saved)
+
+
+def test_tables_that_contradict_the_manifest(saved):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"vertex": [0, 99], "process": [0, 0], "thread": [0, 0], "t": [1.0, 2.0]}), saved / "metrics.parquet"
+    )
+    _edit(saved, lambda m: m["tables"]["metrics"].update(rows=2))
+    with pytest.raises(FormatError, match=r"metrics.parquet: column 'vertex' holds ids outside 0\.\."):
+        perflow.load(saved)
+    pq.write_table(pa.table({"vertex": [0], "t": [1.0]}), saved / "metrics.parquet")
+    _edit(saved, lambda m: m["tables"]["metrics"].update(rows=1))
+    with pytest.raises(FormatError, match="metrics.parquet: needs an integer column 'process'"):
+        perflow.load(saved)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _fields(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _fields(v, (*prefix, k))
+
+
+@pytest.fixture(scope="module")
+def base_pag(tmp_path_factory):
+    return perflow.synthetic.trace(nprocs=2, iterations=1, seed=1).save(tmp_path_factory.mktemp("m") / "p.pag")
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_any_manifest_edit_loads_or_is_a_format_error(base_pag, data):
+    """Property: replacing or deleting any field of a real manifest never gives another exception."""
+    base = base_pag
+    original = json.loads((base / "manifest.json").read_text())
+    mf = json.loads(json.dumps(original))
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = [p for p in _fields(mf) if p]
+        if not paths:
+            break
+        where = data.draw(st.sampled_from(paths))
+        parent = mf
+        for k in where[:-1]:
+            parent = parent[k]
+        if data.draw(st.booleans()):
+            del parent[where[-1]]
+        else:
+            parent[where[-1]] = data.draw(_JSON)
+    (base / "manifest.json").write_text(json.dumps(mf))
+    try:
+        perflow.load(base)
+    except FormatError:
+        pass
+    finally:
+        (base / "manifest.json").write_text(json.dumps(original))
+
+
+def test_a_bad_manifest_is_exit_2_in_the_cli(saved, capsys):
+    from perflow.cli.main import main
+
+    _edit(saved, lambda m: m["tables"]["vertices"].update(rows="many"))
+    assert main(["info", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json: field 'tables.vertices.rows': expected an integer >= 0, got 'many'" in err
+    assert "Traceback" not in err

@@ -1,0 +1,249 @@
+"""Atomic file and folder writes: a killed run leaves the previous output or the new one, never half of one.
+
+Every file perflow writes goes through this module. A file is written to a
+temporary sibling (same folder, so the rename never crosses a file system),
+flushed to disk and renamed over the target with :func:`os.replace`; a
+folder (a saved PAG, a cache entry) is filled under a temporary sibling and
+swapped into place. Readers see the old content until the rename and the
+whole new content after it.
+
+* :func:`write_text`, :func:`write_bytes`: a whole file at once;
+* :func:`atomic_path`: a temporary path (with the target's suffix, so
+  writers that pick a format from it work) for libraries that write files
+  themselves (``DataFrame.to_csv``, ``Figure.savefig``, ``np.savez``);
+* :func:`atomic_dir`: a temporary folder, swapped with the target on
+  success. On Linux the swap is one ``renameat2(RENAME_EXCHANGE)``: the path
+  never goes missing, and concurrent saves to one path all succeed (the last
+  swap wins). Elsewhere two renames with a retry loop.
+
+A target that is a symbolic link is replaced by the new file, never written
+through.
+
+Temporary names are ``.NAME.tmp-HOST-PID-RANDOM`` (plus the target's suffix
+for files); a swapped-out folder waits as ``.NAME.old-HOST-PID-RANDOM`` until
+it is removed. A killed writer leaves its temporary behind: every write to
+a target first removes that target's stale temporaries (:func:`clean_stale`)
+that are ours (this naming, owned by this user, not a symbolic link) and
+dead (their process is gone on this host) or old (a day, for other hosts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import logging
+import os
+import re
+import secrets
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["write_text", "write_bytes", "atomic_path", "atomic_dir", "clean_stale", "temp_sibling", "STALE_SECONDS"]
+
+log = logging.getLogger(__name__)
+
+#: Temporaries from another host (whose process cannot be checked) older than this are stale.
+STALE_SECONDS = 24 * 3600
+
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def temp_sibling(target: str | os.PathLike[str], kind: str = "tmp", *, suffix: bool = True) -> Path:
+    """A fresh temporary name next to ``target``: ``.NAME.KIND-HOST-PID-RANDOM`` (+ the target's suffix)."""
+    t = Path(target)
+    ext = t.suffix if suffix and t.suffix and len(t.suffix) <= 16 else ""
+    return t.parent / f".{t.name}.{kind}-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}{ext}"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def clean_stale(target: str | os.PathLike[str], *, max_age: float = STALE_SECONDS) -> int:
+    """Remove the stale temporaries of ``target`` left by killed writers; return how many were removed.
+
+    Only entries named like this module's temporaries of ``target``, owned by
+    this user and not symbolic links are considered; of those, ones whose
+    process is gone (same host) or older than ``max_age`` seconds.
+    """
+    t = Path(target)
+    pat = re.compile(
+        rf"^\.{re.escape(t.name)}\.(?:tmp|old)-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[0-9a-f]{{8}}(?:\.[^.]+)?$"
+    )
+    removed = 0
+    try:
+        entries = list(os.scandir(t.parent))
+    except OSError:
+        return 0
+    now = time.time()
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    for e in entries:
+        m = pat.match(e.name)
+        if m is None:
+            continue
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if e.is_symlink() or (uid is not None and st.st_uid != uid):
+            continue
+        same_host = m["host"] == _HOST
+        if (same_host and _alive(int(m["pid"]))) or (not same_host and now - st.st_mtime < max_age):
+            continue
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed += 1
+            log.info("removed %s, left by a killed write", e.path)
+        except FileNotFoundError:
+            pass  # another writer cleaned it meanwhile
+        except OSError as exc:
+            log.warning("cannot remove the stale temporary %s: %s", e.path, exc)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterator[Path]:
+    """Yield a temporary path next to ``target``; rename it over ``target`` when the block succeeds.
+
+    The block writes the temporary file (any writer: the temporary keeps the
+    target's suffix). It is flushed to disk (``fsync``, unless ``fsync`` is
+    false) before the rename, so a crash of the machine cannot leave an empty
+    file under the target's name. When the block raises, the temporary is
+    removed and ``target`` keeps its previous content.
+    """
+    t = Path(target)
+    t.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(t)
+    tmp = temp_sibling(t)
+    try:
+        yield tmp
+        if fsync:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        os.replace(tmp, t)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes(target: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> Path:
+    """Write ``data`` to ``target`` atomically; return the path."""
+    with atomic_path(target, fsync=fsync) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+    return Path(target)
+
+
+def write_text(target: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", fsync: bool = True) -> Path:
+    """Write ``text`` to ``target`` atomically; return the path."""
+    return write_bytes(target, text.encode(encoding), fsync=fsync)
+
+
+def _exchange(a: Path, b: Path) -> int:
+    """Swap two paths with renameat2(RENAME_EXCHANGE); 0, or the errno (ENOSYS when unavailable)."""
+    fn = _renameat2()
+    if fn is None:
+        return errno.ENOSYS
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return 0
+    return ctypes.get_errno()
+
+
+_RENAMEAT2: list = []
+
+
+def _renameat2() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
+    if not _RENAMEAT2:
+        fn = None
+        if os.name == "posix":
+            with contextlib.suppress(OSError, AttributeError):
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+                fn.restype = ctypes.c_int
+        _RENAMEAT2.append(fn)
+    return _RENAMEAT2[0]
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            os.unlink(p)
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Put the folder ``tmp`` at ``target``, replacing what is there (which is then removed)."""
+    exchange = True
+    for _ in range(10_000):  # each failed attempt means another writer made progress
+        if exchange:
+            err = _exchange(tmp, target)
+            if err == 0:
+                _remove(tmp)  # now holds the previous content
+                return
+            if err not in (errno.ENOENT,):
+                if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                    exchange = False  # not supported here: two renames
+                else:
+                    raise OSError(err, os.strerror(err), str(target))
+        try:
+            os.rename(tmp, target)  # the target is missing (or an empty folder)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        if exchange:
+            continue
+        old = temp_sibling(target, "old", suffix=False)
+        try:
+            os.rename(target, old)
+        except FileNotFoundError:
+            continue
+        try:
+            os.rename(tmp, target)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            continue  # another writer got in between; its copy is complete too
+        finally:
+            _remove(old)
+        return
+    raise OSError(errno.EBUSY, "too many concurrent writers", str(target))
+
+
+@contextlib.contextmanager
+def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a new temporary folder next to ``target``; swap it into place when the block succeeds.
+
+    The previous content of ``target`` (a folder, if any) is removed after
+    the swap. When the block raises, the temporary folder is removed and
+    ``target`` is untouched.
+    """
+    t = Path(target)
+    t.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(t)
+    tmp = temp_sibling(t, suffix=False)
+    tmp.mkdir()
+    try:
+        yield tmp
+        _swap_into_place(tmp, t)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

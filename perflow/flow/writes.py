@@ -1,0 +1,130 @@
+"""Where a running flow may write files: the run's output folder, and folders the user allowed.
+
+A flow file may come from someone else, and the settings of its steps are
+its author's: a ``path`` setting of ``~/.bashrc`` must not overwrite the
+user's login script. So every pass that writes a file asks
+:func:`output_path` for the path to write, and under a flow run
+(:func:`perflow.run`, ``perflow run``) the answer follows the run's
+:class:`WritePolicy`:
+
+* a relative path is taken relative to the run's output folder
+  (``perflow run --output DIR``, ``perflow.run(..., output_dir=DIR)``);
+* the path is normalised and resolved (``..`` and symbolic links, those
+  already on disk included) and must stay inside the output folder or a
+  folder allowed explicitly (``--allow-write DIR``, ``allow_write=[DIR]``);
+* anything else is refused with :class:`~perflow.errors.WriteRefused`,
+  naming the setting and the folders allowed (the step failing names the
+  step). A run without an output folder writes nowhere unless allowed.
+
+Called directly from Python (no flow running), a pass writes where its
+caller says: :func:`output_path` returns the path unchanged. The policy of
+the running flow is held in a context variable that the scheduler's worker
+threads inherit, so it holds for every step of the run and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import WriteRefused
+
+__all__ = ["WritePolicy", "output_path", "write_policy", "current_write_policy"]
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    """Where the running flow may write.
+
+    Attributes
+    ----------
+    output_dir : Path or None
+        The run's output folder (resolved): relative paths are taken relative to it.
+    allowed : tuple of Path
+        Further folders (resolved) the user allowed.
+    """
+
+    output_dir: Path | None = None
+    allowed: tuple[Path, ...] = ()
+
+    @classmethod
+    def make(
+        cls, output_dir: str | os.PathLike[str] | None, allow_write: Iterable[str | os.PathLike[str]] = ()
+    ) -> WritePolicy:
+        """A policy from the folders as given (they are resolved now, once)."""
+        out = Path(os.path.realpath(os.path.abspath(output_dir))) if output_dir is not None else None
+        return cls(out, tuple(Path(os.path.realpath(os.path.abspath(d))) for d in allow_write))
+
+    def roots(self) -> tuple[Path, ...]:
+        """Every folder writes may go to."""
+        return ((self.output_dir,) if self.output_dir is not None else ()) + self.allowed
+
+    def resolve(self, path: str | os.PathLike[str], setting: str = "path") -> Path:
+        """The path to write for the value of ``setting``, or raise :class:`WriteRefused`."""
+        raw = os.fspath(path)
+        if "\0" in raw:
+            raise WriteRefused(f"setting {setting}={raw!r}: a path cannot hold a NUL character")
+        p = Path(raw)
+        if not p.is_absolute():
+            if self.output_dir is None:
+                raise WriteRefused(
+                    f"setting {setting}={raw!r}: this run has no output folder to write it in "
+                    "(give one: perflow run --output DIR, perflow.run(..., output_dir=DIR))"
+                )
+            p = self.output_dir / p
+        # realpath resolves '..' and every symbolic link already on disk (a link planted inside the
+        # output folder that points outside it leads outside and is refused)
+        real = Path(os.path.realpath(p))
+        roots = self.roots()
+        if real in roots:
+            raise WriteRefused(f"setting {setting}={raw!r} names the folder {real} itself, not a file in it")
+        if any(real.is_relative_to(root) for root in roots):
+            return real
+        allowed = ", ".join(str(r) for r in roots) or "none"
+        raise WriteRefused(
+            f"setting {setting}={raw!r} writes to {real}, outside the folders this run may write to "
+            f"({allowed}); allow it with --allow-write DIR (perflow.run(..., allow_write=[DIR]))"
+        )
+
+
+_POLICY: contextvars.ContextVar[WritePolicy | None] = contextvars.ContextVar("perflow_write_policy", default=None)
+
+
+def current_write_policy() -> WritePolicy | None:
+    """The policy of the running flow (``None`` outside a flow run)."""
+    return _POLICY.get()
+
+
+@contextlib.contextmanager
+def write_policy(
+    output_dir: str | os.PathLike[str] | None, allow_write: Iterable[str | os.PathLike[str]] = ()
+) -> Iterator[WritePolicy]:
+    """Apply a :class:`WritePolicy` to the passes run inside the block."""
+    token = _POLICY.set(WritePolicy.make(output_dir, allow_write))
+    try:
+        yield _POLICY.get()  # type: ignore[misc]
+    finally:
+        _POLICY.reset(token)
+
+
+def output_path(path: str | os.PathLike[str] | None, *, setting: str = "path") -> Path | None:
+    """The file a pass should write for a path setting (``None``/``""``: no file).
+
+    Outside a flow run: ``path`` as given. Under a flow run: resolved by the
+    run's :class:`WritePolicy`.
+
+    Raises
+    ------
+    WriteRefused
+        Under a flow run, for a path outside the folders the run may write to.
+    """
+    if path is None or path == "":
+        return None
+    policy = _POLICY.get()
+    if policy is None:
+        return Path(path)
+    return policy.resolve(path, setting)
