@@ -120,6 +120,7 @@ def save(pag: PAG, path: str | os.PathLike[str], *, overwrite: bool = True) -> P
         if pag.trace is not None:
             manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
             manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
+            manifest["locations"] = {c: pag.trace.locations[c].tolist() for c in pag.trace.locations.columns}
         for name, df in tables.items():
             fname = f"{name}.parquet"
             _write_parquet(df, tmp / fname)
@@ -217,5 +218,6 @@ def load(path: str | os.PathLike[str]) -> PAG:
             frames.get("collectives"),
             comms={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("comms", {}).items()},
             comm_names={int(k): v for k, v in manifest.get("comm_names", {}).items()},
+            locations=manifest.get("locations"),
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))

@@ -26,6 +26,7 @@ from perflow.errors import PassError
 from perflow.kinds import MPIClass, mpi_class
 from perflow.pag.pag import PAG
 
+from ._common import device_categories
 from ._figure import CATEGORIES, CATEGORY_COLORS
 
 __all__ = [
@@ -67,6 +68,8 @@ def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.n
             cat_of_name.append("computation" if c is None else _MPI_CAT.get(c, "mpi"))
         cats = np.asarray(cat_of_name, dtype=object)[inv]
         cats = np.where((kinds == "io") & (cats == "computation"), "io", cats)
+        dev = device_categories(vt["name"], kinds)
+        cats = np.where((dev != "") & (cats == "computation"), dev, cats)
         present = [c for c in CATEGORIES if c in set(cats.tolist())]
         code = {c: i for i, c in enumerate(present)}
         return np.array([code[c] for c in cats], dtype=np.int64), present, [CATEGORY_COLORS[c] for c in present]
