@@ -16,7 +16,7 @@ is the *exclusive* time of each category: what a reader sees at that moment is t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -229,6 +229,8 @@ class TimelineData:
         Category names and colours.
     span : tuple of float
         First enter and last leave of the kept instances.
+    extra : list of str
+        Per row, the location's name when it is not a CPU thread (a GPU stream), else ``""``.
     """
 
     locs: pd.DataFrame
@@ -242,15 +244,17 @@ class TimelineData:
     names: list[str]
     colors: list[Any]
     span: tuple[float, float]
+    extra: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
         return len(self.locs)
 
     def labels(self) -> list[str]:
-        """Row labels: ``"3"`` or ``"3.1"`` (process.thread) when any thread is not 0."""
+        """Row labels: ``"3"`` or ``"3.1"`` (process.thread) when any thread is not 0, GPU streams named."""
         threaded = bool((self.locs["thread"] != 0).any())
-        return [f"{p}.{t}" if threaded else str(p) for p, t in zip(self.locs["process"], self.locs["thread"])]
+        out = [f"{p}.{t}" if threaded else str(p) for p, t in zip(self.locs["process"], self.locs["thread"])]
+        return [f"{o} {x}" if x else o for o, x in zip(out, self.extra or [""] * len(out))]
 
     def in_window(self, t0: float, t1: float) -> np.ndarray:
         """Positions (into the kept instances) of those overlapping ``[t0, t1)``."""
@@ -329,4 +333,15 @@ def timeline_data(
         names=list(names),
         colors=list(colors),
         span=(float(enter.min()), float(leave.max())),
+        extra=_location_names(pag, locs),
     )
+
+
+def _location_names(pag: PAG, locs: pd.DataFrame) -> list[str]:
+    """The name of each row's location when it is not a CPU thread (``trace.locations``), else ``""``."""
+    tl = pag.trace.locations if pag.trace is not None else None
+    if tl is None or not len(tl) or bool((tl["type"] == "cpu").all()):
+        return [""] * len(locs)
+    other = tl[tl["type"] != "cpu"]
+    names = dict(zip(zip(other["process"].tolist(), other["thread"].tolist()), other["name"].astype(str)))
+    return [names.get((int(p), int(t)), "") for p, t in zip(locs["process"], locs["thread"])]

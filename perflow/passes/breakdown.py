@@ -28,7 +28,8 @@ from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
 from ._render import declare_aggregates
-from .waitstates import charge_waits, waiting_time
+from ._waittime import charged_per_process
+from .waitstates import waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 
@@ -91,7 +92,7 @@ def breakdown(
     rcat = vcat[rows_v]
     wait = np.zeros(len(x))
     if waiting and pag.trace is not None and info.unit == "s":
-        wait = charge_waits(pag, g.vertex, g.process[g.group], x)
+        wait = charged_per_process(pag, g, col)
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]

@@ -39,6 +39,9 @@ READER_MODULES: dict[str, str] = {
     "cprofile": "perflow.readers.cprofile",
     "chrome": "perflow.readers.chrome",
     "recording": "perflow.readers.recording",
+    "nsys": "perflow.readers.nsys",
+    "rocprof": "perflow.readers.rocprof",
+    "projections": "perflow.readers.projections",
 }
 
 

@@ -105,7 +105,7 @@ class Timeline:
     thread_names : dict
         ``(process, thread)`` to a name for the location table.
     device_names : dict
-        ``(process, device)`` to a name (e.g. the GPU model).
+        ``(process, device)`` to a name (the GPU model; ``attrs["gpu_models"]`` lists them).
     attrs : dict
         Attributes for the PAG (``source`` at least).
     """
@@ -144,9 +144,8 @@ def _locations(host: pd.DataFrame, gpu: pd.DataFrame, tl: Timeline) -> tuple[pd.
         for p, t in hk.itertuples(index=False)
     ]
     for p, d, s, t in gk[["process", "device", "stream", "thread"]].itertuples(index=False):
-        dev = tl.device_names.get((int(p), int(d)), "")
-        name = f"GPU {int(d)}{f' ({dev})' if dev else ''} stream {int(s)}"
-        rows.append((int(p), int(t), name, "gpu", int(d), int(s)))
+        where = f"stream {int(s)}" if s >= 0 else "copy engine"
+        rows.append((int(p), int(t), f"GPU {int(d)} {where}", "gpu", int(d), int(s)))
     locs = pd.DataFrame(rows, columns=["process", "thread", "name", "type", "device", "stream"])
     locs = locs.sort_values(["process", "thread"], kind="stable").reset_index(drop=True)
     key = locs["process"].to_numpy(np.int64) * (1 << 32) + locs["thread"].to_numpy(np.int64)
@@ -194,6 +193,15 @@ def _idle(
         np.r_[start[i], t_end],
         np.r_[i, np.full(len(tail), -1)],
     )
+
+
+def _factorize_rows(*cols: Any) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """Codes of equal rows of some columns (first-appearance order) and the distinct rows."""
+    n = len(cols[0])
+    if not n:
+        return np.zeros(0, dtype=np.int64), []
+    codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([np.asarray(c) for c in cols]))
+    return codes.astype(np.int64), list(uniq)
 
 
 def _call_path_frames(cp_parent: np.ndarray, cp_region: np.ndarray, cps: np.ndarray) -> dict[int, list[int]]:
@@ -276,8 +284,7 @@ def timeline_raw(tl: Timeline) -> RawTrace:
     iloc_, istart, iend, ibefore = _idle(gloc, gs, ge, gproc, pstart, pend)
 
     # regions: host (name, paradigm), the idle region, then device work (name, kind, launching call path)
-    hkey = pd.MultiIndex.from_arrays([host["name"].astype(str), host["paradigm"].astype(str)])
-    hcode, huniq = pd.factorize(hkey)
+    hcode, huniq = _factorize_rows(host["name"].astype(str), host["paradigm"].astype(str))
     n_hreg = len(huniq)
     idle_region = n_hreg
 
@@ -329,8 +336,7 @@ def timeline_raw(tl: Timeline) -> RawTrace:
     stack_rows = [
         (int(stack_id[i]), d, r) for i, cp in enumerate(ucp.tolist()) if cp >= 0 for d, r in enumerate(frames[cp])
     ]
-    okey = pd.MultiIndex.from_arrays([gpu["name"].astype(str), gpu["kind"].astype(str), stack_id[stack_of_op]])
-    ocode, ouniq = pd.factorize(okey)
+    ocode, ouniq = _factorize_rows(gpu["name"].astype(str), gpu["kind"].astype(str), stack_id[stack_of_op])
     op_region = n_hreg + 1 + ocode
     ev_r = ev_r.copy()
     ev_r[enter_ev[o_inst]] = op_region
@@ -351,6 +357,9 @@ def timeline_raw(tl: Timeline) -> RawTrace:
         "time_offset": t0 * tl.tick,
         "gpu_api": tl.api,
         "gpu_streams": int((locs["type"] == "gpu").sum()),
+        "gpu_models": "; ".join(
+            f"{d}: {n}" for d, n in sorted({d: n for (_p, d), n in tl.device_names.items() if n}.items())
+        ),
         "gpu_devices": int(gpu[["process", "device"]].drop_duplicates().shape[0]),
         "gpu_kernels": int((gpu["kind"] == "kernel").sum()),
         "gpu_copies": int((gpu["kind"] == "memcpy").sum()),

@@ -118,10 +118,16 @@ def _query(con: sqlite3.Connection, f: Path, table: str, cols: list[str], have: 
     if not use:
         return pd.DataFrame(columns=cols)
     try:
-        cur = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in use)} FROM "{table}"')
-        return pd.DataFrame(cur.fetchall(), columns=use)
+        quoted = ", ".join(f'"{c}"' for c in use)
+        cur = con.execute(f'SELECT rowid, {quoted} FROM "{table}"')
+        return pd.DataFrame(cur.fetchall(), columns=["_rowid", *use])
     except sqlite3.Error as exc:
         raise FormatError(f, f"cannot read table {table} ({exc})", where=table) from None
+
+
+def _row(df: pd.DataFrame, i: int) -> str:
+    """How an error names row ``i`` of a queried frame: its SQLite rowid."""
+    return f"rowid {int(df['_rowid'].iat[i])}" if "_rowid" in df.columns else f"row {i}"
 
 
 def _ints(df: pd.DataFrame, col: str, f: Path, table: str, default: int | None = None) -> np.ndarray:
@@ -131,8 +137,8 @@ def _ints(df: pd.DataFrame, col: str, f: Path, table: str, default: int | None =
         return np.full(len(df), default, dtype=np.int64)
     v = pd.to_numeric(df[col], errors="coerce")
     if default is None and v.isna().any():
-        i = int(np.flatnonzero(v.isna().to_numpy())[0])
-        raise FormatError(f, f"table {table}, row {i}: {col} is missing or not a number", where=f"{table} row {i}")
+        r = _row(df, int(np.flatnonzero(v.isna().to_numpy())[0]))
+        raise FormatError(f, f"table {table}, {r}: {col} is missing or not a number", where=f"{table} {r}")
     return v.fillna(-1 if default is None else default).to_numpy(np.int64)
 
 
@@ -141,9 +147,8 @@ def _times(df: pd.DataFrame, f: Path, table: str) -> tuple[np.ndarray, np.ndarra
     bad = np.flatnonzero(e < s)
     if len(bad):
         i = int(bad[0])
-        raise FormatError(
-            f, f"table {table}, row {i}: ends ({e[i]}) before it starts ({s[i]})", where=f"{table} row {i}"
-        )
+        r = _row(df, i)
+        raise FormatError(f, f"table {table}, {r}: ends ({e[i]}) before it starts ({s[i]})", where=f"{table} {r}")
     return s, e
 
 
@@ -152,12 +157,13 @@ def _strings(con: sqlite3.Connection, f: Path, have: set[str]) -> dict[int, str]
     return dict(zip(_ints(df, "id", f, "StringIds").tolist(), df["value"].astype(str).tolist())) if len(df) else {}
 
 
-def _name(ids: np.ndarray, strings: dict[int, str], f: Path, table: str) -> list[str]:
+def _name(df: pd.DataFrame, col: str, strings: dict[int, str], f: Path, table: str) -> list[str]:
     out = []
-    for i, s in enumerate(ids.tolist()):
+    for i, s in enumerate(_ints(df, col, f, table).tolist()):
         v = strings.get(s)
         if v is None:
-            raise FormatError(f, f"table {table}, row {i}: string id {s} is not in StringIds", where=f"{table} row {i}")
+            r = _row(df, i)
+            raise FormatError(f, f"table {table}, {r}: string id {s} is not in StringIds", where=f"{table} {r}")
         out.append(v)
     return out
 
@@ -190,7 +196,7 @@ def _read_tables(con, f, have, kernel_names, nvtx, osrt) -> dict[str, Any]:  # t
         rt = rt[pd.to_numeric(rt["eventClass"], errors="coerce").isin([0, 1])].reset_index(drop=True)
     if len(rt):
         s, e = _times(rt, f, "CUPTI_ACTIVITY_KIND_RUNTIME")
-        names = _name(_ints(rt, "nameId", f, "CUPTI_ACTIVITY_KIND_RUNTIME"), strings, f, "CUPTI_ACTIVITY_KIND_RUNTIME")
+        names = _name(rt, "nameId", strings, f, "CUPTI_ACTIVITY_KIND_RUNTIME")
         names = [_VERSION_SUFFIX.sub("", n) for n in names]
         host.append(
             pd.DataFrame(
@@ -232,7 +238,7 @@ def _read_tables(con, f, have, kernel_names, nvtx, osrt) -> dict[str, Any]:  # t
             os_ = os_[pd.to_numeric(os_["eventClass"], errors="coerce") == 27].reset_index(drop=True)
         if len(os_):
             s, e = _times(os_, f, "OSRT_API")
-            names = _name(_ints(os_, "nameId", f, "OSRT_API"), strings, f, "OSRT_API")
+            names = _name(os_, "nameId", strings, f, "OSRT_API")
             host.append(
                 pd.DataFrame(
                     {
@@ -285,10 +291,8 @@ def _device_work(con, f, have, strings, kernel_names) -> pd.DataFrame:  # type: 
     kcol = _KERNEL_NAMES[kernel_names]
     k = _query(con, f, "CUPTI_ACTIVITY_KIND_KERNEL", [*base, *dict.fromkeys([kcol, "demangledName"])], have)
     if len(k):
-        ids = _ints(k, kcol if kcol in k.columns else "demangledName", f, "CUPTI_ACTIVITY_KIND_KERNEL")
-        parts.append(
-            (k, "CUPTI_ACTIVITY_KIND_KERNEL", "kernel", _name(ids, strings, f, "CUPTI_ACTIVITY_KIND_KERNEL"), 0)
-        )
+        names = _name(k, kcol if kcol in k.columns else "demangledName", strings, f, "CUPTI_ACTIVITY_KIND_KERNEL")
+        parts.append((k, "CUPTI_ACTIVITY_KIND_KERNEL", "kernel", names, 0))
     labels = dict(_COPY_KINDS)
     en = _query(con, f, "ENUM_CUDA_MEMCPY_OPER", ["id", "label"], have)
     if len(en):
