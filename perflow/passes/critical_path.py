@@ -126,7 +126,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="3",
+    version="4",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )

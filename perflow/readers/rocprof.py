@@ -179,7 +179,7 @@ def _copies(df: pd.DataFrame, f: Path) -> pd.DataFrame:
     src = _num(df, "source_agent_id" if "source_agent_id" in cols else None, f, 0)
     dst = _num(df, "destination_agent_id" if "destination_agent_id" in cols else None, f, 0)
     device = np.where(direction.str.startswith("DEVICE_TO_HOST").to_numpy(), src, dst)
-    label = direction.str.lower().str.replace("_to_", "-to-", regex=False).str.title()
+    label = [w.title().replace("-To-", "-to-") for w in direction.str.lower().str.replace("_to_", "-to-", regex=False)]
     return pd.DataFrame(
         {
             "pid": _num(df, _col(cols, "process"), f, _file_pid(f)),

@@ -1,4 +1,5 @@
-"""Every dataset the tests have, by id: shared real data, shipped samples, synthetic runs, a recorded program.
+"""Every dataset the tests have, by id: shared real data, shipped samples, GPU/runtime timelines, synthetic runs,
+recorded programs.
 
 Each loader returns a PAG (read once per session) or skips the calling test
 when its input is missing here. Recorded programs are read through the
@@ -37,6 +38,23 @@ SAMPLES = {
     "sample/ring8.otf2": REPO / "examples" / "data" / "ring8" / "traces.otf2",
     "sample/ring8.pag": REPO / "examples" / "data" / "ring8.pag",
 }
+#: Real GPU and runtime timelines kept in tests/data (see the README beside each).
+TIMELINES = {
+    "nsys/saxpy-mpi-cuda": REPO / "tests" / "data" / "nsys" / "saxpy-mpi-cuda.sqlite",
+    "nsys/cloverleaf-cuda": REPO / "tests" / "data" / "nsys" / "cloverleaf-cuda.sqlite",
+    "rocprof/v1-benchmark-mi200": REPO / "tests" / "data" / "rocprof" / "v1-benchmark-mi200" / "timestamps.csv",
+    "rocprof/v3-docs-two-streams": REPO / "tests" / "data" / "rocprof" / "v3-docs-two-streams",
+    "projections/pingpong": REPO / "tests" / "data" / "projections" / "pingpong",
+    "projections/hello": REPO / "tests" / "data" / "projections" / "hello",
+}
+
+
+def _gpu_example() -> perflow.PAG:
+    from tests.readers.test_gputrace import example, timeline_pag
+
+    return timeline_pag(example(copy=True))
+
+
 #: Synthetic runs: fixed seeds plus one drawn per session (printed in its id, so a failure can be replayed).
 _SESSION_SEED = random.SystemRandom().randrange(1_000_000)
 SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
@@ -49,6 +67,7 @@ SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
         nprocs=2 + _SESSION_SEED % 7, iterations=1 + _SESSION_SEED % 9, seed=_SESSION_SEED, late_sender=0.3
     ),
     "synthetic/profile": lambda: perflow.synthetic.profile(30, 4),
+    "synthetic/gpu-timeline": _gpu_example,
 }
 #: Recorded programs (perflow record; the recorder tests' programs): id -> (source, arguments), 4 ranks each.
 RECORDED = {
@@ -56,7 +75,7 @@ RECORDED = {
     "recorded/imbalance.c": ("imbalance.c", ("3", "3000000", "4")),  # the last rank computes 4x, allreduce
 }
 
-IDS = [*SHARED, *SAMPLES, *SYNTHETIC, *RECORDED]
+IDS = [*SHARED, *SAMPLES, *TIMELINES, *SYNTHETIC, *RECORDED]
 
 
 @functools.cache
@@ -66,6 +85,8 @@ def _load(dataset: str) -> perflow.PAG:
     if dataset in SAMPLES:
         path: Path = SAMPLES[dataset]
         return perflow.load(path) if path.suffix == ".pag" else perflow.read(str(path))
+    if dataset in TIMELINES:
+        return perflow.read(str(TIMELINES[dataset]))
     return SYNTHETIC[dataset]()
 
 

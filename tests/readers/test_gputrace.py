@@ -257,3 +257,21 @@ def test_partitioned_builds_agree() -> None:
         other = perflow.build_pag(raw, infer_collectives=True, jobs=jobs)
         pd.testing.assert_frame_equal(one.metrics, other.metrics)
         np.testing.assert_array_equal(one.vertex_table["parent"], other.vertex_table["parent"])
+
+
+def test_a_wait_comes_out_of_the_waiting_threads_time() -> None:
+    """The copy sits below the cudaMemcpy that waited for it, on the GPU stream: it keeps its time as gpu."""
+    pag = timeline_pag(example(copy=True))
+    b = run("breakdown", pag, by="process", wide=True).iloc[0]
+    assert b["gpu"] == pytest.approx(9.8 + 1.0)
+    # the host: sync 4.0 and the copy call 8.4 .. 9.5; stream 1: A's launch 1.0 and the copy's, from C's end
+    # at 8 to the call's enter at 8.4; stream 2: B's launch 2.0
+    assert b["wait"] == pytest.approx(4.0 + 1.1 + 1.0 + 0.4 + 2.0)
+
+
+def test_trace_locations_survive_save_and_load(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pag = timeline_pag(example())
+    pag.save(tmp_path / "x.pag")
+    back = perflow.load(tmp_path / "x.pag")
+    pd.testing.assert_frame_equal(back.trace.locations, pag.trace.locations)
+    assert back.trace.locations_of_type("gpu")["thread"].tolist() == [1, 2]

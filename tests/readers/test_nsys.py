@@ -242,3 +242,11 @@ def test_fuzz(tmp_path: Path) -> None:
     np.testing.assert_array_equal(
         perflow.read_nsys(SAXPY).metrics.to_numpy(), perflow.read_nsys(SAXPY).metrics.to_numpy()
     )
+
+
+@pytest.mark.parametrize("flow", ["critical_path", "wait_states", "hotspot", "pop", "comm_pattern"])
+def test_shipped_flows_run_on_a_gpu_trace(clover: perflow.PAG, flow: str, tmp_path: Path) -> None:
+    res = perflow.run(flow, pag=clover)
+    res.raise_for_status()
+    res.save(tmp_path)
+    assert (tmp_path / "index.html").is_file()
