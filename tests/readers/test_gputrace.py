@@ -159,6 +159,26 @@ def test_launches_and_the_wait_are_messages(pag: perflow.PAG) -> None:
     assert (et["kind"].astype(str) == "p2p").sum() == 4
 
 
+def test_timeline_shows_gpu_time_on_the_stream_rows(pag: perflow.PAG) -> None:
+    from perflow.passes._binned import aggregate_bins, timeline_data
+
+    td = timeline_data(pag)
+    assert td.labels() == ["0.0", "0.1 GPU 0 stream 1", "0.2 GPU 0 stream 2"]
+    assert td.names == ["computation", "gpu", "idle"]
+    kw = dict(n_rows=td.n_rows, n_cats=len(td.names), t0=0.0, t1=10.0, bins=10)
+    b = aggregate_bins(td.row, td.enter, td.leave, td.cat, td.parent_cat, **kw)  # (row, 1 s bin, category)
+    gpu, idle = td.names.index("gpu"), td.names.index("idle")
+    # stream 1: A from 1.6 to 5, C from 5 to 8; idle [0, 1.6] and [8, 10]
+    np.testing.assert_allclose(b[1, :, gpu], [0, 0.4, 1, 1, 1, 1, 1, 1, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(b[1, :, idle], [1, 0.6, 0, 0, 0, 0, 0, 0, 1, 1], atol=1e-12)
+    # stream 2: B from 2.6 to 6
+    np.testing.assert_allclose(b[2, :, gpu], [0, 0, 0.4, 1, 1, 1, 0, 0, 0, 0], atol=1e-12)
+    # the host is busy all along (main and its API calls); the device work is not counted on it
+    np.testing.assert_allclose(b[0].sum(axis=1), np.ones(10), atol=1e-12)
+    assert b[0, :, gpu].sum() == 0
+    assert b[:, :, gpu].sum() == pytest.approx(9.8)  # as the breakdown's gpu time
+
+
 def test_shipped_passes_run_on_the_example(pag: perflow.PAG, tmp_path) -> None:  # type: ignore[no-untyped-def]
     ws = run("wait_states", pag)
     cp = run("critical_path", pag)

@@ -168,3 +168,14 @@ def test_fuzz(tmp_path: Path) -> None:
             check_times(pag, consistent=False)
             outcomes["pag"] += 1
     assert outcomes["error"] >= 8 and outcomes["pag"] >= 3
+
+
+def test_perflow_info_summarises_the_pes(capsys: pytest.CaptureFixture[str]) -> None:
+    from perflow.cli.main import main
+
+    assert main(["info", str(PINGPONG)]) == 0
+    out = capsys.readouterr().out
+    assert "(projections)" in out and "processes   2   threads/process 1" in out
+    assert "221 messages" in out
+    assert "Idle" in out and "Ping1::trecv(PingMsg* impl_msg)" in out
+    assert "gpu  " not in out  # no GPU streams: no GPU line

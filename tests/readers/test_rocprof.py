@@ -184,3 +184,13 @@ def test_fuzz(tmp_path: Path) -> None:
             check_times(pag, consistent=False)
             outcomes["pag"] += 1
     assert outcomes["error"] >= 5 and outcomes["pag"] >= 1
+
+
+def test_perflow_info_summarises_the_streams(capsys: pytest.CaptureFixture[str]) -> None:
+    from perflow.cli.main import main
+
+    assert main(["info", str(V3)]) == 0
+    out = capsys.readouterr().out
+    assert "(rocprof)" in out and "threads/process 2" in out
+    assert "gpu         2 streams on 1 device: 8 kernels, 4 copies" in out
+    assert "0 launches and 0 waits linked" in out  # no HIP API trace in these files
