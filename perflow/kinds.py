@@ -22,6 +22,9 @@ __all__ = [
     "classify_region",
     "mpi_class",
     "COLLECTIVE_NAMES",
+    "GPU_IDLE",
+    "IDLE_REGIONS",
+    "is_gpu_api",
 ]
 
 
@@ -292,3 +295,23 @@ def classify_region(name: str, hint: str | None = None) -> VertexKind:
     if name.startswith("Loop@") or name.lower().startswith("loop at "):
         return VertexKind.LOOP
     return VertexKind.FUNCTION
+
+
+#: The region a GPU stream is in while it runs nothing (readers of GPU timelines write it).
+GPU_IDLE = "GPU idle"
+#: Regions that are a location's idle time: a GPU stream's (perflow's readers, Score-P) and a Charm++ PE's.
+IDLE_REGIONS = frozenset({GPU_IDLE, "DEVICE IDLE", "COMPUTE IDLE", "Idle"})
+
+_GPU_API_RE = re.compile(r"^((cuda|cu|hip|cl|nvtx|roctx)[A-Z_]|hsa_)")
+
+
+def is_gpu_api(name: str) -> bool:
+    """Whether a region name is a host-side GPU runtime or driver API call (CUDA, HIP, HSA, OpenCL, NVTX, ROCTx).
+
+    ``cudaLaunchKernel``, ``cuMemcpyHtoDAsync_v2``, ``hipMemcpy``,
+    ``hsa_signal_wait_scacquire``, ``clEnqueueNDRangeKernel`` are; a kernel
+    name such as ``saxpy`` or ``void gemm<float>(...)``, or a copy such as
+    ``[CUDA memcpy Host-to-Device]``, is not. Regions of the GPU paradigms
+    that are not API calls are work the device did.
+    """
+    return bool(_GPU_API_RE.match(name))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..pag.instances import Trace
+from ..pag.instances import Trace, location_table
 from ..pag.pag import PAG, MetricInfo
 from ..pag.stats import VERTEX_STATS
 from .runtime import DaskExecutor
@@ -119,6 +119,7 @@ class LazyTrace(Trace):
         object.__setattr__(self, "_dist", dist)
         object.__setattr__(self, "comms", dict(dist.defs.comms))
         object.__setattr__(self, "comm_names", dict(dist.defs.comm_names))
+        object.__setattr__(self, "locations", location_table(dist.defs.locations))
 
     @property
     def intervals(self) -> pd.DataFrame:  # type: ignore[override]

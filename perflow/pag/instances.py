@@ -24,6 +24,12 @@ messages
     receive-completion events); ``mode`` (0 standard, 1 synchronous,
     2 non-blocking); ``clock_violation`` (the send event is later than the
     receive completion: the timestamps cannot be trusted for this message).
+locations
+    One row per location of the source: ``process``, ``thread`` (int32),
+    ``name`` and ``type`` (``"cpu"``, ``"gpu"``, ...; see
+    :class:`perflow.trace.raw.RawTrace`); empty when the source named none.
+    A GPU stream is a location of type ``"gpu"`` whose thread number follows
+    its process's CPU threads.
 collectives
     One row per (instance, participant): ``instance`` (int64), ``process``,
     ``thread``, ``interval`` (row in intervals of the MPI call), ``op``
@@ -61,6 +67,7 @@ __all__ = [
     "stack_rows",
     "take_rows",
     "take_or",
+    "location_table",
     "INTERVAL_COLUMNS",
     "MESSAGE_COLUMNS",
     "COLLECTIVE_COLUMNS",
@@ -193,6 +200,20 @@ def take_or(values: np.ndarray, idx: np.ndarray, fill: Any) -> np.ndarray:
     return out
 
 
+def location_table(locations: pd.DataFrame | dict[str, Any] | None) -> pd.DataFrame:
+    """``process``, ``thread``, ``name``, ``type`` of some locations (name ``""`` and type ``"cpu"`` when absent)."""
+    df = pd.DataFrame(locations if locations is not None else {}, copy=False)
+    n = len(df)
+    return pd.DataFrame(
+        {
+            "process": df["process"].to_numpy(np.int32) if "process" in df else np.zeros(n, np.int32),
+            "thread": df["thread"].to_numpy(np.int32) if "thread" in df else np.zeros(n, np.int32),
+            "name": df["name"].astype(str).to_numpy(object) if "name" in df else np.full(n, "", dtype=object),
+            "type": df["type"].astype(str).to_numpy(object) if "type" in df else np.full(n, "cpu", dtype=object),
+        }
+    )
+
+
 @dataclass(frozen=True)
 class Trace:
     """Instance-level data of a trace-backed PAG (see the module docstring for columns)."""
@@ -206,6 +227,7 @@ class Trace:
     io: pd.DataFrame = field(default_factory=lambda: conform("io", None))
     #: I/O handle id -> name (the file, when the trace names one)
     io_handles: dict[int, str] = field(default_factory=dict)
+    locations: pd.DataFrame = field(default_factory=lambda: location_table(None))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "intervals", conform("intervals", self.intervals))
@@ -213,6 +235,12 @@ class Trace:
         object.__setattr__(self, "collectives", conform("collectives", self.collectives))
         object.__setattr__(self, "locks", conform("locks", self.locks))
         object.__setattr__(self, "io", conform("io", self.io))
+        object.__setattr__(self, "locations", location_table(self.locations))
+
+    def locations_of_type(self, kind: str) -> pd.DataFrame:
+        """The ``process``/``thread`` rows of :attr:`locations` of one type (``"gpu"``: the GPU streams)."""
+        loc = self.locations
+        return loc.loc[loc["type"].to_numpy() == kind, ["process", "thread"]].reset_index(drop=True)
 
     @property
     def n_intervals(self) -> int:

@@ -27,6 +27,8 @@ field           value
                 integers (optional)
 ``comm_names``  object: communicator id (integer as text) -> str (optional)
 ``io_handles``  object: I/O handle id (integer as text) -> str (optional)
+``locations``   object: ``process``, ``thread`` (lists of integers), ``name``,
+                ``type`` (lists of strings), all of one length (optional)
 ==============  ==========================================================
 
 Other top-level fields are ignored (a later version may add some).
@@ -159,4 +161,22 @@ def check_manifest(manifest: Any, path: str | Path, *, version: int = FORMAT_VER
     for k, name in c.obj(manifest.get("io_handles", {}), "io_handles").items():
         c.int_key(k, "io_handles", "an I/O handle id")
         c.text(name, f"io_handles.{k}")
+    _check_locations(c, manifest.get("locations", {}))
     return manifest
+
+
+def _check_locations(c: _Checker, locations: Any) -> None:
+    cols = c.obj(locations, "locations")
+    n = None
+    for k, col in cols.items():
+        if k not in ("process", "thread", "name", "type"):
+            raise c.fail(f"locations.{k}", "unknown column (columns: process, thread, name, type)")
+        ok = isinstance(col, list) and all(
+            (_is_int(v) and -(2**31) <= v < 2**31) if k in ("process", "thread") else isinstance(v, str) for v in col
+        )
+        if not ok:
+            want = "32-bit integers" if k in ("process", "thread") else "strings"
+            raise c.fail(f"locations.{k}", f"expected a list of {want}")
+        if n is not None and len(col) != n:
+            raise c.fail(f"locations.{k}", f"has {len(col)} entries, the other columns {n}")
+        n = len(col)

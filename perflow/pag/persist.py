@@ -132,6 +132,7 @@ def _write_tables(pag: PAG, tmp: Path) -> None:
         manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
         manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
         manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
+        manifest["locations"] = {c: pag.trace.locations[c].tolist() for c in pag.trace.locations.columns}
     for name, df in tables.items():
         fname = f"{name}.parquet"
         _write_parquet(df, tmp / fname)
@@ -253,5 +254,6 @@ def _load_once(p: Path) -> PAG:
             locks=frames.get("locks"),
             io=frames.get("io"),
             io_handles={int(k): v for k, v in manifest.get("io_handles", {}).items()},
+            locations=manifest.get("locations"),
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))

@@ -16,7 +16,7 @@ is the *exclusive* time of each category: what a reader sees at that moment is t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from perflow.errors import PassError
 from perflow.kinds import MPIClass, mpi_class
 from perflow.pag.pag import PAG
 
+from ._common import device_categories
 from ._figure import CATEGORIES, CATEGORY_COLORS
 
 __all__ = [
@@ -67,6 +68,8 @@ def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.n
             cat_of_name.append("computation" if c is None else _MPI_CAT.get(c, "mpi"))
         cats = np.asarray(cat_of_name, dtype=object)[inv]
         cats = np.where((kinds == "io") & (cats == "computation"), "io", cats)
+        dev = device_categories(vt["name"], kinds)
+        cats = np.where((dev != "") & (cats == "computation"), dev, cats)
         present = [c for c in CATEGORIES if c in set(cats.tolist())]
         code = {c: i for i, c in enumerate(present)}
         return np.array([code[c] for c in cats], dtype=np.int64), present, [CATEGORY_COLORS[c] for c in present]
@@ -226,6 +229,8 @@ class TimelineData:
         Category names and colours.
     span : tuple of float
         First enter and last leave of the kept instances.
+    extra : list of str
+        Per row, the location's name when it is not a CPU thread (a GPU stream), else ``""``.
     """
 
     locs: pd.DataFrame
@@ -239,15 +244,17 @@ class TimelineData:
     names: list[str]
     colors: list[Any]
     span: tuple[float, float]
+    extra: list[str] = field(default_factory=list)
 
     @property
     def n_rows(self) -> int:
         return len(self.locs)
 
     def labels(self) -> list[str]:
-        """Row labels: ``"3"`` or ``"3.1"`` (process.thread) when any thread is not 0."""
+        """Row labels: ``"3"`` or ``"3.1"`` (process.thread) when any thread is not 0, GPU streams named."""
         threaded = bool((self.locs["thread"] != 0).any())
-        return [f"{p}.{t}" if threaded else str(p) for p, t in zip(self.locs["process"], self.locs["thread"])]
+        out = [f"{p}.{t}" if threaded else str(p) for p, t in zip(self.locs["process"], self.locs["thread"])]
+        return [f"{o} {x}" if x else o for o, x in zip(out, self.extra or [""] * len(out))]
 
     def in_window(self, t0: float, t1: float) -> np.ndarray:
         """Positions (into the kept instances) of those overlapping ``[t0, t1)``."""
@@ -326,4 +333,15 @@ def timeline_data(
         names=list(names),
         colors=list(colors),
         span=(float(enter.min()), float(leave.max())),
+        extra=_location_names(pag, locs),
     )
+
+
+def _location_names(pag: PAG, locs: pd.DataFrame) -> list[str]:
+    """The name of each row's location when it is not a CPU thread (``trace.locations``), else ``""``."""
+    tl = pag.trace.locations if pag.trace is not None else None
+    if tl is None or not len(tl) or bool((tl["type"] == "cpu").all()):
+        return [""] * len(locs)
+    other = tl[tl["type"] != "cpu"]
+    names = dict(zip(zip(other["process"].tolist(), other["thread"].tolist()), other["name"].astype(str)))
+    return [names.get((int(p), int(t)), "") for p, t in zip(locs["process"], locs["thread"])]

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
-from perflow.kinds import MPIClass, VertexKind, mpi_class
+from perflow.kinds import IDLE_REGIONS, MPIClass, VertexKind, is_gpu_api, mpi_class
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
@@ -37,6 +37,7 @@ __all__ = [
     "vertex_columns",
     "categories",
     "CATEGORIES",
+    "device_categories",
     "run_scale",
     "names_of",
     "kinds_of",
@@ -161,7 +162,7 @@ def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> p
 
 
 #: Breakdown categories, in display order.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi")
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle")
 _MPI_CATEGORY = {
     MPIClass.P2P: "p2p",
     MPIClass.WAIT: "p2p",
@@ -185,7 +186,9 @@ def categories(pag: PAG) -> np.ndarray:
     ``p2p``, data collectives ``collective``, barriers and MPI_Init/Finalize
     (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi`` (the
     name decides, whatever kind the source gave the vertex). Other vertices
-    of kind ``io`` are ``io``; everything else is ``computation``.
+    of kind ``io`` are ``io``; work a GPU did (kernels, copies: see
+    :func:`device_categories`) is ``gpu``, an explicit idle region (a GPU
+    stream's, a Charm++ PE's) ``idle``; everything else is ``computation``.
     The work is one classification per distinct name.
     """
     cached = _CATEGORY_CACHE.get(pag)
@@ -208,10 +211,30 @@ def categories(pag: PAG) -> np.ndarray:
     per_name[-1] = "computation"
     out = per_name[code]
     out[(kind == VertexKind.IO.value) & (out == "computation")] = "io"
+    dev = device_categories(vt["name"], kind)
+    out = np.where((dev != "") & (out == "computation"), dev, out)
     out = out.astype(str)
     out.flags.writeable = False
     _CATEGORY_CACHE[pag] = out
     return out
+
+
+def device_categories(names: pd.Series, kind: np.ndarray) -> np.ndarray:
+    """Per vertex: ``"gpu"`` for work a GPU did, ``"idle"`` for an explicit idle region, else ``""``.
+
+    Work a GPU did is a vertex of kind ``gpu`` that is not a host-side API
+    call (:func:`perflow.kinds.is_gpu_api`: ``cudaLaunchKernel`` runs on the
+    CPU); idle regions are :data:`perflow.kinds.IDLE_REGIONS` (a GPU
+    stream's ``GPU idle``, Score-P's ``DEVICE IDLE``, a Charm++ PE's
+    ``Idle``). One test per distinct name.
+    """
+    names = pd.Series(names)
+    codes, uniq = pd.factorize(names.astype(str), sort=False)
+    api = np.array([is_gpu_api(n) for n in uniq], dtype=bool)[codes] if len(uniq) else np.zeros(len(names), bool)
+    idle = np.array([n in IDLE_REGIONS for n in uniq], dtype=bool)[codes] if len(uniq) else np.zeros(len(names), bool)
+    kind = np.asarray(kind).astype(str)
+    out = np.where((kind == VertexKind.GPU.value) & ~api, "gpu", "")
+    return np.where(idle, "idle", out).astype(object)
 
 
 _SCALE_KEYS = ("nprocs", "mpi.world.size", "jobsize", "num_ranks", "ranks", "np")

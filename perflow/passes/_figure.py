@@ -50,7 +50,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Breakdown categories in display order, and their colours.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "other")
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "other")
 CATEGORY_COLORS = {
     "computation": "#8fbc8f",
     "p2p": "#4c72b0",
@@ -59,6 +59,7 @@ CATEGORY_COLORS = {
     "wait": "#c44e52",
     "io": "#937860",
     "mpi": "#64b5cd",
+    "gpu": "#e6b422",
     "other": "#bbbbbb",
     "idle": "#eeeeee",
 }

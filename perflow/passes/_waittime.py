@@ -17,12 +17,20 @@ import pandas as pd
 
 from perflow.pag.analysis import Analysis
 from perflow.pag.pag import PAG
+from perflow.pag.stats import Grouped, grouped, location_key
 from perflow.trace.analyses import WAIT_INSTANCES, WaitSettings
 from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
 
 from ._tracekit import check_choice
 
-__all__ = ["WAIT_FAMILIES", "waiting_time", "charge_waits", "WAITING_TIME", "WaitingTimeSettings"]
+__all__ = [
+    "WAIT_FAMILIES",
+    "waiting_time",
+    "charge_waits",
+    "charged_per_process",
+    "WAITING_TIME",
+    "WaitingTimeSettings",
+]
 
 _LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
 
@@ -149,7 +157,13 @@ WAITING_TIME = Analysis(
 
 
 def charge_waits(
-    pag: PAG, vertex: np.ndarray, process: np.ndarray, exclusive: np.ndarray, **wait_settings: object
+    pag: PAG,
+    vertex: np.ndarray,
+    process: np.ndarray,
+    exclusive: np.ndarray,
+    *,
+    thread: np.ndarray | None = None,
+    **wait_settings: object,
 ) -> np.ndarray:
     """The waiting time of :func:`waiting_time` charged to rows of exclusive time (vertex, process, time).
 
@@ -158,7 +172,10 @@ def charge_waits(
     taken from the exclusive time of that vertex and its descendants on that
     process, in proportion, and never exceeds it. Without callees a call's
     wait lands on its own row. Rows are one per (vertex, process) (threads
-    summed); returns the wait of each row. ``wait_settings`` go to :func:`waiting_time`.
+    summed), or with ``thread`` one per (vertex, process, thread): a wait is
+    then taken from the time on the thread that waited only (a GPU kernel
+    below the call that waited for it runs on another location). Returns the
+    wait of each row. ``wait_settings`` go to :func:`waiting_time`.
     """
     vertex = np.asarray(vertex, dtype=np.int64)
     process = np.asarray(process, dtype=np.int64)
@@ -168,6 +185,9 @@ def charge_waits(
     wt = wt[wt["vertex"].to_numpy() >= 0]
     if not len(wt) or not len(x):
         return out
+    if thread is not None:  # locations as the groups
+        process = location_key(process, np.asarray(thread, dtype=np.int64))
+        wt = wt.assign(process=location_key(wt["process"].to_numpy(), wt["thread"].to_numpy()))
     n = max(pag.n_vertices, 1)
     pre = np.asarray(pag.tree.preorder, dtype=np.int64)
     size = np.asarray(pag.tree.size, dtype=np.int64)
@@ -191,3 +211,17 @@ def charge_waits(
     np.add.at(diff, hi, -frac)
     out[o] = np.minimum(1.0, np.cumsum(diff)[:-1]) * xs
     return out
+
+
+def charged_per_process(pag: PAG, g: Grouped, metric: str, **wait_settings: object) -> np.ndarray:
+    """:func:`charge_waits` per location, summed onto the rows of ``g`` (``metric`` grouped per process).
+
+    The one way breakdown and critical path charge waits: a thread's wait
+    comes out of that thread's time.
+    """
+    gl = grouped(pag, metric, "location")
+    wl = charge_waits(pag, gl.vertex, gl.process[gl.group], gl.value, thread=gl.thread[gl.group], **wait_settings)
+    n_p = max(len(g.process), 1)
+    key_g = g.vertex * n_p + g.group
+    key_l = gl.vertex * n_p + np.searchsorted(g.process, gl.process[gl.group])
+    return np.bincount(np.searchsorted(key_g, key_l), weights=wl, minlength=len(key_g))[: len(key_g)]

@@ -4,12 +4,14 @@ Each vertex falls in one category (see :func:`perflow.passes._common.categories`
 MPI calls by :func:`perflow.kinds.mpi_class` of their name (point-to-point
 and request completion are ``p2p``, data collectives ``collective``, barriers
 and MPI_Init/Finalize ``sync``, MPI-IO ``io``, other MPI calls
-``mpi``), other I/O vertices ``io``, everything else ``computation``.
+``mpi``), other I/O vertices ``io``, work a GPU did (kernels, copies) ``gpu``,
+explicit idle regions (a GPU stream's, a Charm++ PE's) ``idle``, everything
+else ``computation``.
 The breakdown sums an exclusive metric (by default ``time_exc``) per
 category, so the categories of a process add up to its total time.
 
 For a trace, the time a call spends waiting is moved out of its category
-into ``wait``: the idle waiting time charged to each call by
+into ``wait`` (taken from the time of the thread that waited): the idle waiting time charged to each call by
 :func:`perflow.passes.waitstates.waiting_time` (Late Sender, Late Receiver
 and collective waits from the wait-state instance table, the union of a
 call's waits, so never more than the call's duration). An MPI call whose
@@ -28,14 +30,15 @@ from perflow.pag.pag import PAG
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
 from ._render import declare_aggregates
-from .waitstates import charge_waits, waiting_time
+from ._waittime import charged_per_process
+from .waitstates import waiting_time
 
 __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
 
 
-@pass_(version="2", tags=("profile", "trace", "breakdown"))
+@pass_(version="3", tags=("profile", "trace", "breakdown"))
 def breakdown(
     pag: PAG,
     *,
@@ -91,7 +94,7 @@ def breakdown(
     rcat = vcat[rows_v]
     wait = np.zeros(len(x))
     if waiting and pag.trace is not None and info.unit == "s":
-        wait = charge_waits(pag, g.vertex, g.process[g.group], x)
+        wait = charged_per_process(pag, g, col)
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]

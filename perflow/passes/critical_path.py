@@ -45,8 +45,8 @@ from ._tracekit import (
     require_trace,
     source_column,
 )
+from ._waittime import charged_per_process
 from .pop import ideal_runtime
-from .waitstates import charge_waits
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -62,9 +62,7 @@ def critical_path_tables(
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
-    charged = charge_waits(
-        pag, g.vertex, g.process[g.group], g.value, late_receiver=late_receiver, early_reduce=early_reduce
-    )
+    charged = charged_per_process(pag, g, "time_exc", late_receiver=late_receiver, early_reduce=early_reduce)
     wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
@@ -128,7 +126,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="3",
+    version="4",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )

@@ -48,6 +48,9 @@ READER_MODULES: dict[str, str] = {
     "timemory": "perflow.readers.timemory",
     "chrome": "perflow.readers.chrome",
     "recording": "perflow.readers.recording",
+    "nsys": "perflow.readers.nsys",
+    "rocprof": "perflow.readers.rocprof",
+    "projections": "perflow.readers.projections",
 }
 
 

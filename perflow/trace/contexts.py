@@ -17,7 +17,9 @@ Added vertices are *synthetic*: no Enter/Leave event makes them. Those that
 are the leaf of a sample have pieces as instances; the others have none (no
 visits), only the inclusive time of what lies below them. Synthetic vertices
 with the same parent and region are one vertex, so samples and call stacks
-share paths.
+share paths; one with the parent and region of a call path that Enter/Leave
+events made (on any location) is that call path (see
+:mod:`perflow.trace.numbering`), with its time added to that call path's row.
 """
 
 from __future__ import annotations

@@ -13,8 +13,12 @@ trace built in one partition and in several gives the same tables:
 * **synthetic vertices** (frames of region call stacks and of sampled stacks,
   :mod:`perflow.trace.contexts`) follow, level by level from the call paths
   down: at each level the new vertices are numbered by ``(global parent,
-  region)``, one vertex per distinct pair. A call path that a call stack
-  re-parents keeps its id; its parent becomes the stack's innermost frame.
+  region)``, one vertex per distinct pair; a frame whose ``(global parent,
+  region)`` is a call path of Enter/Leave events (on any location) is that
+  call path, so that a call stack recorded on one location (a GPU kernel's
+  launching stack) reaches the vertices another location recorded. A call
+  path that a call stack re-parents keeps its id; its parent becomes the
+  stack's innermost frame.
 * **intervals** and **p2p rows**: both are grouped by location, so the global
   row of the ``i``-th interval row (event) of location ``l`` is the number of
   rows (events) of locations before ``l`` plus ``i``. A location's interval
@@ -106,7 +110,9 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
             raise ValueError("synthetic vertices whose parents are never numbered")
         keys = sorted({(gid[(p, par)] if par >= 0 else -1, reg) for p, _, par, reg in ready})
         for key in keys:
-            if key not in syn_path:
+            if key not in syn_path and key in path:  # a frame that an Enter/Leave call path already is
+                syn_path[key] = path[key]
+            elif key not in syn_path:
                 syn_path[key] = len(cp_parent)
                 cp_parent.append(key[0])
                 cp_region.append(key[1])
@@ -234,4 +240,5 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
         locks=locks,
         io=io_table,
         io_handles=handles,
+        locations=defs.locations,
     )

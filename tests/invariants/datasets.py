@@ -1,4 +1,5 @@
-"""Every dataset the tests have, by id: shared real data, shipped samples, synthetic runs, a recorded program.
+"""Every dataset the tests have, by id: shared real data, shipped samples, GPU/runtime timelines, synthetic runs,
+recorded programs.
 
 Each loader returns a PAG (read once per session) or skips the calling test
 when its input is missing here. Recorded programs are read through the
@@ -47,6 +48,23 @@ SAMPLES = {
     "gprof2dot/callgrind": REPO / "tests" / "data" / "gprof2dot" / "callgrind-cpi.dot",
     "timemory/wall": REPO / "tests" / "data" / "timemory" / "wall.tree.json",
 }
+#: Real GPU and runtime timelines kept in tests/data (see the README beside each).
+TIMELINES = {
+    "nsys/saxpy-mpi-cuda": REPO / "tests" / "data" / "nsys" / "saxpy-mpi-cuda.sqlite",
+    "nsys/cloverleaf-cuda": REPO / "tests" / "data" / "nsys" / "cloverleaf-cuda.sqlite",
+    "rocprof/v1-benchmark-mi200": REPO / "tests" / "data" / "rocprof" / "v1-benchmark-mi200" / "timestamps.csv",
+    "rocprof/v3-docs-two-streams": REPO / "tests" / "data" / "rocprof" / "v3-docs-two-streams",
+    "projections/pingpong": REPO / "tests" / "data" / "projections" / "pingpong",
+    "projections/hello": REPO / "tests" / "data" / "projections" / "hello",
+}
+
+
+def _gpu_example() -> perflow.PAG:
+    from tests.readers.test_gputrace import example, timeline_pag
+
+    return timeline_pag(example(copy=True))
+
+
 #: Synthetic runs: fixed seeds plus one drawn per session (printed in its id, so a failure can be replayed).
 _SESSION_SEED = random.SystemRandom().randrange(1_000_000)
 SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
@@ -60,6 +78,7 @@ SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
     ),
     "synthetic/profile": lambda: perflow.synthetic.profile(30, 4),
     "otf2kit/openmp-2x3": lambda: _openmp_example(),  # Score-P-like OpenMP trace: barriers, critical, locks
+    "synthetic/gpu-timeline": _gpu_example,
 }
 
 
@@ -78,7 +97,7 @@ RECORDED = {
     "recorded/scaling_serial.c": ("scaling_serial.c", ("2", "40", "2")),  # gather, serial merge on rank 0, bcast
 }
 
-IDS = [*SHARED, *SAMPLES, *SYNTHETIC, *RECORDED]
+IDS = [*SHARED, *SAMPLES, *TIMELINES, *SYNTHETIC, *RECORDED]
 
 
 @functools.cache
@@ -88,6 +107,8 @@ def _load(dataset: str) -> perflow.PAG:
     if dataset in SAMPLES:
         path: Path = SAMPLES[dataset]
         return perflow.load(path) if path.suffix == ".pag" else perflow.read(str(path))
+    if dataset in TIMELINES:
+        return perflow.read(str(TIMELINES[dataset]))
     return SYNTHETIC[dataset]()
 
 

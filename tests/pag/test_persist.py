@@ -198,6 +198,13 @@ def _edit(saved, change) -> None:
         (lambda m: m.update(comm_names={"0": 5}), "field 'comm_names.0': expected a string, got a number"),
         (lambda m: m.update(io_handles={"x": "f"}), "field 'io_handles.x': an I/O handle id must be an integer"),
         (lambda m: m.update(io_handles={"0": None}), "field 'io_handles.0': expected a string, got null"),
+        (lambda m: m.update(locations=[]), "field 'locations': expected an object, got a list"),
+        (lambda m: m.update(locations={"process": [0, "a"]}), "field 'locations.process': expected a list of 32-bit"),
+        (
+            lambda m: m.update(locations={"process": [0, 1], "thread": [0]}),
+            "field 'locations.thread': has 1 entries, the other columns 2",
+        ),
+        (lambda m: m.update(locations={"kind": []}), "field 'locations.kind': unknown column"),
     ],
 )
 def test_every_malformed_field_is_a_format_error_naming_it(saved, change, message):

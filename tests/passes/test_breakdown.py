@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import perflow
@@ -149,3 +150,27 @@ def test_real_trace() -> None:
     assert wide["process"].tolist() == [0, 1]
     assert wide["total"].sum() == pytest.approx(pag.aggregate("time_exc").sum())
     assert (wide["p2p"] + wide["wait"] > 0).all()
+
+
+def test_gpu_work_and_idle_regions_have_their_categories() -> None:
+    from perflow.passes._common import device_categories
+
+    names = pd.Series(["saxpy", "cudaLaunchKernel", "[CUDA memcpy Host-to-Device]", "GPU idle", "DEVICE IDLE",
+                       "Idle", "hipMemcpy", "compute"])  # fmt: skip
+    kinds = np.array(["gpu", "gpu", "gpu", "gpu", "gpu", "function", "gpu", "function"])
+    assert device_categories(names, kinds).tolist() == ["gpu", "", "gpu", "idle", "idle", "idle", "", ""]
+    pag = perflow.PAG.from_frames(
+        pd.DataFrame(
+            {
+                "name": ["main", "cudaMemcpy", "copy", "GPU idle"],
+                "parent": [-1, 0, 1, -1],
+                "kind": ["function", "gpu", "gpu", "gpu"],
+            }
+        ),  # fmt: skip
+        pd.DataFrame(
+            {"vertex": [0, 1, 2, 3], "process": 0, "thread": [0, 0, 1, 1], "time_exc": [1.0, 2.0, 3.0, 4.0]}
+        ),  # fmt: skip
+    )
+    assert categories(pag).tolist() == ["computation", "computation", "gpu", "idle"]
+    wide = breakdown(pag, by="process", wide=True).iloc[0]
+    assert (wide["computation"], wide["gpu"], wide["idle"], wide["total"]) == (3.0, 3.0, 4.0, 10.0)

@@ -354,3 +354,34 @@ def test_partitions_built_at_once_give_the_same_pag(jobs: int) -> None:
     for t in ("intervals", "messages", "collectives"):
         pd.testing.assert_frame_equal(getattr(many.trace, t), getattr(one.trace, t), check_exact=True)
     assert many.attrs == one.attrs
+
+
+def test_stack_frames_that_are_recorded_call_paths_are_those_vertices() -> None:
+    """A region on one location whose call stack is a call path recorded on another (a GPU kernel and the
+    host calls that launched it) hangs below that call path's vertex, not below a copy of it."""
+    regions = pd.DataFrame(
+        {"name": ["main", "launch", "kernel"], "paradigm": ["user", "cuda", "cuda"], "stack": [-1, -1, 0]}
+    )
+    stacks = pd.DataFrame({"stack": [0, 0], "depth": [0, 1], "region": [0, 1]})  # main/launch
+    raw = perflow.RawTrace(
+        locations=pd.DataFrame({"process": [0, 0], "thread": [0, 1], "type": ["cpu", "gpu"]}),
+        regions=regions,
+        stacks=stacks,
+        region_events={
+            "location": [0, 0, 0, 0, 1, 1, 1, 1],
+            "time": [0.0, 1.0, 2.0, 10.0, 2.0, 5.0, 6.0, 7.0],
+            "kind": [0, 0, 1, 1, 0, 1, 0, 1],
+            "region": [0, 1, 1, 0, 2, 2, 2, 2],
+        },
+    )
+    for jobs in (1, 2):
+        pag = perflow.build_pag(raw, jobs=jobs)
+        assert sorted(pag.call_paths()) == ["main", "main/launch", "main/launch/kernel"]
+        m = pag.metrics
+        main, launch, kernel = (pag.vertex(p).id for p in ("main", "main/launch", "main/launch/kernel"))
+        # on the GPU location the host frames carry the kernels' 4 s as inclusive time, no visits
+        assert m.loc[(launch, 0, 1), ["time_inc", "time_exc", "visits"]].tolist() == [4.0, 0.0, 0.0]
+        assert m.loc[(main, 0, 1), ["time_inc", "visits"]].tolist() == [4.0, 0.0]
+        assert m.loc[(launch, 0, 0), ["time_inc", "visits"]].tolist() == [1.0, 1.0]
+        assert m.loc[(kernel, 0, 1), ["time_exc", "visits"]].tolist() == [4.0, 2.0]
+        assert pag.trace.locations["type"].tolist() == ["cpu", "gpu"]
