@@ -137,6 +137,7 @@ _CMP: dict[str, Callable[[Any, Any], Any]] = {
     ">=": np.greater_equal,
 }
 _FUNCS = {name: getattr(np, name if name != "abs" else "absolute") for name in FUNCTIONS}
+_TEST_NAMES = {"startswith": "STARTS WITH", "endswith": "ENDS WITH", "contains": "CONTAINS", "match": "=~"}
 _TEXT_TESTS: dict[str, Callable[[str, str], bool]] = {
     "startswith": lambda s, p: s.startswith(p),
     "endswith": lambda s, p: s.endswith(p),
@@ -307,7 +308,9 @@ class _Eval:
     def e_TextTest(self, n: TextTest) -> Any:
         v = self.run(n.operand)
         if _kind(v) != "text":
-            raise self.fail(n, f"{n.op.upper()} needs a text attribute, not {_kind(v)}")
+            raise self.fail(
+                n, f"{_TEST_NAMES.get(n.op, 'a regular expression')} needs a text attribute, not {_kind(v)}"
+            )
         if n.op in _TEXT_TESTS:
             fn = _TEXT_TESTS[n.op]
             test: Callable[[str], bool] = lambda s: fn(s, n.pattern)  # noqa: E731
