@@ -67,6 +67,7 @@ class VertexColumns:
         self.pag, self.ids, self.agg = pag, np.asarray(ids, dtype=np.int64), agg
         self.per_location = agg in ("any", "all")
         self.aliases = aliases or {}
+        self._cache: dict[tuple[str, str], Any] = {}  # several predicates of one query read the same metrics
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -78,7 +79,13 @@ class VertexColumns:
         return self.aliases.get(name, name)
 
     def column(self, name: str) -> np.ndarray | Text:
-        pag, name = self.pag, self._resolve(name)
+        key = ("", self._resolve(name))
+        if key not in self._cache:
+            self._cache[key] = self._column(key[1])
+        return self._cache[key]
+
+    def _column(self, name: str) -> np.ndarray | Text:
+        pag = self.pag
         vt = pag._vertices
         col: Any
         if name in pag.metric_names:
@@ -100,8 +107,10 @@ class VertexColumns:
         name = self._resolve(name)
         if name not in self.pag.metric_names:
             raise _unknown(name, list(map(str, self.pag.metric_names)), [])
-        out = self.pag.aggregate(name, func).to_numpy()[self.ids]
-        return out[:, None] if self.per_location else out
+        if (func, name) not in self._cache:
+            out = self.pag.aggregate(name, func).to_numpy()[self.ids]
+            self._cache[(func, name)] = out[:, None] if self.per_location else out
+        return self._cache[(func, name)]
 
     def leaf(self) -> np.ndarray:
         parent = self.pag._vertices["parent"].to_numpy()
