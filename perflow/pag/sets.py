@@ -225,7 +225,9 @@ class VertexSet(Selection):
         expr : str or callable, optional
             A boolean metric expression evaluated per vertex, with metrics
             aggregated by ``agg`` and explicit aggregations allowed, e.g.
-            ``"time_exc > 0.01"`` or ``"max(time_exc) > 1.3 * mean(time_exc)"``;
+            ``"time_exc > 0.01"``, ``"max(time_exc) > 1.3 * mean(time_exc)"`` or
+            ``"name in ['MPI_Wait', 'MPI_Recv'] and depth > 2"`` (perflow's own
+            grammar, evaluated with numpy, never by Python: ``docs/queries.md``);
             or a function that takes :meth:`to_frame` and returns a boolean mask.
         name : str or list of str, optional
             Glob pattern(s) on the vertex name (``"MPI_*"``).

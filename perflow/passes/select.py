@@ -80,7 +80,9 @@ def filter_vertices(
     expr : str, optional
         Boolean metric expression per vertex, e.g. ``"time_exc > 0.01"`` or
         ``"max(time_exc) > 1.3 * mean(time_exc)"``; bare metric names are
-        aggregated across processes with ``agg``.
+        aggregated across processes with ``agg``. The grammar (docs/queries.md)
+        allows columns, numbers, strings, arithmetic, comparisons, and/or/not,
+        aggregations and math functions, and nothing else.
     agg : str
         Aggregation for bare metric names in ``expr`` (sum, mean, max, min, std, median, count).
 
