@@ -131,6 +131,7 @@ STRING_QUERIES = [
     'MATCH (".", p)->(3) WHERE p."line" <= 198 AND p."line" > 0',
     'MATCH (".", p) WHERE p."time_exc" IS NOT NAN AND p."time_inc" IS NOT INF AND p."time_exc" < 0.3',
     'MATCH ("+", p) WHERE p."time_inc" > 0.25',
+    'MATCH (".", p)->("*") WHERE p."line" = 294 OR p."name" ENDS WITH "_Init"',
     'MATCH (".", p)->("*") WHERE {p."name" STARTS WITH "MPI"} XOR {p."name" STARTS WITH "PMPI_Fin"}',
     'MATCH (".", p)->(".") WHERE {p."kind" = "function"} AND {p."time_inc" > 0.2}',
 ]
