@@ -62,7 +62,7 @@ def text_of(values: Any) -> Text:
     """A :class:`Text` of a categorical or object column."""
     cat = values if isinstance(values, pd.Categorical) else pd.Categorical(np.asarray(values, dtype=object))
     cats = np.asarray(cat.categories.astype(str), dtype=object)
-    return Text(np.asarray(cat.codes, dtype=np.int64), cats)
+    return Text(np.asarray(cat.codes), cats)  # int8/int16 codes stay as they are
 
 
 class Columns(Protocol):
@@ -109,7 +109,7 @@ def column_values(s: pd.Series | np.ndarray | pd.Categorical) -> np.ndarray | Te
     dt = getattr(s, "dtype", None)
     if isinstance(dt, pd.CategoricalDtype) or isinstance(s, pd.Categorical):
         cat = s.array if isinstance(s, pd.Series) else s
-        return Text(np.asarray(cat.codes, dtype=np.int64), np.asarray(cat.categories.astype(str), dtype=object))
+        return Text(np.asarray(cat.codes), np.asarray(cat.categories.astype(str), dtype=object))
     arr = np.asarray(s)
     if arr.dtype == bool:
         return arr

@@ -94,7 +94,7 @@ def filter_vertices(
 
 
 @pass_(version="1", tags=("select",))
-def query_vertices(data: PAG | VertexSet, *, query: str | list, agg: str = "sum") -> VertexSet:
+def query_vertices(data: PAG | VertexSet, *, query: str | list = 'MATCH ("*")', agg: str = "sum") -> VertexSet:
     """Vertices on call paths that match a Hatchet-style call-path query.
 
     A thin wrapper over :meth:`perflow.PAG.query`; see ``docs/queries.md``.
@@ -109,6 +109,7 @@ def query_vertices(data: PAG | VertexSet, *, query: str | list, agg: str = "sum"
         The PAG to query (a VertexSet: its PAG, keeping only matches inside the set).
     query : str or list
         A string-dialect query (``MATCH ... WHERE ...``) or an object-dialect list.
+        The default, ``MATCH ("*")``, matches every path (all vertices).
     agg : str
         How per-process metrics are compared: aggregated (sum, mean, max, min,
         std, median, count), or ``any``/``all`` to test each location.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import textwrap
 
@@ -52,6 +53,8 @@ def pag() -> PAG:
         ("1 < 2", "sum", [0, 1, 2, 3, 4, 5, 6]),
         ("depth // 2 == 1 and depth % 2 == 0", "sum", [2, 4, 5, 6]),
         ("1e0 < time_exc < 4.25", "sum", [0, 1, 2, 3]),
+        ("not True or file == 'k.c'", "sum", [6]),  # pandas.eval: ~True is -2, so every vertex
+        ("~(1 < 2) | (depth == 0)", "sum", [0]),
     ],
 )
 def test_worked_examples(pag, expr, agg, ids):
@@ -203,6 +206,19 @@ def test_parse_tree_and_names():
 _AGG_CALL = re.compile(r"\b(sum|mean|max|min|std|median|count)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
 
 
+def _negates_a_constant(expr: str) -> bool:
+    """Whether ``not``/``~`` applies to a subexpression without columns (Python's own parser decides)."""
+
+    def has_column(node: ast.AST) -> bool:
+        funcs = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+        return any(isinstance(n, ast.Name) and id(n) not in funcs for n in ast.walk(node))
+
+    return any(
+        isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not | ast.Invert) and not has_column(n.operand)
+        for n in ast.walk(ast.parse(expr, mode="eval"))
+    )
+
+
 def pandas_mask(pag: PAG, expr: str, agg: str) -> np.ndarray:
     """The previous implementation: aggregations rewritten to columns, then ``DataFrame.eval(engine="python")``."""
     calls: dict[str, tuple[str, str]] = {}
@@ -212,6 +228,8 @@ def pandas_mask(pag: PAG, expr: str, agg: str) -> np.ndarray:
         calls[col] = (m.group(1), m.group(2))
         return col
 
+    if _negates_a_constant(expr):
+        raise TypeError("pandas turns `not True` into `~True`, the integer -2: a pandas bug, not a reference")
     rewritten = _AGG_CALL.sub(repl, expr)
     df = pag.metric_frame(agg=agg)
     for c in ("file", "line", "module"):

@@ -159,6 +159,7 @@ def test_pass_and_yaml_flow(pag, tmp_path):
     q = 'MATCH (".", p)->("*") WHERE p."name" = "solve"'
     assert query_vertices(pag, query=q).ids.tolist() == [3, 4, 5, 6]
     assert query_vertices(pag.vertices.filter(kind="mpi"), query=q).ids.tolist() == [4, 5]
+    assert query_vertices(pag).ids.tolist() == list(range(pag.n_vertices))  # default MATCH ("*"): every path
     path = tmp_path / "q.yaml"
     path.write_text(
         textwrap.dedent(
