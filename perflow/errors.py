@@ -14,6 +14,7 @@ vertex, the flow step or the pass.
     ├── TraceError           event data is inconsistent (unmatched enter/leave, ...)
     ├── FlowError            a flow definition is invalid or a flow failed
     │   ├── ValidationError  the flow failed validation (carries every problem found)
+    │   │   └── ExpressionError  a metric expression or call-path query is invalid (also a MetricError)
     │   └── StepError        one step failed while running (its exception is the cause)
     ├── PassError            a pass was misused: unknown pass, bad setting, bad input
     ├── RecordError          ``perflow record`` could not build or run the collector
@@ -31,6 +32,7 @@ __all__ = [
     "TraceError",
     "FlowError",
     "ValidationError",
+    "ExpressionError",
     "StepError",
     "PassError",
     "RecordError",
@@ -105,6 +107,53 @@ class ValidationError(FlowError, ValueError):
         n = len(self.problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{head}flow is invalid ({n} problem{'s' if n != 1 else ''}):\n{lines}")
+
+
+class ExpressionError(ValidationError, MetricError):
+    """A metric expression or call-path query that cannot be parsed or evaluated.
+
+    Also a :class:`MetricError` (so a :class:`PAGError`): callers of
+    ``filter`` that catch those keep working.
+
+    Parameters
+    ----------
+    text : str
+        The whole expression or query.
+    message : str
+        What is wrong.
+    offset : int
+        0-based position of the offending part in ``text``.
+    what : str
+        ``"expression"`` or ``"query"``, for the message.
+
+    Attributes
+    ----------
+    line, column : int
+        1-based line and column of the offending part.
+    """
+
+    def __init__(self, text: str, message: str, offset: int = 0, what: str = "expression") -> None:
+        self.text, self.reason, self.what = text, message, what
+        self.offset = max(0, min(int(offset), len(text)))
+        start = text.rfind("\n", 0, self.offset) + 1
+        self.line = text.count("\n", 0, self.offset) + 1
+        self.column = self.offset - start + 1
+        where = f"line {self.line}, column {self.column}" if "\n" in text else f"column {self.column}"
+        end = text.find("\n", self.offset)
+        src = text[start : len(text) if end < 0 else end]
+        lo = max(0, self.column - 1 - 60)
+        shown = ("..." if lo else "") + src[lo : lo + 120] + ("..." if len(src) > lo + 120 else "")
+        caret = " " * (self.column - 1 - lo + (3 if lo else 0)) + "^"
+        problem = f"{message} (at {where})"
+        super().__init__([problem])
+        head = f"invalid {what} {text!r}" if len(text) <= 80 and "\n" not in text else f"invalid {what}"
+        self.args = (f"{head}: {problem}\n    {shown}\n    {caret}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int, str]]:
+        return (type(self), (self.text, self.reason, self.offset, self.what))
 
 
 class StepError(FlowError):

@@ -50,6 +50,10 @@ code("""
 pag.vertices.filter("max(time_exc) > 1.3 * mean(time_exc)").names()
 """)
 code("""
+# Hatchet-style call-path queries (docs/queries.md): paths from the root down to MPI calls
+pag.query('MATCH ("*")->(".", p) WHERE p."name" STARTS WITH "MPI_" AND p IS LEAF').names()
+""")
+code("""
 # where receivers waited longest for their messages
 pag.parallel.edges.filter(kind="p2p").sort_by("wait").top(3).to_frame()[
     ["src_name", "src_process", "dst_name", "dst_process", "count", "wait"]

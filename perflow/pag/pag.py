@@ -312,6 +312,16 @@ class PAG(Arithmetic):
 
         return VertexSet(self, np.arange(self.n_vertices, dtype=np.int64))
 
+    def query(self, query: str | list[Any], *, agg: str = "sum") -> VertexSet:
+        """Vertices on call paths matching a Hatchet-style query (string or object dialect; see docs/queries.md).
+
+        >>> pag.query('MATCH (".", p)->("*") WHERE p."name" STARTS WITH "MPI_"')
+        >>> pag.query([(".", {"name": "main"}), "*", (".", {"time_exc": ">= 0.5"})])
+        """
+        from .query import query as run_query
+
+        return run_query(self, query, agg=agg)
+
     def vertex(self, key: int | str) -> Vertex:
         """One vertex by id, by name (must be unique) or by call path ``"main/solve/MPI_Send"``."""
         from .sets import Vertex

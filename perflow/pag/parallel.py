@@ -28,7 +28,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PAGError
-from .selection import Selection, eval_mask, name_mask
+from .columns import ParallelColumns
+from .expr_eval import FrameColumns, eval_mask
+from .selection import Selection, name_mask
 from .sets import VertexSet, kind_values
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -248,18 +250,6 @@ class ParallelVertexSet(Selection):
         self._pag._check_metric(metric)
         return self._pag._metrics[metric].to_numpy(dtype=np.float64)[self._ids]
 
-    def _frame_for(self) -> Callable[[set[str], dict[str, tuple[str, str]]], pd.DataFrame]:
-        def build(names: set[str], calls: dict[str, tuple[str, str]]) -> pd.DataFrame:
-            if calls:
-                raise PAGError("aggregations such as max(...) apply to top-down vertices, not parallel vertices")
-            full = self.to_frame()
-            missing = [n for n in names if n not in full.columns]
-            for n in missing:
-                self._pag._check_metric(n)
-            return full
-
-        return build
-
     def filter(
         self,
         expr: str | Callable[[pd.DataFrame], Any] | None = None,
@@ -285,7 +275,7 @@ class ParallelVertexSet(Selection):
                 vals = getattr(val, "ids", val)
                 mask &= np.isin(vf[col].to_numpy()[self._ids], np.atleast_1d(np.asarray(vals)))
         if isinstance(expr, str):
-            mask &= eval_mask(self._frame_for(), expr)
+            mask &= eval_mask(expr, ParallelColumns(self._pag, self._ids))
         elif expr is not None:
             mask &= np.asarray(expr(self.to_frame()), dtype=bool)
         return self._select(mask)
@@ -376,7 +366,8 @@ class ParallelEdgeSet(Selection):
                 raise PAGError(f"unknown edge kind {bad[0]!r}; kinds are {', '.join(EDGE_KINDS)}")
             mask &= np.isin(et["kind"].astype(str).to_numpy()[self._ids], kinds)
         if isinstance(expr, str):
-            mask &= eval_mask(lambda names, calls: self.to_frame(), expr)
+            no_agg = "aggregations such as max(...) apply to top-down vertices, not parallel edges"
+            mask &= eval_mask(expr, FrameColumns(self.to_frame, len(self._ids), what="edge attribute", no_agg=no_agg))
         elif expr is not None:
             mask &= np.asarray(expr(self.to_frame()), dtype=bool)
         return self._select(mask)

@@ -10,18 +10,15 @@ from __future__ import annotations
 import fnmatch
 import html
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Self
 
 import numpy as np
 import pandas as pd
 
-from ..errors import MetricError, PAGError
+from ..errors import PAGError
 
-__all__ = ["Selection", "name_mask", "eval_mask", "AGG_CALL"]
-
-AGG_CALL = re.compile(r"\b(sum|mean|max|min|std|median|count)\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+__all__ = ["Selection", "name_mask"]
 
 
 def name_mask(names: pd.Series, name: str | Iterable[str] | None, regex: str | re.Pattern | None) -> np.ndarray:
@@ -42,36 +39,6 @@ def name_mask(names: pd.Series, name: str | Iterable[str] | None, regex: str | r
         ok &= np.array([rx.search(c) is not None for c in cats], dtype=bool)
     codes = cat.cat.codes.to_numpy()
     return np.where(codes >= 0, np.r_[ok, False][codes], False)
-
-
-def eval_mask(frame_for: Callable[[set[str], dict[str, tuple[str, str]]], pd.DataFrame], expr: str) -> np.ndarray:
-    """Evaluate a boolean expression such as ``"time_exc > 0.5 and max(time_exc) > 2 * mean(time_exc)"``.
-
-    ``frame_for(names, calls)`` must return a frame holding the referenced
-    columns, where ``calls`` maps generated column names to (agg, metric).
-    """
-    calls: dict[str, tuple[str, str]] = {}
-
-    def repl(m: re.Match[str]) -> str:
-        col = f"__{m.group(1)}__{m.group(2)}"
-        calls[col] = (m.group(1), m.group(2))
-        return col
-
-    rewritten = AGG_CALL.sub(repl, expr)
-    names = {
-        t for t in _IDENT.findall(rewritten) if t not in calls and t not in ("and", "or", "not", "in", "True", "False")
-    }
-    frame = frame_for(names, calls)
-    try:
-        res = frame.eval(rewritten, engine="python")
-    except (NameError, pd.errors.UndefinedVariableError) as exc:
-        raise MetricError(f"in expression {expr!r}: {exc}") from None
-    except Exception as exc:
-        raise PAGError(f"cannot evaluate expression {expr!r}: {exc}") from None
-    arr = np.asarray(res)
-    if arr.dtype != bool:
-        raise PAGError(f"expression {expr!r} does not give true/false per element (got {arr.dtype})")
-    return arr
 
 
 class Selection:

@@ -20,7 +20,9 @@ import pandas as pd
 from ..errors import PAGError
 from ..kinds import VertexKind
 from ..units import aggregate_label, format_column, guess_unit
-from .selection import Selection, eval_mask, name_mask
+from .columns import VertexColumns
+from .expr_eval import eval_mask
+from .selection import Selection, name_mask
 from .tree import ancestors_mask, descendants_mask
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -205,23 +207,6 @@ class VertexSet(Selection):
     def _sort_values(self, metric: str, agg: str) -> np.ndarray:
         return self._pag.aggregate(metric, agg).to_numpy()[self._ids]
 
-    def _frame_for(self, agg: str) -> Callable[[set[str], dict[str, tuple[str, str]]], pd.DataFrame]:
-        def build(names: set[str], calls: dict[str, tuple[str, str]]) -> pd.DataFrame:
-            vt = self._pag._vertices
-            cols: dict[str, Any] = {}
-            for n in names:
-                if n in vt.columns:
-                    cols[n] = vt[n].to_numpy()[self._ids]
-                elif n in self._pag.metric_names:
-                    cols[n] = self._pag.aggregate(n, agg).to_numpy()[self._ids]
-                else:
-                    self._pag._check_metric(n)
-            for col, (a, m) in calls.items():
-                cols[col] = self._pag.aggregate(m, a).to_numpy()[self._ids]
-            return pd.DataFrame(cols, index=self._ids)
-
-        return build
-
     # -------------------------------------------------------------- filters
     def filter(
         self,
@@ -240,7 +225,9 @@ class VertexSet(Selection):
         expr : str or callable, optional
             A boolean metric expression evaluated per vertex, with metrics
             aggregated by ``agg`` and explicit aggregations allowed, e.g.
-            ``"time_exc > 0.01"`` or ``"max(time_exc) > 1.3 * mean(time_exc)"``;
+            ``"time_exc > 0.01"``, ``"max(time_exc) > 1.3 * mean(time_exc)"`` or
+            ``"name in ['MPI_Wait', 'MPI_Recv'] and depth > 2"`` (perflow's own
+            grammar, evaluated with numpy, never by Python: ``docs/queries.md``);
             or a function that takes :meth:`to_frame` and returns a boolean mask.
         name : str or list of str, optional
             Glob pattern(s) on the vertex name (``"MPI_*"``).
@@ -264,7 +251,7 @@ class VertexSet(Selection):
                 raise PAGError(f"unknown vertex attribute {col!r}; attributes are {', '.join(vt.columns)}")
             mask &= vt[col].to_numpy()[self._ids] == val
         if isinstance(expr, str):
-            mask &= eval_mask(self._frame_for(agg), expr)
+            mask &= eval_mask(expr, VertexColumns(self._pag, self._ids, agg))
         elif expr is not None:
             res = np.asarray(expr(self.to_frame(agg=agg)), dtype=bool)
             if res.shape != mask.shape:

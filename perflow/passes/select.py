@@ -27,6 +27,7 @@ from ._graph import slice_ids
 
 __all__ = [
     "filter_vertices",
+    "query_vertices",
     "sort_vertices",
     "top_vertices",
     "set_union",
@@ -79,7 +80,9 @@ def filter_vertices(
     expr : str, optional
         Boolean metric expression per vertex, e.g. ``"time_exc > 0.01"`` or
         ``"max(time_exc) > 1.3 * mean(time_exc)"``; bare metric names are
-        aggregated across processes with ``agg``.
+        aggregated across processes with ``agg``. The grammar (docs/queries.md)
+        allows columns, numbers, strings, arithmetic, comparisons, and/or/not,
+        aggregations and math functions, and nothing else.
     agg : str
         Aggregation for bare metric names in ``expr`` (sum, mean, max, min, std, median, count).
 
@@ -88,6 +91,37 @@ def filter_vertices(
     VertexSet
     """
     return _vset(data).filter(expr, name=name, regex=regex, kind=kind, agg=agg)
+
+
+@pass_(version="1", tags=("select",))
+def query_vertices(data: PAG | VertexSet, *, query: str | list = 'MATCH ("*")', agg: str = "sum") -> VertexSet:
+    """Vertices on call paths that match a Hatchet-style call-path query.
+
+    A thin wrapper over :meth:`perflow.PAG.query`; see ``docs/queries.md``.
+    In YAML, write an object-dialect pair as a two-item list::
+
+        - {pass: query_vertices, in: pag, with: {query: [[".", {name: "MPI_.*"}], "*"]}}
+        - {pass: query_vertices, in: pag, with: {query: 'MATCH (".", p)->("*") WHERE p."name" STARTS WITH "MPI_"'}}
+
+    Parameters
+    ----------
+    data : PAG or VertexSet
+        The PAG to query (a VertexSet: its PAG, keeping only matches inside the set).
+    query : str or list
+        A string-dialect query (``MATCH ... WHERE ...``) or an object-dialect list.
+        The default, ``MATCH ("*")``, matches every path (all vertices).
+    agg : str
+        How per-process metrics are compared: aggregated (sum, mean, max, min,
+        std, median, count), or ``any``/``all`` to test each location.
+
+    Returns
+    -------
+    VertexSet
+    """
+    if isinstance(data, PAG):
+        return data.query(query, agg=agg)
+    vs = _vset(data)
+    return vs.pag.query(query, agg=agg) & vs
 
 
 @pass_(version="1", tags=("select",))

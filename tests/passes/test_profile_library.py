@@ -21,7 +21,7 @@ MODULES = (
     "perflow.passes.contention",
 )
 EXPECTED = {
-    "filter_vertices", "sort_vertices", "top_vertices", "set_union", "set_intersection", "set_difference",
+    "filter_vertices", "query_vertices", "sort_vertices", "top_vertices", "set_union", "set_intersection", "set_difference",
     "set_symmetric_difference", "ancestors", "descendants", "subgraph", "parallel_vertices", "backward_slice",
     "forward_slice", "hotspot", "hotspot_set", "imbalance", "imbalanced_vertices", "imbalance_outliers",
     "outlier_vertices", "breakdown", "differential", "difference", "scalability", "non_scalable_vertices", "scaling_data",
