@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._inflate import inflate
 from ..errors import FormatError, TraceError
 from ..kinds import P2P, mpi_class
 from ..pag.pag import PAG
@@ -84,13 +85,26 @@ def detect(path: Path) -> bool:
     return False
 
 
-def _fast_loads(s: str) -> Any:
-    """orjson when it is installed (several times faster on large traces), else the standard library."""
+#: orjson releases before this one recurse without limit on deeply nested input and crash the interpreter
+_ORJSON_SAFE = (3, 9, 15)
+
+
+def _orjson() -> Any:
     try:
         import orjson
     except ImportError:
-        return json.loads(s)
-    return orjson.loads(s)
+        return None
+    try:
+        version = tuple(int(x) for x in orjson.__version__.split(".")[:3])
+    except ValueError:
+        return None
+    return orjson if version >= _ORJSON_SAFE else None
+
+
+def _fast_loads(s: str) -> Any:
+    """orjson when a safe version is installed (several times faster on large traces), else the standard library."""
+    orjson = _orjson()
+    return orjson.loads(s) if orjson is not None else json.loads(s)
 
 
 def _files(path: Path | str) -> list[Path]:
@@ -108,12 +122,7 @@ def _load_events(f: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise FormatError(f, f"cannot read: {exc}") from None
     if f.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
-        import gzip
-
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise FormatError(f, f"corrupt gzip data ({exc})") from None
+        raw = inflate(raw, "gzip", f)  # bounded: a bomb is refused, not inflated
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

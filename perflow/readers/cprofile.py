@@ -2,7 +2,12 @@
 
 A pstats file is a marshalled dict ``{(file, line, func): (cc, nc, tt, ct,
 callers)}`` where ``callers`` maps each caller to the statistics of the calls
-it made: ``(nc, cc, tt, ct)``. It records a caller->callee *graph*, not
+it made: ``(nc, cc, tt, ct)`` (a call count for the pure-Python ``profile``
+module: its times are then shared by calls). The file is decoded by
+:mod:`perflow.readers._marshal`, which checks every count against the bytes
+left before allocating (``marshal.loads`` does not: a damaged 1 KB file can
+make it allocate gigabytes), so files written by Python 2 are read too;
+non-finite statistics are a FormatError naming the function. It records a caller->callee *graph*, not
 calling contexts, so the calling-context tree is an approximation:
 
 * roots are functions nobody calls (when a set of functions is only reachable
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import glob as _glob
 import logging
-import marshal
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +42,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG
+from . import _marshal
 from ._common import MetricRows, TreeBuilder, build_profile, head_bytes
 
 FORMAT = "cprofile"
@@ -45,6 +51,7 @@ DESCRIPTION = "Python cProfile/pstats files (one, or a directory/glob of one per
 log = logging.getLogger(__name__)
 
 Func = tuple[str, int, str]
+_LEAVE = object()
 
 
 def detect(path: Path) -> bool:
@@ -76,22 +83,39 @@ def _load(f: Path) -> dict[Func, tuple[Any, ...]]:
         raise FormatError(f, f"cannot read: {exc}") from exc
     if not data:
         raise FormatError(f, "empty file, not a pstats file")
-    try:
-        stats = marshal.loads(data)
-    except (ValueError, EOFError, TypeError) as exc:
-        raise FormatError(
-            f,
-            f"cannot decode the marshalled pstats data ({exc}); a file written by Python 2 or a different "
-            "Python version cannot be read by this interpreter's marshal",
-        ) from None
+    stats = _marshal.loads(data, f)  # bounded: counts are checked before anything is allocated
     if not isinstance(stats, dict):
         raise FormatError(f, f"not a pstats file: holds a {type(stats).__name__}, expected a dict")
-    for k, v in stats.items():
-        if not (
-            isinstance(k, tuple) and len(k) == 3 and isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict)
-        ):
-            raise FormatError(f, f"not a pstats file: unexpected entry {k!r}")
-    return stats
+    return {_func(f, k): _entry(f, k, v) for k, v in stats.items()}
+
+
+def _func(f: Path, k: Any) -> Func:
+    """A (file, line, name) key; Python 2 files hold byte strings."""
+    if isinstance(k, tuple) and len(k) == 3:
+        file, line, name = (x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in k)
+        if isinstance(file, str) and isinstance(name, str) and isinstance(line, int) and not isinstance(line, bool):
+            return file, line, name
+    raise FormatError(f, f"not a pstats file: unexpected function key {str(k)[:80]}")
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _entry(f: Path, k: Any, v: Any) -> tuple[Any, ...]:
+    """(cc, nc, tt, ct, callers) with callers' edges as (nc, cc, tt, ct) tuples of finite numbers."""
+    if not (isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict) and all(_num(x) for x in v[:4])):
+        raise FormatError(f, f"not a pstats file: bad statistics {str(v)[:80]} for {str(k)[:80]}")
+    cc, nc, tt, ct, callers = v
+    edges = {}
+    for c, e in callers.items():
+        if _num(e):  # the pure-Python profile module records call counts only: share the times by calls
+            share = e / nc if nc else 0.0
+            e = (e, e, tt * share, ct * share)
+        elif not (isinstance(e, tuple) and len(e) == 4 and all(_num(x) for x in e)):
+            raise FormatError(f, f"bad caller statistics {str(e)[:80]} for {str(k)[:80]}")
+        edges[_func(f, c)] = e
+    return cc, nc, tt, ct, edges
 
 
 def _name(func: Func) -> tuple[str, str, int, str]:
@@ -123,11 +147,18 @@ def _expand(
         name, file, line, kind = _name(r)
         v = tree.add(-1, r, name, file=file, line=line, kind=kind)
         acc = {v: [ct, tt, nc]}
-        # iterative DFS: (vertex, func, share, path functions -> vertex)
-        stack: list[tuple[int, Func, float, dict[Func, int]]] = [(v, r, 1.0, {r: v})]
+        # iterative DFS over (vertex, func, share); _LEAVE entries take a function off the current path
+        onpath: dict[Func, int] = {r: v}
+        stack: list[tuple[Any, ...]] = [(v, r, 1.0)]
         seen.add(r)
         while stack:
-            pv, f, w, onpath = stack.pop()
+            item = stack.pop()
+            if item[0] is _LEAVE:
+                del onpath[item[1]]
+                continue
+            pv, f, w = item
+            if f != r:
+                onpath[f] = pv
             for g, (enc, _ecc, ett, ect) in callees[f]:
                 if g in onpath:
                     if onpath[g] == v:
@@ -151,7 +182,8 @@ def _expand(
                 seen.add(g)
                 gct = stats[g][3]
                 share = w * (ect / gct if gct > 0 else (enc / stats[g][1] if stats[g][1] else 0.0))
-                stack.append((cv, g, share, {**onpath, g: cv}))
+                stack.append((_LEAVE, g))
+                stack.append((cv, g, share))
         for vid, (inc, exc, visits) in acc.items():
             rows.add(vid, proc, 0, "time_inc", inc)
             rows.add(vid, proc, 0, "time_exc", min(exc, inc))
