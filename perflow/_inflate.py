@@ -7,7 +7,7 @@ relative to the compressed size:
 
     limit = max(PERFLOW_INFLATE_FLOOR_MB MiB, PERFLOW_INFLATE_RATIO x compressed bytes)
 
-(defaults 256 MiB and 200: real profiles and traces compress 5-50 fold; a
+(defaults 64 MiB and 200: real profiles and traces compress 5-50 fold; a
 bomb compresses about 1000 fold). Set the environment variables to read an
 unusually compressible file.
 
@@ -38,7 +38,7 @@ __all__ = ["inflate", "inflate_limit", "open_inflated", "compression_of", "check
 #: Default ratio of inflated to compressed size beyond which data are refused (``PERFLOW_INFLATE_RATIO``).
 RATIO = 200
 #: Default inflated size always allowed, in bytes (``PERFLOW_INFLATE_FLOOR_MB``).
-FLOOR = 256 << 20
+FLOOR = 64 << 20
 _OUT = 1 << 20  # decompressed bytes per step
 _IN = 1 << 16
 
@@ -104,7 +104,7 @@ def _chunks(read: Callable[[int], bytes], kind: str) -> Iterator[bytes]:
         if d.eof:
             if not multi:
                 return
-            rest = d.unused_data + buf
+            rest = d.unused_data  # (zlib leaves a copy of it in unconsumed_tail too)
             if kind == "gzip":
                 rest = rest.lstrip(b"\0")  # gzip allows zero padding between and after members
                 while not rest:
@@ -125,9 +125,11 @@ def _chunks(read: Callable[[int], bytes], kind: str) -> Iterator[bytes]:
                 raise EOFError("the compressed stream ends before its end marker")
 
 
-def _too_big(path: Path | str, what: str, limit: int, n_in: int, expected: int | None) -> FormatError:
+def _too_big(path: Path | str, what: str, limit: int, n_in: int, expected: int | None, why: str = "") -> FormatError:
     if expected is not None:
         return FormatError(path, f"{what}inflates to more than the {expected} bytes expected (damaged data)")
+    if why:
+        return FormatError(path, f"{what}inflates to more than {limit} bytes: {why}")
     return FormatError(
         path,
         f"{what}inflates to more than {limit} bytes from {n_in} compressed bytes: refused as a "
@@ -143,6 +145,7 @@ def inflate(
     what: str = "",
     limit: int | None = None,
     expected: int | None = None,
+    why: str = "",
 ) -> bytes:
     """Decompress ``data`` (``kind``: gzip, zlib, deflate, bz2, xz) without ever holding more than the limit.
 
@@ -160,6 +163,8 @@ def inflate(
         Largest output accepted; default :func:`inflate_limit` of ``len(data)``.
     expected : int, optional
         The exact size the output must have (a larger or smaller one is an error).
+    why : str
+        Why ``limit`` is the limit, for the error message (default: the bomb guard).
 
     Raises
     ------
@@ -173,8 +178,10 @@ def inflate(
     try:
         for piece in _chunks(src.read, kind):
             if len(out) + len(piece) > cap:
-                raise _too_big(path, label, cap, len(data), expected)
+                raise _too_big(path, label, cap, len(data), expected, why)
             out += piece
+    except FormatError:
+        raise
     except _ERRORS as exc:
         raise FormatError(path, f"{label}corrupt or truncated {kind} data ({exc})") from None
     if expected is not None and len(out) != expected:

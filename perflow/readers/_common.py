@@ -26,7 +26,7 @@ from ..errors import FormatError, PerflowError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
 
-__all__ = ["TreeBuilder", "MetricRows", "build_profile", "reader_errors", "head_bytes", "TIME_UNITS"]
+__all__ = ["TreeBuilder", "MetricRows", "build_profile", "reader_errors", "head_bytes", "clean_text", "TIME_UNITS"]
 
 #: Seconds per unit for time units found in tool output.
 TIME_UNITS: dict[str, float] = {
@@ -74,6 +74,15 @@ def reader_errors(path: Path | str, what: str = "") -> Iterator[None]:
         raise FormatError(path, f"{msg}corrupt or truncated data ({type(exc).__name__}: {exc})") from exc
 
 
+def clean_text(s: str) -> str:
+    """``s`` with lone surrogates (from JSON escapes or undecodable bytes) as backslash escapes: printable, savable."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s
+
+
 def head_bytes(path: Path, n: int = 512) -> bytes:
     """The first ``n`` bytes of a file (empty for a directory or an unreadable file)."""
     try:
@@ -103,7 +112,8 @@ class TreeBuilder:
         if vid is None:
             vid = len(self.rows)
             self._index[k] = vid
-            self.rows.append({"name": name, "parent": parent, **attrs})
+            attrs = {a: clean_text(v) if isinstance(v, str) else v for a, v in attrs.items()}
+            self.rows.append({"name": clean_text(str(name)), "parent": parent, **attrs})
         return vid
 
     def path(self, names: list[str] | tuple[str, ...], **attrs: Any) -> int:

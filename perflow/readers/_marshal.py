@@ -54,9 +54,8 @@ class _Reader:
         self.pos = p + n
         return self.buf[p : p + n]
 
-    def count(self, what: str, size: int = 1) -> int:
-        """A 4-byte count of items of at least ``size`` bytes each, checked against the bytes left."""
-        at = self.pos
+    def count(self, what: str, at: int, size: int = 1) -> int:
+        """A 4-byte count of items of at least ``size`` bytes each (of the value at ``at``), checked against the bytes left."""
         n = _I32.unpack(self.take(4, what))[0]
         if n < 0 or n * size > self.end - self.pos:
             raise self.fail(f"{what} announces {n} items, more than the {self.end - self.pos} bytes left hold", at)
@@ -120,12 +119,12 @@ class _Reader:
             n = self.take(1, "string length")[0]
             return self._text(self.take(n, "string"), "ascii", at, t == "Z")
         if t in "aAut":
-            n = self.count("string")
+            n = self.count("string", at)
             return self._text(self.take(n, "string"), "ascii" if t in "aA" else "utf-8", at, t in "At")
         if t == "s":
-            return self.take(self.count("bytes"), "bytes")
+            return self.take(self.count("bytes", at), "bytes")
         if t in "([<>":
-            n = self.count({"(": "tuple", "[": "list", "<": "set", ">": "frozenset"}[t])
+            n = self.count({"(": "tuple", "[": "list", "<": "set", ">": "frozenset"}[t], at)
             items = [self.obj(depth + 1) for _ in range(n)]
             if t == "(":
                 return tuple(items)
@@ -183,7 +182,7 @@ class _Reader:
 
     def _text(self, raw: bytes, enc: str, at: int, intern: bool) -> str:
         try:
-            s = raw.decode(enc)
+            s = raw.decode(enc, "surrogatepass" if enc == "utf-8" else "strict")  # as marshal writes them
         except UnicodeDecodeError:
             raise self.fail(f"a string is not valid {enc}", at) from None
         if intern:

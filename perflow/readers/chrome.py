@@ -54,7 +54,7 @@ from ..pag.pag import PAG
 from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ._chrome_nest import nest_intervals, pair_begin_end
-from ._common import head_bytes, reader_errors
+from ._common import clean_text, head_bytes, reader_errors
 
 FORMAT = "chrome"
 DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAspect .pfw), one file or one per rank"
@@ -250,7 +250,7 @@ def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
     meta = df[df["ph"] == "M"]
     for fi, pid, name, args in zip(meta["file"], meta["pid_k"], meta["name"], meta["args"]):
         if name == "process_name" and isinstance(args, dict):
-            names[(fi, pid)] = str(args.get("name", ""))
+            names[(fi, pid)] = clean_text(str(args.get("name", "")))
     src = files[0] if len(files) == 1 else files[0].parent
     with reader_errors(src, "Chrome trace"):
         try:
@@ -383,6 +383,7 @@ def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFram
     codes, uniq = pd.factorize(key)
     rows = []
     for n, c in uniq:
+        n, c = clean_text(n), clean_text(c)
         cl = c.lower()
         file, line = "", 0
         m = _SRC_RE.match(n)

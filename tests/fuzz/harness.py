@@ -139,6 +139,10 @@ def classify(fmt: str, sample: Sample, options: dict) -> tuple[str, str]:
             return "unexpected", f"{type(cause).__name__} turned into a FormatError: {exc}"
         if str(sample.root) not in str(exc) and sample.read_path.name not in str(exc):
             return "unexpected", f"FormatError does not name the file: {exc}"
+        try:
+            str(exc).encode("utf-8")
+        except UnicodeEncodeError:
+            return "unexpected", "the FormatError's message cannot be printed (lone surrogates)"
         return "format_error", str(exc)
     except MemoryError as exc:
         return "memory", f"MemoryError: {exc}"
@@ -151,6 +155,10 @@ def classify(fmt: str, sample: Sample, options: dict) -> tuple[str, str]:
     depth = int(pag.vertex_table["depth"].max()) if pag.n_vertices else 0
     if depth > MAX_DEPTH:
         return "corrupt", f"call path {depth} deep"
+    try:
+        "".join(map(str, pag.vertex_table["name"])).encode("utf-8")
+    except UnicodeEncodeError:
+        return "corrupt", "a vertex name cannot be printed (lone surrogates)"
     m = pag.metrics.to_numpy(dtype=np.float64, na_value=np.nan) if pag.metrics.shape[1] else np.zeros(0)
     if m.size and not np.isfinite(m).all():
         return "corrupt", "non-finite metric values"
@@ -175,25 +183,14 @@ def _child(fmt: str, sample: Sample, options: dict, fd: int) -> None:  # pragma:
         os._exit(0)
 
 
-def run_case(target: Target, seed: int, workdir: Path, *, timeout: float = 30.0) -> Case:
-    """Build, mutate and read one case in a forked child; return its outcome."""
-    rng = random.Random(seed)
-    root = workdir / f"{target.name}-{seed}"
-    if root.exists():
-        shutil.rmtree(root)
-    root.mkdir(parents=True)
-    sample = target.build(root)
-    mut = rng.choice(target.mutators)
-    try:
-        what = f"{mut.__name__}: {mut(sample, rng)}"
-    except Exception as exc:  # noqa: BLE001 - a mutator that cannot apply leaves the sample as it is
-        what = f"{mut.__name__}: not applicable ({type(exc).__name__}: {exc})"
+def read_capped(sample: Sample, fmt: str, options: dict | None = None, *, timeout: float = 30.0) -> tuple[str, str]:
+    """(outcome, detail) of reading ``sample`` in a forked child with a capped address space and a time limit."""
     t0 = time.monotonic()
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         os.close(r)
-        _child(target.format, sample, target.options, w)
+        _child(fmt, sample, options or {}, w)
     os.close(w)
     buf = b""
     sel = selectors.DefaultSelector()
@@ -220,8 +217,26 @@ def run_case(target: Target, seed: int, workdir: Path, *, timeout: float = 30.0)
         else:
             sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
             outcome = ("crash", f"child died (signal {sig})" if sig else f"child exited with {status >> 8}")
+    return outcome
+
+
+def run_case(target: Target, seed: int, workdir: Path, *, timeout: float = 30.0) -> Case:
+    """Build, mutate and read one case in a forked child; return its outcome."""
+    rng = random.Random(seed)
+    root = workdir / f"{target.name}-{seed}"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    sample = target.build(root)
+    mut = rng.choice(target.mutators)
+    try:
+        what = f"{mut.__name__}: {mut(sample, rng)}"
+    except Exception as exc:  # noqa: BLE001 - a mutator that cannot apply leaves the sample as it is
+        what = f"{mut.__name__}: not applicable ({type(exc).__name__}: {exc})"
+    t0 = time.monotonic()
+    outcome = read_capped(sample, target.format, target.options, timeout=timeout)
     shutil.rmtree(root, ignore_errors=True)
-    return Case(target.name, seed, what, outcome[0], outcome[1], time.monotonic() - t0)  # type: ignore[index]
+    return Case(target.name, seed, what, outcome[0], outcome[1], time.monotonic() - t0)
 
 
 def warm_up(target: Target, workdir: Path) -> None:

@@ -171,21 +171,32 @@ def gzip_bomb(total: int = BOMB_BYTES) -> bytes:
     return member * max(1, total // _CHUNK)
 
 
-@lru_cache(maxsize=4)
-def zlib_bomb(total: int = BOMB_BYTES, wbits: int = zlib.MAX_WBITS) -> bytes:
-    """One zlib (or raw deflate, ``wbits=-15``) stream that inflates to ``total`` zero bytes."""
-    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
-    z = bytes(_CHUNK)
-    parts = [c.compress(z) for _ in range(max(1, total // _CHUNK))]
-    parts.append(c.flush())
-    return b"".join(parts)
+@lru_cache(maxsize=2)
+def _zeros_blocks() -> bytes:
+    """Deflate blocks for 16 MiB of zeros that need no earlier data (a full flush): they can be repeated."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return c.compress(bytes(_CHUNK)) + c.flush(zlib.Z_FULL_FLUSH)
+
+
+def deflate_zeros(total: int = BOMB_BYTES, prefix: bytes = b"") -> bytes:
+    """A raw deflate stream of ``prefix`` then ``total`` zero bytes, made in milliseconds (repeated blocks)."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    head = c.compress(prefix) + c.flush(zlib.Z_FULL_FLUSH) if prefix else b""
+    return head + _zeros_blocks() * max(1, total // _CHUNK) + b"\x03\x00"  # an empty final block ends it
+
+
+def zlib_bomb(total: int = BOMB_BYTES) -> bytes:
+    """One zlib stream that inflates to ``total`` zero bytes (checksum included)."""
+    n = max(1, total // _CHUNK) * _CHUNK
+    adler = ((n % 65521) << 16) | 1  # Adler-32 of n zero bytes
+    return b"\x78\xda" + deflate_zeros(total) + struct.pack(">I", adler)
 
 
 def gzip_file_bomb(sample: Sample, rng: random.Random) -> str:
     """Replace the file with a gzip bomb whose content starts like the original (JSON of nothing but spaces)."""
     f = sample.read_path if sample.read_path.is_file() else _pick(sample, rng)
     head = gzip.compress(f.read_bytes()[:1].replace(b"\x1f", b"[") or b"[", mtime=0)
-    f.write_bytes(head + gzip_bomb())
+    f.write_bytes(head + gzip_bomb(BOMB_BYTES))
     sample.must_fail = True
     return f"{_rel(sample, f)}: gzip bomb ({BOMB_BYTES >> 20} MiB)"
 
@@ -416,7 +427,7 @@ def cube_zbomb(sample: Sample, rng: random.Random) -> str:
     f = sample.read_path
     members = _cube_members(f)
     i = rng.choice([k for k, (m, _) in enumerate(members) if m.name.endswith(".data")])
-    seg = zlib_bomb()
+    seg = zlib_bomb(BOMB_BYTES)
     data = b"ZCUBEX.DATA" + struct.pack("<I", 1) + struct.pack("<III", 0, 0, len(seg)) + seg
     members[i] = (members[i][0], data)
     _cube_write(f, members)
@@ -433,7 +444,7 @@ def cube_tar_bomb(sample: Sample, rng: random.Random) -> str:
     big = tarfile.TarInfo("0.data")
     big.size = BOMB_BYTES
     head = ti.tobuf() + anchor + bytes(-len(anchor) % 512) + big.tobuf()
-    f.write_bytes(gzip.compress(head, mtime=0) + gzip_bomb())
+    f.write_bytes(gzip.compress(head, mtime=0) + gzip_bomb(BOMB_BYTES))
     sample.must_fail = True
     return f"gzip-compressed archive with a {BOMB_BYTES >> 20} MiB member"
 
@@ -456,24 +467,62 @@ def cube_dup_cnode(sample: Sample, rng: random.Random) -> str:
 
 # --------------------------------------------------------------------------------------------- cProfile
 def marshal_count(sample: Sample, rng: random.Random) -> str:
-    """Set the element count of a marshalled tuple/list (or a string length) to a huge value."""
+    """Give a marshalled tuple (or string) a huge element count, as in the 1 KB file that made marshal take 23 GB.
+
+    pstats files hold small tuples (type ``)``, a one-byte count): one becomes a
+    tuple with a four-byte count (type ``(``), the count 2**31-1 or so.
+    """
     f = _pick(sample, rng)
     data = bytearray(f.read_bytes())
-    pos = [i for i, c in enumerate(data[:-5]) if c in (0x28, 0xA8, 0x5B, 0xDB, 0x7A, 0xFA, 0x61, 0xE1)]
+    pos = [i for i, c in enumerate(data[:-2]) if c in (0x29, 0xA9, 0x7A, 0xFA)]
     if not pos:
         return huge_count(sample, rng)
     k = rng.choice(pos)
-    v = rng.choice([0x7FFFFFFF, 0x40000000, 0x10000000, 0x01000000])
-    if data[k] in (0x7A, 0xFA):  # short string: one length byte; make it a long one
-        data[k] = 0x61 | (data[k] & 0x80)
-        data[k + 1 : k + 2] = struct.pack("<i", v)
-    else:
-        struct.pack_into("<i", data, k + 1, v)
+    v = rng.choice([0x7FFFFFFF, 0x40000000, 0x10000000])
+    small_tuple = data[k] & 0x7F == 0x29
+    data[k] = (0x28 if small_tuple else 0x61) | (data[k] & 0x80)  # ')' -> '(' ; 'z' -> 'a'
+    data[k + 1 : k + 2] = struct.pack("<i", v)
     f.write_bytes(bytes(data))
-    return f"{_rel(sample, f)}: count {v:#x} at {k} (type {chr(data[k] & 0x7F)!r})"
+    return f"{_rel(sample, f)}: {'tuple' if small_tuple else 'string'} of {v:#x} items at byte {k}"
 
 
-# -------------------------------------------------------------------------------------------- recording
+def marshal_values(sample: Sample, rng: random.Random) -> str:
+    """Replace one value inside the marshalled statistics with a value of another type."""
+    import marshal
+
+    f = _pick(sample, rng)
+    try:
+        stats = marshal.loads(f.read_bytes())
+    except (ValueError, EOFError, TypeError):
+        return flip(sample, rng)
+    keys = list(stats)
+    k = rng.choice(keys)
+    v = list(stats[k])
+    new = rng.choice([None, "x", -1, 2**70, float("nan"), float("inf"), (), (1, 2), {}, {1: 2}, b"\xff", 1.5])
+    where = rng.choice(["key", "stat", "callers", "edge", "edge_value"])
+    if where == "key":
+        stats[rng.choice([(1, 2, 3), ("a", "b", "c"), ("f", 1), new if isinstance(new, int | str) else "k"])] = (
+            stats.pop(k)
+        )
+    elif where == "stat":
+        v[rng.randrange(4)] = new
+        stats[k] = tuple(v)
+    elif where == "callers":
+        v[4] = new
+        stats[k] = tuple(v)
+    elif v[4]:
+        c = rng.choice(list(v[4]))
+        if where == "edge":
+            v[4][c] = new
+        else:
+            e = list(v[4][c]) if isinstance(v[4][c], tuple) else [1, 1, 0.0, 0.0]
+            e[rng.randrange(len(e))] = new
+            v[4][c] = tuple(e)
+        stats[k] = tuple(v)
+    f.write_bytes(marshal.dumps(stats))
+    return f"{_rel(sample, f)}: {where} of {k[2] if isinstance(k, tuple) and len(k) == 3 else k!r} -> {new!r}"
+
+
 def _npz_members(f: Path) -> list[tuple[str, bytes]]:
     with zipfile.ZipFile(f) as z:
         return [(n, z.read(n)) for n in z.namelist()]
@@ -567,19 +616,16 @@ def _zip(members: list[tuple[str, bytes, bytes, int]]) -> bytes:
     return bytes(out + central + end)
 
 
-@lru_cache(maxsize=1)
-def _npy_bomb() -> tuple[bytes, int]:
-    """A raw-deflate ``.npy`` stream of BOMB_BYTES zeros, and its inflated size."""
+def _npy_bomb(total: int) -> tuple[bytes, int]:
+    """A raw-deflate ``.npy`` stream of ``total`` zeros after its header, and its inflated size."""
+    n = max(1, total // _CHUNK) * _CHUNK
     hdr = (
         b"\x93NUMPY\x01\x00"
         + struct.pack("<H", 118)
-        + ("{'descr': '<f8', 'fortran_order': False, 'shape': (" + str(BOMB_BYTES // 8) + ",), }").encode().ljust(117)
+        + ("{'descr': '<f8', 'fortran_order': False, 'shape': (" + str(n // 8) + ",), }").encode().ljust(117)
         + b"\n"
     )
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    z = bytes(_CHUNK)
-    parts = [c.compress(hdr)] + [c.compress(z) for _ in range(BOMB_BYTES // _CHUNK)] + [c.flush()]
-    return b"".join(parts), len(hdr) + BOMB_BYTES
+    return deflate_zeros(total, hdr), len(hdr) + n
 
 
 def npz_bomb(sample: Sample, rng: random.Random) -> str:
@@ -588,7 +634,7 @@ def npz_bomb(sample: Sample, rng: random.Random) -> str:
     members = _npz_members(f)
     i = rng.choice([k for k, (n, _) in enumerate(members) if n != "meta.npy"])
     name = members[i][0]
-    bomb, usize = _npy_bomb()
+    bomb, usize = _npy_bomb(BOMB_BYTES)
     rows = [(n, d, 0, len(d)) for n, d in members if n != name] + [(name, bomb, 8, usize)]
     f.write_bytes(_zip(rows))
     sample.must_fail = True

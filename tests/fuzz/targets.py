@@ -117,7 +117,10 @@ def targets() -> list[Target]:
 
     G, T = M.GENERIC_BINARY, M.GENERIC_TEXT
     rows: list[tuple[Path | None, Target]] = [
-        (Path("."), Target("cprofile", "cprofile", _build_pstats, [*G, M.marshal_count, M.marshal_count])),
+        (
+            Path("."),
+            Target("cprofile", "cprofile", _build_pstats, [*G, M.marshal_count, M.marshal_values, M.marshal_values]),
+        ),
         (
             sd("cprofile", "cprofile-cycle.pstats"),
             Target(
