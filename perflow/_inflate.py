@@ -26,6 +26,7 @@ import io
 import lzma
 import os
 import tokenize
+import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -271,7 +272,8 @@ def check_npz(path: Path | str) -> None:
             for info in infos:
                 if not info.filename.endswith(".npy"):
                     continue
-                with z.open(info) as f:
+                with z.open(info) as f, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # numpy's note on (damaged) headers that look like Python 2's
                     version = np.lib.format.read_magic(f)
                     if version == (1, 0):
                         shape, _fortran, dtype = np.lib.format.read_array_header_1_0(f)

@@ -148,10 +148,11 @@ def is_saved_pag(path: str | os.PathLike[str]) -> bool:
     if not mf.is_file():
         return False
     try:
-        with open(mf) as fh:
-            return json.load(fh).get("format") == FORMAT_NAME
-    except (OSError, ValueError):
+        with open(mf, "rb") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError, RecursionError):
         return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT_NAME
 
 
 def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
@@ -191,16 +192,27 @@ def load(path: str | os.PathLike[str]) -> PAG:
             manifest = json.load(fh)
     except ValueError as exc:
         raise FormatError(mf, f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise FormatError(mf, "JSON nested deeper than the parser's limit") from None
+    if not isinstance(manifest, dict):
+        raise FormatError(mf, f"not a perflow PAG manifest (a JSON {type(manifest).__name__}, not an object)")
     if manifest.get("format") != FORMAT_NAME:
         raise FormatError(mf, f"not a perflow PAG manifest (format {manifest.get('format')!r})")
     version = manifest.get("version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise FormatError(mf, f"format version {version!r} is newer than this perflow supports ({FORMAT_VERSION})")
     tabs = manifest.get("tables", {})
+    if not isinstance(tabs, dict):
+        raise FormatError(mf, "'tables' is not an object")
     for need in ("vertices", "metrics"):
         if need not in tabs:
             raise FormatError(mf, f"lists no {need!r} table")
-    frames = {name: _read_parquet(p / info["file"], int(info["rows"])) for name, info in tabs.items()}
+    for name, t in tabs.items():
+        if not (isinstance(t, dict) and isinstance(t.get("file"), str) and type(t.get("rows")) is int):
+            raise FormatError(mf, f"table {name!r} is not described by a file name and a row count")
+        if Path(t["file"]).name != t["file"] or t["rows"] < 0:
+            raise FormatError(mf, f"table {name!r}: bad file name {t['file']!r} or row count {t['rows']}")
+    frames = {name: _read_parquet(p / info["file"], info["rows"]) for name, info in tabs.items()}
     vt = frames["vertices"]
     vt.index = pd.RangeIndex(len(vt), name="vertex")
     mdf = frames["metrics"]
@@ -208,14 +220,28 @@ def load(path: str | os.PathLike[str]) -> PAG:
     m = make_metrics(
         mdf["vertex"].to_numpy(), mdf["process"].to_numpy(), mdf["thread"].to_numpy(), cols, n_vertices=len(vt)
     )
-    info = {k: MetricInfo(**v) for k, v in manifest.get("metric_info", {}).items()}
+    info = {k: _metric_info(mf, k, v) for k, v in _object(mf, manifest, "metric_info").items()}
     trace = None
     if manifest.get("has_trace"):
         trace = Trace(
             frames["intervals"],
             frames.get("messages"),
             frames.get("collectives"),
-            comms={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("comms", {}).items()},
-            comm_names={int(k): v for k, v in manifest.get("comm_names", {}).items()},
+            comms={int(k): np.asarray(v, dtype=np.int64) for k, v in _object(mf, manifest, "comms").items()},
+            comm_names={int(k): v for k, v in _object(mf, manifest, "comm_names").items()},
         )
-    return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))
+    return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=_object(mf, manifest, "attrs"))
+
+
+def _object(mf: Path, manifest: dict[str, Any], key: str) -> dict[str, Any]:
+    v = manifest.get(key, {})
+    if not isinstance(v, dict):
+        raise FormatError(mf, f"{key!r} is a JSON {type(v).__name__}, not an object")
+    return v
+
+
+def _metric_info(mf: Path, name: str, v: Any) -> MetricInfo:
+    try:
+        return MetricInfo(**v)
+    except TypeError as exc:
+        raise FormatError(mf, f"metric_info of {name!r} is not a metric description ({exc})") from None

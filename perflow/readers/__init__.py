@@ -98,7 +98,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         try:
             if mod.detect(p):
                 return f
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - a detector that fails on odd content just says no
             log.debug("detect(%s) by %s failed: %s", p, f, exc)
     raise FormatError(
         p, f"cannot tell the format; name it explicitly (format= or --format), one of {', '.join(formats())}"

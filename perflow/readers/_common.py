@@ -26,7 +26,16 @@ from ..errors import FormatError, PerflowError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
 
-__all__ = ["TreeBuilder", "MetricRows", "build_profile", "reader_errors", "head_bytes", "clean_text", "TIME_UNITS"]
+__all__ = [
+    "TreeBuilder",
+    "MetricRows",
+    "build_profile",
+    "reader_errors",
+    "head_bytes",
+    "clean_text",
+    "load_json",
+    "TIME_UNITS",
+]
 
 #: Seconds per unit for time units found in tool output.
 TIME_UNITS: dict[str, float] = {
@@ -72,6 +81,18 @@ def reader_errors(path: Path | str, what: str = "") -> Iterator[None]:
     except _DECODE_ERRORS as exc:
         msg = f"{what}: " if what else ""
         raise FormatError(path, f"{msg}corrupt or truncated data ({type(exc).__name__}: {exc})") from exc
+
+
+def load_json(path: Path | str, raw: bytes) -> Any:
+    """Parse UTF-8 JSON; bad text, bad JSON and too deep nesting are FormatErrors with the position."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text ({exc.reason})", where=f"byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"invalid JSON ({exc.msg})", where=f"line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise FormatError(path, "JSON nested deeper than the parser's limit") from None
 
 
 def clean_text(s: str) -> str:

@@ -35,7 +35,6 @@ or Adiak ``jobsize``/``numranks``).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
-from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, reader_errors
+from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, load_json, reader_errors
 
 FORMAT = "caliper"
 DESCRIPTION = "Caliper profiles (.cali text format, json-split)"
@@ -189,53 +188,54 @@ class _Cali:
 
 def _parse_cali(path: Path) -> _Cali:
     cali = _Cali()
-    lineno = 0
-    with open(path, encoding="utf-8", errors="strict", newline="\n") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.endswith("\n"):
-                raise FormatError(
-                    path,
-                    "truncated: the last record is cut off (it does not end with a newline)",
-                    where=f"line {lineno}",
-                )
-            line = line[:-1]
-            if not line:
-                continue
-            try:
-                rec = {}
-                for field in _fields(line, ","):
-                    k, _, v = field.partition("=")
-                    rec[k] = v
-                kind = rec.get("__rec")
-                if kind == "node":
-                    nid, aid = int(rec["id"]), int(rec["attr"])
-                    parent = int(rec["parent"]) if "parent" in rec else -1
-                    node = (aid, _unesc(rec["data"]), parent)
-                    if parent >= 0 and parent not in cali.nodes:
-                        # Caliper writes a node's parent before the node: anything else is damage (and could loop)
-                        raise FormatError(
-                            path, f"node {nid}: its parent {parent} is not defined before it", f"line {lineno}"
-                        )
-                    if cali.nodes.get(nid, node) != node:
-                        raise FormatError(path, f"node {nid} is defined twice, differently", where=f"line {lineno}")
-                    cali.nodes[nid] = node
-                elif kind in ("ctx", "globals"):
-                    refs = [int(x) for x in _fields(rec["ref"], "=")] if rec.get("ref") else []
-                    attrs = [int(x) for x in _fields(rec["attr"], "=")] if rec.get("attr") else []
-                    data = [_unesc(x) for x in _fields(rec["data"], "=")] if "data" in rec else []
-                    if len(attrs) != len(data):
-                        raise FormatError(
-                            path, f"record has {len(attrs)} attributes but {len(data)} values", where=f"line {lineno}"
-                        )
-                    (cali.ctx if kind == "ctx" else cali.globals).append((refs, attrs, data, lineno))
-                elif kind is None:
-                    raise FormatError(path, f"not a Caliper record: {line[:60]!r}", where=f"line {lineno}")
-            except FormatError:
-                raise
-            except (KeyError, ValueError) as exc:
-                raise FormatError(
-                    path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}"
-                ) from None
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text ({exc.reason})", where=f"byte {exc.start}") from None
+    lines = text.split("\n")
+    if lines[-1]:
+        raise FormatError(
+            path, "truncated: the last record is cut off (it does not end with a newline)", where=f"line {len(lines)}"
+        )
+    for lineno, line in enumerate(lines[:-1], 1):
+        if not line:
+            continue
+        try:
+            rec = {}
+            for field in _fields(line, ","):
+                k, _, v = field.partition("=")
+                rec[k] = v
+            kind = rec.get("__rec")
+            if kind == "node":
+                nid, aid = int(rec["id"]), int(rec["attr"])
+                parent = int(rec["parent"]) if "parent" in rec else -1
+                node = (aid, _unesc(rec["data"]), parent)
+                if parent >= 0 and parent not in cali.nodes:
+                    # Caliper writes a node's parent before the node: anything else is damage (and could loop)
+                    raise FormatError(
+                        path, f"node {nid}: its parent {parent} is not defined before it", f"line {lineno}"
+                    )
+                if cali.nodes.get(nid, node) != node:
+                    raise FormatError(path, f"node {nid} is defined twice, differently", where=f"line {lineno}")
+                cali.nodes[nid] = node
+            elif kind in ("ctx", "globals"):
+                refs = [int(x) for x in _fields(rec["ref"], "=")] if rec.get("ref") else []
+                attrs = [int(x) for x in _fields(rec["attr"], "=")] if rec.get("attr") else []
+                data = [_unesc(x) for x in _fields(rec["data"], "=")] if "data" in rec else []
+                if len(attrs) != len(data):
+                    raise FormatError(
+                        path, f"record has {len(attrs)} attributes but {len(data)} values", where=f"line {lineno}"
+                    )
+                (cali.ctx if kind == "ctx" else cali.globals).append((refs, attrs, data, lineno))
+            elif kind is None:
+                raise FormatError(path, f"not a Caliper record: {line[:60]!r}", where=f"line {lineno}")
+        except FormatError:
+            raise
+        except (KeyError, ValueError) as exc:
+            raise FormatError(
+                path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}"
+            ) from None
     if not cali.ctx and not cali.globals:
         raise FormatError(path, "no Caliper snapshot or globals records (empty or truncated file)")
     return cali
@@ -425,8 +425,7 @@ def _json_paths(path: Path, nodes: list[Any], path_col: str | None) -> list[list
 
 
 def _read_json(path: Path, time_unit: str | None) -> PAG:
-    with open(path, "rb") as f:
-        doc = json.loads(f.read().decode("utf-8"))
+    doc = load_json(path, path.read_bytes())
     if not isinstance(doc, dict) or "data" not in doc or "columns" not in doc or "nodes" not in doc:
         raise FormatError(path, "not a Caliper json-split file: needs 'data', 'columns' and 'nodes'")
     cols = doc["columns"]

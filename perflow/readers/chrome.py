@@ -131,12 +131,15 @@ def _load_events(f: Path) -> list[dict[str, Any]]:
     if not s:
         raise FormatError(f, "empty file")
     try:
-        doc = _fast_loads(s)
-    except ValueError:
         try:
-            doc = json.loads(s)
-        except json.JSONDecodeError as first:
-            doc = _salvage(f, s, first)
+            doc = _fast_loads(s)
+        except ValueError:
+            try:
+                doc = json.loads(s)
+            except json.JSONDecodeError as first:
+                doc = _salvage(f, s, first)
+    except RecursionError:
+        raise FormatError(f, "JSON nested deeper than the parser's limit (damaged, or not a Chrome trace)") from None
     if isinstance(doc, dict):
         if "traceEvents" in doc:
             doc = doc["traceEvents"]

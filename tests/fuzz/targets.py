@@ -106,6 +106,26 @@ def _build_recording(root: Path) -> Sample:
     return Sample(root, d, [f])
 
 
+@lru_cache(maxsize=1)
+def _saved_pag_files() -> dict[str, bytes]:
+    import tempfile
+
+    from perflow.pag.persist import save
+    from perflow.synthetic import profile
+
+    with tempfile.TemporaryDirectory() as d:
+        out = save(profile(nvertices=60, nprocs=4, seed=3), Path(d) / "pag")
+        return {f.name: f.read_bytes() for f in sorted(out.iterdir()) if f.is_file()}
+
+
+def _build_saved_pag(root: Path) -> Sample:
+    d = root / "pag"
+    d.mkdir()
+    for name, data in _saved_pag_files().items():
+        (d / name).write_bytes(data)
+    return Sample(root, d, sorted(d.iterdir()), finite_values=False)
+
+
 def targets() -> list[Target]:
     """The rows of the fuzz table whose samples exist here."""
     data = shared_data_dir()
@@ -224,6 +244,7 @@ def targets() -> list[Target]:
                 [*(M.npz_member(m) for m in G), M.npy_huge_shape, M.npz_bomb],
             ),
         ),
+        (Path("."), Target("saved-pag", "pag", _build_saved_pag, [*G, M.json_values, M.json_deep])),
     ]
     out = []
     for need, t in rows:

@@ -401,3 +401,74 @@ def test_cli_exit_status_and_debug_traceback(broken: Path, capsys: pytest.Captur
     assert main(["info", str(broken), "--format", "broken", "--debug"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and "KeyError: 'k'" in err and "direct cause" in err
+
+
+# ------------------------------------------------------------------- 7. text, JSON and detection failures are clean
+def test_cali_that_is_not_utf8(tmp_path: Path) -> None:
+    f = tmp_path / "a.cali"
+    f.write_bytes((_CALI_HEAD + "__rec=node,id=20,attr=13,data=a\xff\n").encode("latin-1"))
+    n = len(_CALI_HEAD) + len("__rec=node,id=20,attr=13,data=a")
+    with pytest.raises(FormatError, match=rf"a\.cali \(byte {n}\): not UTF-8 text \(invalid start byte\)") as ei:
+        perflow.read(f, format="caliper")
+    assert not getattr(ei.value, "unexpected", False)
+
+
+def test_caliper_json_bad_text_and_deep_nesting(tmp_path: Path) -> None:
+    f = tmp_path / "c.json"
+    f.write_bytes(b'{"data": [], "columns": ["\xff"], "nodes": []}')
+    with pytest.raises(FormatError, match=r"c\.json \(byte 26\): not UTF-8 text") as ei:
+        perflow.read(f, format="caliper")
+    assert not getattr(ei.value, "unexpected", False)
+    n = 100_000  # json's recursion: was a RecursionError (or, caught by the net, an 'unexpected' one)
+    f.write_text('{"data": [], "columns": [], "nodes": ' + "[" * n + "]" * n + "}")
+    with pytest.raises(FormatError, match=r"c\.json: JSON nested deeper than the parser's limit") as ei:
+        perflow.read(f, format="caliper")
+    assert not getattr(ei.value, "unexpected", False)
+
+
+def test_damaged_saved_pag_manifest(tmp_path: Path) -> None:
+    d = tmp_path / "pag"
+    d.mkdir()
+    (d / "manifest.json").write_text("[1, 2]")  # the detector used to call .get on it: AttributeError
+    with pytest.raises(FormatError, match=r"pag: cannot tell the format"):
+        perflow.read(d)
+    with pytest.raises(FormatError, match=r"manifest\.json: not a perflow PAG manifest \(a JSON list, not an object\)"):
+        perflow.read(d, format="pag")
+    (d / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FormatError, match=r"manifest\.json: JSON nested deeper"):
+        perflow.read(d, format="pag")
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [  # each was a KeyError or TypeError from deep inside load()
+        (lambda m: m["tables"]["metrics"].pop("rows"), r"table 'metrics' is not described by a file name and a row"),
+        (lambda m: m["tables"]["vertices"].update(file="../x"), r"table 'vertices': bad file name '\.\./x'"),
+        (lambda m: m.update(metric_info=[1]), r"'metric_info' is a JSON list, not an object"),
+        (
+            lambda m: m["metric_info"].update(time={"mkde": 1}),
+            r"metric_info of 'time' is not a metric description \(.*unexpected keyword argument 'mkde'",
+        ),
+    ],
+)
+def test_damaged_saved_pag_tables(tmp_path: Path, change, message: str) -> None:  # type: ignore[no-untyped-def]
+    from perflow.synthetic import profile
+
+    d = profile(nvertices=20, nprocs=2).save(tmp_path / "pag")
+    m = json.loads((d / "manifest.json").read_text())
+    change(m)
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(FormatError, match=r"manifest\.json: " + message) as ei:
+        perflow.read(d)
+    assert not getattr(ei.value, "unexpected", False)
+
+
+def test_a_failing_detector_just_says_no(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from perflow.readers import detect_format, reader_module
+
+    def fails(path: Path) -> bool:
+        raise ValueError("odd content")
+
+    for fmt in ("caliper", "cube", "tau"):  # asked before chrome
+        monkeypatch.setattr(reader_module(fmt), "detect", fails)
+    assert detect_format(REPO / "tests/data/chrome/pytorch.json") == "chrome"
