@@ -63,7 +63,8 @@ class FormatError(PerflowError, ValueError):
         self.reason = message
         self.where = where
         loc = f"{self.path}" + (f" ({where})" if where else "")
-        super().__init__(f"{loc}: {message}")
+        # printable whatever the file held: lone surrogates (undecodable bytes in a name) become escapes
+        super().__init__(f"{loc}: {message}".encode("utf-8", "backslashreplace").decode("utf-8"))
 
     def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
         # rebuilt from its parts (an engine's worker raises it, the client re-raises it)

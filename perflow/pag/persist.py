@@ -221,7 +221,9 @@ def _load_once(p: Path) -> PAG:
     try:
         with open(mf, "rb") as fh:
             manifest = json.loads(fh.read())
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise FormatError(mf, "JSON nested deeper than the parser's limit") from None
+    except ValueError as exc:
         raise FormatError(mf, f"invalid JSON: {exc}") from None
     check_manifest(manifest, mf, version=FORMAT_VERSION)
     tabs = manifest["tables"]
@@ -257,3 +259,4 @@ def _load_once(p: Path) -> PAG:
             locations=manifest.get("locations"),
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))
+

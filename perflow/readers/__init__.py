@@ -25,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, PerflowError
 
 __all__ = ["read", "formats", "reader_module", "detect_format", "READER_MODULES"]
 
@@ -110,11 +110,65 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         try:
             if mod.detect(p):
                 return f
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - a detector that fails on odd content just says no
             log.debug("detect(%s) by %s failed: %s", p, f, exc)
     raise FormatError(
         p, f"cannot tell the format; name it explicitly (format= or --format), one of {', '.join(formats())}"
     )
+
+
+#: Errors of the environment, not of the data: passed on as they are.
+_PASS_ON = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, InterruptedError)
+
+
+def _raised_in(exc: BaseException, fn: Any) -> bool:
+    """Whether ``exc`` was raised by ``fn``'s own code (not by something it called)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code is getattr(fn, "__code__", None)
+
+
+def _read_guarded(mod: ModuleType, fmt: str, path: Path, options: dict[str, Any]) -> Any:
+    """``mod.read(path, **options)``, with every exception bad data can cause turned into a FormatError.
+
+    The readers check what they read and raise FormatErrors that say what is
+    wrong where; this is the net under them. A PerflowError is re-raised as a
+    FormatError naming ``path`` (a PAGError or TraceError from building the
+    PAG is about the data); any other exception, MemoryError and
+    RecursionError included, becomes a FormatError naming ``path`` and the
+    exception, with the original as ``__cause__`` (the CLI prints its
+    traceback with ``--debug``) and ``unexpected = True``. Left alone:
+    FormatErrors, errors of the environment (a missing or unreadable file),
+    and TypeError/ValueError raised by the reader's ``read`` itself (a bad
+    option, not bad data).
+    """
+    try:
+        return mod.read(path, **options)
+    except FormatError:
+        raise
+    except _PASS_ON:
+        raise
+    except PerflowError as exc:
+        raise FormatError(path, str(exc)) from exc
+    except (TypeError, ValueError) as exc:
+        if _raised_in(exc, mod.read):
+            raise
+        raise _unexpected(path, fmt, exc) from exc
+    except Exception as exc:  # noqa: BLE001 - the net: MemoryError, RecursionError, KeyError, ...
+        raise _unexpected(path, fmt, exc) from exc
+
+
+def _unexpected(path: Path, fmt: str, exc: BaseException) -> FormatError:
+    msg = str(exc).strip()
+    if len(msg) > 300:
+        msg = msg[:300] + "..."
+    log.debug("reading %s as %s failed", path, fmt, exc_info=exc)
+    err = FormatError(path, f"cannot read this {fmt} data ({type(exc).__name__}{': ' + msg if msg else ''})")
+    err.unexpected = True  # type: ignore[attr-defined]
+    return err
 
 
 def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any = None, **options: Any) -> Any:  # noqa: A002
@@ -159,7 +213,7 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     with progress.task(f"reading {p.name}"):
         pag = engine.read(p, fmt, **options) if engine is not None else None
         if pag is None:
-            pag = reader_module(fmt).read(p, **options)
+            pag = _read_guarded(reader_module(fmt), fmt, p, options)
     pag.attrs.setdefault("source", str(p))
     pag.attrs.setdefault("format", fmt)
     return pag

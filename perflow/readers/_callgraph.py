@@ -33,6 +33,7 @@ from ._common import MetricRows, TreeBuilder
 __all__ = ["expand_call_graph", "Stats"]
 
 log = logging.getLogger(__name__)
+_LEAVE = object()  # a stack marker: the function after it leaves the current path
 
 #: ``{func: (cc, nc, tt, ct, {caller: (nc, cc, tt, ct)})}``
 Stats = dict[Hashable, tuple[Any, ...]]
@@ -72,11 +73,19 @@ def expand_call_graph(
         name, file, line, kind = label(r)
         v = tree.add(-1, r, name, file=file, line=line, kind=kind)
         acc = {v: [ct, tt, nc]}
-        # iterative DFS: (vertex, func, share, path functions -> vertex)
-        stack: list[tuple[int, Any, float, dict[Any, int]]] = [(v, r, 1.0, {r: v})]
+        # iterative DFS over (vertex, func, share); a _LEAVE entry takes its function off the current
+        # path (one path dict, not a copy per entry: a deep chain stays linear in memory)
+        onpath: dict[Any, int] = {r: v}
+        stack: list[tuple[Any, ...]] = [(v, r, 1.0)]
         seen.add(r)
         while stack:
-            pv, f, w, onpath = stack.pop()
+            item = stack.pop()
+            if item[0] is _LEAVE:
+                del onpath[item[1]]
+                continue
+            pv, f, w = item
+            if f != r:
+                onpath[f] = pv
             for g, (enc, _ecc, ett, ect) in callees[f]:
                 if g in onpath:
                     if onpath[g] == v:
@@ -101,7 +110,8 @@ def expand_call_graph(
                 gct = stats[g][3]
                 calls = stats[g][0] or stats[g][1]  # the primitive calls: the contexts partition those
                 share = w * (ect / gct if gct > 0 else (min(enc / calls, 1.0) if calls else 0.0))
-                stack.append((cv, g, share, {**onpath, g: cv}))
+                stack.append((_LEAVE, g))
+                stack.append((cv, g, share))
         for vid, (inc, exc, visits) in acc.items():
             rows.add(vid, proc, 0, "time_inc", inc)
             rows.add(vid, proc, 0, "time_exc", min(exc, inc))

@@ -26,7 +26,16 @@ from ..errors import FormatError, PerflowError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
 
-__all__ = ["TreeBuilder", "MetricRows", "build_profile", "reader_errors", "head_bytes", "TIME_UNITS"]
+__all__ = [
+    "TreeBuilder",
+    "MetricRows",
+    "build_profile",
+    "reader_errors",
+    "head_bytes",
+    "clean_text",
+    "load_json",
+    "TIME_UNITS",
+]
 
 #: Seconds per unit for time units found in tool output.
 TIME_UNITS: dict[str, float] = {
@@ -74,6 +83,27 @@ def reader_errors(path: Path | str, what: str = "") -> Iterator[None]:
         raise FormatError(path, f"{msg}corrupt or truncated data ({type(exc).__name__}: {exc})") from exc
 
 
+def load_json(path: Path | str, raw: bytes) -> Any:
+    """Parse UTF-8 JSON; bad text, bad JSON and too deep nesting are FormatErrors with the position."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text ({exc.reason})", where=f"byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(path, f"invalid JSON ({exc.msg})", where=f"line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise FormatError(path, "JSON nested deeper than the parser's limit") from None
+
+
+def clean_text(s: str) -> str:
+    """``s`` with lone surrogates (from JSON escapes or undecodable bytes) as backslash escapes: printable, savable."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s
+
+
 def head_bytes(path: Path, n: int = 512) -> bytes:
     """The first ``n`` bytes of a file (empty for a directory or an unreadable file)."""
     try:
@@ -103,7 +133,8 @@ class TreeBuilder:
         if vid is None:
             vid = len(self.rows)
             self._index[k] = vid
-            self.rows.append({"name": name, "parent": parent, **attrs})
+            attrs = {a: clean_text(v) if isinstance(v, str) else v for a, v in attrs.items()}
+            self.rows.append({"name": clean_text(str(name)), "parent": parent, **attrs})
         return vid
 
     def path(self, names: list[str] | tuple[str, ...], **attrs: Any) -> int:

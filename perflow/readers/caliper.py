@@ -35,7 +35,6 @@ or Adiak ``jobsize``/``numranks``).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG, MetricInfo
-from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, reader_errors
+from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, load_json, reader_errors
 
 FORMAT = "caliper"
 DESCRIPTION = "Caliper profiles (.cali text format, json-split)"
@@ -118,8 +117,9 @@ class _Cali:
             11: (8, "cali.caliper.version", 3),
         }
         self.attrs: dict[int, tuple[str, str, int]] = {}  # attr id -> (name, type, props)
-        self.ctx: list[tuple[list[int], list[int], list[str]]] = []
-        self.globals: list[tuple[list[int], list[int], list[str]]] = []
+        # (refs, attribute ids, values, line) of the snapshot and globals records
+        self.ctx: list[tuple[list[int], list[int], list[str], int]] = []
+        self.globals: list[tuple[list[int], list[int], list[str], int]] = []
 
     def attr(self, aid: int) -> tuple[str, str, int]:
         a = self.attrs.get(aid)
@@ -127,24 +127,30 @@ class _Cali:
             if aid not in self.nodes:
                 raise FormatError("", f"reference to undefined attribute {aid}")
             at, data, parent = self.nodes[aid]
-            typ, props, p, hops = "string", 0, parent, 0
-            while p >= 0 and hops < 10000:
+            typ, props, p = "string", 0, parent
+            while p >= 0:  # parents are defined before their children (checked when read): no cycles
                 pat, pdata, pp = self.nodes[p]
                 if p <= 7:
                     typ = _TYPES[p]
                 elif pat == 10:
-                    props = int(pdata)
-                p, hops = pp, hops + 1
+                    try:
+                        props = int(pdata)
+                    except ValueError:
+                        raise FormatError("", f"attribute {aid}: property value {pdata!r} is not a number") from None
+                p = pp
             a = (data, typ, props)
             self.attrs[aid] = a
         return a
 
     def value(self, aid: int, data: str) -> Any:
         typ = self.attr(aid)[1]
-        if typ in ("int", "uint"):
-            return int(data)
-        if typ == "double":
-            return float(data)
+        try:
+            if typ in ("int", "uint"):
+                return int(data)
+            if typ == "double":
+                return float(data)
+        except ValueError:
+            raise FormatError("", f"value {data[:40]!r} of attribute {self.attr(aid)[0]!r} is not a {typ}") from None
         if typ == "bool":
             return data.lower() in ("true", "1")
         return data
@@ -156,12 +162,14 @@ class _Cali:
         path: list[tuple[str, Any]] = []
         kv: dict[str, Any] = {}
         for r in refs:
+            if r not in self.nodes:
+                raise FormatError("", f"reference to undefined node {r}")
             chain = []
-            n, hops = r, 0
-            while n >= 0 and hops < 100000:
+            n = r
+            while n >= 0:  # parents are defined before their children (checked when read): no cycles
                 at, d, parent = self.nodes[n]
                 chain.append((at, d))
-                n, hops = parent, hops + 1
+                n = parent
             for at, d in reversed(chain):
                 name, _typ, props = self.attr(at)
                 if at in (8, 9, 10):
@@ -180,36 +188,65 @@ class _Cali:
 
 def _parse_cali(path: Path) -> _Cali:
     cali = _Cali()
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        for lineno, line in enumerate(fh, 1):
-            line = line.rstrip("\n")
-            if not line:
-                continue
-            try:
-                rec = {}
-                for field in _fields(line, ","):
-                    k, _, v = field.partition("=")
-                    rec[k] = v
-                kind = rec.get("__rec")
-                if kind == "node":
-                    nid, aid = int(rec["id"]), int(rec["attr"])
-                    cali.nodes[nid] = (aid, _unesc(rec["data"]), int(rec["parent"]) if "parent" in rec else -1)
-                elif kind in ("ctx", "globals"):
-                    refs = [int(x) for x in _fields(rec["ref"], "=")] if rec.get("ref") else []
-                    attrs = [int(x) for x in _fields(rec["attr"], "=")] if rec.get("attr") else []
-                    data = [_unesc(x) for x in _fields(rec["data"], "=")] if "data" in rec else []
-                    (cali.ctx if kind == "ctx" else cali.globals).append((refs, attrs, data))
-                elif kind is None:
-                    raise FormatError(path, f"not a Caliper record: {line[:60]!r}", where=f"line {lineno}")
-            except FormatError:
-                raise
-            except (KeyError, ValueError) as exc:
-                raise FormatError(
-                    path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}"
-                ) from None
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FormatError(path, f"not UTF-8 text ({exc.reason})", where=f"byte {exc.start}") from None
+    lines = text.split("\n")
+    if lines[-1]:
+        raise FormatError(
+            path, "truncated: the last record is cut off (it does not end with a newline)", where=f"line {len(lines)}"
+        )
+    for lineno, line in enumerate(lines[:-1], 1):
+        if not line:
+            continue
+        try:
+            rec = {}
+            for field in _fields(line, ","):
+                k, _, v = field.partition("=")
+                rec[k] = v
+            kind = rec.get("__rec")
+            if kind == "node":
+                nid, aid = int(rec["id"]), int(rec["attr"])
+                parent = int(rec["parent"]) if "parent" in rec else -1
+                node = (aid, _unesc(rec["data"]), parent)
+                if parent >= 0 and parent not in cali.nodes:
+                    # Caliper writes a node's parent before the node: anything else is damage (and could loop)
+                    raise FormatError(
+                        path, f"node {nid}: its parent {parent} is not defined before it", f"line {lineno}"
+                    )
+                if cali.nodes.get(nid, node) != node:
+                    raise FormatError(path, f"node {nid} is defined twice, differently", where=f"line {lineno}")
+                cali.nodes[nid] = node
+            elif kind in ("ctx", "globals"):
+                refs = [int(x) for x in _fields(rec["ref"], "=")] if rec.get("ref") else []
+                attrs = [int(x) for x in _fields(rec["attr"], "=")] if rec.get("attr") else []
+                data = [_unesc(x) for x in _fields(rec["data"], "=")] if "data" in rec else []
+                if len(attrs) != len(data):
+                    raise FormatError(
+                        path, f"record has {len(attrs)} attributes but {len(data)} values", where=f"line {lineno}"
+                    )
+                (cali.ctx if kind == "ctx" else cali.globals).append((refs, attrs, data, lineno))
+            elif kind is None:
+                raise FormatError(path, f"not a Caliper record: {line[:60]!r}", where=f"line {lineno}")
+        except FormatError:
+            raise
+        except (KeyError, ValueError) as exc:
+            raise FormatError(
+                path, f"malformed {rec.get('__rec', '')} record ({exc})", where=f"line {lineno}"
+            ) from None
     if not cali.ctx and not cali.globals:
         raise FormatError(path, "no Caliper snapshot or globals records (empty or truncated file)")
     return cali
+
+
+def _expand(cali: _Cali, path: Path, rec: tuple[list[int], list[int], list[str], int]) -> tuple[list, dict]:
+    """:meth:`_Cali.expand` of one record; its errors name the file and line."""
+    try:
+        return cali.expand(*rec[:3])
+    except FormatError as exc:
+        raise FormatError(path, exc.reason, where=f"line {rec[3]}") from None
 
 
 _TIME_BASES = ("time.duration", "time.inclusive.duration", "time.duration.ns", "time.offset")
@@ -230,6 +267,17 @@ def _is_time(name: str) -> bool:
     return parts[-1] in _TIME_BASES and not any(p.endswith("count") for p in parts[:-1])
 
 
+def _location_id(kv: dict[str, Any], names: tuple[str, ...], where: str) -> int:
+    """The rank or thread of a record (0 when absent): a non-negative integer."""
+    for a in names:
+        if a in kv:
+            v = kv[a]
+            if isinstance(v, bool) or not isinstance(v, int | float) or v != v or v < 0 or v != int(v) or v >= 2**31:
+                raise FormatError("", f"{a} is {v!r}, not a rank or thread number", where=where)
+            return int(v)
+    return 0
+
+
 class _Collector:
     def __init__(self, factor: float, units: dict[str, str]) -> None:
         self.tree = TreeBuilder()
@@ -238,9 +286,9 @@ class _Collector:
         self.factor = factor
         self.units = units
 
-    def add(self, path: list[tuple[str, Any]], kv: dict[str, Any], skip: set[str]) -> None:
-        proc = next((int(kv[a]) for a in _RANK_ATTRS if a in kv), 0)
-        thr = next((int(kv[a]) for a in _THREAD_ATTRS if a in kv), 0)
+    def add(self, path: list[tuple[str, Any]], kv: dict[str, Any], skip: set[str], where: str) -> None:
+        proc = _location_id(kv, _RANK_ATTRS, where)
+        thr = _location_id(kv, _THREAD_ATTRS, where)
         vals = {}
         for k, v in kv.items():
             if (
@@ -319,8 +367,8 @@ def _finish(col: _Collector, meta: dict[str, Any], fmt: str) -> PAG:
 def _read_cali(path: Path, time_unit: str | None) -> PAG:
     cali = _parse_cali(path)
     meta: dict[str, Any] = {}
-    for refs, attrs, data in cali.globals:
-        p, kv = cali.expand(refs, attrs, data)
+    for rec in cali.globals:
+        p, kv = _expand(cali, path, rec)
         meta.update(kv)
         for k, v in p:
             meta.setdefault(k, v)
@@ -328,60 +376,95 @@ def _read_cali(path: Path, time_unit: str | None) -> PAG:
     factor = TIME_UNITS[time_unit] if time_unit else (1e-6 if version[:1] in ("0", "1") else 1.0)
     units: dict[str, str] = {}
     col = _Collector(factor, units)
-    records = [cali.expand(*r) for r in cali.ctx]
+    records = [(_expand(cali, path, r), r[3]) for r in cali.ctx]
     # attribute.unit metadata: a node of attribute 'attribute.unit' above the attribute's definition
     unit_attr = next((i for i, (at, d, _) in cali.nodes.items() if at == 8 and d == "attribute.unit"), None)
     if unit_attr is not None and not time_unit:
         for _i, (at, d, parent) in cali.nodes.items():
             if at != 8:
                 continue
-            p, hops = parent, 0
-            while p >= 0 and hops < 1000:
+            p = parent
+            while p >= 0:
                 pat, pd_, pp = cali.nodes[p]
                 if pat == unit_attr:
                     units[d] = pd_
                     break
-                p, hops = pp, hops + 1
-    for path_, kv in records:
-        col.add(path_, kv, set())
+                p = pp
+    for (path_, kv), lineno in records:
+        col.add(path_, kv, set(), where=f"line {lineno}")
     return _finish(col, meta, "cali")
 
 
+def _json_paths(path: Path, nodes: list[Any], path_col: str | None) -> list[list[tuple[str, Any]]]:
+    """The region path (root first) of every json-split node; a parent cycle or a bad parent is a FormatError."""
+    for i, nd in enumerate(nodes):
+        if not isinstance(nd, dict) or "label" not in nd:
+            raise FormatError(path, f"node {i} is not an object with a 'label'", where=f"nodes[{i}]")
+        par = nd.get("parent")
+        if par is not None and (isinstance(par, bool) or not isinstance(par, int) or not 0 <= par < len(nodes)):
+            raise FormatError(path, f"node {i} has the parent {par!r}, not a node index", where=f"nodes[{i}]")
+    paths: list[list[tuple[str, Any]] | None] = [None] * len(nodes)
+    for i in range(len(nodes)):
+        chain, n, on_chain = [], i, set()
+        while n is not None and paths[n] is None:
+            if n in on_chain:
+                raise FormatError(
+                    path,
+                    f"node {n} ({nodes[n]['label']!r}) is its own ancestor: the parents form a cycle",
+                    f"nodes[{n}]",
+                )
+            on_chain.add(n)
+            chain.append(n)
+            n = nodes[n].get("parent")
+        base = paths[n] if n is not None else []
+        for k in reversed(chain):
+            nd = nodes[k]
+            base = [*base, (str(nd.get("column", path_col)).split("#")[0], nd["label"])]  # type: ignore[misc]
+            paths[k] = base
+    return paths  # type: ignore[return-value]
+
+
 def _read_json(path: Path, time_unit: str | None) -> PAG:
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = load_json(path, path.read_bytes())
     if not isinstance(doc, dict) or "data" not in doc or "columns" not in doc or "nodes" not in doc:
         raise FormatError(path, "not a Caliper json-split file: needs 'data', 'columns' and 'nodes'")
-    cols: list[str] = list(doc["columns"])
-    cmeta = doc.get("column_metadata") or [{"is_value": True}] * len(cols)
+    cols = doc["columns"]
     nodes = doc["nodes"]
+    if not isinstance(cols, list) or not all(isinstance(c, str) for c in cols):
+        raise FormatError(path, "'columns' is not a list of names", where="columns")
+    if not isinstance(nodes, list) or not isinstance(doc["data"], list):
+        raise FormatError(path, "'nodes' and 'data' must be lists")
+    cmeta = doc.get("column_metadata") or [{"is_value": True}] * len(cols)
+    if not isinstance(cmeta, list) or len(cmeta) != len(cols) or not all(isinstance(m, dict) for m in cmeta):
+        raise FormatError(path, f"'column_metadata' does not describe the {len(cols)} columns", where="column_metadata")
     is_value = [bool(m.get("is_value", False)) for m in cmeta]
     path_col = next((c for c in ("path", "source.function#callpath.address") if c in cols), None)
     if path_col is None:
         path_col = next(
-            (c for c, v in zip(cols, is_value) if not v and any(n.get("column") == c and "parent" in n for n in nodes)),
+            (
+                c
+                for c, v in zip(cols, is_value)
+                if not v and any(isinstance(n, dict) and n.get("column") == c and "parent" in n for n in nodes)
+            ),
             None,
         )
     factor = TIME_UNITS[time_unit] if time_unit else 1e-6
     col = _Collector(factor, {})
-    paths: dict[int, list[tuple[str, Any]]] = {}
-
-    def node_path(i: int) -> list[tuple[str, Any]]:
-        if i not in paths:
-            chain, n, hops = [], i, 0
-            while n is not None and hops < 100000:
-                nd = nodes[n]
-                chain.append((str(nd.get("column", path_col)).split("#")[0], nd["label"]))
-                n, hops = nd.get("parent"), hops + 1
-            paths[i] = chain[::-1]
-        return paths[i]
-
+    node_path = _json_paths(path, nodes, path_col)
     pi = cols.index(path_col) if path_col else -1
     for ri, row in enumerate(doc["data"]):
+        if not isinstance(row, list):
+            raise FormatError(path, f"data row {ri} is a {type(row).__name__}, not a list", where=f"data[{ri}]")
         if len(row) != len(cols):
             raise FormatError(path, f"data row {ri} has {len(row)} values, expected {len(cols)}", where=f"data[{ri}]")
         kv = {c: x for c, x, v in zip(cols, row, is_value) if v and x is not None}
-        p = node_path(int(row[pi])) if pi >= 0 and row[pi] is not None else []
-        col.add(p, kv, set())
+        p: list[tuple[str, Any]] = []
+        if pi >= 0 and row[pi] is not None:
+            ni = row[pi]
+            if isinstance(ni, bool) or not isinstance(ni, int) or not 0 <= ni < len(nodes):
+                raise FormatError(path, f"data row {ri}: {path_col} is {ni!r}, not a node index", where=f"data[{ri}]")
+            p = node_path[ni]
+        col.add(p, kv, set(), where=f"data[{ri}]")
     meta = {k: v for k, v in doc.items() if k not in ("data", "columns", "column_metadata", "nodes")}
     return _finish(col, meta, "json-split")
 
@@ -412,11 +495,9 @@ def read(path: Path, *, time_unit: str | None = None, **options: Any) -> PAG:
     if not head:
         raise FormatError(path, "empty file")
     with reader_errors(path, "Caliper"):
-        if head.startswith(b"__rec="):
-            try:
-                return _read_cali(path, time_unit)
-            except FormatError as exc:
-                if not exc.path:
-                    raise FormatError(path, exc.reason, exc.where) from None
-                raise
-        return _read_json(path, time_unit)
+        try:
+            return _read_cali(path, time_unit) if head.startswith(b"__rec=") else _read_json(path, time_unit)
+        except FormatError as exc:
+            if not exc.path:  # raised where the file is not known
+                raise FormatError(path, exc.reason, exc.where) from None
+            raise

@@ -47,13 +47,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._inflate import inflate
 from ..errors import FormatError, TraceError
 from ..kinds import P2P, mpi_class
 from ..pag.pag import PAG
 from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ._chrome_nest import nest_intervals, pair_begin_end
-from ._common import head_bytes, reader_errors
+from ._common import clean_text, head_bytes, reader_errors
 
 FORMAT = "chrome"
 DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAspect .pfw), one file or one per rank"
@@ -84,13 +85,26 @@ def detect(path: Path) -> bool:
     return False
 
 
-def _fast_loads(s: str) -> Any:
-    """orjson when it is installed (several times faster on large traces), else the standard library."""
+#: orjson releases before this one recurse without limit on deeply nested input and crash the interpreter
+_ORJSON_SAFE = (3, 9, 15)
+
+
+def _orjson() -> Any:
     try:
         import orjson
     except ImportError:
-        return json.loads(s)
-    return orjson.loads(s)
+        return None
+    try:
+        version = tuple(int(x) for x in orjson.__version__.split(".")[:3])
+    except ValueError:
+        return None
+    return orjson if version >= _ORJSON_SAFE else None
+
+
+def _fast_loads(s: str) -> Any:
+    """orjson when a safe version is installed (several times faster on large traces), else the standard library."""
+    orjson = _orjson()
+    return orjson.loads(s) if orjson is not None else json.loads(s)
 
 
 def _files(path: Path | str) -> list[Path]:
@@ -108,12 +122,7 @@ def _load_events(f: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise FormatError(f, f"cannot read: {exc}") from None
     if f.suffix == ".gz" or raw[:2] == b"\x1f\x8b":
-        import gzip
-
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise FormatError(f, f"corrupt gzip data ({exc})") from None
+        raw = inflate(raw, "gzip", f)  # bounded: a bomb is refused, not inflated
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -122,12 +131,15 @@ def _load_events(f: Path) -> list[dict[str, Any]]:
     if not s:
         raise FormatError(f, "empty file")
     try:
-        doc = _fast_loads(s)
-    except ValueError:
         try:
-            doc = json.loads(s)
-        except json.JSONDecodeError as first:
-            doc = _salvage(f, s, first)
+            doc = _fast_loads(s)
+        except ValueError:
+            try:
+                doc = json.loads(s)
+            except json.JSONDecodeError as first:
+                doc = _salvage(f, s, first)
+    except RecursionError:
+        raise FormatError(f, "JSON nested deeper than the parser's limit (damaged, or not a Chrome trace)") from None
     if isinstance(doc, dict):
         if "traceEvents" in doc:
             doc = doc["traceEvents"]
@@ -241,7 +253,7 @@ def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
     meta = df[df["ph"] == "M"]
     for fi, pid, name, args in zip(meta["file"], meta["pid_k"], meta["name"], meta["args"]):
         if name == "process_name" and isinstance(args, dict):
-            names[(fi, pid)] = str(args.get("name", ""))
+            names[(fi, pid)] = clean_text(str(args.get("name", "")))
     src = files[0] if len(files) == 1 else files[0].parent
     with reader_errors(src, "Chrome trace"):
         try:
@@ -374,6 +386,7 @@ def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFram
     codes, uniq = pd.factorize(key)
     rows = []
     for n, c in uniq:
+        n, c = clean_text(n), clean_text(c)
         cl = c.lower()
         file, line = "", 0
         m = _SRC_RE.match(n)

@@ -2,7 +2,12 @@
 
 A pstats file is a marshalled dict ``{(file, line, func): (cc, nc, tt, ct,
 callers)}`` where ``callers`` maps each caller to the statistics of the calls
-it made: ``(nc, cc, tt, ct)``. It records a caller->callee *graph*, not
+it made: ``(nc, cc, tt, ct)`` (a call count for the pure-Python ``profile``
+module: its times are then shared by calls). The file is decoded by
+:mod:`perflow.readers._marshal`, which checks every count against the bytes
+left before allocating (``marshal.loads`` does not: a damaged 1 KB file can
+make it allocate gigabytes), so files written by Python 2 are read too;
+non-finite statistics are a FormatError naming the function. It records a caller->callee *graph*, not
 calling contexts, so the calling-context tree is an approximation, built by
 :func:`perflow.readers._callgraph.expand_call_graph` (shared with the gprof
 readers; its docstring says how; expansion stops after ``max_vertices``
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import glob as _glob
 import logging
-import marshal
+import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +31,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import PAG
+from . import _marshal
 from ._callgraph import expand_call_graph
 from ._common import MetricRows, TreeBuilder, build_profile, head_bytes
 
@@ -66,22 +72,39 @@ def _load(f: Path) -> dict[Func, tuple[Any, ...]]:
         raise FormatError(f, f"cannot read: {exc}") from exc
     if not data:
         raise FormatError(f, "empty file, not a pstats file")
-    try:
-        stats = marshal.loads(data)
-    except (ValueError, EOFError, TypeError) as exc:
-        raise FormatError(
-            f,
-            f"cannot decode the marshalled pstats data ({exc}); a file written by Python 2 or a different "
-            "Python version cannot be read by this interpreter's marshal",
-        ) from None
+    stats = _marshal.loads(data, f)  # bounded: counts are checked before anything is allocated
     if not isinstance(stats, dict):
         raise FormatError(f, f"not a pstats file: holds a {type(stats).__name__}, expected a dict")
-    for k, v in stats.items():
-        if not (
-            isinstance(k, tuple) and len(k) == 3 and isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict)
-        ):
-            raise FormatError(f, f"not a pstats file: unexpected entry {k!r}")
-    return stats
+    return {_func(f, k): _entry(f, k, v) for k, v in stats.items()}
+
+
+def _func(f: Path, k: Any) -> Func:
+    """A (file, line, name) key; Python 2 files hold byte strings."""
+    if isinstance(k, tuple) and len(k) == 3:
+        file, line, name = (x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in k)
+        if isinstance(file, str) and isinstance(name, str) and isinstance(line, int) and not isinstance(line, bool):
+            return file, line, name
+    raise FormatError(f, f"not a pstats file: unexpected function key {str(k)[:80]}")
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _entry(f: Path, k: Any, v: Any) -> tuple[Any, ...]:
+    """(cc, nc, tt, ct, callers) with callers' edges as (nc, cc, tt, ct) tuples of finite numbers."""
+    if not (isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict) and all(_num(x) for x in v[:4])):
+        raise FormatError(f, f"not a pstats file: bad statistics {str(v)[:80]} for {str(k)[:80]}")
+    cc, nc, tt, ct, callers = v
+    edges = {}
+    for c, e in callers.items():
+        if _num(e):  # the pure-Python profile module records call counts only: share the times by calls
+            share = e / nc if nc else 0.0
+            e = (e, e, tt * share, ct * share)
+        elif not (isinstance(e, tuple) and len(e) == 4 and all(_num(x) for x in e)):
+            raise FormatError(f, f"bad caller statistics {str(e)[:80]} for {str(k)[:80]}")
+        edges[_func(f, c)] = e
+    return cc, nc, tt, ct, edges
 
 
 def _name(func: Func) -> tuple[str, str, int, str]:

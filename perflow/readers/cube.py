@@ -45,6 +45,7 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pandas as pd
 
+from .._inflate import inflate, inflate_limit, open_inflated
 from ..errors import FormatError
 from ..pag.pag import PAG, MetricInfo
 from ..trace.build import region_kinds
@@ -101,13 +102,27 @@ def detect(path: Path) -> bool:
 
 
 def _members(path: Path) -> dict[str, bytes]:
+    """The archive's anchor.xml and metric members; a compressed archive inflates within the limit of perflow._inflate."""
     out: dict[str, bytes] = {}
     try:
-        with tarfile.open(path, "r:*") as tf:
+        f, kind = open_inflated(path)
+        # everything read is either in the file (plain tar) or inflated within the limit
+        budget = inflate_limit(path.stat().st_size) if kind else path.stat().st_size
+        with f, tarfile.open(fileobj=f, mode="r|" if kind else "r:") as tf:
             for m in tf:
                 if m.isfile() and (m.name == "anchor.xml" or m.name.endswith((".index", ".data"))):
-                    f = tf.extractfile(m)
-                    out[m.name] = f.read() if f is not None else b""
+                    if m.size > budget:
+                        raise FormatError(
+                            path,
+                            f"member {m.name} announces {m.size} bytes, more than the archive can hold "
+                            f"({budget} bytes{' inflated' if kind else ''})",
+                            where=m.name,
+                        )
+                    budget -= m.size
+                    x = tf.extractfile(m)
+                    out[m.name] = x.read() if x is not None else b""
+    except FormatError:
+        raise
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise FormatError(path, f"not a readable CUBE4 archive ({type(exc).__name__}: {exc})") from None
     if "anchor.xml" not in out:
@@ -142,13 +157,25 @@ def _data(path: Path, name: str, raw: bytes, dtype: np.dtype, n: int, nloc: int,
         (nseg,) = struct.unpack_from(endian + "I", raw, 11)
         if nseg > len(raw):
             raise FormatError(path, f"{name}: implausible segment count {nseg}", where=f"{name} offset 11")
+        if 15 + 12 * nseg > len(raw):
+            raise FormatError(path, f"{name}: segment table runs past the end", where=f"{name} offset 15")
         hdr = np.frombuffer(raw, dtype=endian + "u4", count=3 * nseg, offset=15).reshape(-1, 3)
         pos = 15 + 12 * nseg
         parts = []
-        for _u, _c, size in hdr.tolist():
+        left = want  # the values never take more: a segment inflating beyond them is damage (or a bomb)
+        for k, (_u, _c, size) in enumerate(hdr.tolist()):
             if pos + size > len(raw):
                 raise FormatError(path, f"{name}: compressed segment runs past the end", where=f"{name} offset {pos}")
-            parts.append(zlib.decompress(raw[pos : pos + size]))
+            part = inflate(
+                raw[pos : pos + size],
+                "zlib",
+                path,
+                what=f"{name} segment {k}",
+                limit=left,
+                why=f"more than the {n} cnodes x {nloc} locations hold (damaged data)",
+            )
+            left -= len(part)
+            parts.append(part)
             pos += size
         body = b"".join(parts)
     elif raw[:10] == b"CUBEX.DATA":
@@ -210,6 +237,25 @@ def _enumerations(cnodes: list[tuple[int, int, str]]) -> tuple[np.ndarray, np.nd
     return deep, np.asarray(wide, dtype=np.int64)
 
 
+def _int(path: Path, e: ET.Element, attr: str, default: int | None = None) -> int:
+    """An integer XML attribute of anchor.xml (a missing one is an error unless there is a default)."""
+    v = e.get(attr)
+    if v is None and default is not None:
+        return default
+    try:
+        return int(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise FormatError(path, f"<{e.tag}> has {attr}={v!r}, not an integer", where="anchor.xml") from None
+
+
+def _rank(path: Path, e: ET.Element) -> int:
+    """The ``<rank>`` of a location group or location: a non-negative integer."""
+    t = _text(e, "rank", "0")
+    if not t.isdigit() or len(t) > 9:
+        raise FormatError(path, f"<{e.tag}> has the rank {t!r}, not a process or thread number", where="anchor.xml")
+    return int(t)
+
+
 def _text(e: ET.Element | None, tag: str, default: str = "") -> str:
     c = e.find(tag) if e is not None else None
     return (c.text or "").strip() if c is not None and c.text else default
@@ -255,18 +301,26 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
             "role": _text(r, "role", "function"),
             "paradigm": _text(r, "paradigm", "user"),
             "file": r.get("mod", ""),
-            "line": int(r.get("begin", "-1")),
+            "line": _int(path, r, "begin", -1),
         }
     # cnodes in document (pre-)order
     cnodes: list[tuple[int, int, str]] = []  # (cnode id, parent cnode id, region id)
     call_sites: list[tuple[str, int, str]] = []  # (file, line, parameters) of each cnode's call site
     stack = [(c, -1) for c in reversed(prog.findall("cnode"))]
+    seen_ids: set[int] = set()
     while stack:
         c, parent = stack.pop()
-        cid = int(c.get("id"))
+        cid = _int(path, c, "id")
+        if cid in seen_ids:  # values are stored by cnode position: a repeated id would misplace them
+            raise FormatError(path, f"cnode id {cid} is defined twice", where="anchor.xml")
+        seen_ids.add(cid)
+        if c.get("calleeId") not in regions:
+            raise FormatError(
+                path, f"cnode {cid} calls region {c.get('calleeId')!r}, which is not defined", "anchor.xml"
+            )
         cnodes.append((cid, parent, c.get("calleeId")))
         params = ",".join(f"{p.get('parkey', '')}={p.get('parvalue', '')}" for p in c.findall("parameter"))
-        call_sites.append((c.get("mod", ""), int(c.get("line", "-1")), params))
+        call_sites.append((c.get("mod", ""), _int(path, c, "line", -1), params))
         stack.extend((k, cid) for k in reversed(c.findall("cnode")))
     if not cnodes:
         raise FormatError(path, "anchor.xml defines no call-tree nodes (cnodes)", where="anchor.xml")
@@ -302,12 +356,14 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
     procs, thrs = [], []
     locs = []
     for lg in system.iter("locationgroup"):
-        pr = int(_text(lg, "rank", "0"))
+        pr = _rank(path, lg)
         for loc in lg.findall("location"):
-            locs.append((int(loc.get("Id")), pr, int(_text(loc, "rank", "0"))))
+            locs.append((_int(path, loc, "Id"), pr, _rank(path, loc)))
     locs.sort()
     if not locs:
         raise FormatError(path, "anchor.xml defines no locations", where="anchor.xml")
+    if len({x[0] for x in locs}) != len(locs):
+        raise FormatError(path, "two locations have the same Id", where="anchor.xml")
     procs = np.array([x[1] for x in locs], dtype=np.int64)
     thrs = np.array([x[2] for x in locs], dtype=np.int64)
     nloc = len(locs)

@@ -60,10 +60,15 @@ def read(path: Path, **options: Any) -> Any:
 
         return read_saved(found["pag"])
     if "raw" in found:
+        from ..errors import TraceError
         from ..trace.build import build_pag
         from ..trace.store import load_raw
 
-        pag = build_pag(load_raw(found["raw"]), **options)
+        raw = load_raw(found["raw"])
+        try:
+            pag = build_pag(raw, **options)
+        except TraceError as exc:
+            raise FormatError(found["raw"], f"inconsistent events: {exc}") from exc
         pag.attrs.setdefault("source", str(path))
         return pag
     if "otf2" in found:

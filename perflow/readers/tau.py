@@ -98,7 +98,43 @@ def _parse_file(f: Path) -> tuple[list[tuple[str, float, float, float, float, st
         except ValueError:
             raise FormatError(f, f"non-numeric field in timer line {lines[i][:80]!r}", where=f"line {i + 1}") from None
         rows.append((mm[1], calls, _subrs, excl, incl, mm[7] or ""))
+    _check_tail(f, lines, 2 + n, n)
     return rows, metric, meta
+
+
+_AGG_RE = re.compile(r"^(\d+)\s+aggregates\s*$")
+_UE_RE = re.compile(r"^(\d+)\s+userevents\s*$")
+
+
+def _check_tail(f: Path, lines: list[str], i: int, n: int) -> None:
+    """After the timers: ``<m> aggregates`` (m lines), optionally ``<k> userevents``, a header and k lines; nothing else."""
+    end = len(lines)
+    while end > i and not lines[end - 1].strip():
+        end -= 1
+    if i >= end:
+        return  # no aggregates section (written by old TAU versions)
+    m = _AGG_RE.match(lines[i])
+    if not m:
+        what = (
+            f"one more timer line than the {n} its header announces"
+            if _LINE_RE.match(lines[i])
+            else f"{lines[i][:60]!r} where '<n> aggregates' should follow the {n} timers"
+        )
+        raise FormatError(f, f"damaged: {what}", where=f"line {i + 1}")
+    i += 1 + int(m[1])
+    if i > end:
+        raise FormatError(f, f"truncated: the file ends inside its {m[1]} aggregates", where=f"line {end}")
+    if i == end:
+        return
+    u = _UE_RE.match(lines[i])
+    if not u:
+        raise FormatError(f, f"damaged: {lines[i][:60]!r} where '<n> userevents' should follow", where=f"line {i + 1}")
+    k = int(u[1])
+    have = end - (i + 2)  # after the userevents line and its '# eventname ...' header
+    if k and have < k:
+        raise FormatError(f, f"truncated: {k} user events announced, the file has {max(have, 0)}", where=f"line {end}")
+    if have > k and (k or have > 0):
+        raise FormatError(f, f"damaged: {have} user event lines, the header announces {k}", where=f"line {i + 1}")
 
 
 def read(path: Path, **options: Any) -> PAG:

@@ -8,13 +8,16 @@ region columns) and loads without any OTF2 library.
 from __future__ import annotations
 
 import json
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .._inflate import check_npz
 from .._json import json_default
-from ..errors import FormatError
+from ..errors import FormatError, TraceError
 from ..trace.raw import TABLE_SCHEMAS, RawTrace
 
 __all__ = ["save_raw", "load_raw"]
@@ -62,22 +65,35 @@ def load_raw(path: str | Path) -> RawTrace:
     """
     path = Path(path)
     try:
+        check_npz(path)  # member sizes and array headers, before numpy allocates anything
+    except FormatError as exc:
+        raise FormatError(path, f"not a saved perflow raw trace: {exc.reason}", exc.where) from None
+    try:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
         meta = json.loads(bytes(data.pop("meta")).decode())
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
         raise FormatError(path, f"not a saved perflow raw trace: {exc}") from None
-    if meta.get("format") != _FORMAT:
-        raise FormatError(path, f"unknown raw trace format {meta.get('format')!r}")
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise FormatError(path, f"unknown raw trace format {meta.get('format') if isinstance(meta, dict) else meta!r}")
+    try:
+        return _assemble(path, data, meta)
+    except (TraceError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FormatError(path, f"inconsistent saved raw trace ({type(exc).__name__}: {exc})") from exc
+
+
+def _assemble(path: Path, data: dict[str, np.ndarray], meta: dict) -> RawTrace:
     frames: dict[str, dict[str, np.ndarray]] = {}
     tables: dict[str, dict[str, np.ndarray]] = {}
     for key, a in data.items():
         if ":" in key:
             name, col = key.split(":", 1)
             frames.setdefault(name, {})[col] = a
-        else:
+        elif "." in key:
             name, col = key.split(".", 1)
             tables.setdefault(name, {})[col] = a
+        else:
+            raise FormatError(path, f"unexpected member {key!r}")
     missing = [t for t in _TABLES if t not in tables and t not in _LATER]
     if missing:
         raise FormatError(path, f"saved raw trace lacks the table(s) {', '.join(missing)}")

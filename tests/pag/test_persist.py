@@ -221,6 +221,9 @@ def test_a_manifest_that_is_not_an_object(saved):
         perflow.load(saved)
     assert not persist.is_saved_pag(saved)
     (saved / "manifest.json").write_text("[" * 100_000)
+    with pytest.raises(FormatError, match="JSON nested deeper than the parser's limit"):
+        perflow.load(saved)
+    (saved / "manifest.json").write_text('{"format": ')
     with pytest.raises(FormatError, match="invalid JSON"):
         perflow.load(saved)
 

@@ -88,7 +88,10 @@ def test_errors(tmp_path: Path) -> None:
     for f in d.glob("*.db"):
         f.chmod(0o644)
     (d / "trace.db").write_bytes(b"HPCTOOLKITtrce\x04\x00" + b"\xff" * 40)
-    with pytest.raises(FormatError, match=r"trace\.db.*out of bounds"):
+    with pytest.raises(FormatError, match=r"trace\.db.*truncated or damaged: the file does not end with its footer"):
+        perflow.read(d)
+    (d / "trace.db").write_bytes(b"HPCTOOLKITtrce\x04\x00" + b"\xff" * 40 + b"trace.db")
+    with pytest.raises(FormatError, match=r"trace\.db \(offset 16\): header section 1 .* runs past the end"):
         perflow.read(d)
     (d / "trace.db").unlink()
     with pytest.raises(FormatError, match="no trace.db"):

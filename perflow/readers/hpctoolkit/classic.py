@@ -7,7 +7,9 @@ procedure frames ``PF``/``Pr``, loops ``L``, statements ``S`` and call sites
 ``...-<rank:6>-<thread:3>-<host>-<pid>-<gen>.metric-db``) starts with
 ``HPCPROF-metricdb__<version>`` and an endianness letter (24 bytes), then u32
 node count and u32 metric count, then node-major f64 values (big-endian for
-``b``); the row of node ``i`` is ``i - 1``.
+``b``); the row of node ``i`` is ``i - 1``. The file size must be exactly what
+the header announces and the metric count that of experiment.xml's
+``MetricDB`` table (otherwise a FormatError says which).
 
 Vertices are PF/Pr (functions), L (loops) and S (statements, named
 ``file:line``); call sites C are not vertices (their line is kept on the
@@ -53,6 +55,13 @@ def _metric_db(f: Path) -> np.ndarray:
             f,
             f"truncated: {n_nodes} nodes x {n_metrics} metrics need {want} bytes, the file has {len(raw)}",
             where=f"offset {len(raw)}",
+        )
+    if len(raw) > want:  # hpcviewer reads exactly this much: anything after it is damage (or a wrong header)
+        raise FormatError(
+            f,
+            f"{len(raw) - want} bytes after the {n_nodes} nodes x {n_metrics} metrics its header announces "
+            f"({want} bytes)",
+            where=f"offset {want}",
         )
     return np.frombuffer(raw, dtype=endian + "f8", count=n_nodes * n_metrics, offset=32).reshape(n_nodes, n_metrics)
 
@@ -162,7 +171,7 @@ def read_classic(d: Path) -> PAG:
         if not m:
             raise FormatError(f, "metric-db file name lacks the -<rank>-<thread>- fields")
         vals = _metric_db(f)
-        if vals.shape[1] < len(col_names):
+        if vals.shape[1] != len(col_names):
             raise FormatError(f, f"holds {vals.shape[1]} metrics, experiment.xml lists {len(col_names)}")
         if nid.max() - 1 >= vals.shape[0] or nid.min() < 1:
             raise FormatError(f, f"holds {vals.shape[0]} nodes, experiment.xml refers to node {int(nid.max())}")

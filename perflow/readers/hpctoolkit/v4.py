@@ -77,11 +77,9 @@ class _Tree:
     def path(self, ctx: int) -> tuple[int, ...]:
         out = []
         f = self.frame_of.get(ctx, 0)
-        hops = 0
-        while f and hops < 100000:
+        while f:  # context ids are unique and parents come first (read_meta checks): the chain ends
             out.append(f)
             f = self.frame_parent.get(f, 0)
-            hops += 1
         return tuple(reversed(out))
 
 
@@ -129,18 +127,23 @@ def _profile(d: Path, meta: Meta, tree: _Tree) -> PAG:
         vid[c.ctx] = tb.add(
             parent, (name, role, c.file, c.line), name, kind=kind, file=c.file, line=c.line, module=module
         )
-    top = max(tree.ctx, default=0) + 1
-    lut = np.full(top + 1, -1, dtype=np.int64)
-    for c in meta.contexts:
-        f = tree.frame_of.get(c.ctx, 0)
-        if f:
-            lut[c.ctx] = vid[f]
+    # context id -> vertex (-1: none), as sorted keys (ids are arbitrary u32s: no table indexed by id)
+    keys = np.array(sorted(tree.ctx), dtype=np.int64)
+    kvid = np.array([vid.get(tree.frame_of.get(int(k), 0), -1) for k in keys], dtype=np.int64)
+
+    def lut(c: np.ndarray) -> np.ndarray:
+        c = np.asarray(c, dtype=np.int64)
+        if not len(keys):
+            return np.full(len(c), -1, dtype=np.int64)
+        pos = np.clip(np.searchsorted(keys, c), 0, len(keys) - 1)
+        return np.where(keys[pos] == c, kvid[pos], -1)
+
     rows = MetricRows()
     factor = _time_factor(meta)
     for p in profiles:
         proc = p.ids.get("RANK", p.index - 1)
         thr = p.ids.get("THREAD", 0)
-        ok = (p.ctx > 0) & (p.ctx <= top)
+        ok = p.ctx > 0
         ctxs, mets, vals = p.ctx[ok], p.metric[ok], p.value[ok]
         for mid, (base, which) in cols.items():
             sel = mets == mid
@@ -149,19 +152,19 @@ def _profile(d: Path, meta: Meta, tree: _Tree) -> PAG:
             c = ctxs[sel]
             v = vals[sel] * (factor if base == "time" else 1.0)
             if which == "point":  # fold into the enclosing frame
-                vv = lut[c]
+                vv = lut(c)
                 good = vv >= 0
                 rows.add_arrays(f"{base}_exc", vv[good], proc, thr, v[good])
                 continue
             # only at a frame's own context
             keep = np.array([tree.frame_of.get(int(x), 0) == int(x) for x in c], dtype=bool)
             c, v = c[keep], v[keep]
-            rows.add_arrays(f"{base}_{which}", lut[c], proc, thr, v)
+            rows.add_arrays(f"{base}_{which}", lut(c), proc, thr, v)
             if which == "exc":  # a loop's function-scope value is inside its enclosing frame's: take it out
                 lp = np.array([tree.ctx[int(x)].lexical == 1 for x in c], dtype=bool)
                 par = np.array([tree.frame_parent.get(int(x), 0) for x in c[lp]], dtype=np.int64)
                 ok = par > 0
-                rows.add_arrays(f"{base}_exc", lut[par[ok]], proc, thr, -v[lp][ok])
+                rows.add_arrays(f"{base}_exc", lut(par[ok]), proc, thr, -v[lp][ok])
     info = {}
     for base, which in {(b_, "exc" if w == "point" else w) for b_, w in cols.values()}:
         if base != "time":

@@ -2,6 +2,10 @@
 
 Every structure is read with bounds checks: a pointer or count that leaves
 the file raises :class:`~perflow.errors.FormatError` with the file and offset.
+As HPCToolkit's own readers require, each file must end with its 8-byte
+footer (a truncated file does not), header sections lie inside the file,
+context ids are positive and unique (so the context tree cannot loop), and a
+profile's context index is sorted and lies inside its values.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ import numpy as np
 from ...errors import FormatError
 
 __all__ = ["Blob", "Context", "Meta", "read_meta", "read_profiles", "Profile"]
+
+
+#: The 8 bytes every v4 file ends with, by format identifier.
+FOOTERS = {b"meta": b"_meta.db", b"prof": b"_prof.db", b"ctxt": b"__ctx.db", b"trce": b"trace.db"}
 
 
 class Blob:
@@ -35,6 +43,14 @@ class Blob:
         self.major = self.data[14]
         if self.major != 4:
             raise FormatError(path, f"unsupported major version {self.major} (only 4 is read)", where="offset 14")
+        footer = FOOTERS.get(magic)
+        if footer is not None and self.data[-8:] != footer:
+            raise FormatError(
+                path,
+                f"truncated or damaged: the file does not end with its footer {footer.decode()!r} "
+                f"(ends with {self.data[-8:]!r})",
+                where=f"offset {len(self.data)}",
+            )
 
     def _check(self, off: int, n: int) -> None:
         if off < 0 or off + n > len(self.data):
@@ -62,8 +78,15 @@ class Blob:
         return struct.unpack_from("<Q", self.data, off)[0]
 
     def section(self, i: int) -> tuple[int, int]:
-        """(size, pointer) of header section ``i``."""
-        return self.u64(0x10 + 16 * i), self.u64(0x18 + 16 * i)
+        """(size, pointer) of header section ``i`` (which must lie inside the file)."""
+        size, ptr = self.u64(0x10 + 16 * i), self.u64(0x18 + 16 * i)
+        if ptr + size > len(self.data):
+            raise FormatError(
+                self.path,
+                f"header section {i + 1} ({size} bytes at offset {ptr}) runs past the end of the {len(self.data)}-byte file",
+                where=f"offset {0x10 + 16 * i}",
+            )
+        return size, ptr
 
     def cstr(self, off: int) -> str:
         if off == 0:
@@ -132,9 +155,23 @@ def read_meta(path: Path) -> Meta:
     p_entries, n_entries, sz_entry = b.u64(p_ctx), b.u16(p_ctx + 8), b.u8(p_ctx + 0x0A)
     contexts: list[Context] = []
     stack: list[tuple[int, int, int]] = []  # (pChildren, szChildren, parent ctx)
+    where: dict[int, int] = {}  # ctx id -> offset of its record: ids are unique, or the tree could loop
+
+    def new_id(ctx: int, off: int) -> None:
+        if ctx == 0:
+            raise FormatError(path, "a context has the id 0 (reserved for the global context)", where=f"offset {off}")
+        if ctx in where:
+            raise FormatError(
+                path,
+                f"context id {ctx} appears twice (records at offsets {where[ctx]} and {off})",
+                where=f"offset {off}",
+            )
+        where[ctx] = off
+
     for i in range(n_entries):
         e = p_entries + i * sz_entry
         sz_children, p_children, ctx = b.u64(e), b.u64(e + 8), b.u32(e + 0x10)
+        new_id(ctx, e)
         contexts.append(Context(ctx, 0, -1, -1, b.cstr(b.u64(e + 0x18)) or "entry", "", -1, "", 0))
         stack.append((p_children, sz_children, ctx))
     seen = 0
@@ -148,6 +185,7 @@ def read_meta(path: Path) -> Meta:
             if seen > len(b.data):  # more contexts than bytes: a cycle in corrupt pointers
                 raise FormatError(path, "context tree does not terminate (corrupt pointers)")
             szc, pc, ctx = b.u64(p), b.u64(p + 8), b.u32(p + 0x10)
+            new_id(ctx, p)
             flags, relation, lexical, nflex = b.u8(p + 0x14), b.u8(p + 0x15), b.u8(p + 0x16), b.u8(p + 0x17)
             words = [p + 0x20 + 8 * k for k in range(nflex)]
             name = file = module = ""
@@ -211,12 +249,17 @@ def read_profiles(path: Path, kinds: list[str]) -> list[Profile]:
             raise FormatError(path, f"profile {i}: implausible value count", where=f"offset {pi}")
         vals = b.array(p_vals, val_dt, n_vals)
         idx = b.array(p_idx, idx_dt, n_ctx)
-        starts = idx["start"].astype(np.int64)
-        if n_ctx and (np.any(np.diff(starts) < 0) or starts[-1] > n_vals or starts[0] < 0):
+        starts = idx["start"]  # unsigned: compared, never subtracted, until known to be in range
+        ctx_ids = idx["ctx"]
+        if n_ctx and (
+            np.any(starts[1:] < starts[:-1]) or int(starts[-1]) > n_vals or np.any(ctx_ids[1:] <= ctx_ids[:-1])
+        ):
             raise FormatError(
-                path, f"profile {i}: context index is not sorted or out of range", where=f"offset {p_idx}"
+                path,
+                f"profile {i}: its context index is not sorted by context, or points past its {n_vals} values",
+                where=f"offset {p_idx}",
             )
-        counts = np.diff(np.r_[starts, n_vals])
+        counts = np.diff(np.r_[starts.astype(np.int64), n_vals])
         ids: dict[str, int] = {}
         if p_tuple:
             n_ids = b.u16(p_tuple)
