@@ -50,6 +50,9 @@ _SKIP = re.compile(
 )
 
 
+_ROUNDING = 0.01  # gprof2dot prints shares with two decimals
+
+
 def detect(path: Path) -> bool:
     """A DOT ``digraph`` whose labels carry gprof2dot's ``NN.NN%`` lines."""
     if not path.is_file():
@@ -128,6 +131,12 @@ def _parse_edge(lines: list[str]) -> tuple[float, int]:
     return pct, calls
 
 
+def _check_shares(path: Path, what: str, total: float, self_pct: float) -> None:
+    """Shares are percentages of the run: within 0..100 %, a node's own share within its total."""
+    if not (0.0 <= total <= 100.0 + _ROUNDING and 0.0 <= self_pct <= total + _ROUNDING):
+        raise FormatError(path, f"{what}: impossible shares of the run ({total}% in total, {self_pct}% own)")
+
+
 def read(path: Path | str, *, total_time: float | None = None, max_vertices: int = 100_000, **options: Any) -> PAG:
     """Read a gprof2dot DOT file.
 
@@ -158,13 +167,18 @@ def read(path: Path | str, *, total_time: float | None = None, max_vertices: int
         nodes: dict[str, tuple[str, str, float, float, int]] = {}
         for key, label in node_list:
             nodes[key] = _parse_node(_label_lines(label)) if label else (key, "", 0.0, 0.0, 0)
+            _check_shares(path, f"node {key}", nodes[key][2], nodes[key][3])
         callers: dict[str, dict[str, tuple[float, float, float, float]]] = {k: {} for k in nodes}
+        labelled = any(label for _key, label in node_list)
         for src, dst, elabel in edge_list:
             for k in (src, dst):
                 if k not in nodes:  # an edge to a node without a statement of its own
+                    if labelled:  # gprof2dot writes a labelled statement for every node it keeps
+                        raise FormatError(path, f"edge {src} -> {dst} names node {k}, which the file does not define")
                     nodes[k] = (k, "", 0.0, 0.0, 0)
                     callers[k] = {}
             pct, calls = _parse_edge(_label_lines(elabel))
+            _check_shares(path, f"edge {src} -> {dst}", pct, 0.0)
             t_dst, s_dst = nodes[dst][2], nodes[dst][3]
             own = s_dst * pct / t_dst if t_dst > 0 and src != dst else 0.0
             callers[dst][src] = (float(calls), float(calls), own * scale, pct * scale if src != dst else 0.0)

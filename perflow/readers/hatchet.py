@@ -28,7 +28,6 @@ by :func:`perflow.pag.literal.from_literal`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 from ..errors import FormatError, PAGError
 from ..pag.literal import _HATCHET_NAMES, from_literal
 from ..pag.pag import PAG, MetricInfo
-from ._common import TIME_UNITS, head_bytes, reader_errors
+from ._common import TIME_UNITS, head_bytes, load_json, reader_errors
 
 FORMAT = "hatchet"
 DESCRIPTION = "Hatchet JSON: a graph literal (to_literal) or a GraphFrame's to_json"
@@ -200,12 +199,7 @@ def read(path: Path | str, *, time_unit: str | None = None, **options: Any) -> P
         raise ValueError(f"unknown time_unit {time_unit!r}; use one of s, ms, us, ns")
     path = Path(path)
     with reader_errors(path, "Hatchet JSON"):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"not valid JSON: {exc.msg}", where=f"line {exc.lineno}, column {exc.colno}"
-            ) from None
+        doc = load_json(path, path.read_bytes())
         if isinstance(doc, Mapping) and "graph" in doc and "dataframe" in doc:
             lit, dropped, names = _from_graphframe_json(doc, path)
             inc = set(doc.get("inclusive_metrics") or [])

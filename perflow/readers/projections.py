@@ -31,7 +31,6 @@ What is read
 
 from __future__ import annotations
 
-import gzip
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._inflate import inflate
 from ..errors import FormatError, TraceError
 from ..kinds import P2P
 from ..pag.pag import PAG
@@ -139,9 +139,9 @@ def _read_log(f: Path, pe: int, defs: dict[str, Any]) -> dict[str, list[Any]]:
     try:
         raw = f.read_bytes()
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+            raw = inflate(raw, "gzip", f, what="the log")  # bounded: a gzip bomb is a FormatError
         text = raw.decode("utf-8")
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise FormatError(f, f"cannot read the log ({type(exc).__name__}: {exc})") from None
     lines = text.splitlines()
     if not lines or not lines[0].startswith("PROJECTIONS-RECORD"):

@@ -23,7 +23,6 @@ pyinstrument is a sampling profiler: there are no call counts (no
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import VertexKind
 from ..pag.pag import PAG, MetricInfo
-from ._common import MetricRows, TreeBuilder, build_profile, head_bytes, reader_errors
+from ._common import MetricRows, TreeBuilder, build_profile, head_bytes, load_json, reader_errors
 
 FORMAT = "pyinstrument"
 DESCRIPTION = "pyinstrument profiles (-r json output, or a saved .pyisession)"
@@ -150,12 +149,7 @@ def read(path: Path | str, **options: Any) -> PAG:
         raise TypeError(f"the pyinstrument reader takes no options (got {', '.join(options)})")
     path = Path(path)
     with reader_errors(path, "pyinstrument"):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"not valid JSON: {exc.msg}", where=f"line {exc.lineno}, column {exc.colno}"
-            ) from None
+        doc = load_json(path, path.read_bytes())
         if not isinstance(doc, Mapping):
             raise FormatError(path, f"a pyinstrument profile is a JSON object, not a {type(doc).__name__}")
         tree, rows = TreeBuilder(), MetricRows()

@@ -33,7 +33,6 @@ UPC++ ranks after the MPI ones). A rank is a list of trees; a tree node is
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -42,7 +41,7 @@ from typing import Any
 from ..errors import FormatError
 from ..kinds import classify_region
 from ..pag.pag import PAG, MetricInfo
-from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, reader_errors
+from ._common import TIME_UNITS, MetricRows, TreeBuilder, build_profile, head_bytes, load_json, reader_errors
 
 FORMAT = "timemory"
 DESCRIPTION = "timemory hierarchical JSON (<component>.tree.json)"
@@ -102,12 +101,7 @@ def read(path: Path | str, **options: Any) -> PAG:
         raise TypeError(f"the timemory reader takes no options (got {', '.join(options)})")
     path = Path(path)
     with reader_errors(path, "timemory"):
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise FormatError(
-                path, f"not valid JSON: {exc.msg}", where=f"line {exc.lineno}, column {exc.colno}"
-            ) from None
+        doc = load_json(path, path.read_bytes())
         comps = doc.get("timemory") if isinstance(doc, Mapping) else None
         if not isinstance(comps, Mapping) or not comps:
             raise FormatError(path, "no 'timemory' object of components")

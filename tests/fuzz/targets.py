@@ -126,10 +126,24 @@ def _build_saved_pag(root: Path) -> Sample:
     return Sample(root, d, sorted(d.iterdir()), finite_values=False)
 
 
+def _build_projections(root: Path) -> Sample:
+    """The pingpong Projections logs, inflated to plain text so that text mutators reach the records."""
+    d = root / "pingpong"
+    d.mkdir()
+    for f in sorted((REPO / "tests" / "data" / "projections" / "pingpong").iterdir()):
+        if f.suffix == ".gz":
+            (d / f.stem).write_bytes(gzip.decompress(f.read_bytes()))
+        else:
+            shutil.copyfile(f, d / f.name)
+    files = [f for f in sorted(d.iterdir()) if f.suffix in (".sts", ".log")]
+    return Sample(root, d, files, frozenset(files))
+
+
 def targets() -> list[Target]:
     """The rows of the fuzz table whose samples exist here."""
     data = shared_data_dir()
     chrome = REPO / "tests" / "data" / "chrome"
+    local = REPO / "tests" / "data"
 
     def sd(*parts: str) -> Path | None:
         p = data.joinpath(*parts) if data else None
@@ -245,6 +259,57 @@ def targets() -> list[Target]:
             ),
         ),
         (Path("."), Target("saved-pag", "pag", _build_saved_pag, [*G, M.json_values, M.json_deep])),
+        # the readers added in round 2 (samples under tests/data, written by the tools themselves)
+        (
+            local / "hatchet",
+            Target(
+                "hatchet-literal",
+                "hatchet",
+                _from(local / "hatchet" / "hatchet-graph-literal.json"),
+                [*T, M.json_values, M.json_values, M.json_deep],
+            ),
+        ),
+        (
+            local / "pyinstrument",
+            Target(
+                "pyinstrument",
+                "pyinstrument",
+                _from(local / "pyinstrument" / "work.pyinstrument.json"),
+                [*T, M.json_values, M.json_values, M.json_deep],
+            ),
+        ),
+        (
+            local / "timemory",
+            Target(
+                "timemory",
+                "timemory",
+                _from(local / "timemory" / "wall.tree.json"),
+                [*T, M.json_values, M.json_values, M.json_deep],
+            ),
+        ),
+        (local / "gprof", Target("gprof", "gprof", _from(local / "gprof" / "cg.gprof.txt", text=True), T)),
+        (
+            local / "gprof2dot",
+            Target("gprof2dot", "gprof2dot", _from(local / "gprof2dot" / "cg.dot", text=True), T),
+        ),
+        (local / "nsys", Target("nsys", "nsys", _from(local / "nsys" / "saxpy-mpi-cuda.sqlite"), G)),
+        (
+            local / "rocprof",
+            Target("rocprof", "rocprof", _from(local / "rocprof" / "v3-docs-two-streams", text=True), T),
+        ),
+        (
+            local / "projections",
+            Target("projections", "projections", _build_projections, T),
+        ),
+        (
+            local / "projections",
+            Target(
+                "projections-gz",
+                "projections",
+                _from(local / "projections" / "pingpong", only=lambda f: f.suffix == ".gz", text=False),
+                [*G, M.gzip_file_bomb],
+            ),
+        ),
     ]
     out = []
     for need, t in rows:

@@ -164,6 +164,22 @@ def test_errors(tmp_path: Path) -> None:
         perflow.read(DOT, total_time=0)
 
 
+def test_damaged_dot_is_refused(tmp_path: Path) -> None:
+    lines = DOT.read_text(encoding="utf-8").splitlines(keepends=True)
+    lost = tmp_path / "lost.dot"  # the statement of node 4 (kernel) lost: its edges name an undefined node
+    lost.write_text("".join(ln for ln in lines if not ln.lstrip().startswith("4 [")), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"lost\.dot: edge 2 -> 4 names node 4, which the file does not define"):
+        perflow.read(lost, format="gprof2dot")
+    big = tmp_path / "big.dot"  # a share above 100 %
+    big.write_text("".join(lines).replace("step\\n90.00%", "step\\n9000.00%"), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"big\.dot: node 2: impossible shares of the run \(9000\.0% in total"):
+        perflow.read(big, format="gprof2dot")
+    own = tmp_path / "own.dot"  # more own time than in total
+    own.write_text("".join(lines).replace("(78.65%)", "(98.65%)"), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"own\.dot: node 4: impossible shares .*98\.65% own"):
+        perflow.read(own, format="gprof2dot")
+
+
 @pytest.mark.parametrize("path", [TEXT, DOT], ids=["text", "dot"])
 def test_fuzz(tmp_path: Path, path: Path) -> None:
     fmt = "gprof" if path == TEXT else "gprof2dot"

@@ -133,7 +133,7 @@ def test_perflow_native_literal(tmp_path: Path) -> None:
 def test_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('[{"frame": {"name": "A"}, "metrics": {"time": 1.0}, "children": [')
-    with pytest.raises(FormatError, match=r"bad\.json.*not valid JSON"):
+    with pytest.raises(FormatError, match=r"bad\.json \(line 1, column \d+\): invalid JSON"):
         perflow.read(bad, format="hatchet")
     noname = tmp_path / "noname.json"
     noname.write_text('[{"frame": {"type": "function"}, "metrics": {"time": 1.0}}]')
