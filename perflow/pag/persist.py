@@ -132,6 +132,9 @@ def _write_tables(pag: PAG, tmp: Path) -> None:
         manifest["comms"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.comms.items()}
         manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
         manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
+        if pag.trace.rma_windows:
+            manifest["rma_windows"] = {str(k): dict(v) for k, v in pag.trace.rma_windows.items()}
+            manifest["rma_groups"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.rma_groups.items()}
     for name, df in tables.items():
         fname = f"{name}.parquet"
         _write_parquet(df, tmp / fname)
@@ -253,5 +256,8 @@ def _load_once(p: Path) -> PAG:
             locks=frames.get("locks"),
             io=frames.get("io"),
             io_handles={int(k): v for k, v in manifest.get("io_handles", {}).items()},
+            rma=frames.get("rma"),
+            rma_windows={int(k): v for k, v in manifest.get("rma_windows", {}).items()},
+            rma_groups={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("rma_groups", {}).items()},
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))
