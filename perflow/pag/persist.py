@@ -117,6 +117,8 @@ def _write_tables(pag: PAG, tmp: Path) -> None:
             tables["locks"] = pag.trace.locks
         if len(pag.trace.io):
             tables["io"] = pag.trace.io
+        if len(pag.trace.rma):
+            tables["rma"] = pag.trace.rma
     if pag._comm is not None:
         tables["comm"] = pag._comm.reset_index(drop=True)
     manifest: dict[str, Any] = {
