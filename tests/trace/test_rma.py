@@ -142,8 +142,10 @@ def test_save_load_round_trip(pag, tmp_path):
     assert back.trace.rma_windows == {0: {"name": "window", "comm": 0}}
     assert back.trace.rma_groups[3].tolist() == [0, 2]
     w0, w1 = pag.analyses.get(WAIT_INSTANCES), back.analyses.get(WAIT_INSTANCES)
-    assert w1[w1["kind"].astype(str).str.startswith("rma_")].reset_index(drop=True).equals(
-        w0[w0["kind"].astype(str).str.startswith("rma_")].reset_index(drop=True)
+    assert (
+        w1[w1["kind"].astype(str).str.startswith("rma_")]
+        .reset_index(drop=True)
+        .equals(w0[w0["kind"].astype(str).str.startswith("rma_")].reset_index(drop=True))
     )
 
 
