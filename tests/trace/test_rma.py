@@ -189,3 +189,15 @@ def test_manifest_checks_rma_fields(pag, tmp_path):
     mf.write_text(json.dumps(m))
     with pytest.raises(FormatError, match="rma_windows.0.comm"):
         load(path)
+
+
+def test_critical_path_follows_rma_waits(pag):
+    """Ranks 0/1 wait at fence 1 for rank 2 (40), rank 0's start waits for rank 1's post (100)."""
+    from perflow.trace.analyses import CRITICAL_PATH
+
+    seg = pag.analyses.get(CRITICAL_PATH).segments
+
+    def on(x):
+        return int(seg["process"].to_numpy()[(seg["start"].to_numpy() <= x * US) & (x * US < seg["end"].to_numpy())][0])
+
+    assert (on(20), on(85), on(150)) == (2, 1, 0)
