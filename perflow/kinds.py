@@ -18,6 +18,7 @@ __all__ = [
     "ThreadEv",
     "IoEv",
     "IoMode",
+    "RmaEv",
     "MPIClass",
     "classify_region",
     "mpi_class",
@@ -147,6 +148,29 @@ class IoMode(enum.IntEnum):
     READ = 0
     WRITE = 1
     FLUSH = 2
+
+
+class RmaEv(enum.IntEnum):
+    """RMA (one-sided communication) event kinds in a raw trace, one per OTF2 ``Rma*`` record."""
+
+    WIN_CREATE = 0
+    WIN_DESTROY = 1
+    COLLECTIVE_BEGIN = 2
+    COLLECTIVE_END = 3  # ``op`` the collective operation (fence: barrier), ``level`` the sync level, ``remote`` root
+    GROUP_SYNC = 4  # post/start/complete/wait: ``group`` the epoch's group, ``level`` the sync level
+    REQUEST_LOCK = 5  # ``remote`` the target, ``matching`` the lock id, ``op`` the lock type (0 exclusive, 1 shared)
+    ACQUIRE_LOCK = 6
+    TRY_LOCK = 7
+    RELEASE_LOCK = 8
+    SYNC = 9  # ``op`` the sync type
+    WAIT_CHANGE = 10
+    PUT = 11  # ``remote`` the target, ``bytes`` put, ``matching`` the operation's id
+    GET = 12  # ``received`` the bytes got
+    ATOMIC = 13  # ``op`` the atomic type, ``bytes`` sent, ``received`` got
+    OP_COMPLETE_BLOCKING = 14
+    OP_COMPLETE_NON_BLOCKING = 15
+    OP_TEST = 16
+    OP_COMPLETE_REMOTE = 17
 
 
 class MPIClass(enum.StrEnum):

@@ -281,3 +281,90 @@ def openmp_process(a: CArchive, threads: int, name: str = "process 0") -> tuple[
     a.team = a.comm("thread team", a.group(GT_COMM_GROUP, "openmp", list(range(threads)), "team"))
     del g
     return lg, locs
+
+
+def rma_example(path: str | os.PathLike[str]) -> str:
+    """A worked MPI one-sided example on 3 ranks (ticks: microseconds), as Score-P records it.
+
+    Window 0 over MPI_COMM_WORLD. Timeline (enter-leave of each call):
+
+    * ``MPI_Win_create`` [1, 5], rank 2 enters at 3: Wait at Create 2 on ranks 0 and 1;
+    * fence 1: ranks 0, 1 enter at 10, rank 2 at 40, all leave at 45: Wait at Fence 30 on ranks 0 and 1;
+    * rank 0 ``MPI_Put`` 1000 bytes to rank 1 [50, 52], rank 1 ``MPI_Get`` 400 bytes from rank 2 [50, 53]
+      (both completed in fence 2 at 70), rank 2 ``MPI_Fetch_and_op`` 8 bytes each way with rank 0 [50, 51]
+      (completed in the call);
+    * fence 2: enter 60, 62, 65, leave 70: Wait at Fence 5 and 3 on ranks 0 and 1;
+    * general active target epoch: rank 1 exposes to ranks 0 and 2 (``MPI_Win_post`` [100, 101],
+      ``MPI_Win_wait`` [102, 110]); rank 0 ``MPI_Win_start`` [80, 102] (blocking: Late Post 20),
+      ``MPI_Put`` 512 bytes [103, 104], ``MPI_Win_complete`` [105, 108]; rank 2 ``MPI_Win_start`` [90, 91]
+      (returns at once), ``MPI_Put`` 256 bytes [92, 93], ``MPI_Win_complete`` [95, 106] (Late Post 5);
+      the wait enters 3 before the last complete (105): Early Wait 3;
+    * ``MPI_Win_free`` [120, 125], all together: no wait.
+    """
+    a = CArchive(path, resolution=10**6)
+    main = a.region("main")
+    reg = {n: a.region(n, "rma", "mpi") for n in (
+        "MPI_Win_create", "MPI_Win_fence", "MPI_Put", "MPI_Get", "MPI_Fetch_and_op", "MPI_Win_post", "MPI_Win_start",
+        "MPI_Win_complete", "MPI_Win_wait", "MPI_Win_free")}  # fmt: skip
+    lgs = [a.location_group(f"MPI Rank {r}") for r in range(3)]
+    locs = [a.location("Master thread", lgs[r]) for r in range(3)]
+    a.group(GT_COMM_LOCATION_GROUPS, "mpi", lgs)
+    world = a.comm("MPI_COMM_WORLD", a.group(GT_COMM_GROUP, "mpi", [0, 1, 2]))
+    g1 = a.group(GT_COMM_GROUP, "mpi", [1])
+    g02 = a.group(GT_COMM_GROUP, "mpi", [0, 2])
+    a.define("WriteRmaWin", a.s("window"), u32(world), u32(0), kind="rmawin")
+    win = u32(0)
+    PROC_MEM = u32(3)  # OTF2_RMA_SYNC_LEVEL_PROCESS | MEMORY
+
+    def coll(loc: int, t0: int, t1: int, name: str, op: int, record: str | None = None) -> None:
+        a.enter(loc, t0, reg[name])
+        a.event(loc, "RmaCollectiveBegin", t0)
+        if record:
+            a.event(loc, record, t0, win)
+        a.event(loc, "RmaCollectiveEnd", t1, u8(op), PROC_MEM, win, u32(UNDEF32), u64(0), u64(0))
+        a.leave(loc, t1, reg[name])
+
+    def sync(loc: int, t0: int, t1: int, name: str, group: int) -> None:
+        a.enter(loc, t0, reg[name])
+        a.event(loc, "RmaGroupSync", t1, PROC_MEM, win, u32(group))
+        a.leave(loc, t1, reg[name])
+
+    for loc in locs:
+        a.enter(loc, 0, main)
+    for r, t0 in enumerate((1, 1, 3)):
+        coll(locs[r], t0, 5, "MPI_Win_create", 17, "RmaWinCreate")
+    for r, t0 in enumerate((10, 10, 40)):
+        coll(locs[r], t0, 45, "MPI_Win_fence", 0)
+    a.enter(locs[0], 50, reg["MPI_Put"])
+    a.event(locs[0], "RmaPut", 51, win, u32(1), u64(1000), u64(1))
+    a.leave(locs[0], 52, reg["MPI_Put"])
+    a.enter(locs[1], 50, reg["MPI_Get"])
+    a.event(locs[1], "RmaGet", 51, win, u32(2), u64(400), u64(7))
+    a.leave(locs[1], 53, reg["MPI_Get"])
+    a.enter(locs[2], 50, reg["MPI_Fetch_and_op"])
+    a.event(locs[2], "RmaAtomic", 50, win, u32(0), u8(5), u64(8), u64(8), u64(2))
+    a.event(locs[2], "RmaOpCompleteBlocking", 51, win, u64(2))
+    a.leave(locs[2], 51, reg["MPI_Fetch_and_op"])
+    for r, t0 in enumerate((60, 62, 65)):
+        a.enter(locs[r], t0, reg["MPI_Win_fence"])
+        a.event(locs[r], "RmaCollectiveBegin", t0)
+        if r < 2:
+            a.event(locs[r], "RmaOpCompleteNonBlocking", 70, win, u64((1, 7)[r]))
+        a.event(locs[r], "RmaCollectiveEnd", 70, u8(0), PROC_MEM, win, u32(UNDEF32), u64(0), u64(0))
+        a.leave(locs[r], 70, reg["MPI_Win_fence"])
+    # general active target synchronisation
+    sync(locs[1], 100, 101, "MPI_Win_post", g02)
+    sync(locs[1], 102, 110, "MPI_Win_wait", g02)
+    for r, (s0, s1, p0, c0, c1, nb, m) in ((0, (80, 102, 103, 105, 108, 512, 4)), (2, (90, 91, 92, 95, 106, 256, 5))):
+        sync(locs[r], s0, s1, "MPI_Win_start", g1)
+        a.enter(locs[r], p0, reg["MPI_Put"])
+        a.event(locs[r], "RmaPut", p0, win, u32(1), u64(nb), u64(m))
+        a.leave(locs[r], p0 + 1, reg["MPI_Put"])
+        a.enter(locs[r], c0, reg["MPI_Win_complete"])
+        a.event(locs[r], "RmaOpCompleteBlocking", c1, win, u64(m))
+        a.event(locs[r], "RmaGroupSync", c1, PROC_MEM, win, u32(g1))
+        a.leave(locs[r], c1, reg["MPI_Win_complete"])
+    for loc in locs:
+        coll(loc, 120, 125, "MPI_Win_free", 18, "RmaWinDestroy")
+        a.leave(loc, 200, main)
+    return a.close()

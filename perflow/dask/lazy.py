@@ -152,6 +152,21 @@ class LazyTrace(Trace):
         return self._dist.trace_tables().io_handles
 
     @property
+    def rma(self) -> pd.DataFrame:  # type: ignore[override]
+        """RMA records (gathered on first access)."""
+        return self._dist.trace_tables().rma
+
+    @property
+    def rma_windows(self) -> dict[int, dict]:  # type: ignore[override]
+        """RMA windows."""
+        return self._dist.trace_tables().rma_windows
+
+    @property
+    def rma_groups(self) -> dict[int, np.ndarray]:  # type: ignore[override]
+        """Members of the RMA group syncs' groups."""
+        return self._dist.trace_tables().rma_groups
+
+    @property
     def n_intervals(self) -> int:
         """Number of region instances (known without gathering)."""
         return int(self._dist.built.tree["n_intervals"])

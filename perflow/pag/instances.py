@@ -52,6 +52,20 @@ io
     (:class:`perflow.kinds.IoMode`: 0 read, 1 write, 2 flush; -1 unknown),
     ``bytes`` (transferred), ``begin``, ``end`` (times). Sorted by (process,
     thread, begin).
+rma
+    One row per RMA record (MPI one-sided communication, SHMEM) except the
+    completions, which are folded into their transfers: ``process``,
+    ``thread``, ``interval`` (the region instance open at the record: the
+    ``MPI_Put``/``MPI_Win_fence``/... call, -1 when none), ``kind``
+    (:class:`perflow.kinds.RmaEv`), ``win`` (window id; its communicator in
+    ``rma_windows``), ``remote`` (world rank of the target, or of the root of
+    a window collective; -1 none), ``group`` (the group of a group sync, its
+    world ranks in ``rma_groups``; -1 none), ``op`` (collective op, lock,
+    sync or atomic type), ``level`` (sync level bits), ``bytes`` (put or
+    sent), ``received`` (got), ``matching`` (transfer id, lock id on lock
+    rows), ``time``; on transfers ``complete`` (time of the local completion,
+    NaN when none) and ``complete_interval``. Sorted by (process, thread),
+    stream order within.
 """
 
 from __future__ import annotations
@@ -73,6 +87,7 @@ __all__ = [
     "COLLECTIVE_COLUMNS",
     "LOCK_COLUMNS",
     "IO_COLUMNS",
+    "RMA_COLUMNS",
 ]
 
 INTERVAL_COLUMNS = {
@@ -136,12 +151,31 @@ IO_COLUMNS = {
     "end": np.float64,
 }
 
+RMA_COLUMNS = {
+    "process": np.int32,
+    "thread": np.int32,
+    "interval": np.int64,
+    "kind": np.int8,
+    "win": np.int32,
+    "remote": np.int32,
+    "group": np.int32,
+    "op": np.int16,
+    "level": np.int32,
+    "bytes": np.int64,
+    "received": np.int64,
+    "matching": np.int64,
+    "time": np.float64,
+    "complete": np.float64,
+    "complete_interval": np.int64,
+}
+
 TABLE_SCHEMAS = {
     "intervals": INTERVAL_COLUMNS,
     "messages": MESSAGE_COLUMNS,
     "collectives": COLLECTIVE_COLUMNS,
     "locks": LOCK_COLUMNS,
     "io": IO_COLUMNS,
+    "rma": RMA_COLUMNS,
 }
 
 
@@ -228,6 +262,11 @@ class Trace:
     #: I/O handle id -> name (the file, when the trace names one)
     io_handles: dict[int, str] = field(default_factory=dict)
     locations: pd.DataFrame = field(default_factory=lambda: location_table(None))
+    rma: pd.DataFrame = field(default_factory=lambda: conform("rma", None))
+    #: RMA window id -> {"name": str, "comm": communicator id}
+    rma_windows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: group id (of RMA group syncs) -> world ranks of its members
+    rma_groups: dict[int, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "intervals", conform("intervals", self.intervals))
@@ -235,6 +274,7 @@ class Trace:
         object.__setattr__(self, "collectives", conform("collectives", self.collectives))
         object.__setattr__(self, "locks", conform("locks", self.locks))
         object.__setattr__(self, "io", conform("io", self.io))
+        object.__setattr__(self, "rma", conform("rma", self.rma))
         object.__setattr__(self, "locations", location_table(self.locations))
 
     def locations_of_type(self, kind: str) -> pd.DataFrame:
@@ -260,7 +300,7 @@ class Trace:
         return int(
             sum(
                 t.memory_usage(index=True, deep=False).sum()
-                for t in (self.intervals, self.messages, self.collectives, self.locks, self.io)
+                for t in (self.intervals, self.messages, self.collectives, self.locks, self.io, self.rma)
             )
         )
 

@@ -14,7 +14,7 @@ field           value
 ``version``     integer, 1 to the supported version
 ``tables``      object: table name (``vertices``, ``metrics``, and for
                 traces ``intervals``, ``messages``, ``collectives``, ``locks``,
-                ``io``; ``comm``)
+                ``io``, ``rma``; ``comm``)
                 -> ``{"file": plain file name, "rows": integer >= 0}``;
                 ``vertices`` and ``metrics`` required, ``intervals`` too
                 when ``has_trace``
@@ -29,6 +29,10 @@ field           value
 ``io_handles``  object: I/O handle id (integer as text) -> str (optional)
 ``locations``   object: ``process``, ``thread`` (lists of integers), ``name``,
                 ``type`` (lists of strings), all of one length (optional)
+``rma_windows`` object: RMA window id (integer as text) -> ``{"name": str,
+                "comm": integer}`` (optional)
+``rma_groups``  object: group id (integer as text) -> list of integers (the
+                world ranks of its members) (optional)
 ==============  ==========================================================
 
 Other top-level fields are ignored (a later version may add some).
@@ -48,7 +52,7 @@ __all__ = ["check_manifest", "TABLES", "REQUIRED_TABLES"]
 
 FORMAT_NAME = "perflow-pag"
 FORMAT_VERSION = 1
-TABLES = ("vertices", "metrics", "intervals", "messages", "collectives", "locks", "io", "comm")
+TABLES = ("vertices", "metrics", "intervals", "messages", "collectives", "locks", "io", "rma", "comm")
 REQUIRED_TABLES = ("vertices", "metrics")
 _FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$")
 _INT_KEY = re.compile(r"^-?[0-9]{1,19}$")
@@ -162,6 +166,19 @@ def check_manifest(manifest: Any, path: str | Path, *, version: int = FORMAT_VER
         c.int_key(k, "io_handles", "an I/O handle id")
         c.text(name, f"io_handles.{k}")
     _check_locations(c, manifest.get("locations", {}))
+    for k, win in c.obj(manifest.get("rma_windows", {}), "rma_windows").items():
+        c.int_key(k, "rma_windows", "an RMA window id")
+        c.obj(win, f"rma_windows.{k}")
+        extra = sorted(set(win) - {"name", "comm"})
+        if extra:
+            raise c.fail(f"rma_windows.{k}.{extra[0]}", "unknown field (fields: name, comm)")
+        c.text(win.get("name"), f"rma_windows.{k}.name")
+        if not _is_int(win.get("comm")) or not -(2**31) <= win["comm"] < 2**31:
+            raise c.fail(f"rma_windows.{k}.comm", "expected a 32-bit integer (the window's communicator)")
+    for k, members in c.obj(manifest.get("rma_groups", {}), "rma_groups").items():
+        c.int_key(k, "rma_groups", "a group id")
+        if not isinstance(members, list) or not all(_is_int(m) and -(2**63) <= m < 2**63 for m in members):
+            raise c.fail(f"rma_groups.{k}", "expected a list of 64-bit integers (the members)")
     return manifest
 
 

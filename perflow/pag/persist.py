@@ -117,6 +117,8 @@ def _write_tables(pag: PAG, tmp: Path) -> None:
             tables["locks"] = pag.trace.locks
         if len(pag.trace.io):
             tables["io"] = pag.trace.io
+        if len(pag.trace.rma):
+            tables["rma"] = pag.trace.rma
     if pag._comm is not None:
         tables["comm"] = pag._comm.reset_index(drop=True)
     manifest: dict[str, Any] = {
@@ -133,6 +135,9 @@ def _write_tables(pag: PAG, tmp: Path) -> None:
         manifest["comm_names"] = {str(k): v for k, v in pag.trace.comm_names.items()}
         manifest["io_handles"] = {str(k): v for k, v in pag.trace.io_handles.items()}
         manifest["locations"] = {c: pag.trace.locations[c].tolist() for c in pag.trace.locations.columns}
+        if pag.trace.rma_windows:
+            manifest["rma_windows"] = {str(k): dict(v) for k, v in pag.trace.rma_windows.items()}
+            manifest["rma_groups"] = {str(k): np.asarray(v).tolist() for k, v in pag.trace.rma_groups.items()}
     for name, df in tables.items():
         fname = f"{name}.parquet"
         _write_parquet(df, tmp / fname)
@@ -257,6 +262,8 @@ def _load_once(p: Path) -> PAG:
             io=frames.get("io"),
             io_handles={int(k): v for k, v in manifest.get("io_handles", {}).items()},
             locations=manifest.get("locations"),
+            rma=frames.get("rma"),
+            rma_windows={int(k): v for k, v in manifest.get("rma_windows", {}).items()},
+            rma_groups={int(k): np.asarray(v, dtype=np.int64) for k, v in manifest.get("rma_groups", {}).items()},
         )
     return PAG(vt, m, metric_info=info, trace=trace, comm=frames.get("comm"), attrs=manifest.get("attrs", {}))
-

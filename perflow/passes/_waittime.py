@@ -40,6 +40,7 @@ WAIT_FAMILIES: dict[str, tuple[str, ...]] = {
     "late_receiver": ("late_receiver",),
     "collective": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "collective"),
     "thread_sync": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "thread"),  # OpenMP barriers, locks
+    "rma_sync": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "rma"),  # fences, late posts, early waits
 }
 _WT_COLS = ["vertex", "process", "thread", *WAIT_FAMILIES, "wait"]
 

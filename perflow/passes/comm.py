@@ -17,6 +17,12 @@ Collective operations are added to the matrices on request
   bytes to each of the other ``n - 1`` participants;
 * barriers (and MPI_Init/Finalize) move no data and are left out.
 
+MPI one-sided (RMA) transfers are added on request (``rma=True``), from
+``pag.trace.rma``: a put (and the sent part of an accumulate or atomic)
+goes from the origin to the target, a get (and the fetched part) from the
+target to the origin; each transfer counts as one message; they contribute
+no time (RMA records carry no arrival time at the target).
+
 All matrices are built with one ``np.bincount`` over ``sender * P +
 receiver``; the collective part with one outer product per communicator.
 """
@@ -182,10 +188,43 @@ P2P_TRAFFIC = Analysis(
 )
 
 
-def _matrix(pag: PAG, metric: str, collectives: bool) -> tuple[np.ndarray, np.ndarray]:
+def rma_traffic(pag: PAG) -> pd.DataFrame:
+    """RMA transfers of a trace as ``src``, ``dst``, ``count``, ``bytes`` rows (one or two per transfer).
+
+    A put moves ``bytes`` origin -> target, a get ``received`` target ->
+    origin; an atomic both. Transfers with an unknown target are left out.
+    """
+    from perflow.trace.rma import TRANSFERS
+
+    cols = {"src": np.int64, "dst": np.int64, "count": np.int64, "bytes": np.int64}
+    tr = pag.trace
+    if tr is None or not len(tr.rma):
+        return pd.DataFrame({c: np.zeros(0, dtype=t) for c, t in cols.items()})
+    r = tr.rma
+    sel = np.isin(r["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8)) & (r["remote"].to_numpy() >= 0)
+    o = r["process"].to_numpy().astype(np.int64)[sel]
+    t = r["remote"].to_numpy().astype(np.int64)[sel]
+    out_b, in_b = r["bytes"].to_numpy()[sel], r["received"].to_numpy()[sel]
+    put, got = out_b > 0, in_b > 0
+    none = ~put & ~got  # a zero-byte transfer still counts as a put
+    put |= none
+    return pd.DataFrame(
+        {
+            "src": np.r_[o[put], t[got]],
+            "dst": np.r_[t[put], o[got]],
+            "count": np.r_[np.ones(int(put.sum()), np.int64), np.where(put[got], 0, 1)],
+            "bytes": np.r_[out_b[put], in_b[got]].astype(np.int64),
+        }
+    )
+
+
+def _matrix(pag: PAG, metric: str, collectives: bool, rma: bool = False) -> tuple[np.ndarray, np.ndarray]:
     if metric not in COMM_METRICS:
         raise PassError(f"metric must be one of {', '.join(COMM_METRICS)}, not {metric!r}")
     msgs = pag.analyses.get(P2P_TRAFFIC) if pag.trace is not None else p2p_messages(pag)
+    if rma:
+        extra = rma_traffic(pag).assign(time=0.0)
+        msgs = pd.concat([msgs, extra[msgs.columns]], ignore_index=True) if len(extra) else msgs
     axis = _axis(pag, msgs, collectives)
     P = len(axis)
     s = np.searchsorted(axis, msgs["src"].to_numpy())
@@ -197,8 +236,8 @@ def _matrix(pag: PAG, metric: str, collectives: bool) -> tuple[np.ndarray, np.nd
     return axis, mat
 
 
-@pass_(version="1", tags=("trace", "comm"))
-def comm_matrix(pag: PAG, *, metric: str = "bytes", collectives: bool = False) -> pd.DataFrame:
+@pass_(version="2", tags=("trace", "comm"))
+def comm_matrix(pag: PAG, *, metric: str = "bytes", collectives: bool = False, rma: bool = False) -> pd.DataFrame:
     """Process x process communication matrix: row = sender, column = receiver.
 
     Parameters
@@ -210,6 +249,8 @@ def comm_matrix(pag: PAG, *, metric: str = "bytes", collectives: bool = False) -
         completion minus send; collectives contribute no time).
     collectives : bool
         Add the logical traffic of collective operations (see the module docstring).
+    rma : bool
+        Add the MPI one-sided transfers (puts origin -> target, gets target -> origin; see the module docstring).
 
     Returns
     -------
@@ -218,11 +259,11 @@ def comm_matrix(pag: PAG, *, metric: str = "bytes", collectives: bool = False) -
         column per receiver process (columns name ``receiver``).
     """
     pag = as_pag(pag)
-    axis, mat = _matrix(pag, metric, collectives)
+    axis, mat = _matrix(pag, metric, collectives, rma)
     df = pd.DataFrame(mat, index=pd.Index(axis, name="sender"), columns=pd.Index(axis, name="receiver"))
     if metric == "count" or (metric == "bytes" and np.all(mat == np.round(mat))):
         df = df.astype(np.int64)
-    df.attrs.update({"metric": metric, "collectives": collectives})
+    df.attrs.update({"metric": metric, "collectives": collectives, "rma": rma})
     return df
 
 
@@ -317,7 +358,7 @@ def comm_over_time(pag: PAG, *, bins: int = 50, collectives: bool = False) -> pd
     return df
 
 
-@pass_(version="2", tags=("trace", "comm"))
+@pass_(version="3", tags=("trace", "comm"))
 def comm_summary(pag: PAG) -> pd.DataFrame:
     """Per-process communication summary.
 
@@ -335,7 +376,11 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
         ``late_sender_wait`` (Late Sender time as receiver, traces only),
         ``late_receiver_wait`` (Late Receiver time as sender, traces only; both
         from :func:`perflow.passes.waitstates.waiting_time`),
-        ``coll_calls``, ``coll_bytes_sent``, ``coll_bytes_recv`` (traces only).
+        ``coll_calls``, ``coll_bytes_sent``, ``coll_bytes_recv`` (traces only);
+        for traces with MPI one-sided transfers ``rma_ops`` (transfers issued),
+        ``rma_bytes_put``, ``rma_bytes_get`` (bytes moved to / fetched from
+        targets by the process's transfers) and ``rma_wait`` (RMA
+        synchronisation wait states: fences, late posts, early waits).
     """
     pag = as_pag(pag)
     msgs = p2p_messages(pag)
@@ -375,6 +420,17 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
         df["coll_bytes_recv"] = np.bincount(cp, weights=c["received"].to_numpy(dtype=np.float64), minlength=P).astype(
             np.int64
         )
+        if len(tr.rma):
+            from perflow.trace.rma import TRANSFERS
+
+            r = tr.rma
+            sel = np.isin(r["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8))
+            rp = np.searchsorted(axis, r["process"].to_numpy().astype(np.int64)[sel])
+            df["rma_ops"] = np.bincount(rp, minlength=P)
+            for col, src in (("rma_bytes_put", "bytes"), ("rma_bytes_get", "received")):
+                w = r[src].to_numpy(dtype=np.float64)[sel]
+                df[col] = np.bincount(rp, weights=w, minlength=P).astype(np.int64)
+            df["rma_wait"] = np.bincount(wp, weights=wt["rma_sync"].to_numpy(), minlength=P)
     return df
 
 

@@ -44,6 +44,7 @@ from ..pag.instances import (
     INTERVAL_COLUMNS,
     IO_COLUMNS,
     LOCK_COLUMNS,
+    RMA_COLUMNS,
     Trace,
     conform,
     stack_rows,
@@ -231,6 +232,13 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
         key = [np.concatenate([x[k].to_numpy() for x in io]) for k in ("begin", "thread", "process")]
         io_table = stack_rows(io, list(IO_COLUMNS), np.lexsort(key))
     handles = {int(k): str(v) for k, v in (defs.attrs.get("io_handles") or {}).items()}
+    rma = [p["rma"] for p in parts if p.get("rma") is not None and len(p["rma"])]
+    rma_table = None
+    if rma:  # by (process, thread), stream order within (each location lies in one partition)
+        key = [np.concatenate([x[k].to_numpy() for x in rma]) for k in ("thread", "process")]
+        rma_table = stack_rows(rma, list(RMA_COLUMNS), np.lexsort(key))
+    windows = {int(k): dict(v) for k, v in (defs.attrs.get("rma_windows") or {}).items()}
+    groups = {int(k): np.asarray(v, dtype=np.int64) for k, v in (defs.attrs.get("rma_groups") or {}).items()}
     return Trace(
         iv,
         messages,
@@ -241,4 +249,7 @@ def gather_trace(defs: RawTrace, n_intervals: int, parts: list[dict[str, Any]], 
         io=io_table,
         io_handles=handles,
         locations=defs.locations,
+        rma=rma_table,
+        rma_windows=windows,
+        rma_groups=groups,
     )

@@ -93,6 +93,7 @@ def t_gather_part(t: PartTables, messages: pd.DataFrame, coll: pd.DataFrame) -> 
         "coll": coll,
         "locks": t.locks,
         "io": t.io,
+        "rma": t.rma,
     }
 
 

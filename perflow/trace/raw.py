@@ -44,6 +44,7 @@ __all__ = [
     "SAMPLE_COLUMNS",
     "THREAD_COLUMNS",
     "IO_COLUMNS",
+    "RMA_COLUMNS",
     "OPTIONAL_COLUMNS",
     "ENTER",
     "LEAVE",
@@ -132,6 +133,27 @@ IO_COLUMNS: dict[str, np.dtype] = {
     "pos": np.dtype(np.int64),
 }
 
+#: rma_events: MPI one-sided / SHMEM records (OTF2's ``Rma*``). ``kind`` is :class:`perflow.kinds.RmaEv`;
+#: ``win`` the window id (its communicator in ``attrs["rma_windows"]``); ``remote`` the target rank in the
+#: window's communicator (the root of a window collective; -1 none); ``group`` the group of a GROUP_SYNC (its
+#: members, world ranks, in ``attrs["rma_groups"]``; -1 none); ``op`` the collective op, lock, sync or atomic
+#: type; ``level`` the sync level bits; ``bytes`` put or sent, ``received`` got; ``matching`` pairs a transfer
+#: with its completion (the lock id on lock rows).
+RMA_COLUMNS: dict[str, np.dtype] = {
+    "location": np.dtype(np.int32),
+    "time": np.dtype(np.float64),
+    "kind": np.dtype(np.int8),
+    "win": np.dtype(np.int32),
+    "remote": np.dtype(np.int32),
+    "group": np.dtype(np.int32),
+    "op": np.dtype(np.int16),
+    "level": np.dtype(np.int32),
+    "bytes": np.dtype(np.int64),
+    "received": np.dtype(np.int64),
+    "matching": np.dtype(np.int64),
+    "pos": np.dtype(np.int64),
+}
+
 #: Optional columns per table: ``{table: {column: (dtype, default)}}``. A source
 #: that does not provide one gets it filled with the default.
 #: ``coll_events['request']``: the request id of a non-blocking collective
@@ -153,6 +175,7 @@ TABLE_SCHEMAS: dict[str, dict[str, np.dtype]] = {
     "sample_events": SAMPLE_COLUMNS,
     "thread_events": THREAD_COLUMNS,
     "io_events": IO_COLUMNS,
+    "rma_events": RMA_COLUMNS,
 }
 _TABLES = TABLE_SCHEMAS
 
@@ -197,10 +220,10 @@ class RawTrace:
         rank order (``comms[c][r]`` is the world rank of rank ``r`` of ``c``).
     comm_names : dict of int to str
         Communicator id to name (``"MPI_COMM_WORLD"``, ...).
-    region_events, p2p_events, coll_events, metric_events, sample_events, thread_events, io_events : dict
+    region_events, p2p_events, coll_events, metric_events, sample_events, thread_events, io_events, rma_events : dict
         Event tables (str to numpy.ndarray) with the columns of :data:`REGION_COLUMNS`,
         :data:`P2P_COLUMNS`, :data:`COLL_COLUMNS`, :data:`METRIC_COLUMNS`,
-        :data:`SAMPLE_COLUMNS`, :data:`THREAD_COLUMNS` and :data:`IO_COLUMNS`.
+        :data:`SAMPLE_COLUMNS`, :data:`THREAD_COLUMNS`, :data:`IO_COLUMNS` and :data:`RMA_COLUMNS`.
     stacks : pandas.DataFrame
         Call stacks of the samples: columns ``stack``, ``depth`` (0 is the
         outermost frame below the enclosing region) and ``region`` (id into
@@ -222,6 +245,7 @@ class RawTrace:
     sample_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(SAMPLE_COLUMNS))
     thread_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(THREAD_COLUMNS))
     io_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(IO_COLUMNS))
+    rma_events: dict[str, np.ndarray] = field(default_factory=lambda: empty_table(RMA_COLUMNS))
     stacks: pd.DataFrame = field(default_factory=lambda: _frame(None, {"stack": 0, "depth": 0, "region": 0}))
     comms: dict[int, np.ndarray] = field(default_factory=dict)
     comm_names: dict[int, str] = field(default_factory=dict)

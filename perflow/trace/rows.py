@@ -14,6 +14,7 @@ import pandas as pd
 from ..kinds import IoMode
 from ..pag.frames import make_metrics
 from ..pag.pag import MetricInfo
+from .rma import TRANSFERS
 from .stages import PartTables, local_rows
 from .tally import align_rows
 
@@ -26,6 +27,12 @@ BYTE_METRICS = {
     "samples": MetricInfo("samples", "count", "exclusive", "timer samples in the region itself"),
     "io_bytes_read": MetricInfo("io_bytes_read", "bytes", "exclusive", "bytes read by I/O operations"),
     "io_bytes_written": MetricInfo("io_bytes_written", "bytes", "exclusive", "bytes written by I/O operations"),
+    "rma_bytes_put": MetricInfo(
+        "rma_bytes_put", "bytes", "exclusive", "bytes an RMA call moved to a target (MPI_Put, accumulates, atomics)"
+    ),
+    "rma_bytes_get": MetricInfo(
+        "rma_bytes_get", "bytes", "exclusive", "bytes an RMA call fetched from a target (MPI_Get, fetching atomics)"
+    ),
 }
 
 
@@ -97,6 +104,15 @@ def metric_rows(
             sel = ok & (mode == code)
             ii = i[sel]
             cols[name] = align_rows(m, ivx[ii], ivp[ii], ivt[ii], io["bytes"].to_numpy(dtype=np.float64)[sel])
+    rma = t.rma
+    if rma is not None and len(rma):  # bytes of each RMA transfer, on the call that issued it
+        i, ok = local(rma["interval"].to_numpy())
+        ok = ok & np.isin(rma["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8))
+        for name, col in (("rma_bytes_put", "bytes"), ("rma_bytes_get", "received")):
+            v = rma[col].to_numpy(dtype=np.float64)
+            sel = ok & (v > 0)
+            ii = i[sel]
+            cols[name] = align_rows(m, ivx[ii], ivp[ii], ivt[ii], v[sel])
     for name, (dv, dl, vals) in t.deltas.items():
         cols[name] = align_rows(m, dv, loc_proc[dl], loc_thr[dl], vals)
     for k, a in cols.items():

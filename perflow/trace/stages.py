@@ -46,6 +46,7 @@ from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, sample_pieces
 from .raw import RawTrace
 from .records import p2p_records
+from .rma import rma_rows
 from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
 from .tally import child_time, exclusive_from_children, last_time_per_location, metric_deltas
 
@@ -130,6 +131,7 @@ class PartState:
     #: the local instance open at each thread event and I/O event (-1 none)
     thr_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     io_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rma_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass
@@ -162,6 +164,8 @@ class PartTables:
     locks: pd.DataFrame | None = None
     #: I/O operations (:func:`perflow.trace.io.io_rows`), global interval rows
     io: pd.DataFrame | None = None
+    #: RMA records (:func:`perflow.trace.rma.rma_rows`), global interval rows
+    rma: pd.DataFrame | None = None
 
 
 def _scan_error(raw: RawTrace, code: int, at: int) -> TraceError:
@@ -219,6 +223,7 @@ def scan_part(
     st.infer = infer
     st.thr_open = enclosing_instance(res.open_after, rloc, raw.thread_events["location"], raw.thread_events["pos"])
     st.io_open = enclosing_instance(res.open_after, rloc, raw.io_events["location"], raw.io_events["pos"])
+    st.rma_open = enclosing_instance(res.open_after, rloc, raw.rma_events["location"], raw.rma_events["pos"])
     # calling contexts without Enter/Leave events: region call stacks and samples extend the tree
     tree = TreeGrower(res.cp_parent, res.cp_region)
     frames = stack_frames(raw)
@@ -387,6 +392,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     procs = np.unique(loc_proc[np.unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
     locks = lock_rows(raw, st.thr_open, ginst, loc_proc, loc_thr)
     io = io_rows(raw, st.io_open, ginst, loc_proc, loc_thr)
+    rma = rma_rows(raw, st.rma_open, ginst, loc_proc, loc_thr)
     return PartTables(
         st.pid,
         procs,
@@ -403,4 +409,5 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         int((~st.closed).sum()),
         locks=locks,
         io=io,
+        rma=rma,
     )

@@ -25,7 +25,7 @@ __all__ = ["save_raw", "load_raw"]
 _FORMAT = "perflow-rawtrace-1"
 _TABLES = tuple(TABLE_SCHEMAS)
 #: tables a raw trace saved by an older perflow may lack
-_LATER = ("thread_events", "io_events")
+_LATER = ("thread_events", "io_events", "rma_events")
 
 
 def save_raw(raw: RawTrace, path: str | Path) -> Path:

@@ -38,6 +38,7 @@ from ..pag.instances import Trace, conform
 from ..pag.partitioned import Each
 from .collwaits import collective_waits
 from .pipeline import Built, part_of
+from .rmawaits import rma_calls, rma_waits_of_calls
 from .stages import PartTables, local_rows
 from .threadwaits import thread_waits
 from .waits import empty_waits, p2p_waits
@@ -329,6 +330,27 @@ def thread_part(t: PartTables, roles: np.ndarray | None, regions: np.ndarray | N
     return out
 
 
+def _rma_groups(b: Built) -> dict[int, np.ndarray]:
+    groups = b.defs.attrs.get("rma_groups") or {}
+    return {int(k): np.asarray(v, dtype=np.int64) for k, v in groups.items()}
+
+
+def rma_part(t: PartTables) -> pd.DataFrame:
+    """The RMA synchronisation calls of a partition (:func:`perflow.trace.rmawaits.rma_calls`), global rows."""
+    if t.rma is None or not len(t.rma):
+        return rma_calls(conform("rma", None), t.intervals)
+    return rma_calls(t.rma, t.intervals, np.asarray(t.ginst, dtype=np.int64))
+
+
+def _rma_waits(calls: list[pd.DataFrame], groups: dict[int, np.ndarray], names: np.ndarray) -> pd.DataFrame:
+    """The RMA wait states, from every partition's synchronisation calls (few rows: computed in one place)."""
+    rows = [c for c in calls if len(c)]
+    out = rma_waits_of_calls(pd.concat(rows, ignore_index=True) if rows else calls[0], groups, names)
+    out["_k1"] = out["interval"].to_numpy().astype(np.int64)
+    out["_k2"] = out["process"].to_numpy().astype(np.int64) * (1 << 20) + out["thread"].to_numpy()
+    return out
+
+
 def program(
     b: Built,
     names: np.ndarray,
@@ -362,4 +384,5 @@ def program(
     cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
     coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin))
     thr = rt.map(thread_part, Each(tb), roles, regions)
-    return finish(rt.gather(p2p + coll + thr))
+    rma = _rma_waits(rt.gather(rt.map(rma_part, Each(tb))), _rma_groups(b), names)
+    return finish([*rt.gather(p2p + coll + thr), rma])

@@ -38,6 +38,9 @@ Threads (:mod:`perflow.trace.threadwaits`): ``omp_barrier_wait`` /
 ``omp_ibarrier_wait`` (explicit / implicit OpenMP barriers),
 ``lock_contention_critical`` / ``lock_contention_api``.
 
+RMA (:mod:`perflow.trace.rmawaits`): ``rma_wait_at_fence`` / ``_create`` /
+``_free``, ``rma_late_post``, ``rma_early_wait``.
+
 A data collective that moves zero bytes is no synchronisation point; a
 barrier always is. Messages violating the clock condition are excluded and
 counted (``attrs["clock_violations"]`` of the table).
@@ -104,6 +107,11 @@ WAIT_KINDS: dict[str, WaitKind] = {
         ),
         WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
         WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
+        WaitKind("rma_wait_at_fence", "rma", True, "MPI_Win_fence waits for the last process of the window to enter"),
+        WaitKind("rma_wait_at_create", "rma", True, "window creation waits for the last process of the window"),
+        WaitKind("rma_wait_at_free", "rma", True, "MPI_Win_free waits for the last process of the window to enter"),
+        WaitKind("rma_late_post", "rma", True, "origin waits in MPI_Win_start/complete for a target to post"),
+        WaitKind("rma_early_wait", "rma", True, "MPI_Win_wait waits for the last origin to enter MPI_Win_complete"),
     )
 }
 #: Kinds that are idle time (excludes the completion kinds).
@@ -412,12 +420,14 @@ def wait_instances(
     enable the thread wait states (:mod:`perflow.trace.threadwaits`).
     """
     from .collwaits import collective_waits
+    from .rmawaits import rma_waits
     from .threadwaits import thread_waits
 
     p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
     cw = collective_waits(trace, early_reduce=early_reduce)
     tw = thread_waits(trace.intervals, trace.locks, roles, regions)
-    out = pd.concat([p, cw, tw], ignore_index=True)
+    rw = rma_waits(trace, names)
+    out = pd.concat([p, cw, tw, rw], ignore_index=True)
     out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
     out.attrs = dict(p.attrs)
     return out

@@ -79,6 +79,7 @@ SYNTHETIC: dict[str, Callable[[], perflow.PAG]] = {
     "synthetic/profile": lambda: perflow.synthetic.profile(30, 4),
     "otf2kit/openmp-2x3": lambda: _openmp_example(),  # Score-P-like OpenMP trace: barriers, critical, locks
     "synthetic/gpu-timeline": _gpu_example,
+    "otf2kit/rma-3": lambda: _rma_example(),  # Score-P-like MPI one-sided trace: fences, puts/gets, post/start
 }
 
 
@@ -88,6 +89,14 @@ def _openmp_example() -> perflow.PAG:
     from tests.otf2kit import omp_example
 
     return perflow.read(omp_example(Path(tempfile.mkdtemp(prefix="perflow-omp-")) / "run", processes=2))
+
+
+def _rma_example() -> perflow.PAG:
+    import tempfile
+
+    from tests.otf2kit import rma_example
+
+    return perflow.read(rma_example(Path(tempfile.mkdtemp(prefix="perflow-rma-")) / "run"))
 
 
 #: Recorded programs (perflow record; the recorder tests' programs): id -> (source, arguments), 4 ranks each.

@@ -102,7 +102,12 @@ def test_definitions_and_events(scorep8, decoder):
     assert raw.comms[0].tolist() == [0, 1]
     assert len(raw.comms[1]) == 0  # the inter-communicator
     skipped = raw.attrs["skipped_events"]
-    assert skipped == {"RmaWinCreate": 1, "RmaPut": 1, "RmaOpCompleteBlocking": 1}
+    assert skipped == {}
+    rma = raw.rma_events  # RmaWinCreate, RmaPut, RmaOpCompleteBlocking of rank 0 (location 1)
+    assert rma["kind"].tolist() == [0, 11, 14] and rma["location"].tolist() == [1, 1, 1]
+    assert rma["win"].tolist() == [0, 0, 0] and rma["remote"].tolist() == [-1, 1, -1]
+    assert rma["bytes"].tolist() == [0, 128, 0] and rma["matching"].tolist() == [-1, 3, 3]
+    assert raw.attrs["rma_windows"] == {0: {"name": "win", "comm": 0}}
     io = raw.io_events
     assert io["kind"].tolist() == [0, 1] and io["mode"].tolist() == [1, -1]
     assert io["bytes"].tolist() == [4096, 4096] and io["handle"].tolist() == [0, 0]

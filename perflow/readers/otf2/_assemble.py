@@ -27,6 +27,7 @@ TABLES = {
     "thread_events": {**raw.THREAD_COLUMNS, **{c: d for c, (d, _) in raw.OPTIONAL_COLUMNS["thread_events"].items()}},
     "sample_events": raw.SAMPLE_COLUMNS,
     "io_events": raw.IO_COLUMNS,
+    "rma_events": raw.RMA_COLUMNS,
 }
 
 
@@ -178,8 +179,9 @@ def assemble(
         "trace_length": defs.trace_length / defs.timer_resolution,
         "skipped_events": {k: int(v) for k, v in sorted(skipped.items()) if v},
     }
-    if defs.attrs.get("io_handles"):
-        attrs["io_handles"] = dict(defs.attrs["io_handles"])
+    for key in ("io_handles", "rma_windows", "rma_groups"):
+        if defs.attrs.get(key):
+            attrs[key] = dict(defs.attrs[key])
     return raw.RawTrace(
         locations=defs.locations.copy(),
         regions=regions,

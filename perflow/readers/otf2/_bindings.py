@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from ...kinds import P2P, CollEv, IoEv, ThreadEv
+from ...kinds import P2P, CollEv, IoEv, RmaEv, ThreadEv
 from ._assemble import assemble, concat_parts
 from ._defs import Defs
 from ._layout import TABLE_COLUMNS
@@ -165,6 +165,8 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
         elif name == "IoOperationComplete":
             h, b, mt = _s32(ev.handle), _s64(ev.bytes_result), _s64(ev.matching_id)
             _row(lo, "io_events", ev.time, kind=IoEv.COMPLETE, handle=h, mode=-1, bytes=b, matching=mt)
+        elif name.startswith("Rma"):
+            _rma_row(lo, name, ev)
         elif name in _LOCKS:
             lock, order = int(ev.lock_id), int(ev.acquisition_order)
             _row(lo, "thread_events", ev.time, kind=_LOCKS[name], team=-1, count=-1, lock=lock, order=order)
@@ -181,6 +183,61 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
     tables, counts = concat_parts(parts)
     return assemble(defs, tables, counts, dict(skipped), "bindings"), decoded
 
+
+def _num(x: Any) -> int:
+    """An OTF2 enum or flag value (or a plain int) -> int."""
+    return int(getattr(x, "value", x))
+
+
+def _rma_row(lo: _Loc, name: str, ev: Any) -> None:
+    """One ``rma_events`` row of an ``Rma*`` record (the columns of :data:`perflow.trace.raw.RMA_COLUMNS`)."""
+    kind = RmaEv[_RMA_KIND[name]]
+    v = {"win": -1, "remote": -1, "group": -1, "op": -1, "level": 0, "bytes": 0, "received": 0, "matching": -1}
+    if hasattr(ev, "win"):
+        v["win"] = _s32(ev.win)
+    if kind == RmaEv.COLLECTIVE_END:
+        v.update(remote=_s32(ev.root), op=_num(ev.collective_op), level=_num(ev.sync_level))
+        v.update(bytes=_s64(ev.bytes_sent), received=_s64(ev.bytes_received))
+    elif kind == RmaEv.GROUP_SYNC:
+        v.update(group=_s32(ev.group), level=_num(ev.sync_level))
+    elif name in ("RmaRequestLock", "RmaAcquireLock", "RmaTryLock", "RmaReleaseLock"):
+        v.update(remote=_s32(ev.remote), matching=_s64(ev.lock_id))
+        if hasattr(ev, "lock_type"):
+            v["op"] = _num(ev.lock_type)
+    elif kind == RmaEv.SYNC:
+        v.update(remote=_s32(ev.remote), op=_num(ev.sync_type))
+    elif kind in (RmaEv.PUT, RmaEv.GET):
+        v.update(remote=_s32(ev.remote), matching=_s64(ev.matching_id))
+        v["bytes" if kind == RmaEv.PUT else "received"] = _s64(ev.bytes)
+    elif kind == RmaEv.ATOMIC:
+        v.update(remote=_s32(ev.remote), op=_num(ev.type), matching=_s64(ev.matching_id))
+        v.update(bytes=_s64(ev.bytes_sent), received=_s64(ev.bytes_received))
+    elif hasattr(ev, "matching_id"):
+        v["matching"] = _s64(ev.matching_id)
+    _row(lo, "rma_events", ev.time, kind=int(kind), **v)
+
+
+#: OTF2 record name -> RmaEv member name
+_RMA_KIND = {
+    "RmaWinCreate": "WIN_CREATE",
+    "RmaWinDestroy": "WIN_DESTROY",
+    "RmaCollectiveBegin": "COLLECTIVE_BEGIN",
+    "RmaCollectiveEnd": "COLLECTIVE_END",
+    "RmaGroupSync": "GROUP_SYNC",
+    "RmaRequestLock": "REQUEST_LOCK",
+    "RmaAcquireLock": "ACQUIRE_LOCK",
+    "RmaTryLock": "TRY_LOCK",
+    "RmaReleaseLock": "RELEASE_LOCK",
+    "RmaSync": "SYNC",
+    "RmaWaitChange": "WAIT_CHANGE",
+    "RmaPut": "PUT",
+    "RmaGet": "GET",
+    "RmaAtomic": "ATOMIC",
+    "RmaOpCompleteBlocking": "OP_COMPLETE_BLOCKING",
+    "RmaOpCompleteNonBlocking": "OP_COMPLETE_NON_BLOCKING",
+    "RmaOpTest": "OP_TEST",
+    "RmaOpCompleteRemote": "OP_COMPLETE_REMOTE",
+}
 
 _LOCKS = {
     "ThreadAcquireLock": ThreadEv.ACQUIRE_LOCK,

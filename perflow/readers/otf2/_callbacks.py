@@ -431,6 +431,9 @@ _HANDLERS = {
     "IoOperationBegin": cb_io_begin,
     "IoOperationComplete": cb_io_complete,
 }
+from ._rmacb import RMA_HANDLERS  # noqa: E402 - the RMA callbacks use the helpers above
+
+_HANDLERS.update(RMA_HANDLERS)
 assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.
 assert (P2P.SEND, P2P.ISEND, P2P.ISEND_COMPLETE, P2P.RECV, P2P.IRECV_REQUEST, P2P.IRECV) == (0, 1, 2, 3, 4, 5)

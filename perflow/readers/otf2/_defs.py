@@ -245,6 +245,21 @@ def _comms(d: Any, process_of_loc: dict[int, int]) -> tuple[dict[int, np.ndarray
     return comms, names
 
 
+def _rma_defs(d: Any, process_of_loc: dict[int, int]) -> dict[str, Any]:
+    """RMA windows (``rma_windows``: win -> name and communicator) and the groups RmaGroupSync records name
+    (``rma_groups``: group -> world ranks of its members, for every MPI group definition)."""
+    wins = {_ref(w): {"name": w.name or "", "comm": _ref(w.comm) if w.comm is not None else -1} for w in d.rma_wins}
+    if not wins:
+        return {}
+    groups = {}
+    for g in d.groups:
+        if _gtype(g) not in (_GT_COMM_LOCATIONS, _GT_COMM_GROUP, _GT_COMM_LOCATION_GROUPS):
+            continue
+        groups[_ref(g)] = [process_of_loc.get(_ref(m) if type(m).__name__ == "Location" else -1 - _ref(m), -1)
+                           for m in g.members]  # fmt: skip
+    return {"rma_windows": wins, "rma_groups": groups}
+
+
 def _metrics(d: Any) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     members = sorted(d.metric_members, key=_ref)
     dense = {_ref(m): i for i, m in enumerate(members)}
@@ -297,6 +312,7 @@ def read_definitions(reader: Any, source: str) -> Defs:
         regions, rmap = _regions(d)
         comms, comm_names = _comms(d, process_of_loc)
         metrics, moff, mmem = _metrics(d)
+        rma = _rma_defs(d, process_of_loc)
     except FormatError:
         raise
     except (AttributeError, KeyError, IndexError, TypeError, ValueError) as e:
@@ -308,6 +324,7 @@ def read_definitions(reader: Any, source: str) -> Defs:
     except Exception:  # noqa: BLE001 - optional metadata
         creator, version = "", ""
     extra = _perflow_extras(d, rmap, regions, creator, source)
+    extra.update(rma)
     return Defs(
         source=source,
         creator=creator,

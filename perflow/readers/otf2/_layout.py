@@ -39,7 +39,7 @@ HANDLED_EVENTS = (
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
     "NonBlockingCollectiveRequest NonBlockingCollectiveComplete ThreadAcquireLock ThreadReleaseLock "
     "OmpAcquireLock OmpReleaseLock IoOperationBegin IoOperationComplete"
-).split()
+).split() + [n for n in ALL_EVENTS if n.startswith("Rma")]
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
 SKIPPED_EVENTS = tuple(n for n in ALL_EVENTS if n not in HANDLED_EVENTS)
@@ -61,6 +61,7 @@ TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
     # (turned into a stack id and the sampling period by _assemble)
     "sample_events": {c: d for c, d in raw.SAMPLE_COLUMNS.items() if c != "location"},
     "io_events": {c: d for c, d in raw.IO_COLUMNS.items() if c != "location"},
+    "rma_events": {c: d for c, d in raw.RMA_COLUMNS.items() if c != "location"},
 }
 
 S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
@@ -101,4 +102,9 @@ SMP_T, SMP_S, SMP_W, SMP_POS = (_col("sample_events", c) for c in ("time", "stac
 IO_N = TABLE_BASE["io_events"]
 IO_T, IO_K, IO_H, IO_M, IO_B, IO_MATCH, IO_POS = (
     _col("io_events", c) for c in ("time", "kind", "handle", "mode", "bytes", "matching", "pos")
+)
+RMA_N = TABLE_BASE["rma_events"]
+RMA_T, RMA_K, RMA_W, RMA_R, RMA_G, RMA_OP, RMA_LV, RMA_B, RMA_RB, RMA_MATCH, RMA_POS = (
+    _col("rma_events", c)
+    for c in ("time", "kind", "win", "remote", "group", "op", "level", "bytes", "received", "matching", "pos")
 )
