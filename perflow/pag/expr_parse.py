@@ -371,23 +371,7 @@ class _Parser:
 
 
 def parse_expression(text: str) -> Expr:
-    """Parse an expression into a tree of :class:`Expr` nodes.
-
-    Parameters
-    ----------
-    text : str
-        The expression, e.g. ``"time_exc > 0.01 and name != 'MPI_Wait'"``.
-
-    Returns
-    -------
-    Expr
-
-    Raises
-    ------
-    ExpressionError
-        For anything outside the grammar (see the module docstring), with the
-        column of the offending part.
-    """
+    """The parser behind :func:`perflow.pag.expr.parse` (documented there)."""
     if not isinstance(text, str):
         raise TypeError(f"an expression must be a str, not {type(text).__name__}")
     if len(text) > MAX_LENGTH:
