@@ -18,7 +18,11 @@
   ``small=``) and it is not compiled yet; past that it is compiled, so a kernel
   called in a loop, or on a large input, soon runs compiled
   (``python=False`` opts a kernel out, for kernels that use numba-only
-  features). Typed containers (:data:`Dict`),
+  features). A kernel called by another kernel that runs interpreted runs
+  interpreted too, uncounted: its caller's input was judged small, and a
+  helper called once per element (a binary search over the caller's arrays)
+  would otherwise count the whole array at each call and start numba half
+  way through a small run. Typed containers (:data:`Dict`),
   :data:`types` and intrinsics declared with :func:`intrinsic` are stand-ins
   that become numba's when the kernel is compiled and plain Python ones when it
   is interpreted.
@@ -69,6 +73,14 @@ SMALL = 50_000
 _LOCK = threading.RLock()
 _STATE: dict[str, Any] = {"configured": False, "cache": None, "checked": False, "noticed": False, "ours": False}
 _KERNELS: list[Kernel] = []
+
+
+class _Depth(threading.local):
+    depth = 0
+
+
+#: how many kernels are running interpreted in this thread (a kernel called by one runs interpreted uncounted)
+_NESTED = _Depth()
 
 
 # ------------------------------------------------------------------ cache location
@@ -323,10 +335,16 @@ class Kernel:
         m = mode()
         if m == "compile" or (d is not None and d.signatures and m == "auto") or not self.python:
             return self.compiled(*args)
+        if _NESTED.depth:  # called by a kernel running interpreted: its caller's input decided, nothing to count
+            return self.py_func(*args)
         size = _size(args)
         if m == "python" or self.interpreted + size <= self.small:
             self.interpreted += size
-            return self.py_func(*args)
+            _NESTED.depth += 1
+            try:
+                return self.py_func(*args)
+            finally:
+                _NESTED.depth -= 1
         return self.compiled(*args)
 
 

@@ -92,6 +92,61 @@ def test_auto_compiles_a_kernel_called_often(monkeypatch: pytest.MonkeyPatch) ->
     assert kernel._dispatcher is not None and kernel._dispatcher.signatures
 
 
+def _first_above(a, x):  # noqa: ANN001, ANN202 - a helper kernel for the test below
+    lo, hi = 0, a.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+_first_above_kernel = _jit.njit(_first_above, small=100)
+
+
+def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> _jit.Kernel:
+    """A new, never compiled helper kernel in place of ``_first_above_kernel`` for one test."""
+    helper = _jit.njit(_first_above, small=100)
+    monkeypatch.setitem(globals(), "_first_above_kernel", helper)
+    return helper
+
+
+def _ranks_of(a, xs):  # noqa: ANN001, ANN202 - calls the helper kernel once per element, like a replay
+    out = np.empty(xs.shape[0], np.int64)
+    for i in range(xs.shape[0]):
+        out[i] = _first_above_kernel(a, xs[i])
+    return out
+
+
+def test_a_kernel_called_by_an_interpreted_kernel_stays_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper sees the caller's 60-element array at each of its 60 calls (3,600 elements, over its
+    # small=100): counted alone it would start numba half way through a run judged small.
+    monkeypatch.setenv("PERFLOW_JIT", "auto")
+    helper = _fresh_helper(monkeypatch)
+    outer = _jit.njit(_ranks_of)
+    a = np.arange(60.0)
+    xs = a[::-1] - 0.5
+    assert outer(a, xs).tolist() == list(range(59, -1, -1))  # 58.5 lies below a[59], ...
+    assert outer._dispatcher is None and outer.interpreted == 60
+    assert helper._dispatcher is None and helper.interpreted == 0
+    assert _jit._NESTED.depth == 0
+    big = np.arange(200.0)
+    assert helper(big, 10.0) == 11  # called on its own, it counts (and compiles) as before
+    assert helper._dispatcher is not None and helper._dispatcher.signatures
+
+
+def test_the_nesting_depth_is_restored_when_a_kernel_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFLOW_JIT", "auto")
+    _fresh_helper(monkeypatch)
+    outer = _jit.njit(_ranks_of)
+    with pytest.raises(AttributeError, match="shape"):
+        outer(None, np.zeros(2))  # the helper fails on its first call
+
+    assert _jit._NESTED.depth == 0
+
+
 def test_kernels_pickle_by_name() -> None:
     import pickle
 

@@ -200,8 +200,15 @@ def _factorize_rows(*cols: Any) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
     n = len(cols[0])
     if not n:
         return np.zeros(0, dtype=np.int64), []
-    codes, uniq = pd.factorize(pd.MultiIndex.from_arrays([np.asarray(c) for c in cols]))
-    return codes.astype(np.int64), list(uniq)
+    # column by column: (codes so far, this column's code) as one integer, factorised again (first appearance
+    # order throughout); a MultiIndex of millions of rows would build a tuple per row
+    codes = np.zeros(n, dtype=np.int64)
+    for c in cols:
+        cc, cu = pd.factorize(np.asarray(c), use_na_sentinel=False)
+        codes = pd.factorize(codes * len(cu) + cc)[0].astype(np.int64)
+    first = np.unique(codes, return_index=True)[1]
+    uniq = list(zip(*(np.asarray(c)[first].tolist() for c in cols), strict=True))
+    return codes, uniq
 
 
 def _call_path_frames(cp_parent: np.ndarray, cp_region: np.ndarray, cps: np.ndarray) -> dict[int, list[int]]:
