@@ -102,9 +102,7 @@ def _map(lut: np.ndarray, local: np.ndarray) -> np.ndarray:
     return np.where(ok, lut[np.where(ok, local, 0)] if len(lut) else -1, -1).astype(np.int32)
 
 
-def rma_rows(
-    ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray, defs: RmaDefs
-) -> dict[str, np.ndarray]:
+def rma_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray, defs: RmaDefs) -> dict[str, np.ndarray]:
     """``rma_events`` columns of one process's RMA records ``ev`` (at ``time``, ``pos`` region records before)."""
     kind = ev["kind"]
     addr = ev["addr"].view(np.int64)

@@ -29,8 +29,17 @@ log = logging.getLogger(__name__)
 
 #: Directory of the recorder's C sources.
 CSRC = Path(__file__).resolve().parent / "csrc"
-_SOURCES = ["pfrec.h", "pfrec_f.h", "functions.def", "pfrec_core.c", "pfrec_inst.c", "pfrec_c.c", "pfrec_rma.c",
-            "pfrec_f.c", "pfrec_rma_f.c"]
+_SOURCES = [
+    "pfrec.h",
+    "pfrec_f.h",
+    "functions.def",
+    "pfrec_core.c",
+    "pfrec_inst.c",
+    "pfrec_c.c",
+    "pfrec_rma.c",
+    "pfrec_f.c",
+    "pfrec_rma_f.c",
+]
 
 OPENMPI = "openmpi"
 MPICH = "mpich"

@@ -171,3 +171,16 @@ def test_otf2_output_keeps_the_rma_calls(recorded, program: str, create: str):  
     pag = perflow.read(str(run.result.files["otf2"]))
     names = set(pag.vertex_table["name"].astype(str))
     assert {create, "MPI_Put", "MPI_Win_free"} <= names
+
+
+def test_fortran_f08_calls_recorded(recorded):  # noqa: ANN001
+    run = recorded("rma_fence.f90", n=2)
+    assert run.result.status == 0, run.stderr
+    raw = run.raw
+    r = raw.table("rma_events")
+    counts = r.groupby(["location", "kind"]).size().unstack(fill_value=0)
+    assert (counts[RmaEv.PUT] == 3).all() and (counts[RmaEv.OP_COMPLETE_NON_BLOCKING] == 3).all()
+    assert (counts[RmaEv.COLLECTIVE_END] == 8).all()  # create, 6 fences, free
+    puts = r[r["kind"] == RmaEv.PUT]
+    assert set(puts["bytes"]) == {800} and puts["remote"].tolist() == [1] * 3 + [0] * 3
+    assert raw.attrs["rma_windows"] == {0: {"name": "window 0", "comm": 0}}
