@@ -78,6 +78,32 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+#: one rank puts into its own window and flushes, N times, in a lock_all epoch; prints CPU ns per iteration
+_CALLS_RMA_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 200000, a = 1, *base;
+    struct timespec t0, t1;
+    MPI_Win win;
+    MPI_Init(&argc, &argv);
+    MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    MPI_Win_lock_all(0, win);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (int i = 0; i < n; i++) {
+        MPI_Put(&a, 1, MPI_INT, 0, 0, 1, MPI_INT, win);
+        MPI_Win_flush(0, win);
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    fprintf(stderr, "per-iteration-ns %.1f\n", ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / n);
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    MPI_Finalize();
+    return 0;
+}
+"""
 _CALLS_PY = """
 import sys, time
 import numpy as np
@@ -93,34 +119,45 @@ print(f"per-iteration-ns {(time.process_time() - c) / n * 1e9:.1f}", file=sys.st
 
 
 def _call_costs(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
-    """Per-call cost of the recorder: one rank, three MPI calls per iteration, best of ``reps``."""
-    src = tmpd / "calls.c"
-    src.write_text(_CALLS_C)
-    subprocess.run([tc.mpicc, "-O2", "-o", str(tmpd / "calls"), str(src)], check=True, timeout=120)
+    """Per-call cost of the recorder: one rank, two or three MPI calls per iteration, best of ``reps``."""
+    for name, text in (("calls", _CALLS_C), ("rma", _CALLS_RMA_C)):
+        src = tmpd / f"{name}.c"
+        src.write_text(text)
+        subprocess.run([tc.mpicc, "-O2", "-o", str(tmpd / name), str(src)], check=True, timeout=120)
     (tmpd / "calls.py").write_text(_CALLS_PY)
-    cases = [("C", [str(tmpd / "calls"), "200000"])]
+    # name, command, MPI calls per iteration, what they are
+    cases = [
+        ("C", [str(tmpd / "calls"), "200000"], 3, "Irecv+Send+Wait to itself"),
+        ("C one-sided", [str(tmpd / "rma"), "200000"], 2, "Put+Win_flush to itself in a lock_all epoch"),
+    ]
     try:
         import mpi4py  # noqa: F401
 
-        cases.append(("Python", [sys.executable, str(tmpd / "calls.py"), "20000"]))
+        cases.append(("Python", [sys.executable, str(tmpd / "calls.py"), "20000"], 3, "Irecv+Send+Wait to itself"))
     except ImportError:
         pass
-    for lang, argv in cases:
+    for lang, argv, ncalls, what in cases:
         plain, rec = [], []
         for rep in range(reps):
             cmd, env = launch_command(tc, 1, argv, {})
             p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
             plain.append(float(re.search(r"per-iteration-ns ([0-9.]+)", p.stderr).group(1)))
-            err = tmpd / f"calls-{lang}-{rep}.err"
+            err = tmpd / f"calls-{lang.replace(' ', '-')}-{rep}.err"
             with open(err, "w") as fe, open(os.devnull, "w") as fo:
                 record(
-                    argv, nprocs=1, outdir=tmpd / f"calls-{lang}-{rep}", timeout=600, outputs=(), stdout=fo, stderr=fe
+                    argv,
+                    nprocs=1,
+                    outdir=tmpd / f"calls-{lang.replace(' ', '-')}-{rep}",
+                    timeout=600,
+                    outputs=(),
+                    stdout=fo,
+                    stderr=fe,
                 )
             rec.append(float(re.search(r"per-iteration-ns ([0-9.]+)", err.read_text()).group(1)))
-        extra = (min(rec) - min(plain)) / 3
+        extra = (min(rec) - min(plain)) / ncalls
         print(
             f"per-call cost ({lang}): {extra / 1000:.2f} us CPU per MPI call (best of {reps}: "
-            f"{min(plain) / 3000:.2f} us plain, {min(rec) / 3000:.2f} us recorded; Irecv+Send+Wait to itself)"
+            f"{min(plain) / ncalls / 1000:.2f} us plain, {min(rec) / ncalls / 1000:.2f} us recorded; {what})"
         )
 
 

@@ -218,7 +218,7 @@ _P2P_RE = re.compile(
 _WAIT_RE = re.compile(r"^MPI_(Wait|Test)(all|any|some)?$", re.IGNORECASE)
 _IO_RE = re.compile(r"^MPI_File_", re.IGNORECASE)
 _RMA_RE = re.compile(
-    r"^MPI_(Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|Win_\w+|R(put|get))$",
+    r"^MPI_(Put|Get|Accumulate|Get_accumulate|Fetch_and_op|Compare_and_swap|Win_\w+|R(put|get|accumulate|get_accumulate))$",
     re.IGNORECASE,
 )
 _SETUP_RE = re.compile(

@@ -16,6 +16,10 @@
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
   inside MPI calls), each worth one timer period of the main thread's CPU
   time (native) or the CPU time since the previous tick (Python).
+* ``rma_events``: MPI one-sided records as Score-P writes them (windows,
+  window collectives, group syncs, locks, transfers and their local
+  completions), with ``attrs["rma_windows"]``/``["rma_groups"]``; see
+  :mod:`.rmarows`.
 * ``comms``: communicator ids mapped to the world ranks of their members.
 
 Times are put on one time line with each process's offset between its
@@ -38,13 +42,15 @@ from ..trace.raw import (
     METRIC_COLUMNS,
     P2P_COLUMNS,
     REGION_COLUMNS,
+    RMA_COLUMNS,
     SAMPLE_COLUMNS,
     RawTrace,
     empty_table,
 )
 from .decode import ProcessData, read_dir
-from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P
+from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA
 from .regions import NativeFrames, PythonFrames, RegionTable
+from .rmarows import rma_definitions, rma_rows
 
 __all__ = ["assemble", "load_recording"]
 
@@ -133,7 +139,8 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     t0 = min(float(p.events["t"][0]) + o for p, o in zip(procs, off) if len(p.events))
 
     comm_ids, comm_members, comm_names = _comms(procs)
-    reg_parts, p2p_parts, coll_parts, smp_parts, met_parts = [], [], [], [], []
+    rdefs = rma_definitions(procs, comm_ids)
+    reg_parts, p2p_parts, coll_parts, smp_parts, met_parts, rma_parts = [], [], [], [], [], []
     nreg_total = 0
     for loc, (p, o) in enumerate(zip(procs, off)):
         src = f"{source}/p{p.pid}"
@@ -188,6 +195,9 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
                 valid = (c >= 0) & (c < len(lut))
                 rows["comm"] = np.where(valid, lut[np.where(valid, c, 0)], -1)
                 parts.append(rows)
+        rma = typ == R_RMA
+        if rma.any():
+            rma_parts.append(rma_rows(ev[rma], time[rma], loc, nreg_total + before[rma], rdefs))
         io = typ == R_IO
         if io.any():
             met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
@@ -227,6 +237,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         "sample_rate": int(procs[0].meta.get("hz", 0) or 0),
         "root_region": 0,
         "hosts": sorted({p.meta.get("host", "") for p in procs}),
+        **(rdefs.attrs() if rma_parts else {}),
         **(attrs or {}),
     }
     raw = RawTrace(
@@ -237,6 +248,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         coll_events=_concat(coll_parts, {**COLL_COLUMNS, "request": np.dtype(np.int64)}),
         sample_events=_concat(smp_parts, SAMPLE_COLUMNS),
         metric_events=_concat(met_parts, METRIC_COLUMNS),
+        rma_events=_concat(rma_parts, RMA_COLUMNS),
         **({"metrics": _IO_METRICS.copy()} if met_parts else {}),
         stacks=table.stacks_frame(),
         comms=comm_members,

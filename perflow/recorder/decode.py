@@ -58,6 +58,11 @@ class ProcessData:
         Call context id to frames, innermost first.
     comms : list of tuple
         ``(local id, key, creator, world ranks)`` per communicator definition.
+    windows : list of tuple
+        ``(local id, local communicator id, ordinal)`` per RMA window: the
+        window was the ordinal-th created over that communicator (-1 unknown).
+    groups : dict of int to numpy.ndarray
+        Local group id (of ``MPI_Win_post``/``MPI_Win_start``) to the world ranks of its members.
     frames, sites : dict of int to tuple
         Python only: frame id to ``(name, file, line)``; call-site id to ``(function, file, line)``.
     maps : Mapping or None
@@ -74,6 +79,8 @@ class ProcessData:
     contexts: dict[int, np.ndarray]
     sample_utop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     comms: list[tuple[int, int, str, np.ndarray]] = field(default_factory=list)
+    windows: list[tuple[int, int, int]] = field(default_factory=list)
+    groups: dict[int, np.ndarray] = field(default_factory=dict)
     frames: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     sites: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     maps: Mapping | None = None
@@ -89,8 +96,10 @@ class ProcessData:
         return "size" in self.meta
 
 
-def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict]:
+def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict]:
     meta: dict[str, str] = {}
+    windows: list[tuple[int, int, int]] = []
+    groups: dict[int, np.ndarray] = {}
     comms: list[tuple[int, int, str, np.ndarray]] = []
     frames: dict[int, tuple[str, str, int]] = {}
     sites: dict[int, tuple[str, str, int]] = {}
@@ -105,6 +114,15 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict]:
                 if len(ranks) != int(parts[4]):
                     raise ValueError("member count does not match")
                 comms.append((int(parts[1]), int(parts[2]), parts[3], ranks))
+            elif line.startswith("R "):
+                ident, comm, ordinal = (int(x) for x in line.split()[1:])
+                windows.append((ident, comm, ordinal))
+            elif line.startswith("G "):
+                parts = line.split()
+                ranks = np.array([int(x) for x in parts[3:]], dtype=np.int64)
+                if len(ranks) != int(parts[2]):
+                    raise ValueError("member count does not match")
+                groups[int(parts[1])] = ranks
             elif line.startswith("W "):
                 size = int(line.split()[1])
                 comms.append((0, 1, "MPI_COMM_WORLD", np.arange(size, dtype=np.int64)))
@@ -113,7 +131,7 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict]:
                 meta[key] = value
         except (ValueError, IndexError) as exc:
             raise FormatError(path, f"malformed line: {exc}", where=f"line {n}") from None
-    return meta, comms, frames, sites
+    return meta, comms, frames, sites, windows, groups
 
 
 def _read_maps(path: Path) -> Mapping | None:
@@ -169,7 +187,7 @@ def read_process(txt: str | Path) -> ProcessData:
     """Decode one process's files, given its ``p<pid>.txt``."""
     txt = Path(txt)
     base = txt.with_suffix("")
-    meta, comms, frames, sites = _read_text(txt)
+    meta, comms, frames, sites, windows, groups = _read_text(txt)
     if meta.get("version") != "1":
         raise FormatError(txt, f"not a perflow recorder file (version {meta.get('version')!r})")
     if int(meta.get("recsize", REC_DTYPE.itemsize)) != REC_DTYPE.itemsize:
@@ -207,6 +225,8 @@ def read_process(txt: str | Path) -> ProcessData:
         contexts=ctx,
         sample_utop=np.array(utop, dtype=np.uint64),
         comms=comms,
+        windows=windows,
+        groups=groups,
         frames=frames,
         sites=sites,
         maps=_read_maps(base.with_suffix(".maps")),

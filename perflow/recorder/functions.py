@@ -23,6 +23,7 @@ __all__ = [
     "R_P2P",
     "R_COLL",
     "R_IO",
+    "R_RMA",
     "S_SAMPLE",
     "S_USAMPLE",
     "S_CTX",
@@ -56,7 +57,7 @@ REC_DTYPE = np.dtype(
 )
 assert REC_DTYPE.itemsize == 48
 
-R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO = 1, 2, 3, 4, 5
+R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO, R_RMA = 1, 2, 3, 4, 5, 6
 S_SAMPLE, S_CTX, S_USAMPLE = 1, 2, 3
 
 S_MAGIC = 0xFFFF000000000000
@@ -71,6 +72,8 @@ def region_role(name: str) -> str:
         return "barrier"
     if cls is MPIClass.IO:
         return "file_io"
+    if cls is MPIClass.RMA:
+        return "rma"
     if cls is MPIClass.COLLECTIVE:
         pattern = COLLECTIVE_NAMES.get(name, CollectiveOp.ALLREDUCE).pattern
         return {"one2n": "coll_one2all", "n2one": "coll_all2one", "n2n": "coll_all2all"}.get(pattern, "coll_other")

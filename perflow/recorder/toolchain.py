@@ -29,7 +29,17 @@ log = logging.getLogger(__name__)
 
 #: Directory of the recorder's C sources.
 CSRC = Path(__file__).resolve().parent / "csrc"
-_SOURCES = ["pfrec.h", "functions.def", "pfrec_core.c", "pfrec_inst.c", "pfrec_c.c", "pfrec_f.c"]
+_SOURCES = [
+    "pfrec.h",
+    "pfrec_f.h",
+    "functions.def",
+    "pfrec_core.c",
+    "pfrec_inst.c",
+    "pfrec_c.c",
+    "pfrec_rma.c",
+    "pfrec_f.c",
+    "pfrec_rma_f.c",
+]
 
 OPENMPI = "openmpi"
 MPICH = "mpich"
@@ -221,9 +231,9 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
         return lib
     d.mkdir(parents=True, exist_ok=True)
     # (source, extra flags): under Open MPI the Fortran wrappers twice, for mpif.h/use mpi and for mpi_f08
-    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", [])]
+    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", []), ("pfrec_rma.c", [])]
     if tc.impl == OPENMPI:
-        units += [("pfrec_f.c", []), ("pfrec_f.c", ["-DPF_F08"])]
+        units += [(f, fl) for f in ("pfrec_f.c", "pfrec_rma_f.c") for fl in ([], ["-DPF_F08"])]
     fd, tmp = tempfile.mkstemp(prefix=".libpfrec-", suffix=".so", dir=d)
     os.close(fd)
     log.info("building the recorder library with %s in %s", tc.mpicc, d)

@@ -104,6 +104,8 @@ RECORDED = {
     "recorded/ring.c": ("ring.c", ("6", "500")),  # non-blocking halo exchange, a reduction
     "recorded/imbalance.c": ("imbalance.c", ("3", "3000000", "4")),  # the last rank computes 4x, allreduce
     "recorded/scaling_serial.c": ("scaling_serial.c", ("2", "40", "2")),  # gather, serial merge on rank 0, bcast
+    "recorded/rma_fence.c": ("rma_fence.c", ("6", "36000")),  # MPI one-sided: puts in fence epochs, a late rank
+    "recorded/rma_pscw.c": ("rma_pscw.c", ("6", "36000")),  # MPI one-sided: post/start/complete/wait, a late post
 }
 
 IDS = [*SHARED, *SAMPLES, *TIMELINES, *SYNTHETIC, *RECORDED]

@@ -23,7 +23,7 @@ enum pf_fn {
 };
 
 /* record types */
-enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5 };
+enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6 };
 /* sample-stream header types */
 enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3 };
 #define PF_S_MAGIC 0xFFFF000000000000ULL
@@ -36,6 +36,15 @@ enum { COLL_BEGIN = 0, COLL_END = 1 };
 enum { OP_BARRIER = 0, OP_BCAST = 1, OP_GATHER = 2, OP_GATHERV = 3, OP_SCATTER = 4, OP_SCATTERV = 5,
        OP_ALLGATHER = 6, OP_ALLGATHERV = 7, OP_ALLTOALL = 8, OP_ALLTOALLV = 9, OP_ALLREDUCE = 11,
        OP_REDUCE = 12, OP_REDUCE_SCATTER = 13, OP_SCAN = 14, OP_EXSCAN = 15, OP_REDUCE_SCATTER_BLOCK = 16 };
+/* perflow.kinds.RmaEv (the OTF2 Rma* records) */
+enum { RMA_WIN_CREATE = 0, RMA_WIN_DESTROY = 1, RMA_COLL_BEGIN = 2, RMA_COLL_END = 3, RMA_GROUP_SYNC = 4,
+       RMA_REQUEST_LOCK = 5, RMA_RELEASE_LOCK = 8, RMA_PUT = 11, RMA_GET = 12, RMA_ATOMIC = 13,
+       RMA_COMPLETE_NB = 15 };
+/* OTF2 collective ops of window collectives, atomic types, lock types, sync level */
+enum { WOP_FENCE = 0, WOP_CREATE = 17, WOP_DESTROY = 18, WOP_CREATE_ALLOC = 21, WOP_DESTROY_DEALLOC = 22 };
+enum { AT_ACCUMULATE = 0, AT_COMPARE_AND_SWAP = 3, AT_FETCH_AND_OP = 5, AT_FETCH_ACCUMULATE = 8 };
+enum { LOCK_EXCLUSIVE = 0, LOCK_SHARED = 1 };
+#define RMA_LEVEL 3 /* OTF2_RMA_SYNC_LEVEL_PROCESS | MEMORY */
 /* MPI_Init/MPI_Finalize carry no collective records: the trace builder makes
  * them world barriers from their region names. */
 
@@ -54,13 +63,18 @@ typedef struct pf_rec {
     uint8_t kind;  /* P2P or CollEv kind */
     uint16_t fn;   /* ENTER/LEAVE: enum pf_fn; COLL: collective op */
 } pf_rec;
+/* RMA records (type PF_R_RMA, kind RMA_*): b the local window id (an "R" line of p<pid>.txt; -1 none),
+ * a the target rank in the window's communicator (-1 none), comm the local group id of a GROUP_SYNC (a "G"
+ * line) and -1 elsewhere, fn the collective op / atomic type / lock type (0xFFFF none), n1 bytes put or
+ * sent, n2 bytes got, addr the matching id (transfers and completions), the lock id (lock records) or
+ * the sync level (COLL_END, GROUP_SYNC). */
 
 /* a tracked non-blocking request */
 typedef struct pf_req {
     uint64_t key; /* handle value; Fortran handles have bit 63 set; 0 = empty */
     int64_t id, bytes, bytes2; /* bytes2: bytes received (collectives) */
     int32_t peer, tag, comm;   /* collectives: peer = root, tag = operation */
-    uint8_t recv;              /* 0 send, 1 receive, 2 collective */
+    uint8_t recv;              /* 0 send, 1 receive, 2 collective, 3 RMA (peer = window, bytes = matching) */
 } pf_req;
 
 /* pfrec_core.c */
@@ -89,6 +103,25 @@ void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t
 void pf_persist_start(uint64_t key);
 void pf_persist_drop(uint64_t key);
 uint64_t pf_req_key(MPI_Request r);
+void pf_rma(int kind, int win, int remote, int group, int op, int64_t sent, int64_t got, uint64_t addr, double t);
+int64_t pf_rma_req_post(uint64_t key, int win);
+int pf_group(MPI_Group grp);
+int64_t pf_comm_count_win(MPI_Comm c);
+void pf_txt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* pfrec_rma.c: windows (for the Fortran wrappers too) */
+int pf_win_new(MPI_Comm c, MPI_Win h, int alloc);
+void pf_win_created(MPI_Comm c, MPI_Win h, int alloc);
+void pf_win_coll_begin(void);
+int pf_win_id(MPI_Win h);
+int pf_win_alloc(MPI_Win h);
+void pf_win_free_end(MPI_Win h, int id, int alloc);
+void pf_win_gone(MPI_Win h);
+void pf_win_fence_end(MPI_Win h);
+void pf_win_sync(MPI_Win h, int role, MPI_Group grp, int level);
+void pf_win_lock(MPI_Win h, int kind, int target, int type);
+void pf_win_flush(MPI_Win h, int target);
+void pf_win_transfer(MPI_Win h, int kind, int target, int op, int64_t sent, int64_t got, uint64_t key);
 
 /* pfrec_inst.c: the innermost recorded user function (0 when none) */
 extern uint64_t pf_utop;

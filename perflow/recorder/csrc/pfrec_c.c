@@ -213,7 +213,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st) {
     int rc = PMPI_Test(req, flag, st);
     pf_req *r = pf_req_find(key);
     if (r && *flag) pf_req_done(r, st, pf_now());
-    else if (r && r->recv != 2) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
+    else if (r && r->recv < 2) pf_p2p(P2P_REQUEST_TEST, r->peer, r->comm, r->tag, 0, r->id, pf_now());
     pf_end(PF_TEST);
     return rc;
 }

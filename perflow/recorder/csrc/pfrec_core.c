@@ -85,7 +85,7 @@ static void flush_smp(void) {
     g.nsmp = 0;
 }
 
-static void txt(const char *fmt, ...) {
+void pf_txt(const char *fmt, ...) {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -93,6 +93,7 @@ static void txt(const char *fmt, ...) {
     va_end(ap);
     if (n > 0) write_all(g.fd_txt, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
 }
+#define txt pf_txt
 
 static void copy_maps(void) {
     char path[4200], buf[8192];
@@ -362,6 +363,12 @@ void pf_io(int dir, int64_t bytes, double t) {
     *slot() = (pf_rec){.t = t, .addr = (uint64_t)(bytes > 0 ? bytes : 0), .a = dir, .comm = -1, .type = PF_R_IO};
 }
 
+/* an RMA record (see pfrec.h), inside the region of the call it describes */
+void pf_rma(int kind, int win, int remote, int group, int op, int64_t sent, int64_t got, uint64_t addr, double t) {
+    *slot() = (pf_rec){.t = t, .addr = addr, .n1 = sent, .n2 = got, .a = remote, .b = win, .comm = group,
+                       .type = PF_R_RMA, .kind = (uint8_t)kind, .fn = (uint16_t)op};
+}
+
 int64_t pf_bytes(int count, MPI_Datatype dt) {
     int sz = 0;
     if (count <= 0 || dt == MPI_DATATYPE_NULL || PMPI_Type_size(dt, &sz) != MPI_SUCCESS) return 0;
@@ -375,7 +382,7 @@ int64_t pf_bytes(int count, MPI_Datatype dt) {
  * number of communicators created from the parent so far (collective calls
  * on a communicator happen in the same order on all its members) and the
  * world rank of the new communicator's rank 0. */
-typedef struct { MPI_Comm h; int id; int64_t key, nchild; } pf_commslot;
+typedef struct { MPI_Comm h; int id; int64_t key, nchild, nwin; } pf_commslot;
 static pf_commslot comms[PF_MAXCOMM];
 
 static uint64_t mix(uint64_t x) {
@@ -425,11 +432,46 @@ void pf_comm_new(MPI_Comm parent, MPI_Comm c, int fn, int salt) {
     uint64_t key = mix((uint64_t)p->key ^ mix(count ^ mix((uint64_t)r[size] ^ mix((uint64_t)salt))));
     key &= 0x7FFFFFFFFFFFFFFFULL;
     int id = g.comm_next++;
-    if (g.ncomms < PF_MAXCOMM) comms[g.ncomms++] = (pf_commslot){c, id, (int64_t)key, 0};
+    if (g.ncomms < PF_MAXCOMM) comms[g.ncomms++] = (pf_commslot){c, id, (int64_t)key, 0, 0};
     txt("C %d %lld %s %d", id, (long long)key, names[fn], size);
     for (int i = 0; i < size; i++) txt(" %d", r[size + i]);
     txt("\n");
     free(r);
+}
+
+/* The number of windows created over `c` before this one (the same on every member: window creation is
+ * collective over `c`), -1 when `c` is not known. */
+int64_t pf_comm_count_win(MPI_Comm c) {
+    pf_commslot *p = comm_slot(c);
+    return p ? p->nwin++ : -1;
+}
+
+/* Local id of a group, by its members' world ranks: a "G <id> <size> <world ranks>" line the first time
+ * these members are seen (the last PF_GROUPS distinct groups are remembered), -1 when unknown. */
+#define PF_GROUPS 64
+int pf_group(MPI_Group grp) {
+    static struct { uint64_t h; int n, id; } seen[PF_GROUPS];
+    static int nseen, next;
+    int n = 0;
+    if (grp == MPI_GROUP_NULL || PMPI_Group_size(grp, &n) != MPI_SUCCESS || n < 0) return -1;
+    int *r = malloc(2 * sizeof(int) * (size_t)(n ? n : 1));
+    if (!r) return -1;
+    for (int i = 0; i < n; i++) r[i] = i;
+    if (n) PMPI_Group_translate_ranks(grp, n, r, g.world_group, r + n);
+    uint64_t h = mix((uint64_t)n);
+    for (int i = 0; i < n; i++) h = mix(h ^ (uint64_t)(uint32_t)r[n + i]);
+    int id = -1;
+    for (int i = 0; i < nseen && i < PF_GROUPS; i++)
+        if (seen[i].h == h && seen[i].n == n) id = seen[i].id;
+    if (id < 0) {
+        id = next++;
+        seen[nseen++ % PF_GROUPS] = (typeof(seen[0])){h, n, id};
+        txt("G %d %d", id, n);
+        for (int i = 0; i < n; i++) txt(" %d", r[n + i]);
+        txt("\n");
+    }
+    free(r);
+    return id;
 }
 
 void pf_comm_gone(MPI_Comm c) {
@@ -481,6 +523,21 @@ void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64
     pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, g.t_enter);
 }
 
+/* A request-based RMA operation (MPI_Rput, ...): its local completion is the Wait/Test that completes the
+ * request; returns the operation's matching id (bit 62 set, apart from the epoch-completed operations). */
+int64_t pf_rma_req_post(uint64_t key, int win) {
+    int64_t id = g.req_next++, match = id | (1LL << 62);
+    if (!key || g.nreq >= PF_REQ_SLOTS * 3 / 4) {
+        g.req_dropped += key != 0;
+        return match;
+    }
+    size_t i = rhash(key);
+    while (reqs[i].key && reqs[i].key != key) i = (i + 1) & (PF_REQ_SLOTS - 1);
+    if (!reqs[i].key) g.nreq++;
+    reqs[i] = (pf_req){key, id, match, 0, win, 0, -1, 3};
+    return match;
+}
+
 pf_req *pf_req_find(uint64_t key) {
     if (!key) return NULL;
     for (size_t i = rhash(key); reqs[i].key; i = (i + 1) & (PF_REQ_SLOTS - 1))
@@ -508,6 +565,11 @@ static void req_delete(size_t i) {
 
 void pf_req_done(pf_req *r, const MPI_Status *st, double t) {
     int cancelled = 0;
+    if (r->recv == 3) {
+        pf_rma(RMA_COMPLETE_NB, r->peer, -1, -1, 0xFFFF, 0, 0, (uint64_t)r->bytes, t);
+        req_delete((size_t)(r - reqs));
+        return;
+    }
     if (r->recv == 2) {
         pf_coll_req(r->id, COLL_END, r->tag, r->comm, r->peer, r->bytes, r->bytes2, t);
         req_delete((size_t)(r - reqs));
@@ -571,8 +633,8 @@ void pf_after_init(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
     PMPI_Comm_group(MPI_COMM_WORLD, &g.world_group);
-    comms[0] = (pf_commslot){MPI_COMM_WORLD, 0, 1, 0};
-    comms[1] = (pf_commslot){MPI_COMM_SELF, 1, (int64_t)(mix(0x5E1FULL + (uint64_t)g.world_rank) >> 1), 0};
+    comms[0] = (pf_commslot){MPI_COMM_WORLD, 0, 1, 0, 0};
+    comms[1] = (pf_commslot){MPI_COMM_SELF, 1, (int64_t)(mix(0x5E1FULL + (uint64_t)g.world_rank) >> 1), 0, 0};
     g.ncomms = 2;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
