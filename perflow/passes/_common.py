@@ -174,6 +174,10 @@ _MPI_CATEGORY = {
     MPIClass.OTHER: "mpi",
 }
 _SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+#: region roles (OTF2's, kept in the vertex table's ``role``) of thread synchronisation constructs
+_SYNC_ROLES = ("barrier", "implicit_barrier", "critical", "lock", "unlock")  # not critical_sblock: the protected code
+#: thread-library lock calls (OpenMP, POSIX threads): synchronisation like the constructs
+_LOCK_CALL = re.compile(r"^(omp_(set|unset|test)(_nest)?_lock|pthread_mutex_(lock|unlock|trylock|timedlock))$")
 _IDENT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")
 _CATEGORY_CACHE: weakref.WeakKeyDictionary[PAG, np.ndarray] = weakref.WeakKeyDictionary()
 
@@ -184,7 +188,9 @@ def categories(pag: PAG) -> np.ndarray:
     MPI vertices are classified by :func:`perflow.kinds.mpi_class` of their
     name (its leading identifier, so TAU's ``MPI_Bcast()`` counts as ``MPI_Bcast``): point-to-point calls and request completion (Wait/Test) are
     ``p2p``, data collectives ``collective``, barriers and MPI_Init/Finalize
-    (world barriers) ``sync``, MPI-IO ``io``, the rest ``mpi`` (the
+    (world barriers) ``sync``, and so are thread synchronisation constructs
+    (OpenMP barriers, critical sections, their lock calls and POSIX mutex
+    calls, by region role or name), MPI-IO ``io``, the rest ``mpi`` (the
     name decides, whatever kind the source gave the vertex). Other vertices
     of kind ``io`` are ``io``; work a GPU did (kernels, copies: see
     :func:`device_categories`) is ``gpu``, an explicit idle region (a GPU
@@ -204,13 +210,16 @@ def categories(pag: PAG) -> np.ndarray:
         m = _IDENT.match(full)  # "MPI_Bcast()" (TAU), "MPI_Send [THROTTLED]" -> the function name
         nm = m.group(1) if m else full
         c = mpi_class(nm)
-        if nm in _SYNC_NAMES:
+        if nm in _SYNC_NAMES or _LOCK_CALL.match(nm):
             per_name[i] = "sync"
         else:
             per_name[i] = _MPI_CATEGORY[c] if c is not None else "computation"
     per_name[-1] = "computation"
     out = per_name[code]
     out[(kind == VertexKind.IO.value) & (out == "computation")] = "io"
+    if "role" in vt.columns:
+        role = vt["role"].astype(str).to_numpy()
+        out[np.isin(role, _SYNC_ROLES) & (out == "computation")] = "sync"
     dev = device_categories(vt["name"], kind)
     out = np.where((dev != "") & (out == "computation"), dev, out)
     out = out.astype(str)

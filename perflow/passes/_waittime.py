@@ -170,8 +170,8 @@ def charge_waits(
 
     An MPI call whose time lies partly in sampled callees (the MPI library's
     functions below it) waits there too: the wait of (vertex, process) is
-    taken from the exclusive time of that vertex and its descendants on that
-    process, in proportion, and never exceeds it. Without callees a call's
+    taken from the exclusive time of that vertex first, then from its
+    descendants on that process in proportion, and never exceeds their sum. Without callees a call's
     wait lands on its own row. Rows are one per (vertex, process) (threads
     summed), or with ``thread`` one per (vertex, process, thread): a wait is
     then taken from the time on the thread that waited only (a GPU kernel
@@ -205,12 +205,21 @@ def charge_waits(
     wv, gi, w = wv[ok], gi[ok], per.to_numpy()[ok]
     lo = np.searchsorted(keys, gi * n + pre[wv])  # the subtree of wv on that process: a run of rows
     hi = np.searchsorted(keys, gi * n + pre[wv] + size[wv])
-    total = cum[hi] - cum[lo]
-    frac = np.where(total > 0, np.minimum(1.0, w / np.where(total > 0, total, 1.0)), 0.0)
+    # the call's own row first (an OpenMP critical waits before its protected block runs), the rest from its
+    # callees in proportion (an MPI call waiting inside sampled library functions)
+    has_own = (lo < hi) & (keys[np.minimum(lo, len(keys) - 1)] == gi * n + pre[wv])
+    own = np.where(has_own, xs[np.minimum(lo, len(xs) - 1)], 0.0)
+    take = np.minimum(w, own)
+    first = lo + has_own
+    total = cum[hi] - cum[first]
+    rest = w - take
+    frac = np.where(total > 0, np.minimum(1.0, rest / np.where(total > 0, total, 1.0)), 0.0)
     diff = np.zeros(len(xs) + 1)
-    np.add.at(diff, lo, frac)
+    np.add.at(diff, first, frac)
     np.add.at(diff, hi, -frac)
-    out[o] = np.minimum(1.0, np.cumsum(diff)[:-1]) * xs
+    charged = np.minimum(1.0, np.cumsum(diff)[:-1]) * xs
+    np.add.at(charged, lo[has_own], take[has_own])
+    out[o] = np.minimum(charged, xs)
     return out
 
 

@@ -6,7 +6,11 @@ symptom the analysis walks the parallel view backwards, one vertex per step:
 
 1. **Across a communication edge** when the vertex waited on a peer: among
    the ``p2p`` and ``collective`` edges into it
-   (``pag.parallel.edge_table``), the one with the largest waiting time
+   (``pag.parallel.edge_table``) and, on traces with MPI one-sided or
+   threaded synchronisation, the RMA and thread wait states into it (from
+   the waiting call to the call it waited for: the last process at a fence,
+   the late post, the last thread at a barrier, the lock holder's release),
+   the one with the largest waiting time
    leads to the peer that arrived latest (the sender of a late message; the
    last arriver of a collective, since collective edges run from the last
    arriver to every other participant). The edge is followed when the
@@ -103,7 +107,8 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
 
     Returns ``best_src`` (source of that edge, -1 if none), ``best_kind``
     (its kind), ``best_wait``, ``in_wait`` (waiting time on all incoming
-    p2p/collective edges) and ``out_wait`` (on all outgoing ones).
+    p2p/collective edges and RMA/thread wait states) and ``out_wait`` (on all
+    outgoing ones).
     """
     view = pag.parallel
     n = len(view)
@@ -112,6 +117,10 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
     sel = edge_mask(et, ["p2p", "collective"])
     src, dst = et["src"].to_numpy()[sel], et["dst"].to_numpy()[sel]
     wait, kind = et["wait"].to_numpy(dtype=np.float64)[sel], kind[sel]
+    ws, wd, ww, wk = _sync_wait_edges(pag)
+    if len(ws):
+        src, dst = np.r_[src, ws], np.r_[dst, wd]
+        wait, kind = np.r_[wait, ww], np.r_[np.asarray(kind, dtype=object), wk]
     in_wait = np.bincount(dst, weights=wait, minlength=n)
     out_wait = np.bincount(src, weights=wait, minlength=n)
     best_src = np.full(n, -1, dtype=np.int64)
@@ -134,6 +143,44 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
     }
 
 
+#: wait-state families followed like communication edges (their waits name the call waited for)
+_SYNC_FAMILIES = {"rma": "rma", "thread": "thread"}
+
+
+def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """RMA and thread wait states as (cause row, waiting row, wait, kind) of the parallel view, summed per pair.
+
+    Computed only for traces that can hold them (RMA records; several threads
+    or lock events), so that other traces do not pay for the wait instances.
+    """
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, dtype=object))
+    tr = pag.trace
+    if tr is None or not (len(tr.rma) or len(tr.locks) or (len(tr.intervals) and tr.intervals["thread"].max() > 0)):
+        return empty
+    from perflow.trace.analyses import WAIT_INSTANCES
+    from perflow.trace.waits import WAIT_KINDS
+
+    w = pag.analyses.get(WAIT_INSTANCES)
+    fam = np.array([_SYNC_FAMILIES.get(WAIT_KINDS[k].family, "") for k in w["kind"].astype(str)], dtype=object)
+    keep = (fam != "") & (w["interval"].to_numpy() >= 0) & (w["cause_interval"].to_numpy() >= 0)
+    if not keep.any():
+        return empty
+    iv = tr.intervals
+    vx, pr, th = (iv[c].to_numpy() for c in ("vertex", "process", "thread"))
+    a, b = w["interval"].to_numpy()[keep], w["cause_interval"].to_numpy()[keep]
+    view = pag.parallel
+    dst, src = view.rows(vx[a], pr[a], th[a]), view.rows(vx[b], pr[b], th[b])
+    df = pd.DataFrame({"src": src, "dst": dst, "kind": fam[keep], "wait": w["amount"].to_numpy()[keep]})
+    df = df[(df["src"] >= 0) & (df["dst"] >= 0) & (df["src"] != df["dst"])]
+    g = df.groupby(["src", "dst", "kind"], sort=True)["wait"].sum().reset_index()
+    return (
+        g["src"].to_numpy(np.int64),
+        g["dst"].to_numpy(np.int64),
+        g["wait"].to_numpy(np.float64),
+        g["kind"].to_numpy(dtype=object),
+    )
+
+
 def _symptom_rows(
     pag: PAG, symptoms: VertexSet | ParallelVertexSet | None, n_symptoms: int, col: str, comm: dict[str, np.ndarray]
 ) -> np.ndarray:
@@ -146,7 +193,9 @@ def _symptom_rows(
         verts = symptoms.ids
     elif symptoms is None:
         cat = categories(pag)
-        mpi = np.isin(cat, _WAITING)
+        # MPI calls of the waiting categories, and any other call that waited on a peer (one-sided
+        # synchronisation, OpenMP barriers and locks: their waits are RMA or thread wait states)
+        mpi = np.isin(cat, _WAITING) | (np.bincount(view.vertex_ids, score, pag.n_vertices) > 0)
         per_v = np.bincount(
             view.vertex_ids, weights=np.where(mpi[view.vertex_ids], score, 0.0), minlength=pag.n_vertices
         )
@@ -162,6 +211,8 @@ def _symptom_rows(
     # per symptom vertex: the row that waited most, else the one with the largest value; ties to the lowest row
     order = np.lexsort((rows, -x[rows], -score[rows], view.vertex_ids[rows]))
     r = rows[order]
+    if not len(r):
+        return np.zeros(0, dtype=np.int64)
     first = np.r_[True, view.vertex_ids[r][1:] != view.vertex_ids[r][:-1]]
     chosen = r[first]
     rank = {int(v): i for i, v in enumerate(verts.tolist())}
@@ -169,7 +220,7 @@ def _symptom_rows(
 
 
 @pass_(
-    version="2",
+    version="3",
     tags=("trace", "profile", "root-cause"),
     outputs={"paths": pd.DataFrame, "root_causes": pd.DataFrame, "causes": ParallelVertexSet},
 )
@@ -196,7 +247,9 @@ def backtrack(
         Where to start. Top-down vertices start on the process where they
         waited most (else where their metric is largest). Default: the
         ``n_symptoms`` MPI vertices (point-to-point, collective,
-        synchronisation) with the most waiting time (else the most time).
+        synchronisation) or other waiting calls (one-sided synchronisation,
+        OpenMP barriers and locks) with the most waiting time (else the MPI
+        vertices with the most time).
     abnormal : ParallelVertexSet, optional
         The vertices that count as root causes (e.g. from
         :func:`perflow.passes.imbalance.outlier_vertices`); default: computation

@@ -38,7 +38,7 @@ __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
 
 
-@pass_(version="3", tags=("profile", "trace", "breakdown"))
+@pass_(version="4", tags=("profile", "trace", "breakdown"))
 def breakdown(
     pag: PAG,
     *,

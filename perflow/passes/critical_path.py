@@ -126,7 +126,7 @@ def critical_path_tables(
 
 
 @pass_(
-    version="4",
+    version="5",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
@@ -167,7 +167,7 @@ def critical_path(
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="2", tags=("trace", "critical-path", "imbalance"))
+@pass_(version="3", tags=("trace", "critical-path", "imbalance"))
 def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 

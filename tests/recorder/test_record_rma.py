@@ -133,6 +133,33 @@ def test_fence_root_cause_names_slow_compute(fence):  # noqa: ANN001
     assert site_line("rma_fence.c", "fence_slow_begin") <= line <= site_line("rma_fence.c", "fence_slow_end")
 
 
+def _backtracked(run, slow_rank: int):  # noqa: ANN001, ANN202
+    """The root causes of the default backtracking walk, and the first one's (name, process, file, line)."""
+    from perflow.passes.backtrack import backtrack
+
+    pag = _pag(run)
+    vt = pag.vertex_table
+    rc = backtrack(pag)["root_causes"]
+    assert len(rc), rc
+    top = rc.iloc[0]
+    v = int(top["vertex"])
+    return rc, (vt["name"].iloc[v], int(top["process"]), Path(vt["file"].iloc[v]).name, int(vt["line"].iloc[v]))
+
+
+def test_fence_backtracking_crosses_the_fence(fence):  # noqa: ANN001
+    # from the fence the fast ranks waited in, across the RMA wait to rank 3's fence, back to slow_compute
+    rc, (name, proc, file, line) = _backtracked(fence, N - 1)
+    assert (name, proc, file) == ("slow_compute", N - 1, "rma_fence.c"), rc.head()
+    assert site_line("rma_fence.c", "fence_slow_begin") <= line <= site_line("rma_fence.c", "fence_slow_end")
+
+
+def test_late_post_backtracking_reaches_the_target(pscw):  # noqa: ANN001
+    # from MPI_Win_start on an origin, across the Late Post to rank 0's post, back to its slow_compute
+    rc, (name, proc, file, line) = _backtracked(pscw, 0)
+    assert (name, proc, file) == ("slow_compute", 0, "rma_pscw.c"), rc.head()
+    assert site_line("rma_pscw.c", "pscw_slow_begin") <= line <= site_line("rma_pscw.c", "pscw_slow_end")
+
+
 def test_late_post(pscw):  # noqa: ANN001
     pag = _pag(pscw)
     slow = _printed(pscw, "slow")
