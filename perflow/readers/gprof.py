@@ -64,13 +64,17 @@ def _clean(name: str) -> str:
 
 def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, dict[str, Any]]:
     """(flat: name -> (self s, calls), call-graph stats, metadata)."""
-    lines = text.splitlines()
+    lines = text.replace("\r\n", "\n").split("\n")  # not splitlines: form feeds (page breaks) are no lines
     flat: dict[str, tuple[float, int]] = {}
     stats: Stats = {}
     meta: dict[str, Any] = {}
     section = ""
     entry: list[tuple[int, str]] = []
     started = False
+    after_sep = False  # just after the header or a separator: the table goes on
+    indexes: dict[int, tuple[str, int]] = {}  # [index] -> (function, line of its entry)
+    refs: list[tuple[int, str, int]] = []  # [index] named on an arc line, the name, the line
+    cumulative = 0.0
 
     def flush() -> None:
         prim = [i for i, (_, ln) in enumerate(entry) if _PRIMARY.match(ln)]
@@ -85,6 +89,7 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
         m = _PRIMARY.match(ln)
         assert m is not None
         name = _clean(m[7])
+        indexes[int(m[8])] = (name, no)
         if name.startswith("<cycle") and name.endswith("as a whole>"):
             entry.clear()
             return
@@ -93,6 +98,12 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
         tt, ch = float(m[3]), float(m[4])
         callers: dict[str, tuple[float, float, float, float]] = {}
         outside = 0  # calls from callers outside the function's cycle (arcs with times)
+        for lno, pl in entry:
+            a = _ARC.match(pl) or _CALLS_ONLY.match(pl)
+            if a is not None and lno != no:
+                refs.append((int(a[a.re.groups]), _clean(a[a.re.groups - 1]), lno))
+            if a is not None and a.re is _ARC and a[4] and int(a[3]) > int(a[4]):
+                raise FormatError(path, f"an arc of {a[3]} calls out of {a[4]} in all", where=f"line {lno}")
         for lno, pl in entry[:k]:
             a = _ARC.match(pl)
             if a:
@@ -132,6 +143,13 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
             m = _FLAT.match(line)
             if m and not s.startswith(("%", "time")):
                 flat[_clean(m[7])] = (float(m[3]), int(m[4]) if m[4] else 0)
+                cumulative += float(m[3])
+                if abs(float(m[2]) - cumulative) > 0.011 + 0.005 * len(flat):  # each value rounded to 0.01
+                    raise FormatError(
+                        path,
+                        f"cumulative seconds {m[2]} are not the running sum of the self seconds ({cumulative:.2f})",
+                        where=f"line {no}",
+                    )
             elif flat and s and not m:
                 section = ""  # the explanations that follow the table
         elif section == "graph":
@@ -140,22 +158,32 @@ def _parse(path: Path, text: str) -> tuple[dict[str, tuple[float, int]], Stats, 
                 meta["total_time"] = float(mt[1])
                 continue
             if s.startswith("index"):
-                started = True
+                started = after_sep = True
                 continue
             if not started:
                 continue
             if s.startswith("-----"):
                 flush()
+                after_sep = True
                 continue
             if not s:
+                after_sep = False
                 continue
             if _PRIMARY.match(line) or _ARC.match(line) or _CALLS_ONLY.match(line) or s == "<spontaneous>":
                 entry.append((no, line))
+            elif entry or after_sep:  # inside an entry: damage, not the explanations
+                raise FormatError(path, f"cannot read this call-graph line: {s[:80]!r}", where=f"line {no}")
             else:
-                flush()
-                section = ""  # the explanations after the table
+                section = ""  # the explanations after the table (after a blank line)
     if section == "graph":
         flush()
+    for idx, name, lno in refs:
+        if idx not in indexes:
+            raise FormatError(path, f"{name} [{idx}] has no entry of its own in the call graph", where=f"line {lno}")
+        if indexes[idx][0] != name and not name.startswith("<cycle"):
+            raise FormatError(
+                path, f"[{idx}] names {name} here but {indexes[idx][0]} in its entry", where=f"line {lno}"
+            )
     return flat, stats, meta
 
 

@@ -164,6 +164,30 @@ def test_errors(tmp_path: Path) -> None:
         perflow.read(DOT, total_time=0)
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("  7.84      2.76", "  7.84      9.76", r"\(line 8\): cumulative seconds 9\.76 are not the running sum"),
+        ("3/3           main [1]", "7/3           main [1]", r"\(line 64\): an arc of 7 calls out of 3 in all"),
+        (
+            "0.33    2.20    1200/1200        solve",
+            "-0.33    2.20    1200/1200        solve",
+            r"\(line 60\): cannot read",
+        ),
+        ("1/1           main [1]", "1/1           main [12]", r"main \[12\] has no entry of its own"),
+        ("5/5           main [1]", "5/5           main [3]", r"\[3\] names main here but solve in its entry"),
+    ],
+    ids=["cumulative", "arc-calls", "negative", "no-entry", "wrong-name"],
+)
+def test_damaged_gprof_text_is_refused(tmp_path: Path, old: str, new: str, message: str) -> None:
+    text = TEXT.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text.replace(old, new), encoding="utf-8")
+    with pytest.raises(FormatError, match=r"bad\.txt.*" + message):
+        perflow.read(bad, format="gprof")
+
+
 def test_damaged_dot_is_refused(tmp_path: Path) -> None:
     lines = DOT.read_text(encoding="utf-8").splitlines(keepends=True)
     lost = tmp_path / "lost.dot"  # the statement of node 4 (kernel) lost: its edges name an undefined node
