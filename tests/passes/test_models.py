@@ -217,7 +217,8 @@ def test_values_below_one_drop_log_terms() -> None:
 )
 def test_closed_form_leave_one_out_equals_refitting(seed: int, n: int, block: int) -> None:
     """The leverage formula gives exactly the predictions of refits without each point."""
-    from perflow.passes.models import _fit_batch, smape
+    from perflow.passes._modelfit import _fit_batch
+    from perflow.passes.models import smape
 
     rng = np.random.default_rng(seed)
     p = 2.0 ** np.arange(1, n + 1)
