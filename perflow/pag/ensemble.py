@@ -370,31 +370,15 @@ class Ensemble:
             (linear interpolation), ``max``; ``df.attrs`` holds the metric,
             ``agg`` and unit.
         """
+        from .ensemble_stats import across_runs
+
         v = self.values(metric, agg)
-        mat = v.to_numpy()
-        present = ~np.isnan(mat)
-        n = present.sum(axis=1)
-        has = n > 0
         out = self.tree[["name", "call_path"]].copy()
-        out["n_runs"] = n
-        mean = np.where(has, np.where(present, mat, 0.0).sum(axis=1) / np.maximum(n, 1), np.nan)
-        dev = np.where(present, mat - mean[:, None], 0.0)
-        out["mean"] = mean
-        out["std"] = np.where(n > 1, np.sqrt((dev**2).sum(axis=1) / np.maximum(n - 1, 1)), np.nan)
-        out["min"] = np.where(has, np.where(present, mat, np.inf).min(axis=1, initial=np.inf), np.nan)
-        srt = np.sort(mat, axis=1)  # NaN last: row u's values are srt[u, :n[u]]
-        rows = np.arange(len(mat))
-        for q in percentiles:  # linear interpolation between the closest ranks, as numpy's default
-            pos = q / 100.0 * np.maximum(n - 1, 0)
-            lo = np.floor(pos).astype(np.int64)
-            hi = np.minimum(lo + 1, np.maximum(n - 1, 0))
-            with np.errstate(invalid="ignore"):
-                val = srt[rows, lo] + (srt[rows, hi] - srt[rows, lo]) * (pos - lo)
-            out[f"p{q:g}"] = np.where(has, val, np.nan)
-        out["max"] = np.where(has, np.where(present, mat, -np.inf).max(axis=1, initial=-np.inf), np.nan)
+        for col, val in across_runs(v.to_numpy(), percentiles).items():
+            out[col] = val
         unit = v.attrs["unit"]
         over = f"{agg} over each run's processes, then across the runs having the path"
-        stat_cols = ["mean", "std", "min", *[f"p{q:g}" for q in percentiles], "max"]
+        stat_cols = [c for c in out.columns if c not in ("name", "call_path", "n_runs")]
         out.attrs.update(
             {
                 "metric": metric,
