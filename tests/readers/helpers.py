@@ -35,6 +35,23 @@ def paths(pag: perflow.PAG) -> pd.Series:
     return pag.call_paths()
 
 
+def read_damaged(read, path, outcomes: dict[str, int], *, times: bool = False) -> None:
+    """Read a damaged input: a PAG (counted in ``outcomes["pag"]``; with ``times`` its times checked) or a
+    FormatError naming it (``outcomes["error"]``); anything else fails the calling test."""
+    from perflow.errors import FormatError
+
+    try:
+        pag = read(path)
+    except FormatError as exc:
+        assert str(path) in str(exc), f"the error does not name the input: {exc}"
+        outcomes["error"] += 1
+    else:
+        assert isinstance(pag, perflow.PAG)
+        if times:
+            check_times(pag, consistent=False)
+        outcomes["pag"] += 1
+
+
 def fuzz_file(read, src, tmp_path, *, truncations: int = 12, flips: int = 20, seed: int = 7) -> dict[str, int]:
     """Truncated copies and copies with flipped bytes of ``src``: each reads to a PAG or a FormatError naming it.
 
@@ -43,21 +60,12 @@ def fuzz_file(read, src, tmp_path, *, truncations: int = 12, flips: int = 20, se
     """
     import random
 
-    from perflow.errors import FormatError
-
     raw = src.read_bytes()
     rng = random.Random(seed)
     outcomes = {"pag": 0, "error": 0}
 
     def attempt(p) -> None:
-        try:
-            pag = read(p)
-        except FormatError as exc:
-            assert str(p) in str(exc), f"the error does not name the file: {exc}"
-            outcomes["error"] += 1
-        else:
-            assert isinstance(pag, perflow.PAG)
-            outcomes["pag"] += 1
+        read_damaged(read, p, outcomes)
 
     for i in range(truncations):
         p = tmp_path / f"t{i}{src.suffix}"

@@ -153,25 +153,11 @@ def test_partitioned_program_agrees(archive, pag):
     """Three processes in three partitions (the Dask engine's program, on a local runtime): the same waits."""
     import pandas as pd
 
-    from perflow.pag.partitioned import LocalRuntime
-    from perflow.trace.analyses import vertex_roles
-    from perflow.trace.pipeline import BuildOptions, build
-    from perflow.trace.split import definitions_only, split_blocks
-    from perflow.trace.waitparts import program
+    from tests.trace.partkit import partitioned_wait_instances
 
     raw = decode(archive)
     local = pag.analyses.get(WAIT_INSTANCES)
-    parts, processes, assign = split_blocks(raw, 3)
-    assert len(parts) == 3
-    rt = LocalRuntime(3, jobs=1)
-    try:
-        built = build(rt, parts, definitions_only(raw), processes, assign, BuildOptions(False, True, False))
-        roles, regions = vertex_roles(pag)
-        names = pag.vertex_table["name"].astype(str).to_numpy()
-        dist = program(built, names, window=100, late_receiver="synchronous", early_reduce="latest",
-                       roles=roles, regions=regions)  # fmt: skip
-    finally:
-        rt.close()
+    dist = partitioned_wait_instances(raw, pag, 3)
     assert len(dist) == 9
     pd.testing.assert_frame_equal(dist, local)
 

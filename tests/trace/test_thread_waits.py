@@ -95,27 +95,13 @@ def test_decoders_agree(example):
 
 def test_partitioned_program_equals_local(example2):
     """Two processes in two partitions (the Dask engine's program, on a local runtime) give the same table."""
-    from perflow.pag.partitioned import LocalRuntime
-    from perflow.trace.analyses import vertex_roles
-    from perflow.trace.pipeline import BuildOptions, build
-    from perflow.trace.split import definitions_only, split_blocks
-    from perflow.trace.waitparts import program
+    from tests.trace.partkit import partitioned_wait_instances
 
     raw = decode(example2)
     pag = build_pag(raw)
     local = pag.analyses.get(WAIT_INSTANCES)
     assert len(local) == 18 and set(local["process"]) == {0, 1}
-    parts, processes, assign = split_blocks(raw, 2)
-    assert len(parts) == 2
-    rt = LocalRuntime(2, jobs=1)
-    try:
-        built = build(rt, parts, definitions_only(raw), processes, assign, BuildOptions(False, True, False))
-        roles, regions = vertex_roles(pag)
-        names = pag.vertex_table["name"].astype(str).to_numpy()
-        dist = program(built, names, window=100, late_receiver="synchronous", early_reduce="latest",
-                       roles=roles, regions=regions)  # fmt: skip
-    finally:
-        rt.close()
+    dist = partitioned_wait_instances(raw, pag, 2)
     pd.testing.assert_frame_equal(dist, local)
 
 
