@@ -144,7 +144,7 @@ def comm_in(pag: PAG) -> dict[str, np.ndarray]:
 
 
 #: wait-state families followed like communication edges (their waits name the call waited for)
-_SYNC_FAMILIES = {"rma": "rma", "thread": "thread"}
+_SYNC_FAMILIES = ("rma", "thread")
 
 
 def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -161,8 +161,8 @@ def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     from perflow.trace.waits import WAIT_KINDS
 
     w = pag.analyses.get(WAIT_INSTANCES)
-    fam = np.array([_SYNC_FAMILIES.get(WAIT_KINDS[k].family, "") for k in w["kind"].astype(str)], dtype=object)
-    keep = (fam != "") & (w["interval"].to_numpy() >= 0) & (w["cause_interval"].to_numpy() >= 0)
+    fam = np.array([WAIT_KINDS[k].family for k in w["kind"].astype(str)], dtype=object)
+    keep = np.isin(fam, _SYNC_FAMILIES) & (w["interval"].to_numpy() >= 0) & (w["cause_interval"].to_numpy() >= 0)
     if not keep.any():
         return empty
     iv = tr.intervals

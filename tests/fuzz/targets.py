@@ -260,32 +260,13 @@ def targets() -> list[Target]:
         ),
         (Path("."), Target("saved-pag", "pag", _build_saved_pag, [*G, M.json_values, M.json_deep])),
         # the readers added in round 2 (samples under tests/data, written by the tools themselves)
-        (
-            local / "hatchet",
-            Target(
-                "hatchet-literal",
-                "hatchet",
-                _from(local / "hatchet" / "hatchet-graph-literal.json"),
-                [*T, M.json_values, M.json_values, M.json_deep],
-            ),
-        ),
-        (
-            local / "pyinstrument",
-            Target(
-                "pyinstrument",
-                "pyinstrument",
-                _from(local / "pyinstrument" / "work.pyinstrument.json"),
-                [*T, M.json_values, M.json_values, M.json_deep],
-            ),
-        ),
-        (
-            local / "timemory",
-            Target(
-                "timemory",
-                "timemory",
-                _from(local / "timemory" / "wall.tree.json"),
-                [*T, M.json_values, M.json_values, M.json_deep],
-            ),
+        *(
+            (local / d, Target(name, fmt, _from(local / d / f), [*T, M.json_values, M.json_values, M.json_deep]))
+            for name, fmt, d, f in (
+                ("hatchet-literal", "hatchet", "hatchet", "hatchet-graph-literal.json"),
+                ("pyinstrument", "pyinstrument", "pyinstrument", "work.pyinstrument.json"),
+                ("timemory", "timemory", "timemory", "wall.tree.json"),
+            )
         ),
         (local / "gprof", Target("gprof", "gprof", _from(local / "gprof" / "cg.gprof.txt", text=True), T)),
         (
