@@ -161,7 +161,8 @@ def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     from perflow.trace.waits import WAIT_KINDS
 
     w = pag.analyses.get(WAIT_INSTANCES)
-    fam = np.array([WAIT_KINDS[k].family for k in w["kind"].astype(str)], dtype=object)
+    kind = w["kind"].cat  # one family lookup per kind, not per wait
+    fam = np.array([WAIT_KINDS[str(k)].family for k in kind.categories] + [""], dtype=object)[kind.codes]
     keep = np.isin(fam, _SYNC_FAMILIES) & (w["interval"].to_numpy() >= 0) & (w["cause_interval"].to_numpy() >= 0)
     if not keep.any():
         return empty
