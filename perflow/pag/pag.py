@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import MetricError, PAGError
 from .arith import Arithmetic
 from .frames import aggregate, make_metrics
@@ -234,7 +235,7 @@ class PAG(Arithmetic):
     @property
     def processes(self) -> np.ndarray:
         """Sorted process ids (MPI ranks) that have data."""
-        return np.unique(self.locations["process"].to_numpy())
+        return unique(self.locations["process"].to_numpy())
 
     @property
     def n_processes(self) -> int:

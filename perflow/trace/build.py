@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from .._arrays import unique
 from ..pag.pag import PAG
 from ..pag.partitioned import LocalRuntime
 from .parts import assemble, pag_attrs
@@ -95,7 +96,7 @@ def build_pag(
     if blocks is not None and len(blocks[0]) > 1:
         parts, processes, assign = blocks
     else:
-        processes = np.unique(raw.locations["process"].to_numpy(dtype=np.int64))
+        processes = unique(raw.locations["process"].to_numpy(dtype=np.int64))
         parts, assign = [raw], np.zeros(len(processes), dtype=np.int64)
     rt = LocalRuntime(len(parts), jobs=jobs)
     try:
