@@ -40,8 +40,7 @@ __all__ = [
     "DELAY_COSTS",
     "EXCLUSIVE_BY_VERTEX",
     "ReplaySettings",
-    "REPLAY_POINTS",
-    "REPLAY_COLLECTIVES",
+    "REPLAY_PLAN",
     "ideal_replay",
 ]
 
@@ -212,32 +211,59 @@ EXCLUSIVE_BY_VERTEX = Analysis(
 
 @dataclass(frozen=True)
 class ReplaySettings(Settings):
-    """Which sends wait for their receive to be posted in the ideal-network replay."""
+    """Settings of the replay plan (:func:`perflow.trace.replay.build_plan`).
 
-    late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
+    Attributes
+    ----------
+    late_receiver : {"synchronous", "blocking", "none", "auto"}
+        Which sends wait for their receive to be posted: synchronous ones,
+        every blocking one, none, or (``auto``) synchronous ones and the
+        standard sends whose size the trace shows to use the rendezvous protocol.
+    early_reduce : {"latest", "earliest"}
+        The root of an N-to-1 collective waits for the latest sender, or the first.
+    eager_limit : int
+        With ``auto``: bytes above which a send the trace says nothing about is rendezvous.
+    """
+
+    late_receiver: Literal["synchronous", "blocking", "none", "auto"] = "synchronous"
+    early_reduce: Literal["latest", "earliest"] = "latest"
+    eager_limit: int = 65536
+
+    def check(self) -> None:
+        if self.eager_limit < 0:
+            raise SettingsError(f"setting eager_limit must be >= 0, got {self.eager_limit}")
 
 
-def _replay_points(pag: Any, s: ReplaySettings) -> tuple[np.ndarray, ...]:
-    from .replay import replay_points
+def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
+    from .replay import build_plan
 
-    return replay_points(trace_of(pag), s.late_receiver, pag.analyses.get(LOCATIONS))
+    roles, regions = vertex_roles(pag)
+    return build_plan(
+        trace_of(pag),
+        names=_names(pag),
+        late_receiver=s.late_receiver,
+        early_reduce=s.early_reduce,
+        eager_limit=s.eager_limit,
+        roles=roles,
+        regions=regions,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+    )
 
 
-def _replay_collectives(pag: Any, s: Settings) -> tuple[np.ndarray, ...]:
-    from .replay import collective_classes
+def _replay_plan_program(handle: Any, pag: Any, s: ReplaySettings) -> Any:
+    from .replayparts import program
 
-    return collective_classes(trace_of(pag))
+    roles, regions = vertex_roles(pag)
+    return program(handle, _names(pag), s, roles=roles, regions=regions)
 
 
-REPLAY_POINTS = Analysis(
-    "trace.replay_points",
-    compute=_replay_points,
+REPLAY_PLAN = Analysis(
+    "trace.replay_plan",
+    compute=_replay_plan,
     settings=ReplaySettings,
-    uses=_TRACE,
-    doc="the ideal-network replay's dependency points, sorted by time",
-)
-REPLAY_COLLECTIVES = Analysis(
-    "trace.replay_collectives", compute=_replay_collectives, uses=_TRACE, doc="collective instances by pattern"
+    uses=_TRACE_V,
+    doc="the replay's dependency points and the work between them (perflow.trace.replay.Plan)",
 )
 
 
@@ -248,7 +274,7 @@ def ideal_replay(
     window: tuple[float, float] | None = None,
     late_receiver: str = "synchronous",
 ) -> Any:
-    """:func:`perflow.trace.replay.replay` of a PAG's trace, with the pieces it needs from the PAG's analyses."""
+    """:func:`perflow.trace.replay.replay` of a PAG's trace, on the plan the PAG caches."""
     from .replay import replay
 
     return replay(
@@ -256,8 +282,5 @@ def ideal_replay(
         useful_vertex,
         window=window,
         late_receiver=late_receiver,
-        locs=pag.analyses.get(LOCATIONS),
-        flat=pag.analyses.get(FLAT_TIMELINE),
-        points=pag.analyses.get(REPLAY_POINTS, late_receiver=late_receiver),
-        collectives=pag.analyses.get(REPLAY_COLLECTIVES),
+        plan=pag.analyses.get(REPLAY_PLAN, late_receiver=late_receiver),
     )

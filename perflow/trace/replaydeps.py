@@ -1,0 +1,441 @@
+"""The dependencies a trace replay keeps: issue points, wait points and the waiting they explain.
+
+Every dependency of the recorded run becomes one or more **issue points**
+(a location, a trace time, a channel: "this location got here") and **wait
+points** (a location, the waiting period ``[a, b]`` it spent in the call, the
+channel it waits on, a lag). In the replay (:mod:`perflow.trace.replay`) a
+wait point happens at ``max(local, channel + lag)``: ``local`` is where the
+location's own work since its previous point brings it (the waiting period
+removed, it is recomputed), ``channel`` the latest (for a MIN channel the
+earliest) replayed time of the points issued into it. The recorded waiting
+period is exactly the time the trace shows the location blocked, so a replay
+without changes reproduces every recorded timestamp.
+
+=================================  ===========================================  =================================
+dependency                         issue point (source)                         wait point (waiter, ``[a, b]``)
+=================================  ===========================================  =================================
+message                            enter of the send call ``Es``                call completing the receive:
+                                                                                ``[Er, max(Er, min(Es, Lr))]``
+rendezvous / synchronous send      enter of the call posting the receive        call completing the send:
+                                   ``Erq``                                      ``[Esc, max(Esc, min(Erq, Lsc))]``
+barrier, all-to-all, N-to-1 root   each participant's arrival ``A_j``           ``[E_i, max(E_i, max_j A_j)]``
+1-to-N non-root                    the root's arrival                           ``[E_i, max(E_i, A_root)]``
+scan rank ``k``                    arrivals of ranks below ``k``                ``[E_k, max(E_k, max_{j<k} A_j)]``
+OpenMP barrier (explicit/implicit) each thread's enter                          as a barrier
+lock acquisition ``k``             release of acquisition ``k - 1``             ``[E, max(E, min(R, L))]``
+fork of a parallel region          the master's enter of its instance           a worker's idle time before its
+                                                                                instance, lag = start-up delay
+join                               each worker's leave of its instance          the master's leave (no waiting)
+=================================  ===========================================  =================================
+
+``A_j = min(E_j, begin_j)`` is when a participant arrives (its request, for a
+non-blocking collective), as in :mod:`perflow.trace.collwaits`; ``Es`` is the
+enter of the send call, as in the Late Sender definition
+(:func:`perflow.pag.edges.message_late_sender`). A dependency the trace shows
+was not honoured (a message received before it was sent, a participant
+leaving before the one it depends on arrived) is left out and counted.
+
+Which sends wait for their receive (``late_receiver``): ``"synchronous"``
+(MPI_Ssend/MPI_Issend), ``"blocking"`` (every blocking send, and synchronous
+ones), ``"none"``, or ``"auto"``: synchronous sends, and standard sends whose
+size the trace shows to use the rendezvous protocol (:func:`rendezvous_limit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..pag.edges import test_calls
+from ..pag.instances import Trace
+from .collwaits import _PATTERNS, _comm_rank
+from .flat import Locations
+
+__all__ = [
+    "Dependencies",
+    "dependencies",
+    "protocol_evidence",
+    "rendezvous_limit",
+    "trace_protocol_evidence",
+    "collective_times",
+    "instance_stats",
+    "combine_instance_stats",
+    "scan_rows",
+    "SEND_MODES",
+    "DEFAULT_EAGER_LIMIT",
+]
+
+#: Which sends wait for their receive to be posted in a replay.
+SEND_MODES = ("auto", "synchronous", "blocking", "none")
+#: Bytes above which ``late_receiver="auto"`` takes a standard send the trace says nothing about as rendezvous.
+DEFAULT_EAGER_LIMIT = 65536
+
+
+@dataclass
+class Dependencies:
+    """Issue and wait points of a trace (or of some of its locations), in no particular order.
+
+    Channels ``0 .. n_channels - 1`` are global (messages, collectives);
+    channels from ``n_channels`` on are this part's own (threads: they never
+    leave a process), renumbered when parts are combined.
+    """
+
+    iloc: list[np.ndarray] = field(default_factory=list)
+    itime: list[np.ndarray] = field(default_factory=list)
+    ich: list[np.ndarray] = field(default_factory=list)
+    wloc: list[np.ndarray] = field(default_factory=list)
+    wa: list[np.ndarray] = field(default_factory=list)
+    wb: list[np.ndarray] = field(default_factory=list)
+    wch: list[np.ndarray] = field(default_factory=list)
+    wlag: list[np.ndarray] = field(default_factory=list)
+    n_channels: int = 0
+    n_local: int = 0
+    min_channels: list[np.ndarray] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def issue(self, loc: np.ndarray, time: np.ndarray, ch: np.ndarray) -> None:
+        ok = loc >= 0
+        self.iloc.append(np.asarray(loc, np.int64)[ok])
+        self.itime.append(np.asarray(time, np.float64)[ok])
+        self.ich.append(np.asarray(ch, np.int64)[ok])
+
+    def wait(self, kind: str, loc: np.ndarray, a: np.ndarray, b: np.ndarray, ch: np.ndarray, lag: np.ndarray | None = None) -> None:  # fmt: skip
+        ok = loc >= 0
+        self.wloc.append(np.asarray(loc, np.int64)[ok])
+        self.wa.append(np.asarray(a, np.float64)[ok])
+        self.wb.append(np.asarray(b, np.float64)[ok])
+        self.wch.append(np.asarray(ch, np.int64)[ok])
+        self.wlag.append(np.zeros(int(ok.sum())) if lag is None else np.asarray(lag, np.float64)[ok])
+        self.counts[kind] = self.counts.get(kind, 0) + int(ok.sum())
+
+    def skip(self, kind: str, n: int) -> None:
+        if n:
+            self.counts[f"skipped {kind}"] = self.counts.get(f"skipped {kind}", 0) + int(n)
+
+    @property
+    def skipped(self) -> int:
+        """Dependencies left out (untrusted timestamps)."""
+        return sum(v for k, v in self.counts.items() if k.startswith("skipped "))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """``(iloc, itime, ich, wloc, wa, wb, wch, wlag)`` as flat arrays."""
+        cat = [np.concatenate(x) if x else np.zeros(0, dt) for x, dt in (
+            (self.iloc, np.int64), (self.itime, np.float64), (self.ich, np.int64), (self.wloc, np.int64),
+            (self.wa, np.float64), (self.wb, np.float64), (self.wch, np.int64), (self.wlag, np.float64))]  # fmt: skip
+        return tuple(cat)
+
+
+def protocol_evidence(
+    m: pd.DataFrame, esc: np.ndarray, lsc: np.ndarray, erq: np.ndarray, mixed: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    """What some messages show of the send protocol: the largest eager size, and the sizes that waited.
+
+    A standard or non-blocking send that completed before its receive was
+    posted (``Lsc < Erq``) was eager; one that waited for it -- the receive
+    was posted after the call completing the send began, the call left after
+    it, and at least half of the call lay before it -- shows rendezvous.
+    ``esc``, ``lsc``, ``erq`` (NaN where unknown): enter and leave of the call
+    completing the send, enter of the call posting the receive; ``mixed``:
+    the call completing the send also completes a receive (an
+    MPI_Sendrecv, a Waitall over both), so its waiting says nothing about
+    the send.
+    """
+    nbytes = m["bytes"].to_numpy().astype(np.int64)
+    mode = m["mode"].to_numpy()
+    ok = np.isfinite(esc) & np.isfinite(lsc) & np.isfinite(erq) & (mode != 1)
+    if mixed is not None:
+        ok &= ~mixed
+    eager = ok & (lsc < erq)
+    waited = ok & (erq > esc) & (lsc >= erq) & (erq - esc >= 0.5 * (lsc - esc))
+    return (int(nbytes[eager].max()) if eager.any() else -1), np.unique(nbytes[waited])
+
+
+def rendezvous_limit(evidence: list[tuple[int, np.ndarray]], eager_limit: int = DEFAULT_EAGER_LIMIT) -> int:
+    """Bytes above which a standard send is rendezvous, from the :func:`protocol_evidence` of the messages.
+
+    MPI switches protocol at a message size: sizes up to the largest eager one
+    are eager; larger ones are rendezvous from the smallest size that waited,
+    or, when none did, above ``eager_limit``.
+    """
+    e_max = max((e for e, _ in evidence), default=-1)
+    waited = np.concatenate([w for _, w in evidence]) if evidence else np.zeros(0, np.int64)
+    above = waited[waited > e_max]
+    return int(above.min()) - 1 if len(above) else max(e_max, int(eager_limit))
+
+
+def _send_calls(m: pd.DataFrame, enter: np.ndarray, leave: np.ndarray, is_test: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per message: may its send wait for the receive, and ``Esc``, ``Lsc``, ``Erq`` (NaN where not)."""
+    si = m["send_interval"].to_numpy().astype(np.int64)
+    ri = m["recv_interval"].to_numpy().astype(np.int64)
+    sc = m["send_complete_interval"].to_numpy().astype(np.int64)
+    rq = m["recv_post_interval"].to_numpy().astype(np.int64)
+    cand = (si >= 0) & (ri >= 0) & ~m["clock_violation"].to_numpy().astype(bool) & (sc >= 0) & (rq >= 0)
+    cand[cand] &= ~is_test[sc[cand]]
+    esc = np.where(cand, enter[np.maximum(sc, 0)], np.nan)
+    lsc = np.where(cand, leave[np.maximum(sc, 0)], np.nan)
+    erq = np.where(cand, enter[np.maximum(rq, 0)], np.nan)
+    mixed = np.isin(sc, ri[ri >= 0])
+    return cand, esc, lsc, erq, sc, rq, mixed
+
+
+def trace_protocol_evidence(trace: Trace, names: np.ndarray | None) -> tuple[int, np.ndarray]:
+    """:func:`protocol_evidence` of a trace's messages."""
+    m = trace.messages
+    if not len(m):
+        return -1, np.zeros(0, np.int64)
+    iv = trace.intervals
+    _, esc, lsc, erq, _, _, mixed = _send_calls(
+        m, iv["enter"].to_numpy(), iv["leave"].to_numpy(), test_calls(trace, names)
+    )
+    return protocol_evidence(m, esc, lsc, erq, mixed)
+
+
+def _p2p(d: Dependencies, trace: Trace, locs: Locations, names: np.ndarray | None, late_receiver: str,
+         eager_limit: int, rendezvous_above: int | None, own: np.ndarray | None, n_messages: int | None) -> None:  # fmt: skip
+    m = trace.messages
+    M = len(m) if n_messages is None else int(n_messages)
+    d.n_channels += 2 * M
+    if not len(m):
+        return
+    iv = trace.intervals
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    si = m["send_interval"].to_numpy().astype(np.int64)
+    ri = m["recv_interval"].to_numpy().astype(np.int64)
+    cv = m["clock_violation"].to_numpy().astype(bool)
+    known = (si >= 0) & (ri >= 0)
+    ok = known & ~cv
+    d.skip("messages", int((known & cv).sum()))
+    rows = np.flatnonzero(ok)
+    mid = _ids(m, own)
+    es, er, lr = enter[si[rows]], enter[ri[rows]], leave[ri[rows]]
+    b = np.maximum(er, np.minimum(es, lr))
+    is_test = test_calls(trace, names)
+    tst = is_test[ri[rows]]  # a completion found by MPI_Test* was not waited for: a dependency without waiting
+    d.issue(locs.of_interval[si[rows]], es, mid[rows])
+    d.wait("messages", locs.of_interval[ri[rows]], np.where(tst, b, er), b, mid[rows])
+    if late_receiver == "none":
+        return
+    mode = m["mode"].to_numpy()
+    cand, esc, lsc, erq, sc, rq, mixed = _send_calls(m, enter, leave, is_test)
+    if late_receiver == "synchronous":
+        sel = cand & (mode == 1)
+    elif late_receiver == "blocking":
+        sel = cand & (mode <= 1)
+    else:
+        above = (
+            rendezvous_above
+            if rendezvous_above is not None
+            else rendezvous_limit([protocol_evidence(m, esc, lsc, erq, mixed)], eager_limit)
+        )
+        sel = cand & ((mode == 1) | (m["bytes"].to_numpy() > above))
+    honoured = sel & (erq <= lsc)
+    d.skip("rendezvous sends", int((sel & ~honoured & (mode == 1)).sum()))
+    k = np.flatnonzero(honoured)
+    d.issue(locs.of_interval[rq[k]], erq[k], M + mid[k])
+    d.wait("rendezvous sends", locs.of_interval[sc[k]], esc[k], np.maximum(esc[k], erq[k]), M + mid[k])
+
+
+def _ids(m: pd.DataFrame, own: np.ndarray | None) -> np.ndarray:
+    """Channel of each message row: its row in the whole trace's message table (``own`` for a part's rows)."""
+    return np.arange(len(m), dtype=np.int64) if own is None else np.asarray(own, dtype=np.int64)
+
+
+def collective_times(trace: Trace) -> tuple[np.ndarray, ...]:
+    """Per collective row (table order): enter ``E`` and leave ``L`` of its call, arrival ``A = min(E, begin)``."""
+    c = trace.collectives
+    iv = trace.intervals
+    row_iv = c["interval"].to_numpy().astype(np.int64)
+    has = (row_iv >= 0) & (len(iv) > 0)
+    begin, end = c["begin"].to_numpy(), c["end"].to_numpy()
+    E = np.where(has, iv["enter"].to_numpy()[np.maximum(row_iv, 0)] if len(iv) else begin, begin)
+    L = np.where(has, iv["leave"].to_numpy()[np.maximum(row_iv, 0)] if len(iv) else end, end)
+    return E, L, np.minimum(E, begin)
+
+
+def instance_stats(trace: Trace, n_instances: int) -> np.ndarray:
+    """Per collective instance (rows of an ``(4, n_instances)`` array): bytes moved, latest arrival, the
+    root's arrival, the earliest arrival of a non-root; a partial result when ``trace`` holds some of the
+    participants (combine with :func:`combine_instance_stats`)."""
+    c = trace.collectives
+    out = np.empty((4, n_instances))
+    out[0], out[1], out[2], out[3] = 0.0, -np.inf, -np.inf, np.inf
+    if not len(c):
+        return out
+    _, _, A = collective_times(trace)
+    inst = c["instance"].to_numpy().astype(np.int64)
+    proc = c["process"].to_numpy().astype(np.int64)
+    root = c["root"].to_numpy().astype(np.int64)
+    is_root = (root >= 0) & (proc == root)
+    np.add.at(out[0], inst, (c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64))
+    np.maximum.at(out[1], inst, A)
+    np.maximum.at(out[2], inst[is_root], A[is_root])
+    np.minimum.at(out[3], inst[~is_root], A[~is_root])
+    return out
+
+
+def combine_instance_stats(parts: list[np.ndarray]) -> np.ndarray:
+    """The whole trace's :func:`instance_stats` from those of its parts."""
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out[0] += p[0]
+        np.maximum(out[1], p[1], out=out[1])
+        np.maximum(out[2], p[2], out=out[2])
+        np.minimum(out[3], p[3], out=out[3])
+    return out
+
+
+def scan_rows(trace: Trace) -> pd.DataFrame:
+    """The participants of scans: ``instance``, ``rank`` (in the communicator), ``process``, ``thread``, ``arrival``."""
+    c = trace.collectives
+    op = c["op"].to_numpy().astype(np.int64)
+    pat = np.where((op >= 0) & (op < len(_PATTERNS)), _PATTERNS[np.clip(op, 0, len(_PATTERNS) - 1)], -1)
+    k = np.flatnonzero(pat == 4)
+    _, _, A = collective_times(trace)
+    proc = c["process"].to_numpy().astype(np.int64)
+    rank = _comm_rank(trace, c["comm"].to_numpy().astype(np.int64)[k], proc[k])
+    out = pd.DataFrame({"instance": c["instance"].to_numpy()[k].astype(np.int64), "rank": rank, "process": proc[k],
+                        "thread": c["thread"].to_numpy()[k].astype(np.int64), "arrival": A[k]})  # fmt: skip
+    return out.sort_values(["instance", "rank", "process", "thread"], kind="stable").reset_index(drop=True)
+
+
+def _collectives(d: Dependencies, trace: Trace, locs: Locations, early_reduce: str, n_instances: int | None,
+                 stats: np.ndarray | None, scans: pd.DataFrame | None) -> None:  # fmt: skip
+    c = trace.collectives
+    base = d.n_channels
+    G = int(n_instances) if n_instances is not None else (int(c["instance"].max()) + 1 if len(c) else 0)
+    scans = scans if scans is not None else scan_rows(trace)
+    d.n_channels += 3 * G + len(scans)
+    if not len(c):
+        return
+    stats = stats if stats is not None else instance_stats(trace, G)
+    inst = c["instance"].to_numpy().astype(np.int64)
+    E, L, A = collective_times(trace)
+    proc = c["process"].to_numpy().astype(np.int64)
+    loc = locs.lookup(proc, c["thread"].to_numpy())
+    op = c["op"].to_numpy().astype(np.int64)
+    pat = np.where((op >= 0) & (op < len(_PATTERNS)), _PATTERNS[np.clip(op, 0, len(_PATTERNS) - 1)], -1)
+    sync = (pat == 0) | ((pat > 0) & (stats[0][inst] > 0))
+    root = c["root"].to_numpy().astype(np.int64)
+    is_root = (root >= 0) & (proc == root)
+    ch_all, ch_root, ch_min = base + inst, base + G + inst, base + 2 * G + inst
+    latest = stats[1][inst]
+    # every participant of a barrier or all-to-all waits for all; the root of an N-to-1 operation too
+    reduce_all = (pat == 3) & (early_reduce == "latest")
+    _collective_wait(d, sync & ((pat <= 1) & (pat >= 0) | (reduce_all & is_root)), loc, E, L, latest, ch_all)
+    d.issue(np.where(sync & (((pat <= 1) & (pat >= 0)) | reduce_all), loc, -1), A, ch_all)
+    # the non-roots of a 1-to-N operation wait for the root
+    a_root = stats[2][inst]
+    _collective_wait(d, sync & (pat == 2) & ~is_root & np.isfinite(a_root), loc, E, L, a_root, ch_root)
+    d.issue(np.where(sync & (pat == 2) & is_root, loc, -1), A, ch_root)
+    # early_reduce="earliest": the root of an N-to-1 operation waits for the first sender only
+    if early_reduce == "earliest":
+        first = stats[3][inst]
+        w = sync & (pat == 3) & is_root & np.isfinite(first)
+        _collective_wait(d, w, loc, E, L, first, ch_min)
+        d.issue(np.where(sync & (pat == 3) & ~is_root, loc, -1), A, ch_min)
+        d.min_channels.append(np.unique(ch_min[w]))
+    # scan: rank k waits for the ranks below it; each lower rank issues into the channel of rank k
+    if len(scans) and (pat == 4).any():
+        s_inst = scans["instance"].to_numpy()
+        s_key = np.stack([s_inst, scans["process"].to_numpy(), scans["thread"].to_numpy()])
+        s_rank, s_arr = scans["rank"].to_numpy(), scans["arrival"].to_numpy()
+        k = np.flatnonzero(sync & (pat == 4))
+        pos = _find_rows(s_key, inst[k], proc[k], c["thread"].to_numpy()[k].astype(np.int64))
+        # waits of the rows here: max arrival below their rank
+        lo = np.searchsorted(s_inst, inst[k])  # first scan row of the instance
+        lower = np.full(len(k), -np.inf)
+        for j in range(len(k)):  # scans are few; their participants are few
+            r = s_rank[pos[j]]
+            a = lo[j]
+            b = int(np.searchsorted(s_inst, inst[k[j]], side="right"))
+            below = s_arr[a:b][s_rank[a:b] < r]
+            if len(below):
+                lower[j] = below.max()
+            # issues of this row into the channels of the higher ranks of its instance
+            hi = np.flatnonzero(s_rank[a:b] > r) + a
+            d.issue(np.full(len(hi), loc[k[j]]), np.full(len(hi), A[k[j]]), base + 3 * G + hi)
+        w = np.isfinite(lower)
+        ch = base + 3 * G + pos
+        _collective_wait(d, w, loc[k], E[k], L[k], lower, ch)
+
+
+def _find_rows(key: np.ndarray, inst: np.ndarray, proc: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """Row of each (instance, process, thread) in the scan table (whose rows ``key`` are)."""
+    width = int(max(key[2].max(initial=0), thr.max(initial=0))) + 1
+    pw = int(max(key[1].max(initial=0), proc.max(initial=0))) + 1
+    k_all = (key[0] * pw + key[1]) * width + key[2]
+    order = np.argsort(k_all, kind="stable")
+    q = (inst * pw + proc) * width + thr
+    return order[np.searchsorted(k_all[order], q)]
+
+
+def _collective_wait(d: Dependencies, sel: np.ndarray, loc: np.ndarray, E: np.ndarray, L: np.ndarray, src: np.ndarray,
+                     ch: np.ndarray) -> None:  # fmt: skip
+    honoured = sel & (src <= L)
+    d.skip("collectives", int((sel & ~honoured).sum()))
+    k = np.flatnonzero(honoured)
+    d.wait("collectives", loc[k], E[k], np.maximum(E[k], src[k]), ch[k])
+
+
+def dependencies(
+    trace: Trace,
+    locs: Locations,
+    *,
+    names: np.ndarray | None = None,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    eager_limit: int = DEFAULT_EAGER_LIMIT,
+    rendezvous_above: int | None = None,
+    roles: np.ndarray | None = None,
+    regions: np.ndarray | None = None,
+    message_ids: np.ndarray | None = None,
+    n_messages: int | None = None,
+    n_instances: int | None = None,
+    instances: np.ndarray | None = None,
+    scans: pd.DataFrame | None = None,
+    interval_ids: np.ndarray | None = None,
+) -> Dependencies:
+    """The dependencies of ``trace`` (see the module docstring).
+
+    Parameters
+    ----------
+    trace : Trace
+        The whole trace, or a partition's part of it (its intervals and the
+        messages and collective rows that touch them).
+    locs : Locations
+        ``locations(trace)``.
+    names : numpy.ndarray, optional
+        Vertex names (MPI_Test* completions are no waiting).
+    late_receiver : {"auto", "synchronous", "blocking", "none"}
+        Which sends wait for their receive to be posted.
+    early_reduce : {"latest", "earliest"}
+        The root of an N-to-1 collective waits for the latest sender or the first.
+    eager_limit : int
+        With ``late_receiver="auto"``: bytes above which a send the trace says nothing about is rendezvous.
+    rendezvous_above : int, optional
+        With ``late_receiver="auto"``: the limit already found (:func:`rendezvous_limit`), for a part.
+    roles, regions : numpy.ndarray, optional
+        Region role and region id per vertex (OpenMP barriers, fork and join).
+    message_ids, n_messages : optional
+        For a part: the row in the whole trace's message table of each of its
+        message rows, and the number of messages of the whole trace.
+    n_instances, instances, scans : optional
+        For a part: the number of collective instances of the whole trace,
+        their :func:`instance_stats` and :func:`scan_rows` (a part holds some
+        of the participants).
+    interval_ids : numpy.ndarray, optional
+        Global row of each interval (a part's intervals); threads are numbered per process from them.
+    """
+    if late_receiver not in SEND_MODES:
+        raise ValueError(f"late_receiver must be one of {SEND_MODES}, not {late_receiver!r}")
+    if early_reduce not in ("latest", "earliest"):
+        raise ValueError(f"early_reduce must be 'latest' or 'earliest', not {early_reduce!r}")
+    d = Dependencies()
+    _p2p(d, trace, locs, names, late_receiver, eager_limit, rendezvous_above, message_ids, n_messages)
+    _collectives(d, trace, locs, early_reduce, n_instances, instances, scans)
+    from .replaythreads import thread_dependencies
+
+    thread_dependencies(d, trace, locs, roles, regions, interval_ids)
+    return d
