@@ -19,19 +19,30 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from perflow.errors import PassError
+from perflow.pag.analysis import Analysis, Settings
 from perflow.pag.pag import PAG
 from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import LOCATIONS, REPLAY_PLAN
+from perflow.trace.analyses import REPLAY_PLAN
 from perflow.trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_plan
 
 from ._tracekit import mpi_vertex_mask, require_trace
 
-__all__ = ["Change", "Scenario", "Prediction", "parse_scenario", "scenarios_from", "predict", "balance_gains"]
+__all__ = [
+    "Change",
+    "Scenario",
+    "Prediction",
+    "parse_scenario",
+    "scenarios_from",
+    "predict",
+    "balance_gains",
+    "pop_gains",
+    "BALANCE_GAIN",
+]
 
 BALANCE = "balance"
 
@@ -334,19 +345,68 @@ def predict(pag: PAG, scenarios: list[Scenario], window: tuple[float, float], pa
     return out
 
 
+@dataclass(frozen=True)
+class BalanceSettings(Settings):
+    """One balance scenario of :data:`BALANCE_GAIN`: a vertex's own work balanced over all locations in
+    ``[t0, t1]``, replayed with sends waiting as ``late_receiver`` says."""
+
+    vertex: int = 0
+    t0: float = 0.0
+    t1: float = 0.0
+    late_receiver: Literal["auto", "synchronous", "blocking", "none"] = "auto"
+
+
+def _balance_gain(pag: PAG, s: BalanceSettings) -> float:
+    plan = replay_plan(pag, "balance_gain", s.late_receiver)
+    sc = Scenario((Change(int(s.vertex), None, BALANCE),))
+    r = run_plan(plan, rates_for(pag, plan, sc, (s.t0, s.t1), "balance_gain", callees=False), (s.t0, s.t1))
+    return (s.t1 - s.t0) - r.runtime
+
+
+#: the predicted saving of balancing one vertex (computed once per PAG, vertex and window: the passes of a
+#: flow that report the same call path share it)
+BALANCE_GAIN = Analysis(
+    "whatif.balance_gain", compute=_balance_gain, settings=BalanceSettings, uses=frozenset({"trace", "vertices"}),
+    doc="predicted runtime saving of balancing one call path's work over the locations (s)",
+)  # fmt: skip
+
+
 def balance_gains(pag: PAG, vertices: np.ndarray, window: tuple[float, float] | None, pass_name: str, *,
-                  late_receiver: str = "auto") -> np.ndarray:  # fmt: skip
-    """Predicted saving (s) of balancing each vertex's own work across all locations (NaN for -1)."""
+                  late_receiver: str = "auto", rows: int = -1) -> np.ndarray:  # fmt: skip
+    """Predicted saving (s) of balancing each vertex's own work across all locations (NaN for -1 and, with
+    ``rows >= 0``, for all but the first ``rows``)."""
     require_trace(pag, pass_name)
     t0, t1 = window if window is not None else pag.trace.span
     v = np.asarray(vertices, dtype=np.int64)
     out = np.full(len(v), np.nan)
     ok = np.flatnonzero(v >= 0)
-    if not len(ok):
-        return out
-    pag.analyses.get(LOCATIONS)
-    plan = replay_plan(pag, pass_name, late_receiver)
-    sc = [Scenario((Change(int(x), None, BALANCE),)) for x in v[ok]]
-    preds = [run_plan(plan, rates_for(pag, plan, s, (t0, t1), pass_name, callees=False), (t0, t1)) for s in sc]
-    out[ok] = [(t1 - t0) - p.runtime for p in preds]
+    if rows >= 0:
+        ok = ok[ok < rows]
+    for i in ok:
+        out[i] = pag.analyses.get(
+            BALANCE_GAIN, owner=f"pass {pass_name!r}", vertex=int(v[i]), t0=float(t0), t1=float(t1),
+            late_receiver=late_receiver,
+        )  # fmt: skip
     return out
+
+
+def pop_gains(pag: PAG, useful: np.ndarray, window: tuple[float, float], pass_name: str, late_receiver: str,
+              ideal_runtime: float) -> dict[str, float]:  # fmt: skip
+    """Predicted savings behind the POP factors over ``window``: every location's computation balanced
+    (``load_balance``), an ideal network (``transfer_efficiency``, ``communication_efficiency``: the part of
+    their loss a faster network recovers), both (``parallel_efficiency``)."""
+    plan = replay_plan(pag, pass_name, late_receiver)
+    t0, t1 = float(window[0]), float(window[1])
+    useful = np.asarray(useful, dtype=bool)
+    vmap = np.where(useful, 0, -1).astype(np.int64)
+    x = _vertex_time(plan, vmap, 1, window)[0]
+    F = np.where(x > 0, x.mean() / np.where(x > 0, x, 1.0), 1.0)[None, :] if len(x) else np.ones((1, 1))
+    balanced = run_plan(plan, Rates(np.ones(len(useful)), vmap, F, 1.0, useful), (t0, t1)).runtime
+    both = run_plan(plan, Rates(useful.astype(np.float64), vmap, F, 0.0, useful), (t0, t1)).runtime
+    T = t1 - t0
+    return {
+        "load_balance": T - balanced,
+        "transfer_efficiency": T - ideal_runtime,
+        "communication_efficiency": T - ideal_runtime,
+        "parallel_efficiency": T - both,
+    }

@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.trace.analyses import DELAY_COSTS
 
-from ._tracekit import call_path_column, name_column, require_trace, source_column
+from ._tracekit import call_path_column, check_choice, name_column, require_trace, source_column
+from ._whatif import balance_gains
+from .whatif import GAIN
 
 __all__ = ["root_cause", "delay_tables"]
 
@@ -33,9 +36,14 @@ def delay_tables(
     long_term: bool = False,
     late_receiver: str = "synchronous",
     early_reduce: str = "latest",
+    gains: int = 20,
+    sort: str = "total",
 ) -> dict[str, Any]:
     """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
     require_trace(pag, pass_name)
+    check_choice(pass_name, "sort", sort, ("total", "gain"))
+    if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
+        raise PassError(f"pass {pass_name!r}: gains={gains!r} must be a number of rows (-1: all, 0: none)")
     res = pag.analyses.get(
         DELAY_COSTS,
         owner=f"pass {pass_name!r}",
@@ -83,6 +91,9 @@ def delay_tables(
     causes.insert(3, "source", source_column(pag, v))
     causes = causes[[*cols, "top_process", "top_process_cost", "causes"]]
     causes = causes.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    causes.insert(cols.index("percent") + 1, GAIN, balance_gains(pag, causes["vertex"].to_numpy(), None, pass_name, rows=gains))
+    if sort == "gain":
+        causes = causes.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     bp["percent"] = 100.0 * bp["total"] / total
     bp = bp.reset_index()
     v = bp["vertex"].to_numpy()
@@ -104,12 +115,18 @@ def delay_tables(
 
 
 @pass_(
-    version="2",
+    version="3",
     tags=("trace", "root-cause", "delay"),
     outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
 )
 def root_cause(
-    pag: PAG, *, long_term: bool = False, late_receiver: str = "synchronous", early_reduce: str = "latest"
+    pag: PAG,
+    *,
+    long_term: bool = False,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    gains: int = 20,
+    sort: str = "total",
 ) -> dict[str, pd.DataFrame]:
     """The call paths that cause the waiting: delay costs of every idle wait state.
 
@@ -127,6 +144,9 @@ def root_cause(
         ``vertex``, ``name``, ``call_path``, ``cost`` (direct delay cost, s),
         ``propagating`` (cost through its own waiting; 0 with long-term
         costs), ``total``, ``percent`` (of all waiting time analysed),
+        ``gain [s]`` (the predicted saving in runtime if the call path's
+        work were balanced over the locations: the what-if replay,
+        :mod:`perflow.passes.whatif`; NaN beyond the first ``gains`` rows),
         ``top_process`` / ``top_process_cost`` (the delaying process with the
         largest share), ``causes`` (the wait kinds it caused, "kind:seconds";
         with long-term costs, the kind of the first wait of each chain).
@@ -145,5 +165,12 @@ def root_cause(
         Which sends can wait for their receiver: "synchronous", "blocking" or "none".
     early_reduce : str
         The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
+    gains : int
+        Causes (from the top) whose gain is predicted (-1: all, 0: none).
+    sort : str
+        Order of ``causes``: by "total" cost or by predicted "gain".
     """
-    return delay_tables(pag, "root_cause", long_term=long_term, late_receiver=late_receiver, early_reduce=early_reduce)
+    return delay_tables(
+        pag, "root_cause", long_term=long_term, late_receiver=late_receiver, early_reduce=early_reduce,
+        gains=gains, sort=sort,
+    )  # fmt: skip

@@ -54,6 +54,7 @@ from perflow.trace.replay import LATE_RECEIVER_MODES
 
 from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
 from ._tracekit import check_choice, non_useful_mask, require_trace
+from .whatif import GAIN
 
 __all__ = [
     "pop_efficiencies",
@@ -272,6 +273,7 @@ def _run_numbers(
     window: Sequence[float] | None = None,
     span: str = "init_finalize",
     late_receiver: str = "synchronous",
+    gains: bool = False,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     if not isinstance(pag, PAG):
         raise PassError(f"pass {pass_name!r} needs PAGs as input, got {type(pag).__name__}")
@@ -289,10 +291,15 @@ def _run_numbers(
     r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=late_receiver)
     e = pop_efficiencies(r.locations["useful"].to_numpy(), r.runtime, r.ideal_runtime)
     e.update(window_start=t0, window_end=t1)
-    return e, {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
+    info = {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
+    if gains:
+        from ._whatif import pop_gains
+
+        info["gains"] = pop_gains(pag, useful, (t0, t1), pass_name, late_receiver, r.ideal_runtime)
+    return e, info
 
 
-@pass_(version="2", tags=("trace", "profile", "pop"))
+@pass_(version="3", tags=("trace", "profile", "pop"))
 def pop_metrics(
     pag: PAG,
     *,
@@ -306,7 +313,15 @@ def pop_metrics(
 
     One row per metric with ``metric``, ``value``, ``level`` (0 parallel
     efficiency, 1 its factors, 2 the factors of communication efficiency,
-    -1 raw numbers), ``unit`` and ``description``. Useful time is time outside
+    -1 raw numbers), ``unit``, ``gain [s]`` and ``description``. The gain is
+    the predicted saving in runtime (the what-if replay,
+    :mod:`perflow.passes.whatif`, over the region of interest) if the
+    factor's loss were fixed: every location's computation balanced
+    (load balance), an ideal network (transfer and communication
+    efficiency: the part of the loss a faster network recovers), both
+    (parallel efficiency); NaN for serialisation (no change of durations
+    removes it: it needs other dependencies) and the raw numbers, and for
+    profiles. Useful time is time outside
     MPI calls (and their callees), OpenMP and threading calls, per (process,
     thread), inside the region of interest (``attrs["region"]`` says which).
     For traces the ideal runtime comes from an ideal-network replay
@@ -334,9 +349,12 @@ def pop_metrics(
         "synchronous" (default), "blocking" or "none".
     """
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
-    e, info = _run_numbers(pag, "pop_metrics", nu, region=region, window=window, span=span, late_receiver=late_receiver)
-    rows = [(k, e[k], lvl, _unit(k), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
-    df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", "description"])
+    e, info = _run_numbers(
+        pag, "pop_metrics", nu, region=region, window=window, span=span, late_receiver=late_receiver, gains=True
+    )
+    g = info.pop("gains", {})
+    rows = [(k, e[k], lvl, _unit(k), g.get(k, np.nan), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
+    df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", GAIN, "description"])
     df.attrs.update(info)
     note = f"Region of interest: {info['region']}."
     if info.get("dependencies_skipped"):

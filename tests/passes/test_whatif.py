@@ -20,19 +20,21 @@ def _if(pag, *scenarios, **kw):
     return dict(zip(t["scenario"], t["runtime_if [s]"]))
 
 
-def overlapping():
-    """Rank 0 runs slow_a for 3 s, rank 1 slow_b for 2 s, at the same time, before a barrier; T = 5."""
+def overlapping(barrier: float = 0.0):
+    """Rank 0 runs slow_a for 3 s, rank 1 slow_b for 2 s, at the same time, before a barrier (which takes
+    ``barrier`` s after the last arrival); T = 5."""
     tb = TraceBuilder(nprocs=2)
+    b = 4 + barrier
     with tb.region(0, "main", 0, 5):
         tb.call(0, "work", 0, 1)
         tb.call(0, "slow_a", 1, 4)
-        tb.call(0, "MPI_Barrier", 4, 4, coll={"op": "barrier"})
-        tb.call(0, "post", 4, 5)
+        tb.call(0, "MPI_Barrier", 4, b, coll={"op": "barrier"})
+        tb.call(0, "post", b, 5)
     with tb.region(1, "main", 0, 5):
         tb.call(1, "work", 0, 1)
         tb.call(1, "slow_b", 1, 3)
-        tb.call(1, "MPI_Barrier", 3, 4, coll={"op": "barrier"})
-        tb.call(1, "post", 4, 5)
+        tb.call(1, "MPI_Barrier", 3, b, coll={"op": "barrier"})
+        tb.call(1, "post", b, 5)
     return tb.build()
 
 
@@ -258,6 +260,46 @@ def test_flow_runs_and_reports():
     flow.set("what_if.scale", 0)
     r = perflow.run(flow, pag=overlapping())
     assert r["what_if"]["gain [s]"].tolist() == [1.0]
+
+
+def test_findings_carry_their_gain():
+    from perflow.passes.critical_path import critical_path_imbalance
+    from perflow.passes.delay import root_cause
+    from perflow.passes.pop import pop_metrics
+
+    pag = overlapping(barrier=0.1)
+    c = root_cause(pag)["causes"].set_index("name")
+    # rank 1 waits 1 s at the barrier for slow_a; balancing slow_a (1.5 s per rank) saves that second
+    assert c.loc["slow_a", "total"] == 1.0 and c.loc["slow_a", "gain [s]"] == pytest.approx(1.0)
+    assert list(root_cause(pag)["causes"].columns[7:9]) == ["percent", "gain [s]"]
+    imb = critical_path_imbalance(pag).set_index("name")
+    # the critical-path imbalance says 1.5 (3 s on the path, 1.5 on average); the replay knows that rank 1's
+    # slow_b (2 s) then sets the pace: 1
+    assert imb.loc["slow_a", "cpi"] == 1.5 and imb.loc["slow_a", "gain [s]"] == pytest.approx(1.0)
+    pop = pop_metrics(pag).set_index("metric")["gain [s]"]
+    # useful time 4.9 and 3.9 s, balanced at 4.4: rank 0 arrives at 4 * 4.4 / 4.9, the barrier's 0.1 s, then
+    # rank 1's post (0.9 * 4.4 / 3.9); with an ideal network without the 0.1 s; the network alone: 0.1 s
+    u0, u1 = 4.4 / 4.9, 4.4 / 3.9
+    assert pop["load_balance"] == pytest.approx(5 - (4 * u0 + 0.1 + 0.9 * u1))
+    assert pop["parallel_efficiency"] == pytest.approx(5 - (4 * u0 + 0.9 * u1))
+    assert pop["transfer_efficiency"] == pytest.approx(0.1) and pop["communication_efficiency"] == pytest.approx(0.1)
+    assert np.isnan(pop["serialisation_efficiency"]) and np.isnan(pop["runtime"])
+    assert np.isnan(root_cause(pag, gains=0)["causes"]["gain [s]"]).all()
+    with pytest.raises(PassError, match="sort='size' is not one of 'total', 'gain'"):
+        root_cause(pag, sort="size")
+
+
+def test_sort_by_gain_ranks_what_saves_most_first():
+    from perflow.passes.critical_path import critical_path_imbalance
+    from perflow.passes.delay import root_cause
+
+    pag = chain()
+    by_total = root_cause(pag)["causes"]
+    by_gain = root_cause(pag, sort="gain")["causes"]
+    assert sorted(by_gain["gain [s]"].dropna(), reverse=True) == by_gain["gain [s]"].dropna().tolist()
+    assert set(by_total["name"]) == set(by_gain["name"])
+    g = critical_path_imbalance(pag, sort="gain")["gain [s]"].to_numpy()
+    assert (np.diff(g[~np.isnan(g)]) <= 0).all()
 
 
 @settings(max_examples=20, deadline=None)
