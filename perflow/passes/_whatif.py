@@ -28,7 +28,7 @@ from perflow.pag.analysis import Analysis, Settings
 from perflow.pag.pag import PAG
 from perflow.pag.tree import descendants_mask
 from perflow.trace.analyses import REPLAY_PLAN
-from perflow.trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_plan
+from perflow.trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_many, run_plan
 
 from ._tracekit import mpi_vertex_mask, require_trace
 
@@ -40,8 +40,8 @@ __all__ = [
     "scenarios_from",
     "predict",
     "balance_gains",
-    "pop_gains",
-    "BALANCE_GAIN",
+    "pop_replays",
+    "BALANCE_GAINS",
 ]
 
 BALANCE = "balance"
@@ -294,8 +294,11 @@ def _location_mask(pag: PAG, plan: Plan, procs: tuple[int, ...] | None, pass_nam
 
 
 def rates_for(pag: PAG, plan: Plan, scenario: Scenario, window: tuple[float, float], pass_name: str, *,
-              callees: bool = True) -> Rates:  # fmt: skip
-    """The replay rates of a scenario: work at its recorded speed, changed as the scenario says."""
+              callees: bool = True, vertex_times: np.ndarray | None = None) -> Rates:  # fmt: skip
+    """The replay rates of a scenario: work at its recorded speed, changed as the scenario says.
+
+    ``vertex_times``: each vertex's own work per location in ``window`` (:func:`vertex_times`), when at hand.
+    """
     n, L = pag.n_vertices, plan.n_locations
     mpi = mpi_vertex_mask(pag)
     vfac = np.ones(n)
@@ -309,9 +312,12 @@ def rates_for(pag: PAG, plan: Plan, scenario: Scenario, window: tuple[float, flo
         where = _location_mask(pag, plan, ch.processes, pass_name)
         row = np.ones(L)
         if ch.scale == BALANCE:
-            one = np.full(n, -1, np.int64)
-            one[verts] = 0
-            x = _vertex_time(plan, one, 1, window)[0]
+            if vertex_times is not None:
+                x = vertex_times[verts].sum(axis=0)
+            else:
+                one = np.full(n, -1, np.int64)
+                one[verts] = 0
+                x = _vertex_time(plan, one, 1, window)[0]
             mean = x[where].mean() if where.any() else 0.0
             sel = where & (x > 0)
             row[sel] = mean / x[sel]
@@ -323,6 +329,11 @@ def rates_for(pag: PAG, plan: Plan, scenario: Scenario, window: tuple[float, flo
             vmap[mine] = len(rows) - 1
     F = np.vstack(rows) if rows else np.ones((1, L))
     return Rates(vfac, vmap, F, 1.0, ~mpi)
+
+
+def vertex_times(plan: Plan, n_vertices: int, window: tuple[float, float]) -> np.ndarray:
+    """Each vertex's own work (waiting excluded) per location inside ``window``: ``(n_vertices, locations)``."""
+    return _vertex_time(plan, np.arange(n_vertices, dtype=np.int64), n_vertices, window)
 
 
 def _vertex_time(plan: Plan, vmap: np.ndarray, R: int, window: tuple[float, float]) -> np.ndarray:
@@ -347,27 +358,31 @@ def predict(pag: PAG, scenarios: list[Scenario], window: tuple[float, float], pa
 
 @dataclass(frozen=True)
 class BalanceSettings(Settings):
-    """One balance scenario of :data:`BALANCE_GAIN`: a vertex's own work balanced over all locations in
-    ``[t0, t1]``, replayed with sends waiting as ``late_receiver`` says."""
+    """Balance scenarios of :data:`BALANCE_GAINS`: each of ``vertices`` (comma-separated ids) on its own, its
+    work balanced over all locations in ``[t0, t1]``, replayed with sends waiting as ``late_receiver`` says."""
 
-    vertex: int = 0
+    vertices: str = ""
     t0: float = 0.0
     t1: float = 0.0
     late_receiver: Literal["auto", "synchronous", "blocking", "none"] = "auto"
 
 
-def _balance_gain(pag: PAG, s: BalanceSettings) -> float:
-    plan = replay_plan(pag, "balance_gain", s.late_receiver)
-    sc = Scenario((Change(int(s.vertex), None, BALANCE),))
-    r = run_plan(plan, rates_for(pag, plan, sc, (s.t0, s.t1), "balance_gain", callees=False), (s.t0, s.t1))
-    return (s.t1 - s.t0) - r.runtime
+def _balance_gains(pag: PAG, s: BalanceSettings) -> dict[int, float]:
+    plan = replay_plan(pag, "balance_gains", s.late_receiver)
+    verts = [int(v) for v in s.vertices.split(",") if v]
+    w = (s.t0, s.t1)
+    rates = [
+        rates_for(pag, plan, Scenario((Change(v, None, BALANCE),)), w, "balance_gains", callees=False) for v in verts
+    ]
+    runtimes = run_many(plan, rates, w)
+    return {v: (s.t1 - s.t0) - float(r) for v, r in zip(verts, runtimes, strict=True)}
 
 
-#: the predicted saving of balancing one vertex (computed once per PAG, vertex and window: the passes of a
-#: flow that report the same call path share it)
-BALANCE_GAIN = Analysis(
-    "whatif.balance_gain", compute=_balance_gain, settings=BalanceSettings, uses=frozenset({"trace", "vertices"}),
-    doc="predicted runtime saving of balancing one call path's work over the locations (s)",
+#: predicted savings of balancing call paths, one replay pass for all of them (cached per PAG, list and
+#: window; :func:`balance_gains` reuses what earlier lists computed, so the passes of a flow share them)
+BALANCE_GAINS = Analysis(
+    "whatif.balance_gains", compute=_balance_gains, settings=BalanceSettings, uses=frozenset({"trace", "vertices"}),
+    doc="predicted runtime saving of balancing each of some call paths' work over the locations (s)",
 )  # fmt: skip
 
 
@@ -376,37 +391,48 @@ def balance_gains(pag: PAG, vertices: np.ndarray, window: tuple[float, float] | 
     """Predicted saving (s) of balancing each vertex's own work across all locations (NaN for -1 and, with
     ``rows >= 0``, for all but the first ``rows``)."""
     require_trace(pag, pass_name)
-    t0, t1 = window if window is not None else pag.trace.span
+    t0, t1 = (float(x) for x in (window if window is not None else pag.trace.span))
     v = np.asarray(vertices, dtype=np.int64)
     out = np.full(len(v), np.nan)
     ok = np.flatnonzero(v >= 0)
     if rows >= 0:
         ok = ok[ok < rows]
-    for i in ok:
-        out[i] = pag.analyses.get(
-            BALANCE_GAIN, owner=f"pass {pass_name!r}", vertex=int(v[i]), t0=float(t0), t1=float(t1),
+    if not len(ok):
+        return out
+    known: dict[int, float] = {}
+    for name, st in pag.analyses.entries():  # what earlier lists of this window computed
+        if name == BALANCE_GAINS.name and (st.t0, st.t1, st.late_receiver) == (t0, t1, late_receiver):
+            known.update(pag.analyses.get(BALANCE_GAINS, st))
+    todo = sorted({int(x) for x in v[ok]} - set(known))
+    if todo:
+        known.update(pag.analyses.get(
+            BALANCE_GAINS, owner=f"pass {pass_name!r}", vertices=",".join(map(str, todo)), t0=t0, t1=t1,
             late_receiver=late_receiver,
-        )  # fmt: skip
+        ))  # fmt: skip
+    out[ok] = [known[int(x)] for x in v[ok]]
     return out
 
 
-def pop_gains(pag: PAG, useful: np.ndarray, window: tuple[float, float], pass_name: str, late_receiver: str,
-              ideal_runtime: float) -> dict[str, float]:  # fmt: skip
-    """Predicted savings behind the POP factors over ``window``: every location's computation balanced
-    (``load_balance``), an ideal network (``transfer_efficiency``, ``communication_efficiency``: the part of
-    their loss a faster network recovers), both (``parallel_efficiency``)."""
+def pop_replays(pag: PAG, useful: np.ndarray, window: tuple[float, float], pass_name: str, late_receiver: str,
+                gains: bool) -> tuple[np.ndarray, float, dict[str, float], Plan]:  # fmt: skip
+    """What the POP metrics need of the replay over ``window``, in one pass: each location's useful time, the
+    runtime on an ideal network (computation at its speed, everything else taking no time but its waiting)
+    and, with ``gains``, the predicted savings behind the factors: every location's computation balanced
+    (``load_balance``), an ideal network (``transfer_efficiency``, ``communication_efficiency``: the part
+    of their loss a faster network recovers), both (``parallel_efficiency``)."""
     plan = replay_plan(pag, pass_name, late_receiver)
     t0, t1 = float(window[0]), float(window[1])
     useful = np.asarray(useful, dtype=bool)
     vmap = np.where(useful, 0, -1).astype(np.int64)
-    x = _vertex_time(plan, vmap, 1, window)[0]
-    F = np.where(x > 0, x.mean() / np.where(x > 0, x, 1.0), 1.0)[None, :] if len(x) else np.ones((1, 1))
-    balanced = run_plan(plan, Rates(np.ones(len(useful)), vmap, F, 1.0, useful), (t0, t1)).runtime
-    both = run_plan(plan, Rates(useful.astype(np.float64), vmap, F, 0.0, useful), (t0, t1)).runtime
-    T = t1 - t0
-    return {
-        "load_balance": T - balanced,
-        "transfer_efficiency": T - ideal_runtime,
-        "communication_efficiency": T - ideal_runtime,
-        "parallel_efficiency": T - both,
-    }
+    x = _vertex_time(plan, vmap, 1, (t0, t1))[0]
+    rates = [Rates.uniform(useful.astype(np.float64), 0.0, useful)]
+    if gains:
+        F = np.where(x > 0, x.mean() / np.where(x > 0, x, 1.0), 1.0)[None, :] if len(x) else np.ones((1, 1))
+        rates += [Rates(np.ones(len(useful)), vmap, F, 1.0, useful), Rates(useful.astype(np.float64), vmap, F, 0.0, useful)]  # fmt: skip
+    runs = run_many(plan, rates, (t0, t1))
+    T, ideal = t1 - t0, float(runs[0])
+    g = {}
+    if gains:
+        g = {"load_balance": T - float(runs[1]), "transfer_efficiency": T - ideal, "communication_efficiency": T - ideal,
+             "parallel_efficiency": T - float(runs[2])}  # fmt: skip
+    return x, ideal, g, plan

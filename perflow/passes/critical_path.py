@@ -119,7 +119,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
+            "ideal_runtime": [ideal_runtime(pag, pass_name)],  # the replay POP uses (its plan is shared)
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],

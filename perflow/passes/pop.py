@@ -255,7 +255,7 @@ def ideal_runtime(
     *,
     window: Sequence[float] | None = None,
     non_useful: Sequence[str] = DEFAULT_NON_USEFUL,
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
 ) -> float:
     """Runtime of a trace (or of a window of it) on an ideal network: the replay's, as POP uses it."""
     require_trace(pag, pass_name)
@@ -272,13 +272,13 @@ def _run_numbers(
     region: str | None = None,
     window: Sequence[float] | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
     gains: bool = False,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     if not isinstance(pag, PAG):
         raise PassError(f"pass {pass_name!r} needs PAGs as input, got {type(pag).__name__}")
     check_choice(pass_name, "late_receiver", late_receiver, LATE_RECEIVER_MODES)
-    if pag.trace is None or not len(pag.trace.intervals):
+    if pag.trace is None or not pag.trace.n_intervals:
         if window is not None:
             raise PassError(f"pass {pass_name!r}: a time window needs a trace; this PAG is a profile")
         check_choice(pass_name, "span", span, SPANS)
@@ -286,16 +286,14 @@ def _run_numbers(
         e = pop_efficiencies(u, runtime, None)
         e.update(window_start=np.nan, window_end=np.nan)
         return e, {"region": desc}
+    from ._whatif import pop_replays
+
     t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
     useful = ~non_useful_mask(pag, tuple(non_useful))
-    r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=late_receiver)
-    e = pop_efficiencies(r.locations["useful"].to_numpy(), r.runtime, r.ideal_runtime)
+    u, ideal, g, plan = pop_replays(pag, useful, (t0, t1), pass_name, late_receiver, gains)
+    e = pop_efficiencies(u, t1 - t0, ideal)
     e.update(window_start=t0, window_end=t1)
-    info = {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
-    if gains:
-        from ._whatif import pop_gains
-
-        info["gains"] = pop_gains(pag, useful, (t0, t1), pass_name, late_receiver, r.ideal_runtime)
+    info = {"region": desc, "dependencies": plan.dependencies, "dependencies_skipped": plan.skipped, "gains": g}
     return e, info
 
 
@@ -307,7 +305,7 @@ def pop_metrics(
     region: str | None = None,
     window: list[float] | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
 ) -> pd.DataFrame:
     """POP efficiency metrics of one run: parallel efficiency and its factors.
 
@@ -346,7 +344,9 @@ def pop_metrics(
         MPI_Finalize) or ``"run"`` (the whole run).
     late_receiver : str
         In the ideal replay, which sends wait for their receive to be posted:
-        "synchronous" (default), "blocking" or "none".
+        "auto" (default: synchronous sends, and standard sends of a size the
+        trace shows to use the rendezvous protocol), "synchronous",
+        "blocking" or "none".
     """
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
     e, info = _run_numbers(
@@ -395,7 +395,7 @@ def pop_scaling(
     non_useful: list[str] | None = None,
     region: str | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
 ) -> pd.DataFrame:
     """POP metrics across runs of one program at different scales.
 

@@ -35,9 +35,7 @@ _COLUMNS = ["scenario", "runtime [s]", "runtime_if [s]", GAIN, "gain [%]", "path
 def default_scenarios(pag: PAG, window: tuple[float, float], top: int = 5) -> list[Scenario]:
     """What to ask when nothing is asked: an ideal network, and the ``top`` computation functions by time
     balanced and removed."""
-    from perflow.trace.analyses import EXCLUSIVE_BY_VERTEX
-
-    time_v, _ = pag.analyses.get(EXCLUSIVE_BY_VERTEX)
+    time_v = pag.aggregate("time_exc").to_numpy()  # partitioned on an engine: nothing is gathered
     comp = ~mpi_vertex_mask(pag)
     names = pag.vertex_table["name"].astype(str).to_numpy()
     by_name = pd.Series(np.where(comp, time_v, 0.0)).groupby(names).sum().sort_values(ascending=False, kind="stable")

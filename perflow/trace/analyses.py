@@ -7,9 +7,10 @@ passes ask for them instead of recomputing, so the wait-state table that the
 is computed once. :class:`WaitSettings` validates the wait-state settings in
 one place.
 
-The wait-state instances have a partitioned form
-(:func:`perflow.trace.waitparts.program`) that an engine runs where the
-trace's partitions live; the others run on the gathered trace.
+The wait-state instances and the replay plan have partitioned forms
+(:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.replayparts.program`)
+that an engine runs where the trace's partitions live; the others run on the
+gathered trace.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ EXCLUSIVE_BY_VERTEX = Analysis(
 
 @dataclass(frozen=True)
 class ReplaySettings(Settings):
-    """Settings of the replay plan (:func:`perflow.trace.replay.build_plan`).
+    """Settings of the replay plan (:func:`perflow.trace.replayplan.build_plan`).
 
     Attributes
     ----------
@@ -225,7 +226,7 @@ class ReplaySettings(Settings):
         With ``auto``: bytes above which a send the trace says nothing about is rendezvous.
     """
 
-    late_receiver: Literal["synchronous", "blocking", "none", "auto"] = "synchronous"
+    late_receiver: Literal["synchronous", "blocking", "none", "auto"] = "auto"
     early_reduce: Literal["latest", "earliest"] = "latest"
     eager_limit: int = 65536
 
@@ -235,7 +236,7 @@ class ReplaySettings(Settings):
 
 
 def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
-    from .replay import build_plan
+    from .replayplan import build_plan
 
     roles, regions = vertex_roles(pag)
     return build_plan(
@@ -261,6 +262,7 @@ def _replay_plan_program(handle: Any, pag: Any, s: ReplaySettings) -> Any:
 REPLAY_PLAN = Analysis(
     "trace.replay_plan",
     compute=_replay_plan,
+    program=_replay_plan_program,
     settings=ReplaySettings,
     uses=_TRACE_V,
     doc="the replay's dependency points and the work between them (perflow.trace.replay.Plan)",
@@ -272,7 +274,7 @@ def ideal_replay(
     useful_vertex: np.ndarray,
     *,
     window: tuple[float, float] | None = None,
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
 ) -> Any:
     """:func:`perflow.trace.replay.replay` of a PAG's trace, on the plan the PAG caches."""
     from .replay import replay

@@ -3,7 +3,7 @@
 One engine serves the ideal-network replay behind the POP metrics, the
 what-if predictions and the critical path of a predicted run:
 
-1. A **plan** (:func:`build_plan`, computed once per trace and settings;
+1. A **plan** (:func:`perflow.trace.replayplan.build_plan`, computed once per trace and settings;
    :data:`perflow.trace.analyses.REPLAY_PLAN`) holds the dependencies of
    the run (:mod:`perflow.trace.replaydeps`: messages, rendezvous and
    synchronous sends, collectives, OpenMP barriers, locks, fork and join) as
@@ -34,15 +34,14 @@ run ends at ``t1``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..pag.instances import Trace
 from . import replaykernels as K
-from .flat import FlatTimeline, Locations, flat_timeline, locations
-from .replaydeps import SEND_MODES, Dependencies, dependencies
+from .flat import FlatTimeline, Locations
+from .replaydeps import SEND_MODES
 
 __all__ = [
     "Plan",
@@ -50,10 +49,8 @@ __all__ = [
     "Run",
     "Replay",
     "ReplayPath",
-    "build_plan",
-    "plan_part",
-    "combine_parts",
     "run_plan",
+    "run_many",
     "replay_path",
     "replay",
     "LATE_RECEIVER_MODES",
@@ -67,10 +64,13 @@ LATE_RECEIVER_MODES = SEND_MODES
 class Plan:
     """The dependency points and the work between them of a trace (see the module docstring).
 
-    Points (in replay order): ``ptime`` (trace time), ``pkind`` (0 issue,
-    1 wait), ``ploc``, ``pch`` (channel), ``plag``, ``pseg`` (the segment that
-    ends at the point). Pieces: ``soff`` (CSR by segment), ``xs``, ``xd``,
-    ``xv``. Per location (sorted by process, thread): ``process``, ``thread``,
+    Points (in replay order): ``ptime`` (trace time), ``pkind`` (bits:
+    :data:`~perflow.trace.replaykernels.WAIT`, ``MIN`` -- a channel that keeps
+    the earliest issue --, ``FIRST`` -- the channel's first point), ``ploc``,
+    ``pslot`` (the channel's slot: channels that are no longer needed hand
+    their slot on, so the replay's state stays small), ``plag``, ``pseg`` (the
+    segment that ends at the point). Pieces: ``soff`` (CSR by segment),
+    ``xs``, ``xd``, ``xv``. Per location (sorted by process, thread): ``process``, ``thread``,
     ``lseg``/``lnseg`` (its segments), ``lpts``/``lpt0`` (its points in
     order), ``lstart``/``lend`` (first and last event), ``pre_wait`` (its
     time before the first event is waiting: a forked thread).
@@ -81,10 +81,10 @@ class Plan:
     ptime: np.ndarray
     pkind: np.ndarray
     ploc: np.ndarray
-    pch: np.ndarray
+    pslot: np.ndarray
     plag: np.ndarray
     pseg: np.ndarray
-    is_min: np.ndarray
+    n_slots: int
     soff: np.ndarray
     xs: np.ndarray
     xd: np.ndarray
@@ -111,7 +111,7 @@ class Plan:
     @property
     def dependencies(self) -> int:
         """Wait points (dependencies carried)."""
-        return int((self.pkind == K.WAIT).sum())
+        return int(((self.pkind & K.WAIT) != 0).sum())
 
     def pre(self, t0: float, t1: float) -> np.ndarray:
         """Each location's time before its first event inside ``[t0, t1]`` (0 where it is waiting)."""
@@ -121,164 +121,6 @@ class Plan:
     def memory_bytes(self) -> int:
         """Bytes held by the plan's arrays."""
         return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
-
-
-@dataclass
-class PlanPart:
-    """:func:`plan_part` of some locations: their points sorted per location, their pieces, their own channels."""
-
-    process: np.ndarray
-    thread: np.ndarray
-    ptime: np.ndarray
-    pkind: np.ndarray
-    ploc: np.ndarray
-    pch: np.ndarray
-    plag: np.ndarray
-    pseg: np.ndarray
-    min_channels: np.ndarray
-    soff: np.ndarray
-    xs: np.ndarray
-    xd: np.ndarray
-    xv: np.ndarray
-    lseg: np.ndarray
-    lnseg: np.ndarray
-    lstart: np.ndarray
-    lend: np.ndarray
-    pre_wait: np.ndarray
-    n_channels: int
-    n_local: int
-    counts: dict[str, int]
-
-
-def plan_part(deps: Dependencies, locs: Locations, flat: FlatTimeline, own: np.ndarray | None = None) -> PlanPart:
-    """The plan of some locations (``own``: their ids in ``locs``; default all) from their dependencies."""
-    L = len(locs)
-    own = np.arange(L) if own is None else np.asarray(own, dtype=np.int64)
-    keep = np.zeros(L, dtype=bool)
-    keep[own] = True
-    newid = np.full(L + 1, -1, dtype=np.int64)
-    newid[own] = np.arange(len(own))
-    iloc, itime, ich, wloc, wa, wb, wch, wlag = deps.arrays()
-    loc = np.concatenate([iloc, wloc])
-    sel = keep[loc] if len(loc) else np.zeros(0, dtype=bool)
-    loc = newid[loc[sel]]
-    time = np.concatenate([itime, wb])[sel]
-    kind = np.concatenate([np.zeros(len(iloc), np.int8), np.ones(len(wloc), np.int8)])[sel]
-    ch = np.concatenate([ich, wch])[sel]
-    lag = np.concatenate([np.zeros(len(iloc)), wlag])[sel]
-    order = np.lexsort((kind, time, loc))
-    loc, time, kind, ch, lag = loc[order], time[order], kind[order], ch[order], lag[order]
-    n = len(own)
-    poff = np.searchsorted(loc, np.arange(n + 1)).astype(np.int64)
-    pseg = np.arange(len(loc), dtype=np.int64) + loc  # segment j of a location ends at its point j
-    wsel = keep[wloc] & (wb > wa) if len(wloc) else np.zeros(0, dtype=bool)
-    w_l, w_a, w_b = newid[wloc[wsel]], wa[wsel], wb[wsel]
-    wo = np.lexsort((w_a, w_l))
-    ws, we, woff = K.merge_waits(w_l[wo], w_a[wo], w_b[wo], n)
-    # the flat timeline of the own locations, in their order
-    fo = flat.offsets
-    sizes = (fo[own + 1] - fo[own]).astype(np.int64)
-    if len(own) == L:
-        ftime, fvert, foff = flat.time, flat.vertex, fo.astype(np.int64)
-    else:
-        idx = np.concatenate([np.arange(fo[q], fo[q + 1]) for q in own]) if len(own) else np.zeros(0, np.int64)
-        ftime, fvert = flat.time[idx], flat.vertex[idx]
-        foff = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    soff, xs, xd, xv = K.cut_pieces(ftime, fvert.astype(np.int64), foff, time, poff, ws, we, woff)
-    has = sizes > 0
-    lstart = np.where(has, ftime[np.minimum(foff[:-1], max(len(ftime) - 1, 0))], 0.0) if len(ftime) else np.zeros(n)
-    lend = np.where(has, ftime[np.maximum(foff[1:] - 1, 0)], 0.0) if len(ftime) else np.zeros(n)
-    pre_wait = np.zeros(n, dtype=bool)
-    early = w_a <= lstart[w_l] if len(w_l) else np.zeros(0, dtype=bool)
-    pre_wait[w_l[early]] = True
-    mins = np.unique(np.concatenate(deps.min_channels)) if deps.min_channels else np.zeros(0, np.int64)
-    return PlanPart(
-        locs.process[own], locs.thread[own], time, kind, loc, ch, lag, pseg, mins, soff, xs, xd, xv,
-        (poff[:-1] + np.arange(n)).astype(np.int64), (np.diff(poff) + 1).astype(np.int64),
-        lstart, lend, pre_wait, deps.n_channels, deps.n_local, dict(deps.counts),
-    )  # fmt: skip
-
-
-def combine_parts(parts: list[PlanPart]) -> Plan:
-    """The plan of the whole trace from the plans of its parts (disjoint locations, one channel numbering)."""
-    N = parts[0].n_channels
-    proc = np.concatenate([p.process for p in parts]).astype(np.int64)
-    thr = np.concatenate([p.thread for p in parts]).astype(np.int64)
-    gorder = np.lexsort((thr, proc))  # global location ids: sorted by (process, thread)
-    gid = np.empty(len(gorder), np.int64)
-    gid[gorder] = np.arange(len(gorder))
-    cols: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("ptime", "pkind", "ploc", "pch", "plag", "pseg", "xs", "xd", "xv")
-    }
-    soffs, lseg, lnseg, lstart, lend, prew, mins = [], [], [], [], [], [], []
-    counts: dict[str, int] = {}
-    loc0 = seg0 = piece0 = ch0 = 0
-    for p in parts:
-        cols["ptime"].append(p.ptime)
-        cols["pkind"].append(p.pkind)
-        cols["ploc"].append(gid[loc0 + p.ploc])
-        cols["pch"].append(np.where(p.pch >= N, p.pch + ch0, p.pch))
-        cols["plag"].append(p.plag)
-        cols["pseg"].append(p.pseg + seg0)
-        for k in ("xs", "xd", "xv"):
-            cols[k].append(getattr(p, k))
-        soffs.append(p.soff[:-1] + piece0)
-        lseg.append(p.lseg + seg0)
-        lnseg.append(p.lnseg)
-        lstart.append(p.lstart)
-        lend.append(p.lend)
-        prew.append(p.pre_wait)
-        mins.append(np.where(p.min_channels >= N, p.min_channels + ch0, p.min_channels))
-        for k, v in p.counts.items():
-            counts[k] = counts.get(k, 0) + v
-        loc0 += len(p.process)
-        seg0 += len(p.soff) - 1
-        piece0 += len(p.xs)
-        ch0 += p.n_local
-    cat = {k: np.concatenate(v) for k, v in cols.items()}
-    soff = np.r_[np.concatenate(soffs), piece0].astype(np.int64)
-    order = np.lexsort((cat["pkind"], cat["ptime"]))  # issuers before waiters at equal times; stable per location
-    pt = {k: cat[k][order] for k in ("ptime", "pkind", "ploc", "pch", "plag", "pseg")}
-    n_ch = N + ch0
-    is_min = np.zeros(max(n_ch, 1), dtype=bool)
-    m = np.concatenate(mins) if mins else np.zeros(0, np.int64)
-    is_min[m.astype(np.int64)] = True
-    ls, lns = np.concatenate(lseg)[gorder], np.concatenate(lnseg)[gorder]
-    lpts = np.argsort(pt["ploc"], kind="stable").astype(np.int64)
-    npts = np.bincount(pt["ploc"], minlength=len(gorder)) if len(pt["ploc"]) else np.zeros(len(gorder), np.int64)
-    lpt0 = (np.cumsum(npts) - npts).astype(np.int64)
-    return Plan(
-        proc[gorder], thr[gorder], pt["ptime"], pt["pkind"].astype(np.int8), pt["ploc"].astype(np.int64),
-        pt["pch"].astype(np.int64), pt["plag"], pt["pseg"].astype(np.int64), is_min, soff, cat["xs"], cat["xd"],
-        cat["xv"].astype(np.int64), ls, lns, lpts, lpt0, np.concatenate(lstart)[gorder],
-        np.concatenate(lend)[gorder], np.concatenate(prew)[gorder], counts,
-    )  # fmt: skip
-
-
-def build_plan(
-    trace: Trace,
-    *,
-    names: np.ndarray | None = None,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-    eager_limit: int | None = None,
-    roles: np.ndarray | None = None,
-    regions: np.ndarray | None = None,
-    locs: Locations | None = None,
-    flat: FlatTimeline | None = None,
-) -> Plan:
-    """The replay plan of a whole trace (the one-part run of :func:`plan_part` and :func:`combine_parts`).
-
-    Settings as in :func:`perflow.trace.replaydeps.dependencies`.
-    """
-    locs = locs if locs is not None else locations(trace)
-    flat = flat if flat is not None else flat_timeline(trace, locs)
-    kw: dict[str, Any] = {} if eager_limit is None else {"eager_limit": int(eager_limit)}
-    deps = dependencies(
-        trace, locs, names=names, late_receiver=late_receiver, early_reduce=early_reduce, roles=roles,
-        regions=regions, **kw,
-    )  # fmt: skip
-    return combine_parts([plan_part(deps, locs, flat)])
 
 
 @dataclass(frozen=True)
@@ -323,12 +165,36 @@ def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: boo
     t0, t1 = float(window[0]), float(window[1])
     F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
     ends, useful, carried, bind, lastp = K.run(
-        plan.ptime, plan.pkind, plan.ploc, plan.pch, plan.plag, plan.pseg, plan.is_min, len(plan.is_min),
-        plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1),
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1),
         rates.vfac, rates.vmap, np.ascontiguousarray(F, dtype=np.float64), float(rates.ofac), rates.useful,
         t0, t1, bool(path),
     )  # fmt: skip
     return Run(t0, t1, ends, useful, int(carried), bind, lastp)
+
+
+def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.ndarray:
+    """The runtimes of several runs of ``plan`` over ``window`` in one pass (one per set of rates)."""
+    S, L = len(rates), plan.n_locations
+    if not S:
+        return np.zeros(0)
+    nv = max(len(r.vfac) for r in rates)
+    R = max(r.F.shape[0] for r in rates)
+    vfac = np.ones((S, nv))
+    vmap = np.full((S, nv), -1, np.int64)
+    F = np.ones((S, R, max(L, 1)))
+    ofac = np.zeros(S)
+    for i, r in enumerate(rates):
+        vfac[i, : len(r.vfac)] = r.vfac
+        vmap[i, : len(r.vmap)] = r.vmap
+        if r.F.shape[1] == L:
+            F[i, : r.F.shape[0]] = r.F
+        ofac[i] = r.ofac
+    t0, t1 = float(window[0]), float(window[1])
+    ends = K.run_many(
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff,
+        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1), vfac, vmap, F, ofac, t0, t1,
+    )  # fmt: skip
+    return ends.max(axis=1) if L else np.zeros(S)
 
 
 @dataclass(frozen=True)
@@ -409,7 +275,7 @@ def replay(
     useful_vertex: np.ndarray,
     *,
     window: tuple[float, float] | None = None,
-    late_receiver: str = "synchronous",
+    late_receiver: str = "auto",
     plan: Plan | None = None,
     names: np.ndarray | None = None,
     locs: Locations | None = None,
@@ -428,7 +294,8 @@ def replay(
     late_receiver : {"synchronous", "blocking", "none", "auto"}
         Which sends wait for their receive to be posted.
     plan : Plan, optional
-        :func:`build_plan` of the trace with that ``late_receiver``, when at hand (a PAG caches it).
+        :func:`~perflow.trace.replayplan.build_plan` of the trace with that ``late_receiver``, when at hand
+        (a PAG caches it).
     names, locs, flat : optional
         Vertex names, ``locations(trace)`` and ``flat_timeline(trace)`` for building the plan.
     """
@@ -438,9 +305,10 @@ def replay(
     t0, t1 = (float(span[0]), float(span[1])) if window is None else (float(window[0]), float(window[1]))
     if not t1 >= t0:
         raise ValueError(f"the replay window ends before it starts: [{t0}, {t1}]")
-    plan = (
-        plan if plan is not None else build_plan(trace, names=names, late_receiver=late_receiver, locs=locs, flat=flat)
-    )
+    if plan is None:
+        from .replayplan import build_plan
+
+        plan = build_plan(trace, names=names, late_receiver=late_receiver, locs=locs, flat=flat)
     useful = np.asarray(useful_vertex, dtype=bool)
     r = run_plan(plan, Rates.uniform(useful.astype(np.float64), 0.0, useful), (t0, t1))
     table = pd.DataFrame(

@@ -93,7 +93,15 @@ class Dependencies:
     n_channels: int = 0
     n_local: int = 0
     min_channels: list[np.ndarray] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
+    kinds: list[str] = field(default_factory=list)
+    wkind: list[np.ndarray] = field(default_factory=list)
+    skipped_kind: list[np.ndarray] = field(default_factory=list)
+    skipped_loc: list[np.ndarray] = field(default_factory=list)
+
+    def _code(self, kind: str) -> int:
+        if kind not in self.kinds:
+            self.kinds.append(kind)
+        return self.kinds.index(kind)
 
     def issue(self, loc: np.ndarray, time: np.ndarray, ch: np.ndarray) -> None:
         ok = loc >= 0
@@ -103,21 +111,39 @@ class Dependencies:
 
     def wait(self, kind: str, loc: np.ndarray, a: np.ndarray, b: np.ndarray, ch: np.ndarray, lag: np.ndarray | None = None) -> None:  # fmt: skip
         ok = loc >= 0
+        n = int(ok.sum())
         self.wloc.append(np.asarray(loc, np.int64)[ok])
         self.wa.append(np.asarray(a, np.float64)[ok])
         self.wb.append(np.asarray(b, np.float64)[ok])
         self.wch.append(np.asarray(ch, np.int64)[ok])
-        self.wlag.append(np.zeros(int(ok.sum())) if lag is None else np.asarray(lag, np.float64)[ok])
-        self.counts[kind] = self.counts.get(kind, 0) + int(ok.sum())
+        self.wlag.append(np.zeros(n) if lag is None else np.asarray(lag, np.float64)[ok])
+        self.wkind.append(np.full(n, self._code(kind), np.int16))
 
-    def skip(self, kind: str, n: int) -> None:
-        if n:
-            self.counts[f"skipped {kind}"] = self.counts.get(f"skipped {kind}", 0) + int(n)
+    def skip(self, kind: str, loc: np.ndarray) -> None:
+        """Dependencies of ``kind`` left out, one per waiting location in ``loc`` (-1: not held here)."""
+        loc = np.asarray(loc, np.int64)
+        loc = loc[loc >= 0]
+        if len(loc):
+            self.skipped_loc.append(loc)
+            self.skipped_kind.append(np.full(len(loc), self._code(kind), np.int16))
+
+    def counts(self, keep: np.ndarray | None = None) -> dict[str, int]:
+        """Dependencies per kind, and ``"skipped KIND"`` ones, of the locations ``keep`` marks (default all)."""
+        out: dict[str, int] = {}
+        for locs, kinds, prefix in ((self.wloc, self.wkind, ""), (self.skipped_loc, self.skipped_kind, "skipped ")):
+            if not locs:
+                continue
+            loc, kind = np.concatenate(locs), np.concatenate(kinds)
+            if keep is not None:
+                kind = kind[keep[loc]]
+            for code, n in zip(*np.unique(kind, return_counts=True), strict=True):
+                out[prefix + self.kinds[int(code)]] = int(n)
+        return out
 
     @property
     def skipped(self) -> int:
         """Dependencies left out (untrusted timestamps)."""
-        return sum(v for k, v in self.counts.items() if k.startswith("skipped "))
+        return sum(v for k, v in self.counts().items() if k.startswith("skipped "))
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """``(iloc, itime, ich, wloc, wa, wb, wch, wlag)`` as flat arrays."""
@@ -180,8 +206,11 @@ def _send_calls(m: pd.DataFrame, enter: np.ndarray, leave: np.ndarray, is_test: 
     return cand, esc, lsc, erq, sc, rq, mixed
 
 
-def trace_protocol_evidence(trace: Trace, names: np.ndarray | None) -> tuple[int, np.ndarray]:
-    """:func:`protocol_evidence` of a trace's messages."""
+def trace_protocol_evidence(
+    trace: Trace, names: np.ndarray | None, senders: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    """:func:`protocol_evidence` of a trace's messages (those sent by the processes ``senders``, for a part:
+    the sender's side sees whether the call completing the send also completed a receive)."""
     m = trace.messages
     if not len(m):
         return -1, np.zeros(0, np.int64)
@@ -189,6 +218,9 @@ def trace_protocol_evidence(trace: Trace, names: np.ndarray | None) -> tuple[int
     _, esc, lsc, erq, _, _, mixed = _send_calls(
         m, iv["enter"].to_numpy(), iv["leave"].to_numpy(), test_calls(trace, names)
     )
+    if senders is not None:
+        mine = np.isin(m["send_process"].to_numpy(), senders)
+        m, esc, lsc, erq, mixed = m[mine], esc[mine], lsc[mine], erq[mine], mixed[mine]
     return protocol_evidence(m, esc, lsc, erq, mixed)
 
 
@@ -206,7 +238,7 @@ def _p2p(d: Dependencies, trace: Trace, locs: Locations, names: np.ndarray | Non
     cv = m["clock_violation"].to_numpy().astype(bool)
     known = (si >= 0) & (ri >= 0)
     ok = known & ~cv
-    d.skip("messages", int((known & cv).sum()))
+    d.skip("messages", locs.of_interval[ri[known & cv]])
     rows = np.flatnonzero(ok)
     mid = _ids(m, own)
     es, er, lr = enter[si[rows]], enter[ri[rows]], leave[ri[rows]]
@@ -231,7 +263,7 @@ def _p2p(d: Dependencies, trace: Trace, locs: Locations, names: np.ndarray | Non
         )
         sel = cand & ((mode == 1) | (m["bytes"].to_numpy() > above))
     honoured = sel & (erq <= lsc)
-    d.skip("rendezvous sends", int((sel & ~honoured & (mode == 1)).sum()))
+    d.skip("rendezvous sends", locs.of_interval[sc[sel & ~honoured & (mode == 1)]])
     k = np.flatnonzero(honoured)
     d.issue(locs.of_interval[rq[k]], erq[k], M + mid[k])
     d.wait("rendezvous sends", locs.of_interval[sc[k]], esc[k], np.maximum(esc[k], erq[k]), M + mid[k])
@@ -374,7 +406,7 @@ def _find_rows(key: np.ndarray, inst: np.ndarray, proc: np.ndarray, thr: np.ndar
 def _collective_wait(d: Dependencies, sel: np.ndarray, loc: np.ndarray, E: np.ndarray, L: np.ndarray, src: np.ndarray,
                      ch: np.ndarray) -> None:  # fmt: skip
     honoured = sel & (src <= L)
-    d.skip("collectives", int((sel & ~honoured).sum()))
+    d.skip("collectives", loc[sel & ~honoured])
     k = np.flatnonzero(honoured)
     d.wait("collectives", loc[k], E[k], np.maximum(E[k], src[k]), ch[k])
 

@@ -24,9 +24,11 @@ import numpy as np
 
 from .flat import njit
 
-__all__ = ["merge_waits", "cut_pieces", "run", "walk", "charge", "vertex_time"]
+__all__ = ["merge_waits", "cut_pieces", "run", "run_many", "walk", "charge", "vertex_time", "WAIT", "MIN", "FIRST"]
 
-ISSUE, WAIT = 0, 1
+#: bits of a point's kind: a wait point (else an issue point); its channel keeps the earliest issue (else the
+#: latest); the first point of its channel (the slot starts empty)
+WAIT, MIN, FIRST = 1, 2, 4
 
 
 @njit
@@ -155,7 +157,7 @@ def _seg_work(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, useful, t0, t1, uac
 
 @njit
 def run(  # type: ignore[no-untyped-def]
-    ptime, pkind, ploc, pch, plag, pseg, is_min, n_ch, soff, xs, xd, xv, lseg, lnseg, pre,
+    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, pre,
     vfac, vmap, F, ofac, useful, t0, t1, want_bind,
 ):  # fmt: skip
     """Replay the points for one set of rates (see the module docstring).
@@ -175,8 +177,8 @@ def run(  # type: ignore[no-untyped-def]
     lastp = np.full(L, -1, np.int64)
     for q in range(L):
         ideal[q] = pre[q] * ofac
-    cval = np.zeros(n_ch)
-    csrc = np.full(n_ch, -1, np.int64)
+    cval = np.zeros(max(n_slots, 1))
+    csrc = np.full(max(n_slots, 1), -1, np.int64)
     P = ptime.shape[0]
     bind = np.full(P if want_bind else 0, -1, np.int64)
     carried = 0
@@ -192,9 +194,12 @@ def run(  # type: ignore[no-untyped-def]
         if s1 + 1 > nxt[loc]:
             nxt[loc] = s1 + 1
         v = ideal[loc] + acc
-        c = pch[i]
-        if pkind[i] == ISSUE:
-            if csrc[c] < 0 or (v < cval[c] if is_min[c] else v > cval[c]):
+        c = pslot[i]
+        k = pkind[i]
+        if k & FIRST:
+            csrc[c] = -1
+        if not (k & WAIT):
+            if csrc[c] < 0 or (v < cval[c] if k & MIN else v > cval[c]):
                 cval[c] = v
                 csrc[c] = i
         elif csrc[c] >= 0:
@@ -212,6 +217,94 @@ def run(  # type: ignore[no-untyped-def]
             acc += _seg_work(s, q, soff, xs, xd, xv, vfac, vmap, F, ofac, useful, t0, t1, uacc)
         ideal[q] += acc
     return ideal, uacc, carried, bind, lastp
+
+
+@njit
+def _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc):  # type: ignore[no-untyped-def]
+    S = acc.shape[0]
+    for j in range(S):
+        acc[j] = 0.0
+    for p in range(soff[s], soff[s + 1]):
+        a = xs[p]
+        b = a + xd[p]
+        if a < t0:
+            a = t0
+        if b > t1:
+            b = t1
+        if b <= a:
+            continue
+        d = b - a
+        v = xv[p]
+        if v < 0:
+            for j in range(S):
+                acc[j] += d * ofac[j]
+            continue
+        for j in range(S):
+            r = vfac[j, v]
+            m = vmap[j, v]
+            if m >= 0:
+                r *= F[j, m, loc]
+            acc[j] += d * r
+
+
+@njit
+def run_many(  # type: ignore[no-untyped-def]
+    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, pre, vfac, vmap, F, ofac, t0, t1,
+):  # fmt: skip
+    """:func:`run` for ``S`` sets of rates at once (``vfac``/``vmap``: ``(S, n_vertices)``, ``F``:
+    ``(S, R, L)``, ``ofac``: ``(S,)``): each location's replayed end per set, ``(S, L)``."""
+    L = lseg.shape[0]
+    S = ofac.shape[0]
+    ideal = np.zeros((S, L))
+    nxt = lseg.copy()
+    for q in range(L):
+        for j in range(S):
+            ideal[j, q] = pre[q] * ofac[j]
+    ns = max(n_slots, 1)
+    cval = np.zeros((ns, S))
+    cset = np.zeros(ns, np.bool_)
+    acc = np.zeros(S)
+    for i in range(ptime.shape[0]):
+        t = ptime[i]
+        if t > t1:
+            break
+        loc = ploc[i]
+        s1 = pseg[i]
+        for s in range(nxt[loc], s1 + 1):
+            _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc)
+            for j in range(S):
+                ideal[j, loc] += acc[j]
+        if s1 + 1 > nxt[loc]:
+            nxt[loc] = s1 + 1
+        c = pslot[i]
+        k = pkind[i]
+        if k & FIRST:
+            cset[c] = False
+        if not (k & WAIT):
+            if not cset[c]:
+                for j in range(S):
+                    cval[c, j] = ideal[j, loc]
+                cset[c] = True
+            elif k & MIN:
+                for j in range(S):
+                    if ideal[j, loc] < cval[c, j]:
+                        cval[c, j] = ideal[j, loc]
+            else:
+                for j in range(S):
+                    if ideal[j, loc] > cval[c, j]:
+                        cval[c, j] = ideal[j, loc]
+        elif cset[c]:
+            lag = plag[i]
+            for j in range(S):
+                src = cval[c, j] + lag
+                if src > ideal[j, loc]:
+                    ideal[j, loc] = src
+    for q in range(L):
+        for s in range(nxt[q], lseg[q] + lnseg[q]):
+            _seg_many(s, q, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc)
+            for j in range(S):
+                ideal[j, q] += acc[j]
+    return ideal
 
 
 @njit
@@ -237,7 +330,7 @@ def walk(ploc, pkind, pseg, bind, lseg, lnseg, lpts, lpt0, lastp, start_loc):  #
         found = -1
         j = i
         while j >= 0:
-            if pkind[j] == WAIT and bind[j] >= 0:
+            if (pkind[j] & WAIT) != 0 and bind[j] >= 0:
                 found = j
                 break
             pos = pseg[j] - lseg[loc]

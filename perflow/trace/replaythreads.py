@@ -53,7 +53,7 @@ def thread_dependencies(
         np.maximum.at(latest, inst, enter[B])
         src = latest[inst]
         ok = src <= leave[B]
-        d.skip("thread barriers", int((~ok).sum()))
+        d.skip("thread barriers", loc[B[~ok]])
         d.issue(loc[B], enter[B], first + inst)
         k = np.flatnonzero(ok)
         d.wait("thread barriers", loc[B[k]], enter[B[k]], np.maximum(enter[B[k]], src[k]), first + inst[k])
@@ -83,7 +83,7 @@ def _fork_join(d, trace: Trace, locs: Locations, P: np.ndarray, team: np.ndarray
     a = _idle_since(iv, locs, pw)
     c = enter[mw]
     ok = c <= enter[pw]
-    d.skip("forks", int((~ok).sum()))
+    d.skip("forks", loc[pw[~ok]])
     d.issue(loc[p[is_master]], enter[p[is_master]], fork + t[is_master])
     k = np.flatnonzero(ok)
     lag = np.maximum(0.0, enter[pw[k]] - np.maximum(c[k], a[k]))
@@ -95,7 +95,7 @@ def _fork_join(d, trace: Trace, locs: Locations, P: np.ndarray, team: np.ndarray
     src = last[t[is_master]]
     has = np.isfinite(src)
     okj = has & (src <= leave[mrows])
-    d.skip("joins", int((has & ~okj).sum()))
+    d.skip("joins", loc[mrows[has & ~okj]])
     k = np.flatnonzero(okj)
     d.wait("joins", loc[mrows[k]], leave[mrows[k]], leave[mrows[k]], join + t[is_master][k])
 
@@ -145,12 +145,12 @@ def _locks(d, trace: Trace, locs: Locations, interval_ids: np.ndarray | None) ->
     L = np.where(has, iv["leave"].to_numpy()[np.maximum(li, 0)], acq)
     cand = other & np.isfinite(R)
     ok = cand & (R <= L)
-    d.skip("locks", int((cand & ~ok).sum()))
+    loc = locs.lookup(proc, thr)
+    d.skip("locks", loc[cand & ~ok])
     k = np.flatnonzero(ok)
     if not len(k):
         return
     first = _new_channels(d, len(k))
     ch = first + np.arange(len(k))
-    loc = locs.lookup(proc, thr)
     d.issue(loc[prev[k]], R[k], ch)
     d.wait("locks", loc[k], E[k], np.maximum(E[k], R[k]), ch)
