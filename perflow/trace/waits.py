@@ -66,9 +66,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ..pag.analysis import Settings, SettingsError
 from ..pag.edges import LateReceiver, group_by_call, late_receiver_sends, message_late_sender, test_calls
 from ..pag.instances import Trace
+from ..pag.settings import Settings, SettingsError
 from .flat import Locations, locations, njit
 
 __all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "WaitSettings", "wait_instances", "p2p_waits", "IDLE_KINDS"]
@@ -81,7 +81,7 @@ class WaitSettings(Settings):
     """Settings of the wait-state analysis (and of everything computed from its table): declared once here.
 
     Every pass that reads the wait states takes these as its keyword
-    settings (:func:`perflow.pag.analysis.settings_keywords`), and the
+    settings (:func:`perflow.pag.settings.settings_keywords`), and the
     functions of this module default to them.
 
     Attributes
