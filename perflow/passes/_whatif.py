@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +27,9 @@ from perflow.errors import PassError
 from perflow.pag.analysis import Analysis, Settings
 from perflow.pag.pag import PAG
 from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import REPLAY_PLAN
+from perflow.trace.analyses import REPLAY_PLAN, ReplaySettings
 from perflow.trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_many, run_plan
+from perflow.trace.replaydeps import ReplayMode
 
 from ._tracekit import mpi_vertex_mask, require_trace
 
@@ -277,10 +278,12 @@ class Prediction:
         return self.run.runtime
 
 
-def replay_plan(pag: PAG, pass_name: str, late_receiver: str = "auto") -> Plan:
-    """The PAG's replay plan (computed once per PAG and setting)."""
+def replay_plan(pag: PAG, pass_name: str, settings: ReplaySettings | str | None = None) -> Plan:
+    """The PAG's replay plan (computed once per PAG and settings; a str: ``late_receiver``)."""
     require_trace(pag, pass_name)
-    return pag.analyses.get(REPLAY_PLAN, owner=f"pass {pass_name!r}", late_receiver=late_receiver)
+    if isinstance(settings, str):
+        settings = ReplaySettings(late_receiver=settings)
+    return pag.analyses.get(REPLAY_PLAN, settings or ReplaySettings(), owner=f"pass {pass_name!r}")
 
 
 def _location_mask(pag: PAG, plan: Plan, procs: tuple[int, ...] | None, pass_name: str) -> np.ndarray:
@@ -345,9 +348,9 @@ def _vertex_time(plan: Plan, vmap: np.ndarray, R: int, window: tuple[float, floa
 
 
 def predict(pag: PAG, scenarios: list[Scenario], window: tuple[float, float], pass_name: str, *,
-            late_receiver: str = "auto", callees: bool = True, path: bool = True) -> list[Prediction]:  # fmt: skip
-    """Replay each scenario over ``window``; with ``path`` also its critical path."""
-    plan = replay_plan(pag, pass_name, late_receiver)
+            settings: ReplaySettings | str | None = None, callees: bool = True, path: bool = True) -> list[Prediction]:  # fmt: skip
+    """Replay each scenario over ``window`` (``settings``: of the replay plan); with ``path`` also its critical path."""
+    plan = replay_plan(pag, pass_name, settings)
     out = []
     for sc in scenarios:
         rates = rates_for(pag, plan, sc, window, pass_name, callees=callees)
@@ -364,7 +367,7 @@ class BalanceSettings(Settings):
     vertices: str = ""
     t0: float = 0.0
     t1: float = 0.0
-    late_receiver: Literal["auto", "synchronous", "blocking", "none"] = "auto"
+    late_receiver: ReplayMode = ReplaySettings.late_receiver
 
 
 def _balance_gains(pag: PAG, s: BalanceSettings) -> dict[int, float]:
@@ -387,7 +390,7 @@ BALANCE_GAINS = Analysis(
 
 
 def balance_gains(pag: PAG, vertices: np.ndarray, window: tuple[float, float] | None, pass_name: str, *,
-                  late_receiver: str = "auto", rows: int = -1) -> np.ndarray:  # fmt: skip
+                  late_receiver: ReplayMode = ReplaySettings.late_receiver, rows: int = -1) -> np.ndarray:  # fmt: skip
     """Predicted saving (s) of balancing each vertex's own work across all locations (NaN for -1 and, with
     ``rows >= 0``, for all but the first ``rows``)."""
     require_trace(pag, pass_name)
@@ -413,14 +416,14 @@ def balance_gains(pag: PAG, vertices: np.ndarray, window: tuple[float, float] | 
     return out
 
 
-def pop_replays(pag: PAG, useful: np.ndarray, window: tuple[float, float], pass_name: str, late_receiver: str,
-                gains: bool) -> tuple[np.ndarray, float, dict[str, float], Plan]:  # fmt: skip
+def pop_replays(pag: PAG, useful: np.ndarray, window: tuple[float, float], pass_name: str,
+                settings: ReplaySettings | str | None, gains: bool) -> tuple[np.ndarray, float, dict[str, float], Plan]:  # fmt: skip
     """What the POP metrics need of the replay over ``window``, in one pass: each location's useful time, the
     runtime on an ideal network (computation at its speed, everything else taking no time but its waiting)
     and, with ``gains``, the predicted savings behind the factors: every location's computation balanced
     (``load_balance``), an ideal network (``transfer_efficiency``, ``communication_efficiency``: the part
     of their loss a faster network recovers), both (``parallel_efficiency``)."""
-    plan = replay_plan(pag, pass_name, late_receiver)
+    plan = replay_plan(pag, pass_name, settings)
     t0, t1 = float(window[0]), float(window[1])
     useful = np.asarray(useful, dtype=bool)
     vmap = np.where(useful, 0, -1).astype(np.int64)

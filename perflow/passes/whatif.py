@@ -18,7 +18,8 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.replay import LATE_RECEIVER_MODES
+from perflow.pag.settings import settings_keywords
+from perflow.trace.analyses import ReplaySettings
 
 from ._roi import SPANS, trace_window
 from ._tracekit import OUTSIDE, call_path_column, check_choice, mpi_vertex_mask, name_column, require_trace
@@ -97,6 +98,7 @@ def what_if_table(pag: PAG, preds: list[Prediction], window: tuple[float, float]
     tags=("trace", "what-if", "replay"),
     outputs={"what_if": pd.DataFrame, "paths": pd.DataFrame},
 )
+@settings_keywords(ReplaySettings, "replay_settings")
 def what_if(
     pag: PAG,
     *,
@@ -106,11 +108,11 @@ def what_if(
     network: float | None = None,
     scenarios: Any = None,
     callees: bool = True,
-    late_receiver: str = "auto",
     span: str = "run",
     window: list[float] | None = None,
     region: str | None = None,
     top: int = 3,
+    replay_settings: ReplaySettings,
 ) -> dict[str, pd.DataFrame]:
     """Predicted runtime if a function were faster, balanced or removed, or the network faster.
 
@@ -152,10 +154,6 @@ def what_if(
         or mappings with ``function``, ``processes``, ``scale``, ``network``.
     callees : bool
         A function's time includes its callees (MPI calls in there excluded).
-    late_receiver : str
-        Which sends wait for their receive: "auto" (synchronous ones, and
-        standard ones of a size the trace shows to be rendezvous),
-        "synchronous", "blocking" or "none".
     span : str
         Region of interest without window or region: "run" (the whole trace) or
         "init_finalize" (from the end of MPI_Init to the start of MPI_Finalize).
@@ -167,7 +165,6 @@ def what_if(
         Functions and ranks named in ``path_functions`` / ``path_ranks``.
     """
     require_trace(pag, "what_if")
-    check_choice("what_if", "late_receiver", late_receiver, LATE_RECEIVER_MODES)
     check_choice("what_if", "span", span, SPANS)
     if not isinstance(top, int) or isinstance(top, bool) or top < 1:
         raise PassError(f"pass 'what_if': top={top!r} must be a positive integer")
@@ -176,8 +173,8 @@ def what_if(
                         scenarios=scenarios)  # fmt: skip
     if not sc:
         sc = default_scenarios(pag, (t0, t1))
-    base = predict(pag, [Scenario((), "as recorded (replayed)")], (t0, t1), "what_if", late_receiver=late_receiver, path=False)[0]  # fmt: skip
-    preds = predict(pag, sc, (t0, t1), "what_if", late_receiver=late_receiver, callees=callees)
+    base = predict(pag, [Scenario((), "as recorded (replayed)")], (t0, t1), "what_if", settings=replay_settings, path=False)[0]  # fmt: skip
+    preds = predict(pag, sc, (t0, t1), "what_if", settings=replay_settings, callees=callees)
     table, paths = what_if_table(pag, preds, (t0, t1), top)
     T = t1 - t0
     table.attrs.update(region=desc, replayed_runtime=base.runtime)

@@ -35,20 +35,24 @@ enter of the send call, as in the Late Sender definition
 was not honoured (a message received before it was sent, a participant
 leaving before the one it depends on arrived) is left out and counted.
 
-Which sends wait for their receive (``late_receiver``): ``"synchronous"``
-(MPI_Ssend/MPI_Issend), ``"blocking"`` (every blocking send, and synchronous
-ones), ``"none"``, or ``"auto"``: synchronous sends, and standard sends whose
-size the trace shows to use the rendezvous protocol (:func:`rendezvous_limit`).
+Which sends wait for their receive (``late_receiver``): as the wait states
+count Late Receiver (:func:`perflow.pag.edges.late_receiver_sends`:
+``"blocking"``, every send completed in a blocking call; ``"synchronous"``,
+MPI_Ssend/MPI_Issend; ``"none"``), or ``"auto"``: of the sends completed in a
+blocking call, the synchronous ones and those whose size the trace shows to
+use the rendezvous protocol (:func:`rendezvous_limit`) -- the replay asks
+which sends *would* wait if their receiver were later, not which did.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
 
-from ..pag.edges import test_calls
+from ..pag.edges import LATE_RECEIVER_MODES, late_receiver_sends, test_calls
 from ..pag.instances import Trace
 from .collwaits import _PATTERNS, _comm_rank
 from .flat import Locations
@@ -64,11 +68,14 @@ __all__ = [
     "combine_instance_stats",
     "scan_rows",
     "SEND_MODES",
+    "ReplayMode",
     "DEFAULT_EAGER_LIMIT",
 ]
 
-#: Which sends wait for their receive to be posted in a replay.
-SEND_MODES = ("auto", "synchronous", "blocking", "none")
+#: Which sends wait for their receive to be posted in a replay: "auto" (by protocol), or as the wait states say.
+ReplayMode = Literal["auto", "blocking", "synchronous", "none"]
+SEND_MODES: tuple[str, ...] = get_args(ReplayMode)
+assert set(SEND_MODES) == {"auto", *LATE_RECEIVER_MODES}
 #: Bytes above which ``late_receiver="auto"`` takes a standard send the trace says nothing about as rendezvous.
 DEFAULT_EAGER_LIMIT = 65536
 
@@ -191,19 +198,24 @@ def rendezvous_limit(evidence: list[tuple[int, np.ndarray]], eager_limit: int = 
     return int(above.min()) - 1 if len(above) else max(e_max, int(eager_limit))
 
 
-def _send_calls(m: pd.DataFrame, enter: np.ndarray, leave: np.ndarray, is_test: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per message: may its send wait for the receive, and ``Esc``, ``Lsc``, ``Erq`` (NaN where not)."""
-    si = m["send_interval"].to_numpy().astype(np.int64)
+def _send_calls(trace: Trace, names: np.ndarray | None, is_test: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per message: can its send wait for the receive (it completes in a blocking call, as the wait states
+    count Late Receiver: :func:`perflow.pag.edges.late_receiver_sends`), is it synchronous, ``Esc``, ``Lsc``,
+    ``Erq`` (NaN where it cannot wait), the rows of the calls completing the send and posting the receive, and
+    whether its waiting says nothing of the protocol (synchronous, or the call also completes a receive)."""
+    m = trace.messages
+    iv = trace.intervals
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
     ri = m["recv_interval"].to_numpy().astype(np.int64)
     sc = m["send_complete_interval"].to_numpy().astype(np.int64)
     rq = m["recv_post_interval"].to_numpy().astype(np.int64)
-    cand = (si >= 0) & (ri >= 0) & ~m["clock_violation"].to_numpy().astype(bool) & (sc >= 0) & (rq >= 0)
-    cand[cand] &= ~is_test[sc[cand]]
+    cand = late_receiver_sends(trace, names, "blocking", is_test) & (m["send_interval"].to_numpy() >= 0) & (ri >= 0)
+    sync = late_receiver_sends(trace, names, "synchronous", is_test) & cand
     esc = np.where(cand, enter[np.maximum(sc, 0)], np.nan)
     lsc = np.where(cand, leave[np.maximum(sc, 0)], np.nan)
     erq = np.where(cand, enter[np.maximum(rq, 0)], np.nan)
-    mixed = np.isin(sc, ri[ri >= 0])
-    return cand, esc, lsc, erq, sc, rq, mixed
+    mixed = sync | np.isin(sc, ri[ri >= 0])
+    return cand, sync, esc, lsc, erq, sc, rq, mixed
 
 
 def trace_protocol_evidence(
@@ -214,10 +226,7 @@ def trace_protocol_evidence(
     m = trace.messages
     if not len(m):
         return -1, np.zeros(0, np.int64)
-    iv = trace.intervals
-    _, esc, lsc, erq, _, _, mixed = _send_calls(
-        m, iv["enter"].to_numpy(), iv["leave"].to_numpy(), test_calls(trace, names)
-    )
+    _, _, esc, lsc, erq, _, _, mixed = _send_calls(trace, names, test_calls(trace, names))
     if senders is not None:
         mine = np.isin(m["send_process"].to_numpy(), senders)
         m, esc, lsc, erq, mixed = m[mine], esc[mine], lsc[mine], erq[mine], mixed[mine]
@@ -249,21 +258,20 @@ def _p2p(d: Dependencies, trace: Trace, locs: Locations, names: np.ndarray | Non
     d.wait("messages", locs.of_interval[ri[rows]], np.where(tst, b, er), b, mid[rows])
     if late_receiver == "none":
         return
-    mode = m["mode"].to_numpy()
-    cand, esc, lsc, erq, sc, rq, mixed = _send_calls(m, enter, leave, is_test)
+    cand, sync, esc, lsc, erq, sc, rq, mixed = _send_calls(trace, names, is_test)
     if late_receiver == "synchronous":
-        sel = cand & (mode == 1)
+        sel = sync
     elif late_receiver == "blocking":
-        sel = cand & (mode <= 1)
+        sel = cand
     else:
         above = (
             rendezvous_above
             if rendezvous_above is not None
             else rendezvous_limit([protocol_evidence(m, esc, lsc, erq, mixed)], eager_limit)
         )
-        sel = cand & ((mode == 1) | (m["bytes"].to_numpy() > above))
+        sel = cand & (sync | (m["bytes"].to_numpy() > above))
     honoured = sel & (erq <= lsc)
-    d.skip("rendezvous sends", locs.of_interval[sc[sel & ~honoured & (mode == 1)]])
+    d.skip("rendezvous sends", locs.of_interval[sc[sel & ~honoured & sync]])
     k = np.flatnonzero(honoured)
     d.issue(locs.of_interval[rq[k]], erq[k], M + mid[k])
     d.wait("rendezvous sends", locs.of_interval[sc[k]], esc[k], np.maximum(esc[k], erq[k]), M + mid[k])
