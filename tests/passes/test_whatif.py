@@ -302,6 +302,24 @@ def test_sort_by_gain_ranks_what_saves_most_first():
     assert (np.diff(g[~np.isnan(g)]) <= 0).all()
 
 
+def test_the_replayed_critical_path_is_the_critical_path():
+    import pandas as pd
+
+    from perflow.passes._whatif import Scenario, predict
+    from perflow.passes.critical_path import critical_path
+
+    pag = synthetic.trace(nprocs=5, iterations=6, seed=3, late_sender=0.3, imbalance=0.5)
+    prof = critical_path(pag)["profile"]
+    p = predict(pag, [Scenario(())], pag.trace.span, "test", settings="blocking")[0]
+    names = [*pag.vertex_table["name"].astype(str), "<outside regions>"]
+    got = pd.Series(p.path.by_vertex).groupby(names).sum()
+    # nothing changed, the sends waiting as the wait states say: the path of the replay is the wait states' one
+    # (the replay also counts the time before the path's first location starts, outside every region)
+    for name, cp in zip(prof["name"].astype(str), prof["cp_time"], strict=True):
+        assert got.get(name, 0.0) == pytest.approx(cp, abs=1e-12), name
+    assert got.sum() == pytest.approx(p.runtime)
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), nprocs=st.integers(2, 6), late=st.floats(0.0, 1.0),
        imbalance=st.floats(0.0, 2.0), factor=st.floats(0.0, 1.0))  # fmt: skip
