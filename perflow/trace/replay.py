@@ -225,10 +225,11 @@ def replay_path(plan: Plan, run: Run, rates: Rates, n_vertices: int) -> ReplayPa
         float(rates.ofac), run.t0, run.t1, int(n_vertices), L,
     )  # fmt: skip
     hl, hp, cph = hl[::-1], hp[::-1], cph[::-1]
-    begin = np.where(hp >= 0, plan.ptime[np.maximum(hp, 0)], np.maximum(plan.lstart[hl], run.t0))
+    pt = plan.ptime if len(plan.ptime) else np.zeros(1)
+    begin = np.where(hp >= 0, pt[np.maximum(hp, 0)], np.maximum(plan.lstart[hl], run.t0))
     nxt = np.r_[hp[1:], -1]
     src = run.bind[np.maximum(nxt, 0)] if len(run.bind) else np.zeros(len(nxt), np.int64)
-    stop = np.where(nxt >= 0, plan.ptime[np.maximum(src, 0)], np.minimum(plan.lend[hl], run.t1))
+    stop = np.where(nxt >= 0, pt[np.maximum(src, 0)], np.minimum(plan.lend[hl], run.t1))
     rest = run.runtime - float(cpv.sum())  # lags and time before the first event: outside the path's pieces
     cpv[n_vertices] += max(rest, 0.0)
     st = pd.DataFrame(

@@ -225,6 +225,14 @@ def test_window_and_region_of_interest():
     assert t["runtime [s]"] == 4.0 and t["runtime_if [s]"] == 1.0
 
 
+def test_a_run_without_communication():
+    tb = TraceBuilder(nprocs=1)
+    tb.call(0, "a", 0, 2)
+    tb.call(0, "b", 2, 3)
+    t = what_if(tb.build(), function="a", scale=0.5)["what_if"].iloc[0]
+    assert (t["runtime_if [s]"], t["path_functions"], t["path_ranks"]) == (2.0, "a (50%), b (50%)", "0 (100%)")
+
+
 def test_errors_name_the_setting():
     pag = overlapping()
     with pytest.raises(
