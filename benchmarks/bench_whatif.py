@@ -48,7 +48,7 @@ def _warm_up() -> None:
     import numpy as np
 
     from perflow import synthetic
-    from perflow.passes._whatif import balance_gains
+    from perflow.passes._gains import balance_gains
     from perflow.passes.critical_path import critical_path
     from perflow.passes.delay import root_cause
     from perflow.passes.pop import pop_metrics
@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
     _warm_up()
     import perflow
-    from perflow.passes._whatif import BALANCE, Change, Scenario, balance_gains, rates_for
+    from perflow.passes._gains import balance_gains
+    from perflow.passes._whatif import BALANCE, Change, Scenario, rates_for
     from perflow.passes.critical_path import critical_path
     from perflow.passes.delay import root_cause
     from perflow.passes.pop import pop_metrics

@@ -36,6 +36,7 @@ from perflow.pag.settings import settings_keywords
 from perflow.trace.waits import WaitSettings
 
 from ._common import grouped
+from ._gains import balance_gains
 from ._render import declare_aggregates
 from ._tracekit import (
     OUTSIDE,
@@ -50,7 +51,6 @@ from ._tracekit import (
     source_column,
 )
 from ._waittime import charged_per_process
-from ._whatif import balance_gains
 from .pop import ideal_runtime
 from .whatif import GAIN
 

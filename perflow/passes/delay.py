@@ -23,8 +23,8 @@ from perflow.pag.pag import PAG
 from perflow.pag.settings import settings_keywords
 from perflow.trace.analyses import DELAY_COSTS, DelaySettings
 
+from ._gains import balance_gains
 from ._tracekit import call_path_column, check_choice, name_column, require_trace, source_column
-from ._whatif import balance_gains
 from .whatif import GAIN
 
 __all__ = ["root_cause", "delay_tables"]

@@ -286,7 +286,7 @@ def _run_numbers(
         e = pop_efficiencies(u, runtime, None)
         e.update(window_start=np.nan, window_end=np.nan)
         return e, {"region": desc}
-    from ._whatif import pop_replays
+    from ._gains import pop_replays
 
     t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
     useful = ~non_useful_mask(pag, tuple(non_useful))

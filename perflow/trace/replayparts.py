@@ -28,15 +28,8 @@ from ..pag.partitioned import Each
 from .flat import flat_timeline, locations
 from .pipeline import Built
 from .replay import Plan
-from .replaydeps import (
-    DEFAULT_EAGER_LIMIT,
-    combine_instance_stats,
-    dependencies,
-    instance_stats,
-    rendezvous_limit,
-    scan_rows,
-    trace_protocol_evidence,
-)
+from .replaycolls import combine_instance_stats, instance_stats, scan_rows
+from .replaydeps import DEFAULT_EAGER_LIMIT, dependencies, rendezvous_limit, trace_protocol_evidence
 from .replayplan import PlanPart, combine_parts, plan_part
 from .stages import PartTables, local_rows
 from .waitparts import (
