@@ -193,7 +193,11 @@ class Models:
     n_terms, n_points : numpy.ndarray
         Terms besides the constant, and measurements used, per row.
     smape, cv_smape, ar2, rss : numpy.ndarray
-        Quality of each row's model (percent for the SMAPEs).
+        Quality of each row's model (percent for the SMAPEs; see the module docstring).
+    extrap_smape : numpy.ndarray
+        Leave-one-out SMAPE at the largest process count each row was
+        measured at (percent): the error of the model's hypothesis, fitted
+        to the smaller scales, at the largest one.
     """
 
     params: list[str]
@@ -205,6 +209,7 @@ class Models:
     cv_smape: np.ndarray
     ar2: np.ndarray
     rss: np.ndarray
+    extrap_smape: np.ndarray
     notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
