@@ -34,12 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RecordError
-from .filters import Filter, compile_time_lists
+from .filters import DEFAULT_FILTER, Filter, compile_time_lists
 
 __all__ = ["InstrumentOptions", "compiler_for", "instrumented_argv", "DEFAULT_EXCLUDED_DIRS", "LANGUAGES"]
 
-#: Directories whose functions are never instrumented by default (system and compiler headers).
-DEFAULT_EXCLUDED_DIRS = ("/usr/include/", "/usr/lib/gcc/", "/usr/local/include/")
+#: Directories whose functions are never instrumented by default (system and compiler headers):
+#: the file rules of :data:`perflow.recorder.filters.DEFAULT_FILTER`, as GCC's substrings.
+DEFAULT_EXCLUDED_DIRS = tuple(compile_time_lists(DEFAULT_FILTER)[0])
 
 #: wrapper name -> (environment variable naming the compiler, MPI wrapper names to look for)
 LANGUAGES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -278,9 +278,10 @@ def record(
     fmap = None
     if filter is not None and not is_python(program):
         from .filtermap import map_filter
-        from .filters import read_filter
+        from .filters import DEFAULT_FILTER, Filter, read_filter
 
-        fmap = map_filter(read_filter(filter), exe)
+        # the default's name rules first (std::, ...; its file rules act at compile time), the file's decide
+        fmap = map_filter(Filter(names=list(DEFAULT_FILTER.names)) + read_filter(filter), exe)
         mapped = rawdir / "filter.map"
         mapped.write_text(fmap.text(), encoding="utf-8")
         env["PERFLOW_RECORD_FILTER"] = str(mapped.resolve())

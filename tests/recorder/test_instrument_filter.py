@@ -238,3 +238,24 @@ def test_filtered_recording_and_build(first, recorded, build, toolchain, tmp_pat
     bodies = dict(part.split(">:\n", 1) for part in dis.split("\n\n") if ">:\n" in part)
     hooked = {k.split("<", 1)[1] for k, v in bodies.items() if "__cyg_profile_func_enter" in v}
     assert "_Z4tinyd" not in hooked and "_Z7descendR5Fieldi" in hooked
+
+
+def test_score_command(first, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: ANN001
+    """``perflow score RUN`` prints the table and writes a filter that ``perflow cxx --filter`` accepts."""
+    from perflow.cli.main import main
+
+    run = first.result.outdir
+    out = tmp_path / "lean.filter"
+    assert main(["score", str(run), "-g", str(out), "--top", "0"]) == 0
+    text = capsys.readouterr().out
+    assert "region" in text.splitlines()[4] and f"filter written to {out}" in text
+    assert "tiny(double)" in out.read_text() and "SCOREP_REGION_NAMES_BEGIN" in out.read_text()
+    assert main(["score", str(run), "-f", str(out)]) == 0  # shows what that filter excludes
+    assert any(
+        line.split()[:1] == ["-"] and line.endswith("tiny(double)") for line in capsys.readouterr().out.splitlines()
+    )
+    assert main(["cxx", "--compiler", "g++", "--show", "--filter", str(out), "--", "-c", "x.cpp"]) == 0
+    cmd = capsys.readouterr().out
+    assert "-finstrument-functions-exclude-function-list=" in cmd and "tiny" in cmd
+    assert main(["score", str(tmp_path / "nothing")]) != 0
+    assert "no rawtrace.npz" in capsys.readouterr().err
