@@ -23,13 +23,12 @@ from dataclasses import dataclass, field
 
 from ..errors import RecordError
 from .filters import Filter
-from .symbols import Resolver
+from .symbols import Resolver, is_system_module
 
 __all__ = ["FilterMap", "map_filter", "function_symbols"]
 
 log = logging.getLogger(__name__)
 
-_SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/", "/opt/")
 _CLONE = re.compile(r"\s*\[clone [^\]]*\]$")
 
 
@@ -98,7 +97,7 @@ def _modules(program: str) -> list[str]:
         m = re.search(r"=>\s*(\S+)\s+\(0x", line)
         if m:
             lib = os.path.realpath(m.group(1))
-            if not lib.startswith(_SYSTEM_DIRS) and "libpfrec" not in lib and lib not in mods:
+            if not is_system_module(lib) and "libpfrec" not in lib and lib not in mods:
                 mods.append(lib)
     return mods
 

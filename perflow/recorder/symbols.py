@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import PerflowError
 from .decode import Mapping
 
-__all__ = ["Resolver", "Frame", "is_mpi_module", "clean_name"]
+__all__ = ["Resolver", "Frame", "is_mpi_module", "is_system_module", "clean_name"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,14 @@ def clean_name(name: str, file: str = "") -> str:
 def is_mpi_module(module: str) -> bool:
     """Whether a module is part of the MPI library or the recorder (not the user's code)."""
     return bool(_MPI_MODULE.match(Path(module).name))
+
+
+_SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/")
+
+
+def is_system_module(module: str) -> bool:
+    """A system library or the MPI library: its frames keep the symbolizer's names (no user function there)."""
+    return os.path.realpath(module).startswith(_SYSTEM_DIRS) or is_mpi_module(module)
 
 
 def _elf_is_dyn(path: str) -> bool:
@@ -162,7 +170,7 @@ class Resolver:
                 name = self._symbol(module, off)
                 chain[-1] = chain[-1]._replace(function=name)
             self._done[(module, off)] = chain
-        if module and self._llvm and Path(module).is_file():
+        if module and self._llvm and Path(module).is_file() and not is_system_module(module):
             self._identify(module, [self._done[(module, o)] for o in todo])
         else:
             for off in todo:
