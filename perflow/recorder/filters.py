@@ -314,7 +314,7 @@ def base_name(name: str) -> str:
     return s[cut + 1 :] if cut >= 0 and not s[cut + 1 :].startswith(("<", ">")) else s
 
 
-def compile_time_lists(flt: Filter) -> tuple[list[str], list[str], list[str]]:
+def compile_time_lists(flt: Filter, fortran: bool = False) -> tuple[list[str], list[str], list[str]]:
     """What of a filter GCC's ``-finstrument-functions-exclude-file-list``/``-function-list`` can express.
 
     GCC leaves a function uninstrumented when one of the listed strings is a
@@ -326,7 +326,8 @@ def compile_time_lists(flt: Filter) -> tuple[list[str], list[str], list[str]]:
     ``Domain::xd``: GCC cannot anchor a substring) or ``*text*``. Rules that
     a later ``INCLUDE`` of the same kind could undo, name prefixes
     (``std::*``) and ``MANGLED`` rules stay for the run-time filter of
-    ``perflow record``.
+    ``perflow record``. gfortran's name of a module procedure is the
+    procedure's alone (``fortran=True``: ``solver::step`` gives ``step``).
 
     Returns
     -------
@@ -355,6 +356,8 @@ def compile_time_lists(flt: Filter) -> tuple[list[str], list[str], list[str]]:
             literal = re.sub(r"\\(.)", r"\1", core)
             if kind == "region" and r.pattern == core:
                 literal = base_name(literal)
+                if fortran:
+                    literal = literal.rsplit("::", 1)[-1]
             if not why and "," in literal:
                 why = "a comma (GCC's list separator)"
             if not why and not literal:

@@ -52,6 +52,7 @@ LANGUAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 _SOURCE_EXT = {
     ".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".f", ".for", ".f90", ".f95", ".f03", ".f08", ".F", ".F90",
 }  # fmt: skip
+_FORTRAN_EXT = {".f", ".for", ".f90", ".f95", ".f03", ".f08"}
 
 
 @dataclass
@@ -147,7 +148,8 @@ def instrumented_argv(compiler: list[str], args: list[str], opts: InstrumentOpti
     files = ([] if opts.system else list(DEFAULT_EXCLUDED_DIRS)) + list(opts.exclude_files)
     funcs = list(opts.exclude_functions)
     if opts.filter:
-        ffiles, ffuncs, _ = compile_time_lists(opts.filter)
+        fortran = all(Path(x).suffix.lower() in _FORTRAN_EXT for x in sources)
+        ffiles, ffuncs, _ = compile_time_lists(opts.filter, fortran=fortran)
         files += [f for f in ffiles if f not in files]
         funcs += [f for f in ffuncs if f not in funcs]
     for what, items in (("file", files), ("function", funcs)):

@@ -145,6 +145,8 @@ SCOREP_FILE_NAMES_END
     assert "c.filter:4: region pattern 'solve*' (GCC cannot anchor a name prefix" in text
     assert "c.filter:7: file pattern '/opt/*/include/*' (wildcards inside the pattern)" in text
     assert "'std::*'" in text  # the default's namespace prefixes: at run time only
+    fortran = parse_filter("SCOREP_REGION_NAMES_BEGIN EXCLUDE solver::step tiny SCOREP_REGION_NAMES_END")
+    assert compile_time_lists(fortran, fortran=True)[1] == ["step", "tiny"]  # gfortran: the procedure's name
     assert base_name("double* Allocate<double>(unsigned long)") == "Allocate<double>"
     assert base_name("Domain::x(int) const") == "Domain::x" and base_name("main") == "main"
 
