@@ -276,7 +276,9 @@ def record(
             raise RecordError(f"the shortest recorded call must be >= 0 seconds, not {min_call}")
         env["PERFLOW_RECORD_MIN_CALL"] = repr(float(min_call))
     fmap = None
-    if filter is not None and not is_python(program):
+    if filter is not None and is_python(program):
+        raise RecordError("--filter applies to programs built with perflow cc/cxx/fc, not to Python programs")
+    if filter is not None:
         from .filtermap import map_filter
         from .filters import DEFAULT_FILTER, Filter, read_filter
 
