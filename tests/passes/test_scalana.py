@@ -202,3 +202,14 @@ def test_an_extrapolation_from_a_poor_fit_is_marked_not_ranked() -> None:
 
     text = render_table(res["table"], format="text", columns=["call_path", "extrapolation", "loss"])
     assert "poor fit: extrapolation error 17.8 % > 10 %" in text and "4.4" not in text
+
+
+def test_the_figure_names_why_a_fit_is_poor() -> None:
+    from perflow.passes.plot_scaling import plot_scaling
+    from perflow.passes.scalability import scaling_data
+
+    runs = [cg_run(P, t) for P, t in ((2, 0.35), (4, 0.36), (8, 0.64))]
+    res = non_scalable_paths(runs)
+    fig = plot_scaling(scaling_data(runs), res["models"], label="name")
+    labels = [ln.get_label() for ax in fig.axes for ln in ax.get_lines()]
+    assert any("MPI_Init" in lb and "poor fit, extrapolation error 17.8 % > 10 %" in lb for lb in labels), labels
