@@ -165,7 +165,8 @@ def score(raw: RawTrace) -> Score:
     if calls and calls.get("rows"):
         c = pd.DataFrame(calls["rows"], columns=calls["columns"]).groupby("region").sum(numeric_only=True)
         c["off"] = pd.DataFrame(calls["rows"], columns=calls["columns"]).groupby("region")["off"].max()
-        per = per.join(c[["visits", "recorded", "dropped", "dropped_time", "off"]], how="outer", rsuffix="_hook")
+        hook = c[["visits", "recorded", "dropped", "dropped_time", "off"]].rename(columns={"visits": "visits_hook"})
+        per = per.join(hook, how="outer")
         have = per["visits_hook"].notna()
         # time of the calls never timed: at the mean of the measured short calls (unknown when filtered)
         untimed = (per["visits_hook"] - per["recorded"]).clip(lower=0)
