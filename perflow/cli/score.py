@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
             else (path if path.is_dir() else path.parent) / "perflow.filter"
         )
     print(score_text(sc, top=None if args.top == 0 else args.top))
+    if not (sc.table["type"] != "MPI").any():
+        print("\nno instrumented function in this run: build the program with perflow cc/cxx/fc to score its functions")
     if out is not None:
         header = (
             f"perflow score {path}: USR functions shorter than {args.threshold:g} us per visit\n"

@@ -226,6 +226,14 @@ def test_filtered_recording_and_build(first, recorded, build, toolchain, tmp_pat
     assert again.raw.attrs["filter_excluded"] >= 2
     offs = {row[-1] for row in calls["rows"]}
     assert 2 in offs  # excluded by the filter file: counted, never recorded
+    # file rules at run time: the functions defined in the header, by the debug information
+    from perflow.recorder.filtermap import map_filter
+
+    exe = build("inst_filter.cpp", instrument=True)
+    fm = map_filter(parse_filter("SCOREP_FILE_NAMES_BEGIN EXCLUDE */inst_filter.h SCOREP_FILE_NAMES_END"), str(exe))
+    names = {n for m in fm.excluded.values() for n in m.values()}
+    assert "Field::at(int)" in names and "Field::Field(int)" in names
+    assert not names & {"tiny(double)", "main", "descend(Field&, int)"}
     # compile time: what GCC can express is not instrumented at all
     cxx = toolchain.mpicc.replace("mpicc", "mpicxx")
     obj = tmp_path / "f.o"
