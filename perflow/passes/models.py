@@ -41,8 +41,11 @@ points or noisy ones:
 The quality of the chosen model, fitted to all points: ``smape`` (mean of
 ``2 |f - y| / (|f| + |y|)``, in percent), ``ar2`` (adjusted coefficient of
 determination ``1 - (RSS / (n - k)) / (TSS / (n - 1))``, 0 for the constant
-model, 1 for an exact fit of varying data), ``cv_smape`` (percent) and
-``rss``.
+model, 1 for an exact fit of varying data), ``rss``, and the chosen
+model's own leave-one-out errors (:mod:`perflow.passes._modelquality`, also
+when it was selected without cross-validation): ``cv_smape`` (mean over the
+points, percent) and ``extrap_smape`` (at the largest process count: the
+hypothesis fitted to the smaller scales, extrapolated one step).
 
 **Two parameters** (e.g. processes and problem size), as Extra-P does: the
 best single-parameter term of each parameter is found on the measurements
