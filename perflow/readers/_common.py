@@ -30,6 +30,7 @@ __all__ = [
     "TreeBuilder",
     "MetricRows",
     "build_profile",
+    "build_trace",
     "reader_errors",
     "head_bytes",
     "clean_text",
@@ -221,13 +222,52 @@ def build_profile(
     info: Mapping[str, MetricInfo] | None = None,
     attrs: Mapping[str, Any] | None = None,
     complete: bool = True,
+    source: Path | str | None = None,
 ) -> PAG:
-    """Build a profile PAG; with ``complete``, derive the missing one of time_inc/time_exc."""
+    """Build a profile PAG; with ``complete``, derive the missing one of time_inc/time_exc.
+
+    The values are then checked (:func:`perflow.readers._values.check_profile`): a negative,
+    non-finite or inconsistent time, count or byte value is a FormatError naming ``source``
+    (default ``attrs["source"]``), the call path, the location and the value.
+    """
+    from ._values import check_profile
+
     vt = tree.frame() if isinstance(tree, TreeBuilder) else tree
     mt = metrics.frame() if isinstance(metrics, MetricRows) else metrics
     pag = PAG.from_frames(vt, mt, metric_info=info, attrs=attrs)
+    src = source if source is not None else (attrs or {}).get("source")
+    check_profile(pag, src)
     if complete:
         from ..pag.literal import complete_time_metrics
 
+        had = set(pag.metric_names)
         pag = complete_time_metrics(pag)
+        if "time_inc" in had and "time_exc" not in had and "time_exc" in pag.metric_names:
+            check_profile(pag, src, derived={"time_exc": True})
+    return pag
+
+
+def build_trace(
+    raw: Any,
+    source: Path | str | None = None,
+    *,
+    mpi_inside_calls: bool = False,
+    placement: bool = True,
+    damage: Any = None,
+    **options: Any,
+) -> PAG:
+    """Check a decoded trace's values (:func:`perflow.readers._values.check_trace`) and build its PAG.
+
+    ``options`` go to :func:`perflow.trace.build.build_pag`; ``damage`` (a
+    :class:`~perflow.readers._values.Damage`) is reported in ``attrs["damage"]``.
+    """
+    from ..trace.build import build_pag
+    from ._values import check_trace
+
+    if source is None:
+        source = raw.attrs.get("source", "trace")
+    check_trace(raw, source, mpi_inside_calls=mpi_inside_calls, placement=placement)
+    pag = build_pag(raw, **options)
+    if damage is not None:
+        damage.attach(pag, source)
     return pag

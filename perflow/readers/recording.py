@@ -61,12 +61,12 @@ def read(path: Path, **options: Any) -> Any:
         return read_saved(found["pag"])
     if "raw" in found:
         from ..errors import TraceError
-        from ..trace.build import build_pag
+        from ._common import build_trace
         from ..trace.store import load_raw
 
         raw = load_raw(found["raw"])
         try:
-            pag = build_pag(raw, **options)
+            pag = build_trace(raw, found["raw"], mpi_inside_calls=True, **options)
         except TraceError as exc:
             raise FormatError(found["raw"], f"inconsistent events: {exc}") from exc
         pag.attrs.setdefault("source", str(path))

@@ -214,4 +214,4 @@ def read(path: Path, **options: Any) -> PAG:
     if not found:
         raise FormatError(path, "no TAU profile.N.C.T files found")
     attrs: dict[str, Any] = {"nprocs": len(nodes), "metadata": meta0}
-    return build_profile(tree, rows, info=info, attrs=attrs)
+    return build_profile(tree, rows, info=info, attrs=attrs, source=path)
