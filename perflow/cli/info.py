@@ -59,6 +59,8 @@ def describe(pag: Any, *, top: int = 10) -> str:
             n = int(pag.attrs.get(key, 0) or 0)
             if n:
                 lines.append(f"warning     {n} {what}")
+    for kind, n in sorted((pag.attrs.get("damage") or {}).items()):
+        lines.append(f"warning     {int(n)} {kind}")
     metric = next((m for m in ("time_exc", "time_inc") if m in pag.metric_names), None)
     if metric and pag.n_vertices:
         hot = pag.vertices.sort_by(metric, agg="sum").top(top)

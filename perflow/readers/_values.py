@@ -82,9 +82,10 @@ def show(x: Any) -> str:
         f = float(x)
     except (TypeError, ValueError):
         return repr(x)
-    if math.isfinite(f) and f == int(f) and abs(f) < 1e15:
+    if math.isfinite(f) and f == int(f) and abs(f) < 1e16:
         return str(int(f))
-    return f"{f:.6g}"
+    return repr(f)  # the shortest text that reads back as the same double: '1e+300', '0.1', 'nan'
+
 
 
 class Damage:
