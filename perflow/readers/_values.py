@@ -219,18 +219,18 @@ class Values:
         return a
 
     def intervals(
-        self, start: np.ndarray, end: np.ndarray, record: RecordName = _row, *, what: str = "record"
+        self, start: np.ndarray, end: np.ndarray, record: RecordName = _row, *, what: str = ""
     ) -> None:
         """Every interval finite with ``start <= end``."""
         s, e = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
         bad = ~np.isfinite(s) | ~np.isfinite(e)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            self.fail(record(i), f"{what} from {show(start[i])} to {show(end[i])}: a time is not a finite number")
+            self.fail(record(i), f"{what + ' ' if what else ''}from {show(start[i])} to {show(end[i])}: a time is not finite")
         back = e < s
         if back.any():
             i = int(np.flatnonzero(back)[0])
-            self.fail(record(i), f"{what} ends ({show(end[i])}) before it starts ({show(start[i])})")
+            self.fail(record(i), f"{what + ' ' if what else ''}ends ({show(end[i])}) before it starts ({show(start[i])})")
 
     def span(self, times: np.ndarray, record: RecordName = _row, *, unit: float = 1.0, field: str = "time") -> None:
         """Refuse a time stamp far outside the span of the rest of the run (``unit``: seconds per tick).
