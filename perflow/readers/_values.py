@@ -364,6 +364,7 @@ def check_trace(raw: Any, source: Path | str, *, mpi_inside_calls: bool = False,
     places events by its own rule, e.g. a Charm++ receive in the idle time
     before its entry method), events are not checked against their ``pos``.
     """
+    raw.validate()  # the ordering contract first (a TraceError: the caller says "inconsistent events")
     chk = Values(source)
     ev = raw.region_events
     t = np.asarray(ev["time"], dtype=np.float64)

@@ -283,7 +283,6 @@ def read(path: Path | str | Sequence[Path | str], *, hsa: bool = True) -> PAG:
         else:
             host.append(_api(df, f, hsa))
         spans.append((f, *_times(df, f)))  # every row, as numbered in the file
-    _check_span(spans)
     g_cols = ["pid", "device", "stream", "start", "end", "name", "kind", "corr", "bytes"]
     h_cols = ["pid", "tid", "start", "end", "name", "paradigm", "corr"]
     g = pd.concat(gpu, ignore_index=True) if gpu else pd.DataFrame(columns=g_cols)
@@ -292,7 +291,9 @@ def read(path: Path | str | Sequence[Path | str], *, hsa: bool = True) -> PAG:
     if not len(g) and not len(h):
         raise FormatError(src, "the rocprof traces hold no records")
     try:
-        return timeline_pag(_timeline(h, g, src, [f for f, _ in files]))
+        tl = _timeline(h, g, src, [f for f, _ in files])
+        _check_span(spans)
+        return timeline_pag(tl)
     except TraceError as exc:
         raise FormatError(src, f"inconsistent events: {exc}") from None
 
