@@ -46,6 +46,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..errors import FormatError
+from ..units import show
 
 __all__ = [
     "Values",
@@ -70,22 +71,6 @@ MAX_COUNT = 2.0**53
 OUTLIER_GAP = 86400.0
 
 RecordName = Callable[[int], str]
-
-
-def show(x: Any) -> str:
-    """A number as a user reads it: ``-100``, ``1e+300``, ``nan``, ``-1.32e+07`` (never ``np.float64(...)``)."""
-    if isinstance(x, bool | np.bool_):
-        return str(bool(x))
-    if isinstance(x, int | np.integer):
-        return str(int(x))
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return repr(x)
-    if math.isfinite(f) and f == int(f) and abs(f) < 1e16:
-        return str(int(f))
-    return repr(f)  # the shortest text that reads back as the same double: '1e+300', '0.1', 'nan'
-
 
 
 class Damage:
