@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExpressionError, MetricError, PAGError
+from .patterns import compile_pattern
 from .expr import (
     FUNCTIONS,
     Agg,
@@ -316,9 +317,9 @@ class _Eval:
             test: Callable[[str], bool] = lambda s: fn(s, n.pattern)  # noqa: E731
         else:
             try:
-                rx = re.compile(n.pattern)
-            except re.error as exc:
-                raise self.fail(n, f"invalid regular expression {n.pattern!r}: {exc}") from None
+                rx = compile_pattern(n.pattern)  # linear time (RE2): a user's pattern cannot hang the query
+            except PAGError as exc:
+                raise self.fail(n, str(exc)) from None
             test = (
                 (lambda s: rx.fullmatch(s) is not None) if n.op == "fullmatch" else (lambda s: rx.match(s) is not None)
             )
