@@ -209,7 +209,9 @@ def _ids(col: pd.Series) -> np.ndarray:
         return num.to_numpy().astype(np.int64).astype(object)
     return np.asarray(
         [
-            x if isinstance(x, int | np.integer) else (int(x) if isinstance(x, float) and x == x else str(x))
+            x
+            if isinstance(x, int | np.integer)
+            else (int(x) if isinstance(x, float) and np.isfinite(x) and x == int(x) else str(x))
             for x in col.tolist()
         ],
         dtype=object,
@@ -466,7 +468,12 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage) -> dict[
         return empty
 
     def arg(col: pd.Series, k: str) -> np.ndarray:
-        return np.asarray([int(a.get(k, 0)) if isinstance(a, dict) else 0 for a in col], dtype=np.int64)
+        vals = [a.get(k, 0) if isinstance(a, dict) else 0 for a in col]
+        bad = [i for i, v in enumerate(vals) if isinstance(v, bool) or not isinstance(v, int | float)]
+        if bad:
+            raise FormatError(m["src_s"].iat[bad[0]], f"message flow {m['key'].iat[bad[0]]!r}: args.{k} is not a number")
+        src = m["src_s"].iat[0]
+        return Values(src).int_column(np.asarray(vals, dtype=np.float64), f"args.{k}", lambda i: f"flow {m['key'].iat[i]!r}", lo=None)
 
     nb = arg(m["args_s"], "bytes")
     tag = arg(m["args_s"], "tag")

@@ -9,10 +9,13 @@ raw trace, else from the OTF2 trace.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
+
+log = logging.getLogger(__name__)
 
 FORMAT = "recording"
 DESCRIPTION = "a folder written by perflow record (run.pag, trace/traces.otf2, rawtrace.npz)"
@@ -53,7 +56,14 @@ def read(path: Path, **options: Any) -> Any:
     FormatError
         When the folder holds none of those files.
     """
-    path = Path(path)
+    pag = _read(Path(path), **options)
+    for note in [pag.attrs.get("stopped"), *str(pag.attrs.get("incomplete") or "").splitlines()]:
+        if note:  # an interrupted or crashed run: every flow reading it says what is missing
+            log.warning("%s: incomplete recording: %s", path, note)
+    return pag
+
+
+def _read(path: Path, **options: Any) -> Any:
     found = parts(path)
     if "pag" in found and not options:
         from .saved import read as read_saved
