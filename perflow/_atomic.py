@@ -63,6 +63,7 @@ __all__ = [
     "clean_stale",
     "temp_sibling",
     "confined",
+    "all_or_nothing",
     "STALE_SECONDS",
 ]
 
@@ -141,10 +142,58 @@ def _pinned(target: Path) -> Iterator[Path]:
         yield target
         return
     fd, name = walked
+    batch = _BATCH.get()
     try:
         yield Path(f"/proc/self/fd/{fd}") / name
     finally:
-        os.close(fd)
+        if batch is not None:
+            batch.append(("fd", None, None, fd))  # the rename of a set happens later, through this folder
+        else:
+            os.close(fd)
+
+
+#: the set of writes of the running :func:`all_or_nothing` block: (kind, temporary, target, descriptor)
+_BATCH: contextvars.ContextVar[list[tuple[str, Path | None, Path | None, int | None]] | None] = contextvars.ContextVar(
+    "perflow_atomic_batch", default=None
+)
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """The files and folders written inside the block replace their targets together, or none does.
+
+    Each write goes to its temporary as usual; the renames (and folder swaps)
+    are done when the block ends without an error. When it raises (a full
+    disk while writing the fifth of eight outputs), every temporary is removed
+    and the previous outputs stay as they were, as a set.
+    """
+    if _BATCH.get() is not None:  # nested: part of the enclosing set
+        yield
+        return
+    batch: list[tuple[str, Path | None, Path | None, int | None]] = []
+    token = _BATCH.set(batch)
+    try:
+        yield
+    except BaseException:
+        for kind, tmp, _t, fd in batch:
+            if kind == "file" and tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            elif kind == "dir" and tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        _BATCH.reset(token)
+        fds = [fd for kind, _tmp, _t, fd in batch if kind == "fd" and fd is not None]
+    try:
+        for kind, tmp, t, _fd in batch:
+            if kind == "file":
+                os.replace(tmp, t)  # type: ignore[arg-type]
+            elif kind == "dir":
+                _swap_into_place(tmp, t)  # type: ignore[arg-type]
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def temp_sibling(target: str | os.PathLike[str], kind: str = "tmp", *, suffix: bool = True) -> Path:
@@ -230,7 +279,11 @@ def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterat
             if fsync:
                 with open(tmp, "rb+") as fh:
                     os.fsync(fh.fileno())
-            os.replace(tmp, t)
+            batch = _BATCH.get()
+            if batch is not None:
+                batch.append(("file", tmp, t, None))  # renamed with the rest of the set
+            else:
+                os.replace(tmp, t)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -338,7 +391,11 @@ def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
         tmp.mkdir()
         try:
             yield tmp
-            _swap_into_place(tmp, t)
+            batch = _BATCH.get()
+            if batch is not None:
+                batch.append(("dir", tmp, t, None))  # swapped with the rest of the set
+            else:
+                _swap_into_place(tmp, t)
         except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(exc, OSError) and not isinstance(exc, WriteRefused):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+
+from ._term import printable
 from typing import Any
 
 __all__ = ["register", "run", "parse_inputs", "parse_settings", "shown_outputs", "Progress"]
@@ -257,7 +259,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     for err in result.errors.values():
         if args.debug:
             traceback.print_exception(err)
-        print(f"perflow: error: {err}", file=sys.stderr)
+        print(f"perflow: error: {printable(str(err))}", file=sys.stderr)
     if result.ok:
         return 0
     from .main import EXIT_FAILED, EXIT_USAGE, _usage_error

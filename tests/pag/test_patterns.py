@@ -77,8 +77,8 @@ def test_big_integer_in_yaml_is_a_problem_with_its_line(tmp_path) -> None:  # ty
     from perflow.errors import ValidationError
 
     f = tmp_path / "flow.yaml"
-    f.write_text("perflow: 1\nname: big\ninputs: {pag: PAG}\nsteps:\n  t:\n    pass: top\n    args: [pag]\n"
-                 "    settings: {n: " + "9" * 100_001 + "}\n")  # fmt: skip
+    f.write_text("perflow: 1\nname: big\ninputs: {pag: PAG}\nsteps:\n  t:\n    pass: hotspot\n    inputs: {data: input:pag}\n"
+                 "    settings: {k: " + "9" * 100_001 + "}\n")  # fmt: skip
     t0 = time.process_time()
     with pytest.raises(ValidationError, match=r"line 8.*integer of 100001 digits"):
         perflow.load_flow(f)
