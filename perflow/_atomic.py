@@ -181,6 +181,8 @@ def all_or_nothing() -> Iterator[None]:
                     os.unlink(tmp)
             elif kind == "dir" and tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+            elif kind == "fd" and fd is not None:
+                os.close(fd)
         raise
     finally:
         _BATCH.reset(token)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 from ._term import printable
-from typing import Any
 
 __all__ = ["register", "run", "parse_inputs", "parse_settings", "shown_outputs", "Progress"]
 

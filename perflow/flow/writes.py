@@ -85,7 +85,9 @@ class WritePolicy:
                     fd = os.open(root, flags | getattr(os, "O_CLOEXEC", 0))
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise WriteRefused(f"{root}: the output folder was replaced by a symbolic link or a file") from None
+                        raise WriteRefused(
+                            f"{root}: the output folder was replaced by a symbolic link or a file"
+                        ) from None
                     raise
                 self._fds[root] = fd
             return fd

@@ -133,9 +133,7 @@ def _nonneg(df: pd.DataFrame, cols: tuple[str, ...], where: Path) -> None:
                 _fail(where, i, f"{c} {show(a[i])} is negative")
 
 
-def check_tables(
-    frames: Mapping[str, pd.DataFrame], files: Mapping[str, Path], manifest: Mapping[str, Any]
-) -> None:
+def check_tables(frames: Mapping[str, pd.DataFrame], files: Mapping[str, Path], manifest: Mapping[str, Any]) -> None:
     """Refuse the tables of a saved PAG that do not fit together (see the module docstring)."""
     vt = frames["vertices"]
     vwhere = files["vertices"]

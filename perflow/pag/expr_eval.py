@@ -10,7 +10,6 @@ rest. Every type error names the offending part's column.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -19,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ExpressionError, MetricError, PAGError
-from .patterns import compile_pattern
 from .expr import (
     FUNCTIONS,
     Agg,
@@ -40,6 +38,7 @@ from .expr import (
     Unary,
     parse,
 )
+from .patterns import compile_pattern
 
 __all__ = ["Text", "Columns", "FrameColumns", "evaluate", "eval_mask", "text_of"]
 

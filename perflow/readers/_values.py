@@ -203,19 +203,21 @@ class Values:
             self.fail(record(i), f"{field} {int(a[i])} is {'negative' if lo == 0 else f'below {lo}'}")
         return a
 
-    def intervals(
-        self, start: np.ndarray, end: np.ndarray, record: RecordName = _row, *, what: str = ""
-    ) -> None:
+    def intervals(self, start: np.ndarray, end: np.ndarray, record: RecordName = _row, *, what: str = "") -> None:
         """Every interval finite with ``start <= end``."""
         s, e = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
         bad = ~np.isfinite(s) | ~np.isfinite(e)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            self.fail(record(i), f"{what + ' ' if what else ''}from {show(start[i])} to {show(end[i])}: a time is not finite")
+            self.fail(
+                record(i), f"{what + ' ' if what else ''}from {show(start[i])} to {show(end[i])}: a time is not finite"
+            )
         back = e < s
         if back.any():
             i = int(np.flatnonzero(back)[0])
-            self.fail(record(i), f"{what + ' ' if what else ''}ends ({show(end[i])}) before it starts ({show(start[i])})")
+            self.fail(
+                record(i), f"{what + ' ' if what else ''}ends ({show(end[i])}) before it starts ({show(start[i])})"
+            )
 
     def span(self, times: np.ndarray, record: RecordName = _row, *, unit: float = 1.0, field: str = "time") -> None:
         """Refuse a time stamp far outside the span of the rest of the run (``unit``: seconds per tick).
@@ -399,7 +401,9 @@ def _tables(raw: Any) -> list[tuple[str, Mapping[str, np.ndarray]]]:
     return [(name, getattr(raw, name)) for name in TABLE_SCHEMAS]
 
 
-def _mpi_inside(chk: Values, raw: Any, name: str, tl: np.ndarray, pos: np.ndarray, loc: np.ndarray, rec: RecordName) -> None:
+def _mpi_inside(
+    chk: Values, raw: Any, name: str, tl: np.ndarray, pos: np.ndarray, loc: np.ndarray, rec: RecordName
+) -> None:
     """Each MPI event is right inside an MPI call: the region event before it enters one, or the one after leaves one."""
     from ..trace.raw import ENTER, LEAVE
 

@@ -471,9 +471,13 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage) -> dict[
         vals = [a.get(k, 0) if isinstance(a, dict) else 0 for a in col]
         bad = [i for i, v in enumerate(vals) if isinstance(v, bool) or not isinstance(v, int | float)]
         if bad:
-            raise FormatError(m["src_s"].iat[bad[0]], f"message flow {m['key'].iat[bad[0]]!r}: args.{k} is not a number")
+            raise FormatError(
+                m["src_s"].iat[bad[0]], f"message flow {m['key'].iat[bad[0]]!r}: args.{k} is not a number"
+            )
         src = m["src_s"].iat[0]
-        return Values(src).int_column(np.asarray(vals, dtype=np.float64), f"args.{k}", lambda i: f"flow {m['key'].iat[i]!r}", lo=None)
+        return Values(src).int_column(
+            np.asarray(vals, dtype=np.float64), f"args.{k}", lambda i: f"flow {m['key'].iat[i]!r}", lo=None
+        )
 
     nb = arg(m["args_s"], "bytes")
     tag = arg(m["args_s"], "tag")

@@ -166,4 +166,6 @@ def read(path: Path | str | Sequence[Path | str], *, max_vertices: int = 100_000
     for f, r in zip(files, ranks):
         expand_call_graph(_load(f), tree, rows, r, max_vertices=max_vertices, label=_name, what="cProfile")
     attrs = {"nprocs": len(files), "approximation": "calling contexts derived from the caller->callee graph"}
-    return build_profile(tree, rows, attrs=attrs, complete=False, source=files[0] if len(files) == 1 else files[0].parent)
+    return build_profile(
+        tree, rows, attrs=attrs, complete=False, source=files[0] if len(files) == 1 else files[0].parent
+    )

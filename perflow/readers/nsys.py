@@ -47,8 +47,8 @@ import pandas as pd
 from ..errors import FormatError, TraceError
 from ..pag.pag import PAG
 from ._common import head_bytes
-from ._values import Values
 from ._gputrace import Timeline, is_waiting_call, timeline_pag
+from ._values import Values
 
 FORMAT = "nsys"
 DESCRIPTION = "Nsight Systems SQLite export (nsys export --type sqlite): CUDA work, runtime API, NVTX, OS runtime"
@@ -103,7 +103,9 @@ def _connect(f: Path) -> sqlite3.Connection:
     """Open ``f`` read-only through a URI that names exactly it (``%``, ``#``, ``?`` in the name are quoted)."""
     uri = "file:" + urllib.parse.quote(os.path.abspath(f), safe="/") + "?mode=ro&immutable=1"
     try:
-        return sqlite3.connect(uri, uri=True)
+        con = sqlite3.connect(uri, uri=True)
+        con.text_factory = lambda b: b.decode("utf-8", "backslashreplace")  # damaged text is shown, not fatal
+        return con
     except sqlite3.Error as exc:  # pragma: no cover - only for paths sqlite cannot open at all
         raise FormatError(f, f"cannot open as SQLite ({exc})") from None
 

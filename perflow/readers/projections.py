@@ -155,6 +155,9 @@ def _read_log(f: Path, pe: int, defs: dict[str, Any]) -> dict[str, list[Any]]:
             v = [int(x) for x in tok]
         except ValueError:
             raise FormatError(f, f"a non-integer field in {line.strip()!r}", where=f"line {ln}") from None
+        big = next((x for x in v if not -(2**62) < x < 2**62), None)
+        if big is not None:
+            raise FormatError(f, f"line {ln}: field {big} is too large for any time, size or id", where=f"line {ln}")
         typ, fld = v[0], v[1:]
         if typ not in KNOWN_TYPES:
             raise FormatError(f, f"unknown record type {typ}", where=f"line {ln}")

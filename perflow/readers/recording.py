@@ -71,8 +71,8 @@ def _read(path: Path, **options: Any) -> Any:
         return read_saved(found["pag"])
     if "raw" in found:
         from ..errors import TraceError
-        from ._common import build_trace
         from ..trace.store import load_raw
+        from ._common import build_trace
 
         raw = load_raw(found["raw"])
         try:

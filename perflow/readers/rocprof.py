@@ -42,8 +42,8 @@ import pandas as pd
 from ..errors import FormatError, TraceError
 from ..pag.pag import PAG
 from ._common import head_bytes
-from ._values import Values
 from ._gputrace import Timeline, is_waiting_call, timeline_pag
+from ._values import Values
 
 FORMAT = "rocprof"
 DESCRIPTION = "rocprof, rocprofv2 and rocprofv3 CSV traces: kernel dispatches, memory copies, HIP/HSA API, ROCTx"

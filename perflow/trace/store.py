@@ -72,13 +72,14 @@ def load_raw(path: str | Path) -> RawTrace:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
         meta = json.loads(bytes(data.pop("meta")).decode())
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, SystemError) as exc:
+        # SystemError: numpy refuses a text array whose characters are not Unicode (a damaged member)
         raise FormatError(path, f"not a saved perflow raw trace: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise FormatError(path, f"unknown raw trace format {meta.get('format') if isinstance(meta, dict) else meta!r}")
     try:
         return _assemble(path, data, meta)
-    except (TraceError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (TraceError, ValueError, KeyError, TypeError, AttributeError, SystemError) as exc:
         raise FormatError(path, f"inconsistent saved raw trace ({type(exc).__name__}: {exc})") from exc
 
 

@@ -14,7 +14,6 @@ import os
 import resource
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path

@@ -280,7 +280,9 @@ def targets() -> list[Target]:
         ),
         (
             local / "nsys",
-            Target("nsys", "nsys", _from(local / "nsys" / "saxpy-mpi-cuda.sqlite"), [*G, M.sqlite_values, M.sqlite_values]),
+            Target(
+                "nsys", "nsys", _from(local / "nsys" / "saxpy-mpi-cuda.sqlite"), [*G, M.sqlite_values, M.sqlite_values]
+            ),
         ),
         (
             local / "rocprof",

@@ -110,7 +110,21 @@ def _ranks_of(out: Path) -> list[int]:
 def test_interrupted_perflow_record(crash_exe: Path, tmp_path: Path, sig: int) -> None:
     out = tmp_path / f"rec-{sig}"
     env = {**os.environ, "PYTHONPATH": str(Path(perflow.__file__).parents[1])}
-    cmd = [sys.executable, "-m", "perflow", "record", "-n", "2", "-o", str(out), "--", str(crash_exe), "hang", "150", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "perflow",
+        "record",
+        "-n",
+        "2",
+        "-o",
+        str(out),
+        "--",
+        str(crash_exe),
+        "hang",
+        "150",
+        "1",
+    ]
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         _wait_for_ranks(out / "raw", 2)
@@ -130,7 +144,10 @@ def test_interrupted_perflow_record(crash_exe: Path, tmp_path: Path, sig: int) -
             time.sleep(0.5)
         pag = perflow.read(out)
         assert pag.attrs.get("stopped"), pag.attrs
-        assert all(n >= AT for n in _per_rank_collectives(pag)), (_per_rank_collectives(pag), pag.attrs.get("incomplete"))
+        assert all(n >= AT for n in _per_rank_collectives(pag)), (
+            _per_rank_collectives(pag),
+            pag.attrs.get("incomplete"),
+        )
     finally:
         if p.poll() is None:
             p.kill()
