@@ -45,6 +45,7 @@ COMMAND_MODULES = [
     "view",
     "convert",
     "cc",
+    "score",
     "completion",
 ]
 
