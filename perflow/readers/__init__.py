@@ -240,7 +240,11 @@ def _unexpected(path: Path, fmt: str, exc: BaseException) -> FormatError:
     if len(msg) > 300:
         msg = msg[:300] + "..."
     log.debug("reading %s as %s failed", path, fmt, exc_info=exc)
-    err = FormatError(path, f"cannot read this {fmt} data ({type(exc).__name__}{': ' + msg if msg else ''})")
+    err = FormatError(
+        path,
+        f"cannot read this {fmt} data ({type(exc).__name__}{': ' + msg if msg else ''}): the file is damaged or "
+        "holds something this reader does not handle (--debug shows where)",
+    )
     err.unexpected = True  # type: ignore[attr-defined]
     return err
 
