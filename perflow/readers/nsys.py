@@ -118,6 +118,8 @@ def _tables(f: Path) -> set[str]:
             objects = dict(con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"))
         finally:
             con.close()
+    except UnicodeDecodeError:  # sqlite's own message quotes the damaged schema, which is not UTF-8
+        raise FormatError(f, "damaged SQLite schema (its text is not UTF-8)") from None
     except (sqlite3.Error, FormatError):
         return set()
     names = {n for n, t in objects.items() if t == "table"}
@@ -209,6 +211,8 @@ def _read_file(f: Path, kernel_names: str, nvtx: bool, osrt: bool) -> dict[str, 
         return _read_tables(con, f, have, kernel_names, nvtx, osrt)
     except sqlite3.Error as exc:
         raise FormatError(f, f"corrupt SQLite data ({exc})") from None
+    except UnicodeDecodeError:
+        raise FormatError(f, "corrupt SQLite data (text that is not UTF-8 where SQLite keeps its own)") from None
     finally:
         con.close()
 
