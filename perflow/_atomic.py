@@ -112,13 +112,14 @@ def _walk(target: Path) -> tuple[int, str] | None:
         try:
             for i, part in enumerate(parts[:-1]):
                 try:
-                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, dir_fd=fd)
-                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    try:
+                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(part, dir_fd=fd)
+                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
                         where = root.joinpath(*parts[: i + 1])
                         raise WriteRefused(
                             f"{target}: {where} is no longer a folder (a symbolic link or a file took its place "

@@ -118,7 +118,13 @@ class WritePolicy:
             p = self.output_dir / p
         # realpath resolves '..' and every symbolic link already on disk (a link planted inside the
         # output folder that points outside it leads outside and is refused)
-        real = Path(os.path.realpath(p))
+        try:
+            real = Path(os.path.realpath(p))
+        except OSError as exc:  # a component changed while it was resolved (a folder swapped for a link)
+            raise WriteRefused(
+                f"setting {setting}={raw!r}: {exc.filename or p} changed while the path was checked "
+                f"({exc.strerror}); not written"
+            ) from None
         roots = self.roots()
         if real in roots:
             raise WriteRefused(f"setting {setting}={raw!r} names the folder {real} itself, not a file in it")
