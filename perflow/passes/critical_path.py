@@ -29,14 +29,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.waits import WaitSettings
 
 from ._common import grouped
+from ._gains import balance_gains
 from ._render import declare_aggregates
 from ._tracekit import (
     OUTSIDE,
     call_path_column,
+    check_choice,
     cp_for,
     exclusive_by_vertex,
     mpi_vertex_mask,
@@ -47,22 +52,22 @@ from ._tracekit import (
 )
 from ._waittime import charged_per_process
 from .pop import ideal_runtime
+from .whatif import GAIN
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
 _PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent", "time", "wait", "mean_nonwait", "cpi"]
 
 
-def critical_path_tables(
-    pag: PAG, pass_name: str, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
-) -> dict[str, Any]:
+def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings | None = None) -> dict[str, Any]:
     """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
     trace = require_trace(pag, pass_name)
-    cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
+    ws = wait_settings or WaitSettings()
+    cp, waits = cp_for(pag, pass_name, ws)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
-    charged = charged_per_process(pag, g, "time_exc", late_receiver=late_receiver, early_reduce=early_reduce)
+    charged = charged_per_process(pag, g, "time_exc", ws)
     wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
@@ -115,7 +120,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
+            "ideal_runtime": [ideal_runtime(pag, pass_name)],  # the replay POP uses (its plan is shared)
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -126,13 +131,12 @@ def critical_path_tables(
 
 
 @pass_(
-    version="5",
+    version="6",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
-def critical_path(
-    pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
-) -> dict[str, pd.DataFrame]:
+@settings_keywords(WaitSettings, "wait_settings")
+def critical_path(pag: PAG, *, wait_settings: WaitSettings) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
     Outputs
@@ -155,35 +159,46 @@ def critical_path(
         network, as in pop_metrics with span="run"),
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
-
-    Parameters
-    ----------
-    late_receiver : str
-        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
     """
-    t = critical_path_tables(pag, "critical_path", late_receiver=late_receiver, early_reduce=early_reduce)
+    t = critical_path_tables(pag, "critical_path", wait_settings)
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="3", tags=("trace", "critical-path", "imbalance"))
-def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
+@pass_(version="4", tags=("trace", "critical-path", "imbalance"))
+@settings_keywords(WaitSettings, "wait_settings")
+def critical_path_imbalance(
+    pag: PAG, *, min_percent: float = 0.0, gains: int = 20, sort: str = "cpi", wait_settings: WaitSettings
+) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 
     The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
     imbalance ``max(0, CP(c) - (time(c) - waits(c)) / N)``, in seconds), with
-    ``cpi_percent`` (of the path length) added; rows with ``cpi_percent`` below
+    ``cpi_percent`` (of the path length) and ``gain [s]`` added: the
+    predicted saving in runtime if the call path's work were balanced over
+    the locations (the what-if replay, :mod:`perflow.passes.whatif`; the cpi
+    is the critical path's estimate of it, the gain the replay's, which
+    accounts for the next-longest path); rows with ``cpi_percent`` below
     ``min_percent`` are left out.
 
     Parameters
     ----------
     min_percent : float
         Smallest critical-path imbalance, in percent of the path length, to report.
+    gains : int
+        Rows (from the top) whose gain is predicted (-1: all, 0: none).
+    sort : str
+        Order of the rows: by "cpi" or by predicted "gain".
     """
-    t = critical_path_tables(pag, "critical_path_imbalance")
+    check_choice("critical_path_imbalance", "sort", sort, ("cpi", "gain"))
+    if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
+        raise PassError(f"pass 'critical_path_imbalance': gains={gains!r} must be a number of rows (-1: all, 0: none)")
+    t = critical_path_tables(pag, "critical_path_imbalance", wait_settings)
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)
     prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent)]
-    return prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)
+    prof = prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)
+    prof[GAIN] = balance_gains(pag, prof["vertex"].to_numpy(), None, "critical_path_imbalance", rows=gains)
+    if sort == "gain":
+        prof = prof.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    return prof
