@@ -19,7 +19,10 @@ results equal the local ones (wait-state table, critical path, delay costs,
 POP). Compiled kernels are loaded on a small trace first in every process.
 
 ``--smoke`` runs a small trace (200,000 events, 8 ranks) on 2 workers and
-exits non-zero unless the results are equal: the test suite runs it.
+exits non-zero unless the results are equal. The test suite runs
+:func:`measure` (what the Dask child measures) on a trace of a few thousand
+events against the local engine's results (``tests/dask/test_engine.py``),
+so that the script keeps up with the engine's API.
 
 Usage::
 
@@ -163,32 +166,42 @@ def dask_child(path: str, warm: str, workers: int, memory: float, keep: bool) ->
         for f in fns.values():
             f(wpag)
         del wpag
-        cpu0 = {k: v[0] for k, v in eng.client.run(_worker_usage).items()}
-        mon = PeakRSS(eng.client)
-        c0, t0 = _cpu(), time.perf_counter()
-        dt = eng.load(path)
-        pag = dt.pag()
-        out["times"]["load"] = time.perf_counter() - t0
-        res = {}
-        for name, f in fns.items():
-            t = time.perf_counter()
-            res[name] = f(pag)
-            out["times"][name] = time.perf_counter() - t
-        out["client_cpu"] = _cpu() - c0
-        peak = mon.stop()
-        cpu1 = {k: v[0] for k, v in eng.client.run(_worker_usage).items()}
-        out["worker_cpu"] = [cpu1[k] - cpu0.get(k, 0.0) for k in sorted(cpu1)]
-        out["peak_gb"] = [peak[k] for k in sorted(peak)]
-        out["gathered"] = sorted(pag.gathered)
-        out["forms"] = {k: round(v, 2) for k, v in dt.timings.items() if k.startswith("analysis ")}
-        out["phases"] = {k: round(v, 2) for k, v in dt.timings.items() if not k.startswith("analysis ")}
-        s = dt.summary()
-        out["events"] = s["events"]
-        out["exchanged"] = {k: v for k, v in s.items() if k.startswith("exchanged_")}
-        out["cut"] = s.get("cut")
-        if keep:
-            out["results"] = _results(res)
+        out.update(measure(eng, path, fns, keep))
     out["client_peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    return out
+
+
+def measure(eng: Any, path: str, fns: dict[str, Any], keep: bool) -> dict[str, Any]:
+    """Load ``path`` on the engine ``eng`` and run the passes ``fns`` on it: times, workers' CPU and peak RSS,
+    what was gathered, the analyses' forms, the pipeline's phases and exchanges (and, with ``keep``, the
+    results compared with the local engine's). The test suite runs it on a small trace
+    (``tests/dask/test_engine.py``), so that this script keeps working."""
+    out: dict[str, Any] = {"times": {}}
+    cpu0 = {k: v[0] for k, v in eng.client.run(_worker_usage).items()}
+    mon = PeakRSS(eng.client)
+    c0, t0 = _cpu(), time.perf_counter()
+    dt = eng.load(path)
+    pag = dt.pag()
+    out["times"]["load"] = time.perf_counter() - t0
+    res = {}
+    for name, f in fns.items():
+        t = time.perf_counter()
+        res[name] = f(pag)
+        out["times"][name] = time.perf_counter() - t
+    out["client_cpu"] = _cpu() - c0
+    peak = mon.stop()
+    cpu1 = {k: v[0] for k, v in eng.client.run(_worker_usage).items()}
+    out["worker_cpu"] = [cpu1[k] - cpu0.get(k, 0.0) for k in sorted(cpu1)]
+    out["peak_gb"] = [peak[k] for k in sorted(peak)]
+    out["gathered"] = sorted(pag.gathered)
+    out["forms"] = {k: round(v, 2) for k, v in dt.timings.items() if k.startswith("analysis ")}
+    out["phases"] = {k: round(v, 2) for k, v in dt.timings.items() if not k.startswith("analysis ")}
+    s = dt.summary()
+    out["events"] = s["events"]
+    out["exchanged"] = {k: v for k, v in s.items() if k.startswith("exchanged_")}
+    out["cut"] = s.get("cut")
+    if keep:
+        out["results"] = _results(res)
     return out
 
 
