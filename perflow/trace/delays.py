@@ -280,6 +280,15 @@ def _offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(sorted_keys, np.arange(n + 1)).astype(np.int64)
 
 
+def _kind_codes(kind: pd.Series, kinds: list[str]) -> np.ndarray:
+    """The position of each wait's kind in ``kinds`` (-1 if absent), from the categorical's codes when it is one."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in kind.cat.categories]
+        remap = np.array([kinds.index(c) if c in kinds else -1 for c in cats] + [-1], dtype=np.int64)
+        return remap[kind.cat.codes.to_numpy()]  # code -1 (missing) takes the last entry: -1
+    return pd.Categorical(kind.astype(str), categories=kinds).codes.astype(np.int64)
+
+
 def delay_costs(
     trace: Trace,
     waits: pd.DataFrame,
@@ -302,7 +311,7 @@ def delay_costs(
     w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
     w_cloc = locs.lookup(idle["cause_process"].to_numpy(), idle["cause_thread"].to_numpy())
     kinds = list(IDLE_KINDS)
-    w_kind = pd.Categorical(idle["kind"].astype(str), categories=kinds).codes.astype(np.int64)
+    w_kind = _kind_codes(idle["kind"], kinds)
     # all idle waits, per location, for the waiting-time part of each window
     ok_all = w_loc >= 0
     ids = np.flatnonzero(ok_all)
@@ -375,8 +384,13 @@ def delay_costs(
     V = int(n_vertices) + 1
     K = len(kinds)
     key = ((dloc * V + o_v) * K + w_kind[o_w]) * 2 + o_p.astype(np.int64)
-    uk, inv = np.unique(key, return_inverse=True)
-    cost = np.bincount(inv, weights=o_c, minlength=len(uk))
+    R = max(int(L), 1) * V * K * 2
+    if R <= max(4 * len(key), 1 << 22):  # the usual case: bins by the key itself, no sort
+        uk = np.flatnonzero(np.bincount(key, minlength=R))
+        cost = np.bincount(key, weights=o_c, minlength=R)[uk]
+    else:
+        uk, inv = np.unique(key, return_inverse=True)
+        cost = np.bincount(inv, weights=o_c, minlength=len(uk))
     prop = (uk % 2).astype(bool)
     kk = (uk // 2) % K
     vv = (uk // 2 // K) % V
