@@ -186,6 +186,7 @@ def run_page(
     steps: pd.DataFrame | None = None,
     pag: Any = None,
     timeline: bool = True,
+    findings: pd.DataFrame | None = None,
 ) -> str:
     """The HTML page of a run (see the module docstring).
 
@@ -254,6 +255,7 @@ def report_page(
     outputs: dict[str, Any],
     pag: Any = None,
     steps: pd.DataFrame | None = None,
+    findings: pd.DataFrame | None = None,
     *,
     title: str = "perflow report",
     subtitle: str = "",
@@ -282,7 +284,7 @@ def report_page(
     str
         The HTML document.
     """
-    page = run_page(outputs, title=title, subtitle=subtitle, steps=steps, pag=pag, timeline=timeline)
+    page = run_page(outputs, title=title, subtitle=subtitle, steps=steps, pag=pag, timeline=timeline, findings=findings)
     write_text(page, path)
     return page
 

@@ -21,7 +21,7 @@ from perflow.pag.pag import PAG
 
 from ._common import grouped, vertex_stats
 from ._render import format_value, guess_unit
-from ._treeview import LEVELS, level_of, tree_view
+from perflow.pag.treeview import LEVELS, level_of, tree_view
 
 __all__ = ["calltree_html", "AGGREGATIONS"]
 
