@@ -304,7 +304,9 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     for name, value in result.outputs.items():
         where = written.get(name)
         # when the flow has a text report, the terminal shows the report(s) only
-        text = as_text(value, figures=_figure_files(written, name)) if (isinstance(value, str) or not has_report) else None
+        text = (
+            as_text(value, figures=_figure_files(written, name)) if (isinstance(value, str) or not has_report) else None
+        )
         if text is not None:
             printed.append((name, text))
         elif where is None:

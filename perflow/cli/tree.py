@@ -43,7 +43,10 @@ def register(sub: Any) -> None:
     p.add_argument("--file", action="store_true", help="append file:line to every call path")
     p.add_argument("--ascii", action="store_true", help="ASCII lines instead of box-drawing characters")
     p.add_argument(
-        "--color", choices=("auto", "always", "never"), default="auto", help="colour values by magnitude (auto: on a terminal)"
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour values by magnitude (auto: on a terminal)",
     )
     p.add_argument("--max-lines", type=int, default=2000, metavar="N", help="at most N call paths (default 2000)")
     p.set_defaults(func=run)

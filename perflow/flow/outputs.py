@@ -142,7 +142,11 @@ def _figures_as_names(text: str, files: list[Path] | None) -> str:
 
     def name(m: re.Match[str]) -> str:
         f = files.pop(0) if files else None
-        return f"[figure: {m.group(1) or 'figure'} -> {f}]" if f else f"[figure: {m.group(1) or 'figure'}; --output DIR writes it]"
+        return (
+            f"[figure: {m.group(1) or 'figure'} -> {f}]"
+            if f
+            else f"[figure: {m.group(1) or 'figure'}; --output DIR writes it]"
+        )
 
     return _DATA_PNG.sub(name, text)
 
@@ -163,7 +167,7 @@ def write_index(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "index.html"
-    page = get_pass("report_page")(values, pag, steps, findings, title=title, subtitle=subtitle)
+    page = get_pass("report_page")(values, pag, steps, findings, title=title, subtitle=subtitle, csv=True)
     write_text(p, page)
     log.debug("wrote %s", p)
     return p

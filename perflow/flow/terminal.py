@@ -99,7 +99,11 @@ def _render(header: list[str], rows: list[list[str]], right: list[bool], style: 
 
     if style == "markdown":
         out = ["| " + " | ".join(pad(h, w, False) for h, w in zip(header, widths)) + " |"]
-        out.append("| " + " | ".join(("-" * (w - 1) + ":") if r else (":" + "-" * (w - 1)) for w, r in zip(widths, right)) + " |")
+        out.append(
+            "| "
+            + " | ".join(("-" * (w - 1) + ":") if r else (":" + "-" * (w - 1)) for w, r in zip(widths, right))
+            + " |"
+        )
         out += ["| " + " | ".join(pad(v, w, r) for v, w, r in zip(row, widths, right)) + " |" for row in rows]
         return out
     out = ["  ".join(pad(h, w, r) for h, w, r in zip(header, widths, right)).rstrip()]
@@ -215,7 +219,9 @@ def fit_table(
             if n:
                 out.append("")
                 out.append(f"(part {n + 1} of {len(parts)}: {', '.join(header[i] for i in part)})")
-            out += _render([header[i] for i in idx], [[r[i] for i in idx] for r in rows], [right[i] for i in idx], style)
+            out += _render(
+                [header[i] for i in idx], [[r[i] for i in idx] for r in rows], [right[i] for i in idx], style
+            )
         notes.append(f"columns wrapped into {len(parts)} parts")
     out.append(f"({'; '.join(notes)} to fit {width} characters; --output DIR writes the full table)")
     return out
@@ -243,18 +249,19 @@ def _text_block(lines: list[str], width: int) -> list[str]:
     spans = [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
 
     def cells(line: str) -> list[str]:
-        out = []
-        for k, (s, e) in enumerate(spans):
-            stop = spans[k + 1][0] if k + 1 < len(spans) else len(line)
-            out.append(line[s:stop].strip() if k + 1 < len(spans) else line[s:].strip())
-        return out
+        ends = [s for s, _ in spans[1:]] + [len(line)]
+        return [line[s:stop].strip() for (s, _), stop in zip(spans, ends)]
 
     header = cells(head)
     rows = [cells(b) for b in body]
     right = []
-    for k, (s, e) in enumerate(spans):
+    for s, e in spans:
         vals = [b[s:e] for b in body if b[s:e].strip()]
-        right.append(bool(vals) and all(v.endswith(v.strip()) and v[-1:] != " " for v in vals) and any(v[:1] == " " for v in vals))
+        right.append(
+            bool(vals)
+            and all(v.endswith(v.strip()) and v[-1:] != " " for v in vals)
+            and any(v[:1] == " " for v in vals)
+        )
     return fit_table(header, rows, right, width, style="text")
 
 

@@ -136,7 +136,9 @@ def metric_values(pag: PAG, metric: str, agg: str, process: int | None, who: str
         hit = np.flatnonzero(g.process == int(process))
         if not len(hit):
             have = ", ".join(map(str, g.process[:10].tolist()))
-            raise PassError(f"{who}: no process {process} in the PAG (processes: {have}{', ...' if len(g.process) > 10 else ''})")
+            raise PassError(
+                f"{who}: no process {process} in the PAG (processes: {have}{', ...' if len(g.process) > 10 else ''})"
+            )
         out = np.zeros(pag.n_vertices)
         m = g.group == hit[0]
         out[g.vertex[m]] = g.value[m]
@@ -182,9 +184,7 @@ def tree_view(
         unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(metric)
         paths = data.call_paths().to_numpy().astype(str)
         over = (
-            aggregate_label(agg, len(data.processes), len(data.locations))
-            if process is None
-            else f"process {process}"
+            aggregate_label(agg, len(data.processes), len(data.locations)) if process is None else f"process {process}"
         )
     elif isinstance(data, pd.DataFrame | pd.Series):
         parent, names, value, extra = _from_frame(as_frame(data, who), metric, who)
@@ -294,7 +294,9 @@ def tree_lines(
     ``columns`` are further metrics shown before the first one's value, as ``(name, values per
     vertex, unit)``; values are right-aligned in columns, so several metrics read as a table.
     """
-    tee, elbow, pipe, blank = ("|- ", "`- ", "|  ", "   ") if ascii else ("\u251c\u2500 ", "\u2514\u2500 ", "\u2502  ", "   ")
+    tee, elbow, pipe, blank = (
+        ("|- ", "`- ", "|  ", "   ") if ascii else ("\u251c\u2500 ", "\u2514\u2500 ", "\u2502  ", "   ")
+    )
     total = int(tv.shown.sum())
     repeated = _repeated(tv)  # call sites of one function under one parent: told apart by file:line
     walked = []
@@ -303,8 +305,12 @@ def tree_lines(
             break
         walked.append((v, d, last))
     cols = [(tv.metric, tv.value, tv.unit), *columns]
-    cells = [[format_tree_value(float(vals[v]), unit, units, precision) for v, _, _ in walked] for _, vals, unit in cols]
-    widths = [max([len(c) for c in col] + ([len(name)] if len(cols) > 1 else [0])) for (name, _, _), col in zip(cols, cells)]
+    cells = [
+        [format_tree_value(float(vals[v]), unit, units, precision) for v, _, _ in walked] for _, vals, unit in cols
+    ]
+    widths = [
+        max([len(c) for c in col] + ([len(name)] if len(cols) > 1 else [0])) for (name, _, _), col in zip(cols, cells)
+    ]
     plain: list[str] = []
     colored: list[str] = []
     for i, (v, d, last) in enumerate(walked):

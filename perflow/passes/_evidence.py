@@ -110,6 +110,7 @@ class Candidate:
     window: tuple[float, float] | None = None
     context: bool = False  # a hotspot: where the time goes, listed after the problems
     label: str = ""  # where, when the finding has no call path (a slow range's code)
+    short: str = ""  # a few words for the "also" of a merged line ("Late Sender 154 ms")
 
 
 def _has(df: Any, *cols: str) -> bool:
@@ -233,7 +234,12 @@ def _root_causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Can
                     continue
             kinds = f" ({', '.join(parts)})" if parts else ""
         what = f"delays others: {_fmt(float(total[i]))} of waiting in total{kinds}"
-        out.append(Candidate("root cause", what, float(total[i]) / locs, v, cp, procs, _num(row, GAIN), name, int(i)))
+        short = f"root cause of {_fmt(float(total[i]))} of waiting"
+        out.append(
+            Candidate(
+                "root cause", what, float(total[i]) / locs, v, cp, procs, _num(row, GAIN), name, int(i), short=short
+            )
+        )
 
 
 def _waits(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
@@ -249,7 +255,22 @@ def _waits(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate
         worst = _num(row, "max_process_time")
         extra = f", most on rank {int(_num(row, 'max_process', -1))} ({_fmt(worst)})" if math.isfinite(worst) else ""
         what = f"{wait_label(kind)}{f' {who}' if who else ''}: {_fmt(float(amount[i]))} in total{extra}"
-        out.append(Candidate("wait state", what, float(amount[i]) / locs, v, cp, procs, _num(row, GAIN), name, int(i), window))
+        short = f"{wait_label(kind)} {_fmt(float(amount[i]))}"
+        out.append(
+            Candidate(
+                "wait state",
+                what,
+                float(amount[i]) / locs,
+                v,
+                cp,
+                procs,
+                _num(row, GAIN),
+                name,
+                int(i),
+                window,
+                short=short,
+            )
+        )
 
 
 def _cpi(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
@@ -267,7 +288,22 @@ def _cpi(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate])
             if math.isfinite(on)
             else ""
         )
-        out.append(Candidate("critical-path imbalance", what, float(cpi[i]), v, cp, procs, _num(row, GAIN), name, int(i), window))
+        short = f"critical-path imbalance {_fmt(float(cpi[i]))}"
+        out.append(
+            Candidate(
+                "critical-path imbalance",
+                what,
+                float(cpi[i]),
+                v,
+                cp,
+                procs,
+                _num(row, GAIN),
+                name,
+                int(i),
+                window,
+                short=short,
+            )
+        )
 
 
 def _imbalance(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
@@ -279,13 +315,19 @@ def _imbalance(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candi
         mp = int(_num(row, "max_process", -1))
         procs = h.outlier_processes(v) or [mp]
         what = f"load imbalance: {_fmt(_num(row, 'max'))} on rank {mp}, {_fmt(_num(row, 'mean'))} on average"
-        out.append(Candidate("load imbalance", what, float(it[i]), v, cp, procs, _num(row, GAIN), name, int(i)))
+        short = f"load imbalance {_fmt(float(it[i]))} (rank {mp})"
+        out.append(
+            Candidate("load imbalance", what, float(it[i]), v, cp, procs, _num(row, GAIN), name, int(i), short=short)
+        )
 
 
 _POP_LOSS = {  # efficiency -> (seconds it stands for, what is lost)
     "load_balance": (lambda m: m["useful_max"] - m["useful_mean"], "useful work spread unevenly over the processes"),
     "serialisation_efficiency": (lambda m: m["ideal_runtime"] - m["useful_max"], "dependencies between processes"),
-    "transfer_efficiency": (lambda m: m["runtime"] - m["ideal_runtime"], "time to move data (an ideal network would save it)"),
+    "transfer_efficiency": (
+        lambda m: m["runtime"] - m["ideal_runtime"],
+        "time to move data (an ideal network would save it)",
+    ),
 }
 
 
@@ -307,7 +349,11 @@ def _pop(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate])
             continue
         row = int(np.flatnonzero(df["metric"].astype(str).to_numpy() == metric)[0])
         what = f"{metric.replace('_', ' ')} {100 * eff:.1f}%: {_fmt(cost)} of the runtime lost to {why}"
-        out.append(Candidate("efficiency", what, cost, gain=float(gains.get(metric, math.nan)), output=name, row=row, window=window))
+        out.append(
+            Candidate(
+                "efficiency", what, cost, gain=float(gains.get(metric, math.nan)), output=name, row=row, window=window
+            )
+        )
 
 
 def _scalability(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
@@ -318,7 +364,9 @@ def _scalability(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Can
         model = f", model {row['model']}" if "model" in row and isinstance(row["model"], str) else ""
         cause = ""
         if isinstance(row.get("cause"), str) and row["cause"]:
-            cause = f"; root cause {row['cause']}" + (f" ({row['source']})" if isinstance(row.get("source"), str) and row["source"] else "")
+            cause = f"; root cause {row['cause']}" + (
+                f" ({row['source']})" if isinstance(row.get("source"), str) and row["source"] else ""
+            )
         what = f"does not scale: {_fmt(float(loss[i]))} lost against ideal scaling at the largest run{model}{cause}"
         out.append(Candidate("scalability", what, float(loss[i]), v, cp, [], _num(row, GAIN), name, int(i)))
 
@@ -373,9 +421,26 @@ def _hotspots(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candid
         row = df.iloc[i]
         v, cp = _where_cols(row)
         share = _num(row, "share")
-        what = f"{100 * share:.1f}% of the time ({_fmt(float(value[i]))} in total)" if math.isfinite(share) else f"{_fmt(float(value[i]))}"
+        what = (
+            f"{100 * share:.1f}% of the time ({_fmt(float(value[i]))} in total)"
+            if math.isfinite(share)
+            else f"{_fmt(float(value[i]))}"
+        )
         mp = int(_num(row, "max_process", -1))
-        out.append(Candidate("hotspot", what, float(value[i]) / locs, v, cp, [mp] if mp >= 0 else [], _num(row, GAIN), name, i, context=True))
+        out.append(
+            Candidate(
+                "hotspot",
+                what,
+                float(value[i]) / locs,
+                v,
+                cp,
+                [mp] if mp >= 0 else [],
+                _num(row, GAIN),
+                name,
+                i,
+                context=True,
+            )
+        )
 
 
 #: (required columns, extractor), tried in this order on every table.

@@ -21,9 +21,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
@@ -34,6 +32,7 @@ from perflow.units import aggregate_label, column_labels, column_units, format_c
 __all__ = [
     "as_frame",
     "require_columns",
+    "numeric",
     "guess_unit",
     "format_value",
     "format_column",
@@ -190,7 +189,7 @@ def write_text(text: str, path: str | Path | None, *, setting: str = "path") -> 
     if p is None:
         return None
     atomic_write_text(p, text)
-    log.info("wrote %s (%d characters)", p, len(text))
+    log.debug("wrote %s (%d characters)", p, len(text))
     return p
 
 

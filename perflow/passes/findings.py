@@ -96,7 +96,7 @@ def _merge(cands: list[Candidate]) -> list[dict[str, Any]]:
         problems = sorted((c for c in group if not c.context), key=lambda c: -c.cost)
         ordered = problems or sorted(group, key=lambda c: -c.cost)
         first = ordered[0]
-        also = [f"{c.kind} {_short(c)}" if c.kind not in c.what else c.what for c in ordered[1:3]]
+        also = [c.short or f"{c.kind} {_short(c)}" for c in ordered[1:3]]
         procs: list[int] = []
         for c in ordered:
             procs += [p for p in c.processes if p >= 0 and p not in procs]
@@ -215,6 +215,7 @@ def findings(outputs: dict[str, Any], pag: PAG | None = None, *, k: int = 8) -> 
     df = pd.DataFrame(rows, columns=list(FINDING_COLUMNS))
     df.attrs["units"] = {"cost": "s", GAIN: "s", "t0": "s", "t1": "s"}
     df.attrs["note"] = COST_NOTE
+    df.attrs["table"] = "findings"
     return df
 
 

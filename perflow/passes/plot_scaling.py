@@ -21,7 +21,7 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 
-from ._figure import Figure, new_figure, palette, save_figure
+from ._figure import Figure, legend_outside, new_figure, palette, save_figure, value_formatter
 from ._render import as_frame, format_value, numeric, require_columns
 
 __all__ = ["plot_scaling", "fit_log2"]
@@ -208,13 +208,13 @@ def plot_scaling(
         ax.plot(xs, fit, "--", color=color, label=f"{name} fit")
         if target:
             pred = float(np.asarray(curve(np.array([float(target)])), dtype=np.float64).ravel()[0])
-            ax.plot(
+            # the predicted value goes in the legend: labels beside the stars would overlap
+            star = ax.plot(
                 [target], [pred if pred > 0 else np.nan], "*", color=color, markersize=12, label=f"{name} @ P={target}"
             )
             if pred > 0:
-                ax.annotate(
-                    format_value(pred, "s"), (target, pred), textcoords="offset points", xytext=(5, 5), fontsize=7
-                )
+                handles[-1].set_label(f"{handles[-1].get_label()}; {format_value(pred, 's')} at P={target}")
+            del star
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ticks = np.unique(np.r_[ps, [target] if target else []])
@@ -224,7 +224,8 @@ def plot_scaling(
     if target:
         ax.axvline(target, color="gray", linestyle=":", linewidth=1)
     ax.set_xlabel("processes")
-    ax.set_ylabel(f"{time} (s)")
+    ax.set_ylabel(time)
+    ax.yaxis.set_major_formatter(value_formatter("s"))  # 10.0 ms, 1.00 s: the unit on every tick
     form = "model c0 + c·p^i·log2(p)^j" if pmnf else "fit log2 T = a + b log2 P"
     ax.set_title(title or f"scaling: {form.split(' ', 1)[1]}")
     handles.append(Line2D([], [], color="gray", linestyle="--", label=form))
@@ -232,7 +233,7 @@ def plot_scaling(
         handles.append(
             Line2D([], [], color="gray", marker="*", linestyle="", markersize=10, label=f"prediction at P={target}")
         )
-    ax.legend(handles=handles, loc="best", fontsize="small")
     fig.tight_layout()
+    legend_outside(ax, handles=handles)  # after the layout: the saved figure widens to hold it
     save_figure(fig, path)
     return fig
