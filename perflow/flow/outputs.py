@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: Tables with at most this many rows are printed by ``perflow run``.
 SMALL_TABLE_ROWS = 50
+#: Resolution of the PNG files of figures (and of the figures in the run's page).
+FIGURE_DPI = 150
 
 
 def _frame(value: Any) -> pd.DataFrame | pd.Series | None:
@@ -95,7 +97,7 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
 
         p = d / f"{safe}.png"
         with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
-            value.savefig(tmp, dpi=150, bbox_inches="tight")
+            value.savefig(tmp, dpi=FIGURE_DPI, bbox_inches="tight")
         return p
     if isinstance(value, str):
         suffix = text_suffix(value)
@@ -167,7 +169,7 @@ def write_index(
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "index.html"
-    page = get_pass("report_page")(values, pag, steps, findings, title=title, subtitle=subtitle, csv=True)
+    page = get_pass("report_page")(values, pag, steps, findings, title=title, subtitle=subtitle, folder=str(d))
     write_text(p, page)
     log.debug("wrote %s", p)
     return p

@@ -123,9 +123,11 @@ def markdown_html(text: str) -> str:
     return md.render(text).replace("<table>", '<table class="pf-sortable">')
 
 
-def figure_html(fig: Any, alt: str) -> str:
-    """A figure as an inline PNG."""
-    from ._mplfig import figure_png
+def figure_html(fig: Any, alt: str, png: bytes | None = None) -> str:
+    """A figure as an inline PNG (``png``: its bytes, already rendered to a file)."""
+    if png is None:
+        from ._mplfig import figure_png
 
-    data = base64.b64encode(figure_png(fig, dpi=100)).decode()
+        png = figure_png(fig, dpi=100)
+    data = base64.b64encode(png).decode()
     return f'<img class="pf-fig" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'

@@ -34,6 +34,7 @@ import html
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,9 +87,15 @@ def _slug(name: str, n: int) -> str:
     return f"out-{n}-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "value")
 
 
-def _section(name: str, value: Any, aid: str, csv: str | None, fold: bool = False) -> str | None:
-    """One output as a section; a table is folded (``<details>``) under a run's report (``fold``)."""
+def _section(name: str, value: Any, aid: str, folder: Path | None, fold: bool = False) -> str | None:
+    """One output as a section; a table is folded (``<details>``) under a run's report (``fold``).
+
+    With the ``folder`` the outputs were written to, a table links its CSV file and a figure
+    embeds its PNG file (rendered once).
+    """
     esc = html.escape
+    safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
+    csv = f"{safe}.csv" if folder is not None and (folder / f"{safe}.csv").is_file() else None
     if isinstance(value, str):
         t = value.lstrip()
         if t[:15].lower().startswith(("<!doctype", "<html")):
@@ -106,7 +113,8 @@ def _section(name: str, value: Any, aid: str, csv: str | None, fold: bool = Fals
                 f'<span class="pf-more">table, {n:,} row{"s" if n != 1 else ""}</span></summary>\n{body}\n</details>'
             )
     elif hasattr(value, "savefig"):
-        body = figure_html(value, name)
+        png = folder / f"{safe}.png" if folder is not None else None
+        body = figure_html(value, name, png.read_bytes() if png is not None and png.is_file() else None)
     elif isinstance(value, PAG):
         return None
     elif type(value).__name__ == "Styler":
@@ -127,7 +135,7 @@ def run_page(
     pag: Any = None,
     timeline: bool = True,
     findings: pd.DataFrame | None = None,
-    csv: bool = False,
+    folder: str | None = None,
 ) -> str:
     """The HTML page of a run (see the module docstring).
 
@@ -146,9 +154,9 @@ def run_page(
         Include the interactive timeline of a trace.
     findings : DataFrame, optional
         The ``findings`` pass's table (computed here when not given).
-    csv : bool
-        The tables' CSV files are beside the page (``NAME.csv``, as ``perflow run --output``
-        writes them): link them.
+    folder : str, optional
+        The folder the outputs were written to (``perflow run --output``): tables link their
+        ``NAME.csv`` and figures embed their ``NAME.png``.
     """
     from .html_findings import findings_html
     from .html_tree import PANES_JS, profile_html, web_asset
@@ -201,9 +209,9 @@ def run_page(
         )
         anchors.append(("profile", "profile"))
     fold = any(isinstance(v, str) and not v.lstrip().startswith("<") for _, v in items)  # a report shows the tables
+    where = Path(folder) if folder else None
     for name, value in items:
-        safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
-        sec_html = _section(name, value, ids[name], f"{safe}.csv" if csv else None, fold)
+        sec_html = _section(name, value, ids[name], where, fold)
         if sec_html is not None:
             parts.append(sec_html)
             anchors.append((ids[name], name))
@@ -233,7 +241,7 @@ def report_page(
     title: str = "perflow report",
     subtitle: str = "",
     timeline: bool = True,
-    csv: bool = False,
+    folder: str | None = None,
     path: str | None = None,
 ) -> str:
     """The self-contained HTML page of a run's values (what ``index.html`` holds; see :func:`run_page`).
@@ -252,8 +260,9 @@ def report_page(
         Heading and the line below it.
     timeline : bool
         Include the interactive timeline of a trace.
-    csv : bool
-        Link every table's CSV file (``NAME.csv`` beside the page).
+    folder : str, optional
+        The folder the run's outputs were written to: tables link their CSV files there,
+        figures embed their PNG files from there.
     path : str, optional
         Also write the page there.
 
@@ -263,7 +272,14 @@ def report_page(
         The HTML document.
     """
     page = run_page(
-        outputs, title=title, subtitle=subtitle, steps=steps, pag=pag, timeline=timeline, findings=findings, csv=csv
+        outputs,
+        title=title,
+        subtitle=subtitle,
+        steps=steps,
+        pag=pag,
+        timeline=timeline,
+        findings=findings,
+        folder=folder,
     )
     write_text(page, path)
     return page
