@@ -19,11 +19,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["fit_table", "fit_text", "shorten_path", "shorten_middle", "shorten_end", "ELLIPSIS"]
+__all__ = ["fit_table", "fit_text", "shorten_path", "shorten_middle", "shorten_end", "shorten_site", "ELLIPSIS"]
 
 ELLIPSIS = "…"
-#: Text columns are never shortened below this many characters.
-MIN_TEXT = 16
+#: Text columns are never shortened below this many characters (a table is wrapped instead).
+MIN_TEXT = 24
 _SITE = re.compile(r"^(.*?)( \([^()]*:\d+\))$")  # "... (file.c:12)": the call site of a call path
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _MD_RULE = re.compile(r"^\|(\s*:?-{1,}:?\s*\|)+\s*$")
@@ -83,11 +83,28 @@ def _is_path_column(header: str, cells: Sequence[str]) -> bool:
     return bool(cells) and with_slash >= 0.5 * len(cells)
 
 
+def shorten_site(text: str, width: int) -> str:
+    """``name (file:line)`` cut in the file's name: ``compute (…etic.c:50)``; else in the middle."""
+    m = _SITE.match(text)
+    if len(text) <= width or not m:
+        return shorten_middle(text, width)
+    name, site = m.group(1), m.group(2)[2:-1]  # "file:line"
+    room = width - len(name) - 4  # " (" + "…" + ")"
+    if room < 4:
+        return shorten_middle(text, width)
+    return f"{name} ({ELLIPSIS}{site[-room:]})"
+
+
 def _shorten(header: str, cells: list[str], width: int) -> list[str]:
-    """Call paths keep both ends; identifiers keep both ends; prose (several words) keeps its start."""
+    """Call paths keep both ends; ``name (file:line)`` its name and line; prose (several words) its start."""
     if _is_path_column(header, cells):
         return [shorten_path(c, width) for c in cells]
-    return [shorten_end(c, width) if c.count(" ") >= 2 else shorten_middle(c, width) for c in cells]
+    return [
+        shorten_site(c, width)
+        if _SITE.match(c)
+        else (shorten_end(c, width) if c.count(" ") >= 2 else shorten_middle(c, width))
+        for c in cells
+    ]
 
 
 def _render(header: list[str], rows: list[list[str]], right: list[bool], style: str) -> list[str]:

@@ -16,6 +16,8 @@ load imbalance (vertex,            a call path slower on some processes         
 imbalance_time, max_process)
 POP metrics (metric, value, unit)  an efficiency below 95%                      the seconds it stands for
 scalability (call_path, loss)      a call path that does not scale              loss
+scalability fits (call_path,       a call path whose time grows with the scale  predicted - last measured
+slope, predicted)
 slow ranges (process, start, end,  a process slow for a while (variance)        lost
 lost)
 backtracking roots (vertex,        a process abnormally slow in a call path     value - mean
@@ -411,7 +413,29 @@ def _changes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candida
         run = f" in run {row['run']}" if "run" in row and isinstance(row["run"], str) else ""
         what = f"takes {_fmt(float(diff[i]))} longer{run}{rel}: {_fmt(a)} -> {_fmt(b)}"
         cp = str(row["call_path"])
-        out.append(Candidate("change", what, float(diff[i]) / locs, -1, cp, [], _num(row, GAIN), name, int(i)))
+        short = f"+{_fmt(float(diff[i]))}{run}"
+        out.append(
+            Candidate("change", what, float(diff[i]) / locs, -1, cp, [], _num(row, GAIN), name, int(i), short=short)
+        )
+
+
+def _growth(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
+    """The scalability fits: a call path whose time grows with the scale costs its predicted growth."""
+    last = [c for c in df.columns if str(c).startswith("T@")]
+    if not last:
+        return
+    at = pd.to_numeric(df[last[-1]], errors="coerce").to_numpy(dtype=np.float64)
+    pred = pd.to_numeric(df["predicted"], errors="coerce").to_numpy(dtype=np.float64)
+    grow = pred - at
+    flagged = df["non_scalable"].to_numpy(dtype=bool) if "non_scalable" in df.columns else np.ones(len(df), bool)
+    target = df.attrs.get("target")
+    at_p = f" at P={target:g}" if isinstance(target, int | float) else ""
+    for i in np.flatnonzero(flagged & (grow > 0))[:10]:
+        row = df.iloc[i]
+        v, cp = _where_cols(row)
+        fit = " (poor fit)" if bool(row.get("poor_fit", False)) else ""
+        what = f"grows with the scale: {_fmt(at[i])} at {last[-1][2:].split(' ')[0]} processes, {_fmt(pred[i])} predicted{at_p}{fit}"
+        out.append(Candidate("scalability", what, float(grow[i]), v, cp, [], _num(row, GAIN), name, int(i)))
 
 
 def _hotspots(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
@@ -451,6 +475,7 @@ EXTRACTORS = (
     (("vertex", "imbalance_time", "max_process"), _imbalance),
     (("metric", "value", "unit"), _pop),
     (("call_path", "loss"), _scalability),
+    (("call_path", "slope", "predicted"), _growth),
     (("process", "start", "end", "lost"), _slow),
     (("vertex", "process", "value", "mean", "symptom_vertex"), _abnormal),
     (("call_path", "diff", "value_a", "value_b"), _changes),

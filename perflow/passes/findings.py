@@ -130,8 +130,8 @@ def _short(c: Candidate) -> str:
 
 def _where(pag: PAG | None, vertex: int, call_path: str) -> tuple[str, str, str]:
     """(name with file:line, call path, file:line) of a finding's vertex."""
-    if pag is None or vertex < 0 or vertex >= pag.n_vertices:
-        name = call_path.rsplit("/", 1)[-1] if call_path else ""
+    if pag is None or vertex < 0 or vertex >= pag.n_vertices:  # no file:line: the caller tells call sites apart
+        name = "/".join(call_path.split("/")[-2:]) if call_path else ""
         return name, call_path, ""
     vt = pag.vertex_table
     f, ln = str(vt["file"].iat[vertex] or ""), int(vt["line"].iat[vertex])

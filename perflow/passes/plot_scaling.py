@@ -14,6 +14,7 @@ lists (the ones it flags), in its order, and marks poor fits in the legend.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,6 +188,7 @@ def plot_scaling(
     ps = np.sort(tidy["P"].unique())
     xmax = max(float(ps.max()) if len(ps) else 1.0, float(target or 0))
     handles: list = []
+    said: dict[Any, str] = {}  # a curve's predicted value, for its legend entry
     for name, color in zip(order, palette(len(order))):
         g = tidy[tidy["label"] == name].groupby("P", sort=True)["T"].mean()
         x, y = g.index.to_numpy(), g.to_numpy()
@@ -212,8 +214,8 @@ def plot_scaling(
             star = ax.plot(
                 [target], [pred if pred > 0 else np.nan], "*", color=color, markersize=12, label=f"{name} @ P={target}"
             )
-            if pred > 0:
-                handles[-1].set_label(f"{handles[-1].get_label()}; {format_value(pred, 's')} at P={target}")
+            if pred > 0:  # said in the legend beside its curve: labels beside the stars would overlap
+                said[handles[-1]] = f"; {format_value(pred, 's')} at P={target}"
             del star
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -234,6 +236,7 @@ def plot_scaling(
             Line2D([], [], color="gray", marker="*", linestyle="", markersize=10, label=f"prediction at P={target}")
         )
     fig.tight_layout()
-    legend_outside(ax, handles=handles)  # after the layout: the saved figure widens to hold it
+    labels = [f"{h.get_label()}{said.get(h, '')}" for h in handles]
+    legend_outside(ax, handles=handles, labels=labels)  # after the layout: the saved figure widens to hold it
     save_figure(fig, path)
     return fig

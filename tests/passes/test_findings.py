@@ -50,7 +50,7 @@ def test_costs_hand_computed_and_ranked() -> None:
     # imbalance of 0.3 s is the same waiting seen again: merged away); POP load balance: 0.4 - 0.3 = 0.1 s
     assert f["cost"].round(12).tolist() == [0.3, 0.2, 0.1]
     assert f["kind"].tolist() == ["root cause", "wait state", "efficiency"]
-    assert f["where"].tolist()[:2] == ["compute", "MPI_Recv"] and f["where"].iloc[2] == "the whole run"
+    assert f["where"].tolist() == ["main/compute", "main/MPI_Recv", "the whole run"]  # no PAG: no file:line
     assert f["processes"].tolist() == ["3", "2", ""]
     assert f["gain [s]"].iloc[0] == 0.25 and math.isnan(f["gain [s]"].iloc[1]) and f["gain [s]"].iloc[2] == 0.08
     assert f["what"].iloc[0] == "delays others: 1.20 s of waiting in total (Late Sender 1.00 s, Wait at N×N 200 ms)"
@@ -58,8 +58,8 @@ def test_costs_hand_computed_and_ranked() -> None:
     assert f["what"].iloc[2].startswith("load balance 75.0%: 100 ms of the runtime lost")
     assert f[["output", "row"]].values.tolist() == [["causes", 0], ["by_call_path", 0], ["metrics", 0]]
     text = findings_markdown(f, k=2)
-    assert text.startswith("## Findings\n\n1. 300 ms (gain 250 ms)  compute on rank 3: delays others")
-    assert "\n2. 200 ms  MPI_Recv on rank 2: Late Sender" in text and "1 more in index.html" in text
+    assert text.startswith("## Findings\n\n1. 300 ms (gain 250 ms)  main/compute on rank 3: delays others")
+    assert "\n2. 200 ms  main/MPI_Recv on rank 2: Late Sender" in text and "1 more in index.html" in text
 
 
 def test_without_a_gain_column_and_without_tables() -> None:
