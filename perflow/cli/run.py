@@ -176,20 +176,42 @@ def shown_outputs(types: dict[str, Any]) -> list[str] | None:
     return [n for n, tp in types.items() if tp is str or unknown(tp) or tp in (pd.DataFrame, pd.Series)]
 
 
-def _check_inputs(flow: Any, inputs: dict[str, Any]) -> None:
-    """One clear line for required inputs not given: ``missing --input pag (A trace-backed PAG, ...)``."""
-    from ..errors import PerflowError
-    from ..flow.flow import MISSING
+def _start(run_flow: Any, flow: Any, inputs: dict[str, Any], args: argparse.Namespace, show: bool, engine: Any) -> Any:
+    """Run the flow as the command line asks."""
+    return run_flow(
+        flow,
+        inputs,
+        jobs=args.jobs,
+        cache=args.cache,
+        hooks=[Progress()] if show else [],
+        allow_import=args.allow_import,
+        engine=engine,
+        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
+        # reports only: the steps that only feed other outputs (figures, say) are not run
+        outputs=None if (args.output or args.cache) else shown_outputs,
+        output_dir=args.output,
+        allow_write=getattr(args, "allow_write", []),
+    )
 
-    missing = [(n, i) for n, i in flow.inputs.items() if i.default is MISSING and n not in inputs]
-    if not missing:
+
+def _missing_inputs(flow: Any, exc: Exception) -> None:
+    """When the only problems are required inputs not given, one line: ``missing --input pag (A trace ...)``."""
+    from ..errors import PerflowError
+
+    problems = list(getattr(exc, "problems", []))
+    missing = [
+        (n, i)
+        for n, i in flow.inputs.items()
+        if any(p.startswith(f"flow input {n!r} (") and "is required" in p for p in problems)
+    ]
+    if not missing or len(missing) != len(problems):
         return
     one = len(flow.inputs) == 1
     parts = []
     for n, i in missing:
         doc = f" ({i.doc.strip().rstrip('.')})" if getattr(i, "doc", "") else ""
         parts.append(f"--input {n}{doc}" if one else f"--input {n}=PATH{doc}")
-    raise PerflowError(f"missing {'; '.join(parts)}; `perflow flows {flow.name}` shows the flow")
+    raise PerflowError(f"missing {'; '.join(parts)}; `perflow flows {flow.name}` shows the flow") from None
 
 
 def _check_output(out: str) -> None:
@@ -268,7 +290,6 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
             raise
         raise ValidationError([f"--set: {exc}"], flow.source) from None
     inputs = parse_inputs(flow, args.input)
-    _check_inputs(flow, inputs)
     if args.output:
         _check_output(args.output)
     show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)
@@ -276,20 +297,11 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
     if not args.debug:  # failures are printed below, once
         logging.getLogger("perflow.flow.scheduler").setLevel(logging.ERROR)
-    result = run_flow(
-        flow,
-        inputs,
-        jobs=args.jobs,
-        cache=args.cache,
-        hooks=[Progress()] if show else [],
-        allow_import=args.allow_import,
-        engine=engine,
-        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
-        # reports only: the steps that only feed other outputs (figures, say) are not run
-        outputs=None if (args.output or args.cache) else shown_outputs,
-        output_dir=args.output,
-        allow_write=getattr(args, "allow_write", []),
-    )
+    try:
+        result = _start(run_flow, flow, inputs, args, show, engine)
+    except ValidationError as exc:
+        _missing_inputs(flow, exc)
+        raise
     printed = []
     hidden = [n for n in flow.outputs if n not in result.outputs]  # not even computed
     has_report = any(isinstance(v, str) for v in result.outputs.values())

@@ -33,6 +33,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -82,8 +83,6 @@ def _trace_waits(pag: PAG, waits: pd.DataFrame | None) -> pd.DataFrame | None:
 
 
 def _slug(name: str, n: int) -> str:
-    import re
-
     return f"out-{n}-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "value")
 
 
@@ -208,7 +207,7 @@ def run_page(
             f"{profile_html(main, waits)}\n<script>{web_asset(PANES_JS)}</script>\n</section>"
         )
         anchors.append(("profile", "profile"))
-    fold = any(isinstance(v, str) and not v.lstrip().startswith("<") for _, v in items)  # a report shows the tables
+    fold = any(isinstance(v, str) and re.match(r"#{1,6} \S", v.lstrip("\n")) for _, v in items)  # a report shows them
     where = Path(folder) if folder else None
     for name, value in items:
         sec_html = _section(name, value, ids[name], where, fold)
