@@ -220,6 +220,7 @@ def test_passes_lists_and_describes(capsys):
 def test_flows_lists_and_prints(capsys):
     code, out, err = cli(capsys, "flows")
     rows: dict[str, str] = {}  # other shipped flows may be listed too; long descriptions go on, indented
+    name = ""
     for line in out.splitlines():
         if line.startswith(" "):
             rows[name] += " " + line.strip()
