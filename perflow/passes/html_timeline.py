@@ -56,10 +56,14 @@ class TimelineSection:
     controls: str
     embedded: dict[str, int]
     blob: str = ""
+    region_blob: str = ""
 
     def data_script(self) -> str:
-        """The compressed data, in a script element the page's script decodes while Bokeh starts."""
-        return f'<script type="application/octet-stream" id="pf-timeline-blob">{self.blob}</script>'
+        """The compressed data, in script elements the page's script decodes (the first while Bokeh starts)."""
+        return (
+            f'<script type="application/octet-stream" id="pf-timeline-blob">{self.blob}</script>'
+            f'<script type="application/octet-stream" id="pf-timeline-blob-region">{self.region_blob}</script>'
+        )
 
     def html(self, bokeh_div: str) -> str:
         """The controls, Bokeh's element, the status line, the tooltip and the data."""
@@ -169,8 +173,9 @@ def timeline_section(
     # summary pyramids, per category and per function
     tiles_k, shares = pyramid(td, t0, t1, levels, tile_bins)
     tiles_r, shares_r = pyramid(tf, t0, t1, levels, tile_bins)
-    for name, tiles in (("tiles_kind", tiles_k), ("tiles_region", tiles_r)):
-        meta[name] = [[lv, i, pack.add(None, img, "u8")] for lv, i, img in tiles]
+    meta["tiles_kind"] = [[lv, i, pack.add(None, img, "u8")] for lv, i, img in tiles_k]
+    region = _Pack()  # the summary per function: its own data, decoded when asked for
+    meta["tiles_region"] = [[lv, i, region.add(None, img, "u8")] for lv, i, img in tiles_r]
     meta["tile_rows"] = n_rows * SUB
     finest = shares.shape[1]
     meta["finest"] = finest
@@ -266,8 +271,8 @@ def timeline_section(
         max_shown=max_shown,
         max_overlay=5000,
     )
-    blob = pack.encoded()
-    embedded["bytes"] = len(blob)
+    blob, region_blob = pack.encoded(), region.encoded()
+    embedded["bytes"] = len(blob) + len(region_blob)
     # ---------------------------------------------------------------- the Bokeh document (empty views)
     mapper = LinearColorMapper(palette=meta["kind_palette"], low=-0.5, high=IDLE_CODE + 0.5)
     height = int(np.clip(22 * n_rows + 20, 160, 820))
@@ -362,7 +367,7 @@ def timeline_section(
     doc.add_root(layout)
     doc.js_on_event("document_ready", init)  # the data is decoded once the page is shown
     controls = _controls(td, tf, meta, ws is not None, cp is not None, "msg_start" in pack.layout)
-    return TimelineSection(layout, controls, embedded, blob)
+    return TimelineSection(layout, controls, embedded, blob, region_blob)
 
 
 def _controls(td: TimelineData, tf: TimelineData, meta: dict[str, Any], waits: bool, path: bool, msgs: bool) -> str:

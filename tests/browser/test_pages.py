@@ -124,8 +124,8 @@ def test_run_page(open_page, run_dir: Path) -> None:
     assert "duration" in tip.inner_text() or "mostly" in tip.inner_text()
     docs = (run_dir / "index.html").read_text().split("const docs_json = '", 1)[1].split("';", 1)[0]
     assert '"HoverTool"' not in docs  # no Bokeh tooltips: the page's one tooltip follows the mouse
-    pg.locator("input[name='pf-tl-color'][value='region']").check()
-    assert pg.evaluate("window.pfTimeline.color") == "region"
+    pg.locator("input[name='pf-tl-color'][value='region']").check()  # its summary is decoded when asked for
+    pg.wait_for_function("window.pfTimeline.color === 'region'")
     assert pg.locator(".pf-tl-legend [data-color='region']").is_visible()
     pg.fill("#pf-tl-procs", "0-1, 3")
     pg.press("#pf-tl-procs", "Enter")

@@ -32,7 +32,10 @@
     return out;
   }
   async function inflate(b64) {
-    const bin = bytes(b64);
+    let bin;
+    try { // the browser's own base64 decoder, through a data: URL; else by hand
+      bin = new Uint8Array(await (await fetch('data:application/octet-stream;base64,' + b64)).arrayBuffer());
+    } catch (e) { bin = bytes(b64); }
     if (typeof DecompressionStream === 'undefined') throw new Error('this browser cannot decompress the timeline (no DecompressionStream)');
     return new Response(new Blob([bin]).stream().pipeThrough(new DecompressionStream('deflate'))).arrayBuffer();
   }
@@ -61,6 +64,14 @@
   const started = performance.now();
   const pending = blobEl ? inflate(blobEl.textContent.trim()) : Promise.reject(new Error('no timeline data in the page'));
   pending.catch(() => {});
+  let regionTiles = null; // the summary coloured per function: decoded the first time it is asked for
+  function loadRegionTiles() {
+    if (!regionTiles) {
+      const el = document.getElementById('pf-timeline-blob-region');
+      regionTiles = el ? inflate(el.textContent.trim()) : Promise.reject(new Error('no per-function summary in the page'));
+    }
+    return regionTiles;
+  }
 
   window.pfTimelineInit = function (a) {
     const meta = a.meta, status = document.getElementById('pf-timeline-status');
@@ -79,10 +90,7 @@
       };
       const ov = (p) => (A[p + '_start'] ? { left: starts(A[p + '_start'], [A[p + '_start'].length], meta.t0, tick), dur: Float64Array.from(A[p + '_dur'], (d) => d * tick), y0: A[p + '_y0'], y1: A[p + '_y1'] || A[p + '_y0'] } : null);
       T.waits = ov('wait'); T.path = ov('path'); T.msgs = ov('msg');
-      T.tiles = { kind: [], region: [] };
-      for (const [name, list] of [['kind', meta.tiles_kind], ['region', meta.tiles_region]]) {
-        for (const [level, i, off] of list) T.tiles[name].push({ level, i, img: new Uint8Array(buf.slice(off, off + meta.tile_rows * meta.tile_bins)) });
-      }
+      T.tiles = { kind: tilesOf(buf, meta.tiles_kind), region: [] };
       T.waitAlpha = A.wait_alpha || null;
       T.pathBinned = meta.path_binned;
       T.timings.arrays = performance.now() - ta;
@@ -94,6 +102,9 @@
       document.getElementById('pf-timeline').dataset.ready = '1';
     }).catch((err) => { if (status) status.textContent = 'the timeline could not be shown: ' + err.message; });
 
+    function tilesOf(buf, list) {
+      return list.map(([level, i, off]) => ({ level, i, img: new Uint8Array(buf.slice(off, off + meta.tile_rows * meta.tile_bins)) }));
+    }
     function setRows(rows) { // the process filter: which rows are shown, top to bottom
       const n = meta.n_rows;
       T.rows = rows && rows.length ? rows : Array.from({ length: n }, (_, i) => i);
@@ -237,12 +248,16 @@
     T.lod = lod;
     T.zoom = (t0, t1) => { a.xr.start = Math.max(t0, meta.t0 - 0.02 * (meta.t1 - meta.t0)); a.xr.end = Math.min(t1, meta.t1 + 0.02 * (meta.t1 - meta.t0)); };
     T.setColor = (c) => {
+      if (c === 'region' && !T.tiles.region.length) { // decode the per-function summary once, then colour
+        return loadRegionTiles().then((buf) => { T.tiles.region = tilesOf(buf, meta.tiles_region); T.setColor(c); });
+      }
       T.color = c;
       a.mapper.palette = c === 'kind' ? meta.kind_palette : meta.region_palette;
       a.strip_kind.forEach((r) => { r.visible = c === 'kind'; });
       a.strip_region.forEach((r) => { r.visible = c === 'region'; });
       document.querySelectorAll('.pf-tl-legend [data-color]').forEach((e) => { e.style.display = e.dataset.color === c ? '' : 'none'; });
       lod();
+      return Promise.resolve();
     };
     T.filter = (text) => { // "0-3, 7": processes; empty: all
       const want = new Set();
