@@ -484,17 +484,24 @@ EXTRACTORS = (
 
 
 def candidates(values: Mapping[str, Any], n_locations: int) -> list[Candidate]:
-    """Candidate findings of every recognised table among ``values`` (name -> value)."""
+    """Candidate findings of every recognised table among ``values`` (name -> value).
+
+    One table per shape: the first one with a ``gain [s]`` column, else the first (a flow lists
+    its main table first; ``critical_path``'s profile and imbalance tables have one shape).
+    """
     h = _Helpers(values)
-    out: list[Candidate] = []
-    done: set[str] = set()  # one table per shape (the first: a flow lists its main table first)
+    shapes: dict[Any, list[tuple[str, pd.DataFrame]]] = {}
     for name, v in values.items():
         if not isinstance(v, pd.DataFrame):
             continue
         for cols, fn in EXTRACTORS:
             if _has(v, *cols):
-                if fn.__name__ not in done:
-                    fn(str(name), v, h, max(n_locations, 1), out)
-                    done.add(fn.__name__)
+                shapes.setdefault(fn, []).append((str(name), v))
                 break
+    out: list[Candidate] = []
+    for _, fn in EXTRACTORS:
+        tables = shapes.get(fn, [])
+        if tables:
+            name, v = next(((n, t) for n, t in tables if GAIN in t.columns), tables[0])
+            fn(name, v, h, max(n_locations, 1), out)
     return out

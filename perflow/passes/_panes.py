@@ -322,10 +322,11 @@ def panes_data(
         for j, i in enumerate(ix):
             if i < 0:
                 continue
-            if "name" in tl and isinstance(tl["name"].iat[j], str) and tl["name"].iat[j]:
-                lname[i] = str(tl["name"].iat[j])
             if "type" in tl:
                 ltype[i] = str(tl["type"].iat[j])
+            name = str(tl["name"].iat[j]) if "name" in tl and isinstance(tl["name"].iat[j], str) else ""
+            if name and ltype[i] != "cpu":  # a GPU stream by its name ("GPU 0 stream 7"), under its rank
+                lname[i] = f"rank {int(loc['process'].iat[i])}: {name}"
             if "host" in tl and isinstance(tl["host"].iat[j], str):
                 host[i] = str(tl["host"].iat[j])
     data = {

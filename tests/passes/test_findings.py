@@ -105,3 +105,14 @@ def test_findings_from_the_pag_alone(ring8: perflow.PAG) -> None:
     profile = perflow.read("tests/data/hatchet/hatchet-graph-literal.json")  # one process, no trace
     g = findings({}, profile)
     assert len(g) and set(g["kind"]) == {"hotspot"} and g["context"].all()
+
+
+def test_the_table_with_gains_is_read() -> None:
+    """critical_path's profile and imbalance tables have one shape: the one with ``gain [s]`` gives the finding."""
+    prof = pd.DataFrame(
+        {"vertex": [3], "call_path": ["main/compute"], "cp_time": [0.5], "mean_nonwait": [0.3], "cpi": [0.2]}
+    )
+    imb = prof.assign(**{"gain [s]": [0.15]})
+    f = findings({"profile": prof, "imbalance": imb})
+    assert len(f) == 1 and f["output"].iloc[0] == "imbalance" and f["gain [s]"].iloc[0] == 0.15
+    assert f["what"].iloc[0] == "critical-path imbalance 200 ms (500 ms on the path, 300 ms per process on average)"
