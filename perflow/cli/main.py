@@ -44,6 +44,7 @@ COMMAND_MODULES = [
     "view",
     "convert",
     "cc",
+    "score",
     "completion",
 ]
 
