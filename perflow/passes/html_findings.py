@@ -86,6 +86,6 @@ def findings_html(
     note = COST_NOTE + (
         "; gain: the runtime a what-if replay predicts fixing it saves"
         if gains
-        else "; no gains predicted (the what_if flow replays the trace with a finding fixed)"
+        else "; no gains predicted (a what-if replay of the trace predicts them, as a gain [s] column of a table)"
     )
     return f'<ol class="pf-findings">{"".join(items)}</ol>\n<p class="pf-note">{esc(note)}.</p>'
