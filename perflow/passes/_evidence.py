@@ -31,7 +31,8 @@ hotspots (vertex, value, share)    where the time goes (context, ranked last)   
 Helper tables refine these: the wait-state instances (which processes wait, for whom, the
 longest wait to zoom to), the root causes per process, the critical-path segments and the
 outlier processes. A ``gain [s]`` column (the what-if replay's predicted gain of fixing a row)
-is carried over when a table has one.
+is carried over when a table has one; the ``what_if`` table's ``NAME=balance`` scenarios give
+their gain to the findings about that function.
 """
 
 from __future__ import annotations
@@ -45,10 +46,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["Candidate", "candidates", "wait_label", "rank_list", "GAIN"]
+from .whatif import GAIN  # the column the what-if replay adds to tables: the predicted gain of fixing a row
 
-#: The column the what-if replay adds to tables: the predicted runtime gain of fixing the row.
-GAIN = "gain [s]"
+__all__ = ["Candidate", "candidates", "wait_label", "rank_list", "GAIN"]
 
 _WAIT_LABELS = {
     "late_sender": "Late Sender",
@@ -161,6 +161,20 @@ class _Helpers:
                 self.segments = v
             elif self.outliers is None and _has(v, "vertex", "process", "excess"):
                 self.outliers = v
+        # the what-if table: "NAME=balance" scenarios predict the gain of balancing a function
+        self.balance: dict[str, float] = {}
+        for v in values.values():
+            if _has(v, "scenario", GAIN):
+                for sc, g in zip(v["scenario"].astype(str), pd.to_numeric(v[GAIN], errors="coerce")):
+                    m = re.fullmatch(r"\s*([^=&]+?)\s*=\s*balance\s*", sc)
+                    if m and math.isfinite(g):
+                        self.balance[m.group(1)] = float(g)
+
+    def balance_gain(self, call_path: str) -> float:
+        """The what-if gain of balancing this call path (by its path or its function's name), NaN if none."""
+        if not self.balance or not call_path:
+            return math.nan
+        return self.balance.get(call_path, self.balance.get(call_path.rsplit("/", 1)[-1], math.nan))
 
     def wait_detail(self, vertex: int, kind: str) -> tuple[list[int], tuple[float, float] | None, str]:
         w = self.waits
@@ -504,4 +518,7 @@ def candidates(values: Mapping[str, Any], n_locations: int) -> list[Candidate]:
         if tables:
             name, v = next(((n, t) for n, t in tables if GAIN in t.columns), tables[0])
             fn(name, v, h, max(n_locations, 1), out)
+    for c in out:  # a call path whose balancing the what-if table predicts
+        if not math.isfinite(c.gain) and not c.context and c.kind != "wait state":
+            c.gain = h.balance_gain(c.call_path)
     return out

@@ -116,3 +116,12 @@ def test_the_table_with_gains_is_read() -> None:
     f = findings({"profile": prof, "imbalance": imb})
     assert len(f) == 1 and f["output"].iloc[0] == "imbalance" and f["gain [s]"].iloc[0] == 0.15
     assert f["what"].iloc[0] == "critical-path imbalance 200 ms (500 ms on the path, 300 ms per process on average)"
+
+
+def test_what_if_balance_scenarios_give_their_gain() -> None:
+    """The what_if table's ``compute=balance`` scenario: the gain of the finding about compute."""
+    t = _tables()
+    t["causes"] = t["causes"].drop(columns=["gain [s]"])
+    t["what_if"] = pd.DataFrame({"scenario": ["compute=balance", "compute=0"], "gain [s]": [0.12, 0.4]})
+    f = findings(t)
+    assert f.set_index("where").loc["main/compute", "gain [s]"] == 0.12  # balancing, not removing it

@@ -99,7 +99,7 @@ def test_flows_on_the_sample_drop_no_column(capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     assert main(["-q", "run", "root_cause", "--input", "examples/data/ring8.pag"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("## Findings\n") and "1. 47.0 ms  compute (synthetic.c:50) on rank 3" in out
+    assert out.startswith("## Findings\n") and "1. 47.0 ms (gain 12.3 ms)  compute (synthetic.c:50) on rank 3" in out
     assert "base64" not in out and "..." not in out
     lines = out.split("\n")
     assert max(len(ln) for ln in lines) <= 120
