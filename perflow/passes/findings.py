@@ -245,5 +245,11 @@ def findings_markdown(table: pd.DataFrame, *, k: int = 5, width: int | None = No
         lines.append(shorten_end(line, width) if width else line)
     more = len(table) - len(t)
     gain = "; gain: the runtime a what-if replay predicts fixing it saves" if t[GAIN].notna().any() else ""
-    lines += ["", f"({COST_NOTE}{gain}{f'; {more} more in index.html' if more > 0 else ''})", ""]
+    note = f"({COST_NOTE}{gain}{f'; {more} more in index.html' if more > 0 else ''})"
+    if width:
+        import textwrap
+
+        lines += ["", *textwrap.wrap(note, width), ""]
+    else:
+        lines += ["", note, ""]
     return "\n".join(lines)
