@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -71,5 +72,14 @@ def run(args: argparse.Namespace) -> int:
         ascii=args.ascii,
         max_lines=args.max_lines,
     )
-    sys.stdout.write(text)
+    if color:  # the value's colours are ours; anything else a name brings is shown escaped
+        from ._term import printable
+
+        out = getattr(sys.stdout, "_stream", sys.stdout)  # past the escaping stream of perflow.cli.main
+        out.write("".join(p if _SGR.fullmatch(p) else printable(p) for p in _SGR.split(text)))
+    else:
+        sys.stdout.write(text)
     return 0
+
+
+_SGR = re.compile(r"(\x1b\[[0-9;]*m)")  # a colour (Select Graphic Rendition): nothing but colours

@@ -180,9 +180,20 @@ def write_outputs(
 ) -> dict[str, Path]:
     """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``.
 
-    ``findings`` (the ``findings`` pass's table, computed here when not given) is written as
+    All or nothing (:func:`perflow._atomic.all_or_nothing`): when one cannot
+    be written (a full disk), none replaces the previous outputs. ``findings``
+    (the ``findings`` pass's table, computed here when not given) is written as
     ``findings.csv`` (unless an output has that name) and opens the page.
     """
+    from .._atomic import all_or_nothing
+
+    with all_or_nothing():
+        return _write_all(result, directory, index=index, findings=findings)
+
+
+def _write_all(
+    result: Any, directory: str | os.PathLike[str], *, index: bool, findings: pd.DataFrame | None
+) -> dict[str, Path]:
     paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
     if index:
         from perflow.pag.pag import PAG

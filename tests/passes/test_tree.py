@@ -263,3 +263,18 @@ def test_pag_tree_like_hatchet(pag: perflow.PAG, capsys) -> None:
     assert main(["tree", path, "--depth", "1", "--color", "never"]) == 0
     out = capsys.readouterr().out
     assert out == perflow.read(path).tree(depth=1)
+
+
+def test_tree_colours_but_escapes_names(tmp_path, capsys) -> None:
+    """``perflow tree --color``: its own colours, and a name's control characters shown escaped."""
+    from perflow.cli.main import main
+
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": [1.0]},
+        "children": [{"name": "evil\x1b]0;x\x07", "metrics": {"time_exc": [2.0]}}],
+    }
+    perflow.PAG.from_literal(lit).save(tmp_path / "p.pag")
+    assert main(["tree", str(tmp_path / "p.pag"), "--color", "always"]) == 0
+    out = capsys.readouterr().out
+    assert "└─ \x1b[33m2.00 s\x1b[0m evil\\x1b]0;x\\x07" in out and "\x07" not in out
