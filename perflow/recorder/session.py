@@ -318,6 +318,7 @@ def record(
         result.notes.append(f"data for {len(result.raw.locations)} of {nprocs} ranks only")
     if not is_python(program):
         _check_bindings(result, exe, tc.impl)
+        _check_openmp(result, exe)
     result.files["rawtrace"] = save_raw(result.raw, out / "rawtrace.npz")
     _write_outputs(result, outputs)
     return result
@@ -341,6 +342,38 @@ def _check_bindings(result: RecordResult, exe: str, impl: str) -> None:
         msg = f"no MPI call was recorded in {Path(exe).name} (is it an MPI program, linked dynamically?)"
     log.warning("%s", msg)
     result.notes.append(msg)
+
+
+def _check_openmp(result: RecordResult, exe: str) -> None:
+    """Warn when the program's OpenMP runtime has no OMPT interface (GCC's libgomp): only the initial thread
+    of each rank is recorded then, never silently."""
+    raw = result.raw
+    if raw is None:
+        return
+    how = str(raw.attrs.get("openmp", ""))
+    if how.startswith("OMPT"):
+        return
+    runtime = how.split(" (", 1)[0] if how else ("libgomp" if _links(exe, b"libgomp.so") else "")
+    if not runtime:
+        return
+    msg = (
+        f"{Path(exe).name} uses the OpenMP runtime {runtime}, which has no OMPT interface: only the initial "
+        "thread of each rank is recorded (the worker threads' work, barriers and locks are not); build it with "
+        "clang -fopenmp (LLVM's libomp, e.g. OMPI_CC=clang mpicc -fopenmp) to record every thread"
+    )
+    log.warning("%s", msg)
+    result.notes.append(msg)
+
+
+def _links(path: str | os.PathLike[str], needle: bytes) -> bool:
+    """Whether an executable's bytes (its dynamic dependencies) name ``needle``."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m[:4] == b"\x7fELF" and m.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
 
 
 def program_binding(path: str | os.PathLike[str]) -> str | None:

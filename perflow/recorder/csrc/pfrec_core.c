@@ -1,6 +1,8 @@
 /* perflow recorder core: buffers, timer sampling, communicator and request tables.
  *
- * Only the process's initial thread records; MPI calls from other threads pass
+ * These are the process's initial thread's buffers; OpenMP worker threads have
+ * streams of their own (pfrec_thr.c), to which slot(), pf_begin/pf_end and the
+ * SIGPROF handler hand over on such a thread. MPI calls of other threads pass
  * straight through. The SIGPROF handler allocates nothing and calls only
  * async-signal-safe functions (backtrace() after libgcc_s was loaded, write,
  * clock_gettime); it skips samples while the thread is inside an MPI call.
@@ -46,6 +48,7 @@ static struct {
     int nev, nsmp;
     uint64_t nregion;
     volatile sig_atomic_t in_mpi, stopping;
+    volatile sig_atomic_t omp_wait; /* waiting in OpenMP (a barrier, a lock): no samples (pfrec_omp.c) */
     double t_enter, period;
     int hz, timer_kind;
     timer_t timer;
@@ -128,6 +131,7 @@ double pf_now(void) {
 static uint64_t nwritten; /* event records so far */
 
 static inline pf_rec *slot(void) {
+    if (__builtin_expect(t_main == 2, 0)) return pf_thr_slot(); /* a worker thread: its own stream */
     if (g.nev == PF_EVBUF) flush_ev();
     nwritten++;
     return &evbuf[g.nev++];
@@ -175,8 +179,12 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
     if (!pf_active || g.stopping) goto out;
+    if (t_main == 2) { /* a worker thread's own timer */
+        pf_thr_prof(si, ucv);
+        goto out;
+    }
     if (g.timer_kind == 2 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
-    if (g.in_mpi) goto out; /* that CPU time is the MPI call's */
+    if (g.in_mpi || g.omp_wait) goto out; /* that CPU time is the MPI call's (or an OpenMP wait's) */
     /* each expiry stands for one period of the thread's CPU time (plus any
      * expiries that were merged into this signal) */
     double w = g.period * (1.0 + (g.timer_kind == 1 && si && si->si_overrun > 0 ? si->si_overrun : 0));
@@ -277,7 +285,7 @@ int pf_begin(int fn, void *ra, void *fp) {
     if (!pf_active) return 0;
     if (t_main != 1) {
         if (t_main == 0) t_main = pthread_equal(pthread_self(), g.main) ? 1 : 2;
-        if (t_main != 1) return 0;
+        if (t_main != 1) return pf_thr_begin(fn, ra, fp); /* a worker thread records into its own stream */
     }
     if (g.in_mpi) return 0;
     g.in_mpi = 1;
@@ -292,13 +300,17 @@ int pf_begin(int fn, void *ra, void *fp) {
 }
 
 void pf_end(int fn) {
+    if (t_main == 2) {
+        pf_thr_end(fn);
+        return;
+    }
     *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
 }
 
-double pf_t_enter(void) { return g.t_enter; }
+double pf_t_enter(void) { return t_main == 2 ? pf_thr_t_enter() : g.t_enter; }
 
 /* ---- for the user-function hooks (pfrec_inst.c) ---------------------------- */
 
@@ -504,7 +516,7 @@ void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t by
     if (!reqs[i].key) g.nreq++;
     int64_t id = g.req_next++;
     reqs[i] = (pf_req){key, id, bytes, 0, peer, tag, comm, (uint8_t)recv};
-    pf_p2p(recv ? P2P_IRECV_REQUEST : P2P_ISEND, peer, comm, tag, bytes, id, g.t_enter);
+    pf_p2p(recv ? P2P_IRECV_REQUEST : P2P_ISEND, peer, comm, tag, bytes, id, pf_t_enter());
 }
 
 /* A non-blocking collective: BEGIN now (inside the I-call), END when a
@@ -520,7 +532,7 @@ void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64
     if (!reqs[i].key) g.nreq++;
     int64_t id = g.req_next++;
     reqs[i] = (pf_req){key, id, sent, recvd, root, op, comm, 2};
-    pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, g.t_enter);
+    pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, pf_t_enter());
 }
 
 /* A request-based RMA operation (MPI_Rput, ...): its local completion is the Wait/Test that completes the
@@ -649,11 +661,58 @@ void pf_before_finalize(void) {
     if (!pf_active) return;
     txt("stats requests_untracked %lld contexts_untracked %lld\n", (long long)g.req_dropped, (long long)g.ctx_full);
     PMPI_Group_free(&g.world_group);
+    pf_omp_check();
     flush_all();
+    pf_thr_flush_parked();
 }
 
 void pf_after_finalize(void) {
     if (pf_active) flush_all();
+}
+
+/* ---- for the worker threads' streams (pfrec_thr.c) and OpenMP (pfrec_omp.c) ---- */
+
+const char *pf_base(void) { return g.base; }
+
+/* The sampling period of the initial thread's timer and its clock, 0 when worker threads cannot have timers
+ * of their own (no sampling, or the process-wide ITIMER_PROF). */
+long pf_sample_period_ns(int *clock) {
+    if (g.timer_kind != 1 || g.hz <= 0) return 0;
+    *clock = CLOCK_THREAD_CPUTIME_ID;
+    return 1000000000L / g.hz;
+}
+
+void pf_mark_worker(void) { t_main = 2; }
+
+int pf_is_initial(void) {
+    if (t_main == 0) t_main = pthread_equal(pthread_self(), g.main) ? 1 : 2;
+    return t_main == 1;
+}
+
+/* A record of the initial thread stamped now (unless r.t is set), region records counted, no sample
+ * between the time stamp and the count; `wait` >= 0 sets whether the thread now waits in OpenMP (no
+ * samples). */
+void pf_main_put(pf_rec r, int wait) {
+    sig_atomic_t was = g.in_mpi;
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (r.t == 0) r.t = pf_now();
+    *slot() = r;
+    if (r.type == PF_R_ENTER || r.type == PF_R_LEAVE) g.nregion++;
+    if (wait >= 0) g.omp_wait = wait;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = was;
+}
+
+/* The call context of an OpenMP construct met on the initial thread (as for an MPI call). */
+int64_t pf_main_ctx(void *ra, void *fp) {
+    sig_atomic_t was = g.in_mpi;
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int64_t ctx = call_ctx(ra, fp);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = was;
+    return ctx;
 }
 
 static void on_fork_child(void) { pf_active = 0; }
@@ -721,6 +780,8 @@ __attribute__((destructor)) static void pf_dtor(void) {
     stop_sampling();
     if (g.in_mpi) pf_end(g.cur_fn); /* exit() from inside an MPI call: close it */
     pf_inst_close();                 /* and user functions still open */
+    pf_omp_check();
+    pf_thr_flush_parked();           /* the worker threads' streams */
     *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = PF_PROGRAM};
     g.nregion++;
     flush_ev();
