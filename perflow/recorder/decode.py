@@ -76,6 +76,10 @@ class ProcessData:
         The worker threads' streams (``thread`` 1, 2, ...), each sharing the
         process's definitions (``meta``, ``contexts``, ``comms``, ``maps``, ...)
         and holding its own ``events`` and samples.
+    calls : dict of int to tuple
+        Compiler instrumentation: entry address of each function called to
+        ``(visits, recorded, dropped, seconds of the dropped calls, off)``,
+        ``off`` 1 when switched off by ``--min-call``, 2 when excluded by the filter file.
     """
 
     pid: int
@@ -96,6 +100,7 @@ class ProcessData:
     maps: Mapping | None = None
     thread: int = 0
     threads: list[ProcessData] = field(default_factory=list)
+    calls: dict[int, tuple[int, int, int, float, int]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -108,8 +113,9 @@ class ProcessData:
         return "size" in self.meta
 
 
-def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict]:
+def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict, dict]:
     meta: dict[str, str] = {}
+    calls: dict[int, tuple[int, int, int, float, int]] = {}
     windows: list[tuple[int, int, int]] = []
     groups: dict[int, np.ndarray] = {}
     comms: list[tuple[int, int, str, np.ndarray]] = []
@@ -137,6 +143,9 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict
                 groups[int(parts[1])] = ranks
             elif line.startswith("T "):  # a worker thread's stream began (p<pid>.t<n>.*)
                 pass
+            elif line.startswith("U "):
+                a, v, r, d, dt, off = line.split()[1:]
+                calls[int(a, 16)] = (int(v), int(r), int(d), float(dt), int(off))
             elif line.startswith("W "):
                 size = int(line.split()[1])
                 comms.append((0, 1, "MPI_COMM_WORLD", np.arange(size, dtype=np.int64)))
@@ -145,7 +154,7 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict
                 meta[key] = value
         except (ValueError, IndexError) as exc:
             raise FormatError(path, f"malformed line: {exc}", where=f"line {n}") from None
-    return meta, comms, frames, sites, windows, groups
+    return meta, comms, frames, sites, windows, groups, calls
 
 
 def _read_maps(path: Path) -> Mapping | None:
@@ -201,7 +210,7 @@ def read_process(txt: str | Path) -> ProcessData:
     """Decode one process's files, given its ``p<pid>.txt``."""
     txt = Path(txt)
     base = txt.with_suffix("")
-    meta, comms, frames, sites, windows, groups = _read_text(txt)
+    meta, comms, frames, sites, windows, groups, calls = _read_text(txt)
     if meta.get("version") != "1":
         raise FormatError(txt, f"not a perflow recorder file (version {meta.get('version')!r})")
     if int(meta.get("recsize", REC_DTYPE.itemsize)) != REC_DTYPE.itemsize:
@@ -217,6 +226,7 @@ def read_process(txt: str | Path) -> ProcessData:
         comms=comms,
         windows=windows,
         groups=groups,
+        calls=calls,
         frames=frames,
         sites=sites,
         maps=_read_maps(base.with_suffix(".maps")),
@@ -225,7 +235,7 @@ def read_process(txt: str | Path) -> ProcessData:
     nums = sorted(int(m.group(1)) for f in base.parent.glob(f"{base.name}.t*.ev") if (m := _THREAD.search(f.name)))
     for num in nums:  # worker threads: their own streams, the process's definitions
         st = _read_stream(Path(f"{base}.t{num}.ev"), Path(f"{base}.t{num}.smp"), ctx)
-        proc.threads.append(dataclasses.replace(proc, thread=num, threads=[], **st))
+        proc.threads.append(dataclasses.replace(proc, thread=num, threads=[], calls={}, **st))
     return proc
 
 
