@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perflow.errors import FormatError, RecordError
-from perflow.kinds import P2P, CollectiveOp, CollEv, mpi_class
+from perflow.kinds import P2P, CollectiveOp, CollEv, ThreadEv, mpi_class
 from perflow.recorder.assemble import load_recording
 from perflow.recorder.functions import (
     FN,
@@ -22,6 +22,7 @@ from perflow.recorder.functions import (
     R_ENTER,
     R_LEAVE,
     R_P2P,
+    R_THR,
     REC_DTYPE,
     S_MAGIC,
     S_SAMPLE,
@@ -43,6 +44,9 @@ def test_c_constants_match_perflow_kinds() -> None:
     ops = _enum("OP")
     assert ops and all(int(CollectiveOp[name]) == value for name, value in ops.items())
     assert _enum("COLL") == {k.name: int(k) for k in CollEv}
+    thr = _enum("THR")
+    assert thr and all(int(ThreadEv[name]) == value for name, value in thr.items())
+    assert re.search(r"PF_R_THR = (\d+)", HEADER)[1] == str(R_THR)
     assert REC_DTYPE.itemsize == 48 and "double t;" in HEADER
 
 

@@ -137,7 +137,7 @@ double pf_inst_min(void);
 /* Thread records (type PF_R_THR, kind perflow.kinds.ThreadEv; pfrec_omp.c): a the requested team size of
  * a FORK (-1 elsewhere), n1 the lock (OMPT wait id) and n2 its acquisition number of ACQUIRE/RELEASE_LOCK.
  * ENTERs of OpenMP regions (fn PF_OMP_*): addr the construct's code address, n1 a call context or -1. */
-enum { THR_FORK = 0, THR_JOIN = 1, THR_TEAM_BEGIN = 2, THR_TEAM_END = 3, THR_ACQUIRE = 8, THR_RELEASE = 9 };
+enum { THR_FORK = 0, THR_JOIN = 1, THR_TEAM_BEGIN = 2, THR_TEAM_END = 3, THR_ACQUIRE_LOCK = 8, THR_RELEASE_LOCK = 9 };
 
 /* pfrec_core.c, for the thread streams */
 const char *pf_base(void);
@@ -179,6 +179,7 @@ int64_t pf_thr_ctx(pf_thr *t, void *ra, void *fp);
 int pf_thr_begin(int fn, void *ra, void *fp);
 void pf_thr_end(int fn);
 double pf_thr_t_enter(void);
+int pf_thr_in_call(void);
 void pf_thr_prof(void *si, void *uc);
 void pf_thr_flush_parked(void);
 int pf_thr_count(void);

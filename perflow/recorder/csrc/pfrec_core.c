@@ -14,6 +14,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -281,6 +282,8 @@ static int64_t call_ctx(void *ra, void *fp) {
 
 /* ---- events -------------------------------------------------------------- */
 
+static void tables_done(void); /* (the tables shared by the threads, below) */
+
 int pf_begin(int fn, void *ra, void *fp) {
     if (!pf_active) return 0;
     if (t_main != 1) {
@@ -300,6 +303,7 @@ int pf_begin(int fn, void *ra, void *fp) {
 }
 
 void pf_end(int fn) {
+    tables_done();
     if (t_main == 2) {
         pf_thr_end(fn);
         return;
@@ -387,6 +391,28 @@ int64_t pf_bytes(int count, MPI_Datatype dt) {
     return (int64_t)count * sz;
 }
 
+/* ---- the tables shared by the threads ------------------------------------ */
+
+/* Requests, communicators and groups are process-wide. Under MPI_THREAD_MULTIPLE a thread in a recorded
+ * call takes this lock at its first table operation (they all come after the PMPI call, or before a local
+ * one) and gives it back in pf_end, so that the bookkeeping of calls on several threads is serialised
+ * while the calls themselves run unlocked. With fewer thread levels the program serialises its calls. */
+static volatile int tab_lock, multiple;
+static __thread int tab_held __attribute__((tls_model("initial-exec")));
+
+static void tables(void) {
+    if (!multiple || tab_held || !(t_main == 2 ? pf_thr_in_call() : g.in_mpi)) return;
+    while (__atomic_exchange_n(&tab_lock, 1, __ATOMIC_ACQUIRE))
+        while (tab_lock) sched_yield();
+    tab_held = 1;
+}
+
+static void tables_done(void) {
+    if (!tab_held) return;
+    tab_held = 0;
+    __atomic_store_n(&tab_lock, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- communicators ------------------------------------------------------- */
 
 /* Communicators are identified across ranks by a 64-bit key that every member
@@ -421,6 +447,7 @@ static pf_commslot *comm_slot(MPI_Comm c) {
 /* Register a communicator created from `parent` (call on every member, whether
  * or not the call itself is recorded, so that the counters stay in step). */
 void pf_comm_new(MPI_Comm parent, MPI_Comm c, int fn, int salt) {
+    tables();
     static const char *names[] = {
 #define PF_FN(id, name) name,
 #include "functions.def"
@@ -454,6 +481,7 @@ void pf_comm_new(MPI_Comm parent, MPI_Comm c, int fn, int salt) {
 /* The number of windows created over `c` before this one (the same on every member: window creation is
  * collective over `c`), -1 when `c` is not known. */
 int64_t pf_comm_count_win(MPI_Comm c) {
+    tables();
     pf_commslot *p = comm_slot(c);
     return p ? p->nwin++ : -1;
 }
@@ -462,6 +490,7 @@ int64_t pf_comm_count_win(MPI_Comm c) {
  * these members are seen (the last PF_GROUPS distinct groups are remembered), -1 when unknown. */
 #define PF_GROUPS 64
 int pf_group(MPI_Group grp) {
+    tables();
     static struct { uint64_t h; int n, id; } seen[PF_GROUPS];
     static int nseen, next;
     int n = 0;
@@ -487,6 +516,7 @@ int pf_group(MPI_Group grp) {
 }
 
 void pf_comm_gone(MPI_Comm c) {
+    tables();
     for (int i = 2; i < g.ncomms; i++)
         if (comms[i].h == c) {
             comms[i] = comms[--g.ncomms];
@@ -498,14 +528,28 @@ void pf_comm_gone(MPI_Comm c) {
 
 static inline size_t rhash(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ULL) >> 50) & (PF_REQ_SLOTS - 1); }
 
+/* Under MPI_THREAD_MULTIPLE the key also holds the calling thread's number (bits 48-59): a handle that
+ * one thread's completed request frees may be given to another thread's new request before the first
+ * thread's bookkeeping has seen the completion. */
+#define PF_KEY_THREAD (0xFFFULL << 48)
+
 uint64_t pf_req_key(MPI_Request r) {
     uint64_t k = 0;
     if (r == MPI_REQUEST_NULL) return 0;
     memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
-    return k & ~(1ULL << 63);
+    k &= ~(1ULL << 63);
+    if (multiple && t_main == 2 && pf_thr_self()) k = (k & ~PF_KEY_THREAD) | ((uint64_t)pf_thr_self()->num << 48);
+    return k;
+}
+
+static pf_req *req_lookup(uint64_t key) {
+    for (size_t i = rhash(key); reqs[i].key; i = (i + 1) & (PF_REQ_SLOTS - 1))
+        if (reqs[i].key == key) return &reqs[i];
+    return NULL;
 }
 
 void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
+    tables();
     if (!key || peer == MPI_PROC_NULL) return;
     if (g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped++;
@@ -522,6 +566,7 @@ void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t by
 /* A non-blocking collective: BEGIN now (inside the I-call), END when a
  * Wait/Test completes the request; both carry the request id. */
 void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64_t recvd) {
+    tables();
     if (!key) return;
     if (g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped++;
@@ -538,6 +583,7 @@ void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64
 /* A request-based RMA operation (MPI_Rput, ...): its local completion is the Wait/Test that completes the
  * request; returns the operation's matching id (bit 62 set, apart from the epoch-completed operations). */
 int64_t pf_rma_req_post(uint64_t key, int win) {
+    tables();
     int64_t id = g.req_next++, match = id | (1LL << 62);
     if (!key || g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped += key != 0;
@@ -551,10 +597,14 @@ int64_t pf_rma_req_post(uint64_t key, int win) {
 }
 
 pf_req *pf_req_find(uint64_t key) {
+    tables();
     if (!key) return NULL;
-    for (size_t i = rhash(key); reqs[i].key; i = (i + 1) & (PF_REQ_SLOTS - 1))
-        if (reqs[i].key == key) return &reqs[i];
-    return NULL;
+    pf_req *r = req_lookup(key);
+    /* a request completed on another thread than the one that started it */
+    for (int n = 0; !r && multiple && !(key >> 63) && n <= pf_thr_count(); n++)
+        if ((((uint64_t)n << 48) & PF_KEY_THREAD) != (key & PF_KEY_THREAD))
+            r = req_lookup((key & ~PF_KEY_THREAD) | ((uint64_t)n << 48));
+    return r;
 }
 
 static void req_delete(size_t i) {
@@ -602,6 +652,7 @@ void pf_req_done(pf_req *r, const MPI_Status *st, double t) {
 }
 
 void pf_req_drop(uint64_t key) {
+    tables();
     pf_req *r = pf_req_find(key);
     if (r) req_delete((size_t)(r - reqs));
     pf_persist_drop(key);
@@ -613,6 +664,7 @@ void pf_req_drop(uint64_t key) {
 static pf_req persist[PF_PERSIST_SLOTS];
 
 static pf_req *persist_slot(uint64_t key, int add) {
+    if (!(key >> 63)) key &= ~PF_KEY_THREAD; /* persistent requests: any thread may start them */
     size_t i = rhash(key) & (PF_PERSIST_SLOTS - 1);
     for (int probe = 0; probe < PF_PERSIST_SLOTS; probe++, i = (i + 1) & (PF_PERSIST_SLOTS - 1)) {
         if (persist[i].key == key) return &persist[i];
@@ -623,17 +675,20 @@ static pf_req *persist_slot(uint64_t key, int add) {
 }
 
 void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 1) : NULL;
-    if (r) *r = (pf_req){key, 0, bytes, 0, peer, tag, comm, (uint8_t)recv};
+    if (r) *r = (pf_req){key >> 63 ? key : key & ~PF_KEY_THREAD, 0, bytes, 0, peer, tag, comm, (uint8_t)recv};
     else g.req_dropped++;
 }
 
 void pf_persist_start(uint64_t key) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
     if (r) pf_req_post(key, r->recv, r->peer, r->tag, r->comm, r->bytes);
 }
 
 void pf_persist_drop(uint64_t key) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
     if (r) r->key = 1; /* a tombstone keeps later probes going */
 }
@@ -645,6 +700,8 @@ void pf_after_init(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
     PMPI_Comm_group(MPI_COMM_WORLD, &g.world_group);
+    int level = MPI_THREAD_SINGLE;
+    if (PMPI_Query_thread(&level) == MPI_SUCCESS) multiple = level == MPI_THREAD_MULTIPLE;
     comms[0] = (pf_commslot){MPI_COMM_WORLD, 0, 1, 0, 0};
     comms[1] = (pf_commslot){MPI_COMM_SELF, 1, (int64_t)(mix(0x5E1FULL + (uint64_t)g.world_rank) >> 1), 0, 0};
     g.ncomms = 2;

@@ -417,7 +417,7 @@ static void on_mutex_acquired(int kind, uint64_t wait_id, const void *ra) {
     case ompt_mutex_nest_lock:
         order = lock_order(wait_id);
         hold(s, wait_id, order);
-        THR(s, THR_ACQUIRE, -1, (int64_t)wait_id, order);
+        THR(s, THR_ACQUIRE_LOCK, -1, (int64_t)wait_id, order);
         if (s->lockcalls > 0) {
             s->lockcalls--;
             s->wait--;
@@ -430,7 +430,7 @@ static void on_mutex_acquired(int kind, uint64_t wait_id, const void *ra) {
         put(s, PF_R_ENTER, 0, fn, code(ra), -1, 0, 0, 0);
         order = lock_order(wait_id);
         hold(s, wait_id, order);
-        THR(s, THR_ACQUIRE, -1, (int64_t)wait_id, order);
+        THR(s, THR_ACQUIRE_LOCK, -1, (int64_t)wait_id, order);
         put(s, PF_R_LEAVE, 0, fn, 0, 0, 0, 0, 0);
         break;
     }
@@ -438,7 +438,7 @@ static void on_mutex_acquired(int kind, uint64_t wait_id, const void *ra) {
         order = lock_order(wait_id);
         hold(s, wait_id, order);
         s->wait--;
-        THR(s, THR_ACQUIRE, -1, (int64_t)wait_id, order);
+        THR(s, THR_ACQUIRE_LOCK, -1, (int64_t)wait_id, order);
         ENTER(s, OMP_CRITICAL_SBLOCK, code(ra), -1);
         break;
     case ompt_mutex_ordered:
@@ -459,13 +459,13 @@ static void on_mutex_released(int kind, uint64_t wait_id, const void *ra) {
     case ompt_mutex_test_nest_lock: {
         int nest = kind == ompt_mutex_nest_lock || kind == ompt_mutex_test_nest_lock;
         put(s, PF_R_ENTER, 0, nest ? PF_OMP_UNSET_NEST_LOCK : PF_OMP_UNSET_LOCK, code(ra), -1, 0, 0, 0);
-        THR(s, THR_RELEASE, -1, (int64_t)wait_id, unhold(s, wait_id));
+        THR(s, THR_RELEASE_LOCK, -1, (int64_t)wait_id, unhold(s, wait_id));
         put(s, PF_R_LEAVE, 0, nest ? PF_OMP_UNSET_NEST_LOCK : PF_OMP_UNSET_LOCK, 0, 0, 0, 0, 0);
         break;
     }
     case ompt_mutex_critical:
         LEAVE(s, OMP_CRITICAL_SBLOCK);
-        THR(s, THR_RELEASE, -1, (int64_t)wait_id, unhold(s, wait_id));
+        THR(s, THR_RELEASE_LOCK, -1, (int64_t)wait_id, unhold(s, wait_id));
         LEAVE(s, OMP_CRITICAL);
         break;
     case ompt_mutex_ordered:

@@ -229,6 +229,8 @@ void pf_thr_end(int fn) {
 
 double pf_thr_t_enter(void) { return T ? T->t_enter : pf_now(); }
 
+int pf_thr_in_call(void) { return T && T->in_mpi; }
+
 /* ---- life cycle ------------------------------------------------------------ */
 
 static int open_stream(pf_thr *t) {

@@ -10,6 +10,10 @@
  *   an explicit task of TASK seconds made by one thread (single), run by either;
  *   thread 1 calls MPI_Allreduce (MPI_THREAD_SERIALIZED: one thread per rank calls MPI);
  * then an MPI_Barrier on the initial thread: rank 0 waits IMB(1) - IMB(0) for rank 1.
+ * Each thread also measures its waits itself and prints them, one line per rank, thread and iteration: at
+ * a barrier the last arrival minus its own; at the critical section and the lock, from asking until the
+ * other thread released it, when the other held it before (the time a woken thread then needs to run
+ * again is the machine's, not the lock's).
  * Work is spinning on the monotonic clock until a deadline, so its length holds on a loaded machine.
  * The program prints what it injected.  Usage: omp_hybrid [iters]
  */
@@ -46,6 +50,16 @@ __attribute__((noinline)) static void critical_work(double seconds) { spin(secon
 __attribute__((noinline)) static void locked_work(double seconds) { spin(seconds); sink += 1; }
 __attribute__((noinline)) static void task_work(double seconds) { spin(seconds); sink += 1; }
 
+static double maxof(const double *a) { return a[0] > a[1] ? a[0] : a[1]; }
+
+/* thread t's wait for a lock the other thread held before it: from asking until the other's release */
+static double held(const double *ask, const double *got, const double *rel, int t) {
+    int o = 1 - t;
+    if (got[o] > got[t]) return 0.0;
+    double until = rel[o] < got[t] ? rel[o] : got[t];
+    return until > ask[t] ? until - ask[t] : 0.0;
+}
+
 int main(int argc, char **argv) {
     int rank, size, provided, iters = argc > 1 ? atoi(argv[1]) : 2;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
@@ -53,27 +67,52 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     omp_lock_t lock;
     omp_init_lock(&lock);
+    /* what each thread measures itself, per iteration: the times it arrived at the barriers, asked for and
+     * got the critical section and the lock (a barrier's wait is the last arrival minus its own) */
+    double loop_in[2], bar_in[2], end_in[2], crit_ask[2], crit_got[2], crit_rel[2], lock_ask[2], lock_got[2],
+        lock_rel[2];
+    double loop_w[2], bar_w[2];
     for (int it = 0; it < iters; it++) {
-#pragma omp parallel num_threads(2)
-        { /* SITE:parallel */
-#pragma omp for schedule(static)
-            for (int i = 0; i < 2; i++) loop_work(BASE + i * imb(rank)); /* SITE:loop */
-#pragma omp critical
-            { critical_work(CRIT); } /* SITE:critical */
-#pragma omp barrier
-            omp_set_lock(&lock); /* SITE:set_lock */
-            locked_work(LOCK);
-            omp_unset_lock(&lock); /* SITE:unset_lock */
-#pragma omp single
-            {
-#pragma omp task
-                task_work(TASK); /* SITE:task */
+#pragma omp parallel num_threads(2) /* SITE:parallel */
+        {
+            int t = omp_get_thread_num();
+#pragma omp for schedule(static) /* SITE:for */
+            for (int i = 0; i < 2; i++) {
+                loop_work(BASE + i * imb(rank));
+                loop_in[i] = now();
             }
-            if (omp_get_thread_num() == 1) {
+            loop_w[t] = maxof(loop_in) - loop_in[t];
+            crit_ask[t] = now();
+#pragma omp critical /* SITE:critical */
+            {
+                crit_got[t] = now();
+                critical_work(CRIT);
+                crit_rel[t] = now();
+            }
+            bar_in[t] = now();
+#pragma omp barrier /* SITE:barrier */
+            bar_w[t] = maxof(bar_in) - bar_in[t];
+            lock_ask[t] = now();
+            omp_set_lock(&lock); /* SITE:set_lock */
+            lock_got[t] = now();
+            locked_work(LOCK);
+            lock_rel[t] = now();
+            omp_unset_lock(&lock); /* SITE:unset_lock */
+#pragma omp single /* SITE:single */
+            {
+#pragma omp task /* SITE:task */
+                task_work(TASK);
+            }
+            if (t == 1) {
                 double x = rank, y = 0;
                 MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce */
             }
+            end_in[t] = now();
         }
+        for (int t = 0; t < 2; t++)
+            printf("measured rank %d thread %d iteration %d loop %.6f critical %.6f barrier %.6f lock %.6f end %.6f\n",
+                   rank, t, it, loop_w[t], held(crit_ask, crit_got, crit_rel, t), bar_w[t],
+                   held(lock_ask, lock_got, lock_rel, t), maxof(end_in) - end_in[t]);
         MPI_Barrier(MPI_COMM_WORLD);
     }
     omp_destroy_lock(&lock);
