@@ -300,3 +300,74 @@ def test_thread_multiple_requests_of_two_threads(omp_build, recorded) -> None:  
     assert (p["tag"].to_numpy()[done] == thread[done]).all()  # each completion is its own thread's request
     pag = perflow.read(run.result.outdir)
     assert len(pag.trace.messages) == 2 * 2 * n and not pag.attrs.get("unmatched_recvs")
+
+
+# ---- a hand-made recording: one process, its initial thread and a worker thread --------------------
+
+
+def _rec(**kw: object) -> np.ndarray:
+    from perflow.recorder.functions import REC_DTYPE
+
+    r = np.zeros(1, REC_DTYPE)
+    r["comm"] = -1
+    for k, v in kw.items():
+        r[k] = v
+    return r
+
+
+def test_worker_streams_assembled_handmade(tmp_path: Path) -> None:
+    """p<pid>.t<n>.* files become thread n of the process; thread records become thread_events (times in us)."""
+    from perflow.recorder.assemble import load_recording
+    from perflow.recorder.functions import FN, R_ENTER, R_LEAVE, R_THR
+    from perflow.trace.build import build_pag
+
+    us = 1e-6
+    par, ibar, crit, sblock = (FN[n] for n in ("!$omp parallel", "!$omp implicit barrier", "!$omp critical",
+                                              "!$omp critical sblock"))  # fmt: skip
+    lock = 0x7FFF1000
+
+    def region(t: float, fn: int, enter: bool) -> np.ndarray:
+        return _rec(t=t * us, type=R_ENTER if enter else R_LEAVE, fn=fn, n1=-1)
+
+    def thr(t: float, kind: int, **kw: object) -> np.ndarray:
+        return _rec(t=t * us, type=R_THR, kind=kind, a=kw.pop("a", -1), **kw)
+
+    def in_critical(t_ask: float, t_got: float, t_rel: float, order: int) -> list[np.ndarray]:
+        return [region(t_ask, crit, True), thr(t_got, ThreadEv.ACQUIRE_LOCK, n1=lock, n2=order),
+                region(t_got, sblock, True), region(t_rel, sblock, False),
+                thr(t_rel, ThreadEv.RELEASE_LOCK, n1=lock, n2=order), region(t_rel, crit, False)]  # fmt: skip
+
+    master = [region(0, 0, True), thr(10, ThreadEv.FORK, a=2), thr(10, ThreadEv.TEAM_BEGIN), region(10, par, True),
+              region(40, ibar, True), region(70, ibar, False), *in_critical(70, 70, 80, 0),
+              region(80, ibar, True), region(100, ibar, False), region(100, par, False),
+              thr(100, ThreadEv.TEAM_END), thr(100, ThreadEv.JOIN), region(120, 0, False)]  # fmt: skip
+    worker = [thr(12, ThreadEv.TEAM_BEGIN), region(12, par, True), region(70, ibar, True), region(70, ibar, False),
+              *in_critical(70, 80, 95, 1), region(95, ibar, True), region(100, ibar, False),
+              region(100, par, False), thr(100, ThreadEv.TEAM_END)]  # fmt: skip
+    (tmp_path / "p7.ev").write_bytes(np.concatenate(master).tobytes())
+    (tmp_path / "p7.t1.ev").write_bytes(np.concatenate(worker).tobytes())
+    (tmp_path / "p7.txt").write_text(
+        "version 1\nkind native\npid 7\nexe /x/prog\nhz 0\nclock_offset 0\nrecsize 48\nrank 0\nsize 1\nhost h\n"
+        "W 1\nT 1 8\nomp_tool 14 201611 LLVM OMP\nend\n"
+    )
+    raw = load_recording(tmp_path)
+    assert raw.locations[["process", "thread", "name"]].values.tolist() == [[0, 0, "rank 0"], [0, 1, "rank 0 thread 1"]]
+    assert raw.attrs["openmp"] == "OMPT: 201611 LLVM OMP" and raw.attrs["threads"] == 2
+    ev = raw.table("thread_events")
+    assert ev["location"].tolist() == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert ev["kind"].tolist() == [ThreadEv.FORK, ThreadEv.TEAM_BEGIN, ThreadEv.ACQUIRE_LOCK, ThreadEv.RELEASE_LOCK,
+                                   ThreadEv.TEAM_END, ThreadEv.JOIN] + [ThreadEv.TEAM_BEGIN, ThreadEv.ACQUIRE_LOCK,
+                                   ThreadEv.RELEASE_LOCK, ThreadEv.TEAM_END]  # fmt: skip
+    assert ev["count"].tolist() == [2] + [-1] * 9 and ev["team"].tolist() == [-1] * 10
+    assert ev["lock"].tolist() == [-1, -1, 0, 0, -1, -1, -1, 0, 0, -1]  # the wait id numbered per process
+    assert ev["order"].tolist() == [-1, -1, 0, 0, -1, -1, -1, 1, 1, -1]
+    roles = raw.regions["role"].reindex(raw.region_events["region"]).tolist()
+    assert (
+        roles[:3] == ["function", "parallel", "implicit_barrier"]
+        and raw.regions["paradigm"].tolist().count("openmp") == 4
+    )
+    pag = build_pag(raw)
+    w = pag.analyses.get(WAIT_INSTANCES)
+    got = sorted((int(r.thread), str(r.kind), round(r.start / us, 3), round(r.amount / us, 3)) for r in w.itertuples())
+    assert got == [(0, "omp_ibarrier_wait", 40, 30), (0, "omp_ibarrier_wait", 80, 15),
+                   (1, "lock_contention_critical", 70, 10)]  # fmt: skip
