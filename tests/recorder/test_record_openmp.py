@@ -183,15 +183,16 @@ def test_waits_are_the_injected_ones(pag, measured) -> None:  # noqa: ANN001
     for p in (0, 1):
         for it in range(ITERS):
             # thread 0 waits at the loop's barrier for thread 1's extra work; thread 1 does not wait there
-            assert rec.loc[(p, 0, it), "loop"] == pytest.approx(IMB[p], abs=0.06)
+            # (less when thread 0 was descheduled before its work began: up to tens of ms on a loaded machine)
+            assert rec.loc[(p, 0, it), "loop"] == pytest.approx(IMB[p], abs=0.1)
             assert rec.loc[(p, 1, it), "loop"] < TOL
-            # the second thread into the critical section waits about CRIT, the first then as long at the barrier
-            crit = rec.xs((p, it), level=("process", "iteration"))["critical"]
-            assert crit.max() == pytest.approx(CRIT, abs=0.03) and crit.min() < TOL
-            bar = rec.xs((p, it), level=("process", "iteration"))["barrier"]
-            assert bar.max() == pytest.approx(CRIT, abs=0.03)
-            lock = rec.xs((p, it), level=("process", "iteration"))["lock"]
-            assert lock.max() == pytest.approx(LOCK, abs=0.03) and lock.min() < TOL
+            # the second thread to ask for the critical section waits for the first's release (at most CRIT:
+            # less by how much later it asked), and the first then waits about CRIT at the barrier (more by the
+            # time the second needed to wake up); the same for the lock
+            one = rec.xs((p, it), level=("process", "iteration"))
+            assert 0.3 * CRIT < one["critical"].max() < CRIT + TOL and one["critical"].min() < TOL
+            assert CRIT - TOL < one["barrier"].max() < CRIT + 0.1
+            assert 0.3 * LOCK < one["lock"].max() < LOCK + TOL and one["lock"].min() < TOL
     w = pag.analyses.get(WAIT_INSTANCES)
     totals = w.groupby(w["kind"].astype(str))["amount"].sum()
     assert totals["lock_contention_critical"] == pytest.approx(measured["critical"].sum(), abs=4 * TOL)
@@ -231,7 +232,7 @@ def test_worker_threads_call_mpi_and_are_sampled(hybrid, pag) -> None:  # noqa: 
     nxn = w[w["kind"].astype(str) == "wait_nxn"]
     assert len(nxn) == ITERS and (nxn["process"] == 0).all() and (nxn["thread"] == 1).all()
     assert (nxn["cause_process"] == 1).all() and (nxn["cause_thread"] == 1).all()
-    assert nxn["amount"].to_numpy() == pytest.approx([IMB[1] - IMB[0]] * ITERS, abs=0.06)
+    assert nxn["amount"].to_numpy() == pytest.approx([IMB[1] - IMB[0]] * ITERS, abs=0.1)
     # samples on the worker threads, in the loop's work, below the construct (the outlined function dropped)
     s = hybrid.raw.table("sample_events")
     st = hybrid.raw.stacks.merge(hybrid.raw.regions[["name"]], left_on="region", right_index=True)
@@ -281,7 +282,6 @@ def test_gcc_libgomp_records_the_initial_thread_and_says_so(omp_build, recorded)
     assert run.result.status == 0
     notes = [n for n in run.result.notes if "no OMPT interface" in n]
     assert notes and "only the initial thread of each rank is recorded" in notes[0] and "libgomp" in notes[0]
-    assert "no OMPT interface" in run.stderr or notes  # logged as a warning as well
     raw = run.raw
     assert (raw.locations["thread"] == 0).all() and len(raw.locations) == 2
     assert "no OMPT" in raw.attrs["openmp"] and not (raw.regions["paradigm"] == "openmp").any()
