@@ -41,6 +41,7 @@ _SOURCES = [
     "pfrec_rma.c",
     "pfrec_f.c",
     "pfrec_rma_f.c",
+    "pfrec_crash.c",
 ]
 
 OPENMPI = "openmpi"
@@ -240,6 +241,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
         ("pfrec_omp.c", []),
         ("pfrec_c.c", []),
         ("pfrec_rma.c", []),
+        ("pfrec_crash.c", []),
     ]
     if tc.impl == OPENMPI:
         units += [(f, fl) for f in ("pfrec_f.c", "pfrec_rma_f.c") for fl in ([], ["-DPF_F08"])]

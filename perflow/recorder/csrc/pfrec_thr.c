@@ -39,7 +39,7 @@
 
 #define PF_TMAXDEPTH 128
 #define PF_MAXTHR 4096
-#define PF_TFLUSH 0.5        /* a parking thread writes its buffers out when they are older than this (s) */
+#define PF_TFLUSH 0.5 /* a thread writes its buffers out when they are older than this (s), as pfrec_crash.c */
 
 static pf_thr *threads[PF_MAXTHR];
 static int nthreads; /* threads registered so far (their numbers are 1..nthreads) */
@@ -120,6 +120,7 @@ double pf_thr_put(pf_thr *t, pf_rec r) {
     if (r.type == PF_R_ENTER || r.type == PF_R_LEAVE) t->nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->quiet--;
+    if (r.t - t->last_flush > PF_TFLUSH && t == T) flush_both(t); /* a killed process loses little */
     return r.t;
 }
 
@@ -225,6 +226,19 @@ void pf_thr_end(int fn) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     t->quiet--;
     t->in_mpi = 0;
+}
+
+/* The calling worker's own stream, written out now if it owns it (pf_flush_now: periodically, on fatal
+ * signals; async-signal-safe). */
+void pf_thr_flush_self(void) {
+    pf_thr *t = T;
+    if (!t || t->state != 1 || t->fd_ev < 0) return;
+    t->quiet++;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    flush_ev(t);
+    flush_smp(t);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->quiet--;
 }
 
 double pf_thr_t_enter(void) { return T ? T->t_enter : pf_now(); }
