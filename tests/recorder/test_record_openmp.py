@@ -189,10 +189,13 @@ def test_waits_are_the_injected_ones(pag, measured) -> None:  # noqa: ANN001
             # the second thread to ask for the critical section waits for the first's release (at most CRIT:
             # less by how much later it asked), and the first then waits about CRIT at the barrier (more by the
             # time the second needed to wake up); the same for the lock
+            # (more than CRIT when the holder was descheduled inside it: then the program measured it too)
             one = rec.xs((p, it), level=("process", "iteration"))
-            assert 0.3 * CRIT < one["critical"].max() < CRIT + TOL and one["critical"].min() < TOL
-            assert CRIT - TOL < one["barrier"].max() < CRIT + 0.1
-            assert 0.3 * LOCK < one["lock"].max() < LOCK + TOL and one["lock"].min() < TOL
+            own = measured.xs((p, it), level=("process", "iteration"))
+            assert 0.3 * CRIT < one["critical"].max() < max(CRIT, own["critical"].max()) + TOL
+            assert one["critical"].min() < TOL
+            assert CRIT - TOL < one["barrier"].max() < max(CRIT, own["barrier"].max()) + 0.1
+            assert 0.3 * LOCK < one["lock"].max() < max(LOCK, own["lock"].max()) + TOL and one["lock"].min() < TOL
     w = pag.analyses.get(WAIT_INSTANCES)
     totals = w.groupby(w["kind"].astype(str))["amount"].sum()
     assert totals["lock_contention_critical"] == pytest.approx(measured["critical"].sum(), abs=4 * TOL)
