@@ -64,11 +64,15 @@ class WaitSettings(Settings):
     early_reduce : {"latest", "earliest"}
         Early Reduce waits until the latest sender arrives, or only until the
         earliest one.
+    collective_span : {"records", "call"}
+        A blocking collective's operation spans its MpiCollectiveBegin/End
+        records (Scalasca's rule) or its MPI call's enter and leave.
     """
 
     wrong_order_window: int = 100
     late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
     early_reduce: Literal["latest", "earliest"] = "latest"
+    collective_span: Literal["records", "call"] = "records"
 
     def check(self) -> None:
         if self.wrong_order_window < 0:
@@ -83,7 +87,7 @@ class DelaySettings(WaitSettings):
 
     def waits(self) -> WaitSettings:
         """The wait-state part."""
-        return WaitSettings(self.wrong_order_window, self.late_receiver, self.early_reduce)
+        return WaitSettings(self.wrong_order_window, self.late_receiver, self.early_reduce, self.collective_span)
 
 
 def trace_of(pag: Any) -> Trace:
@@ -126,6 +130,7 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
         early_reduce=s.early_reduce,
+        collective_span=s.collective_span,
         locs=pag.analyses.get(LOCATIONS),
         roles=roles,
         regions=regions,
@@ -142,6 +147,7 @@ def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
         early_reduce=s.early_reduce,
+        collective_span=s.collective_span,
         roles=roles,
         regions=regions,
     )

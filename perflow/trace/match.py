@@ -334,6 +334,18 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     )
 
 
+def _handle_record(kind: np.ndarray, op: np.ndarray, enclosing: np.ndarray) -> np.ndarray:
+    """Per collective event: whether it belongs to a communicator-handle record (an END with a handle op, or
+    a BEGIN in a call whose ENDs are all handle records)."""
+    handle_op = (op >= CollectiveOp.CREATE_HANDLE) & (op <= CollectiveOp.DESTROY_HANDLE_AND_DEALLOCATE)
+    end = kind == CollEv.END
+    real_end = end & ~handle_op
+    if not real_end.any():
+        return np.ones(len(kind), dtype=bool)
+    has_real = np.isin(enclosing, enclosing[real_end & (enclosing >= 0)])
+    return (end & handle_op) | (~end & ~has_real)
+
+
 def synthesised_collective_rows(
     raw: RawTrace,
     enclosing: np.ndarray,
@@ -346,8 +358,11 @@ def synthesised_collective_rows(
 ) -> pd.DataFrame:
     """Collective rows for MPI calls without collective events: MPI_Init/MPI_Finalize, every collective with ``infer``.
 
-    ``enclosing`` is the instance enclosing each collective event (calls
-    that hold one are not synthesised); ``callpath`` (with the call paths'
+    ``enclosing`` is the instance enclosing each collective event: calls
+    that hold a recorded collective are not synthesised, except for the
+    communicator-handle records (``CREATE_HANDLE``/``DESTROY_HANDLE``, ...)
+    that Score-P 8 writes inside MPI_Init and MPI_Finalize, which synchronise
+    nothing by themselves. ``callpath`` (with the call paths'
     regions ``cp_region``), ``inst_loc``, ``t_enter`` and ``t_leave`` describe
     each region instance. The k-th call of an
     operation on a (process, thread) is the k-th instance, keyed apart from
@@ -365,7 +380,9 @@ def synthesised_collective_rows(
         return pd.DataFrame()
     cand = np.flatnonzero(cp_ops[callpath] >= 0)
     if len(cand):
-        cand = cand[~np.isin(cand, enclosing[enclosing >= 0])]
+        ev = raw.coll_events
+        held = (enclosing >= 0) & ~_handle_record(ev["kind"], ev["op"], enclosing)
+        cand = cand[~np.isin(cand, enclosing[held])]
     if not len(cand):
         return pd.DataFrame()
     world = raw.world_comm

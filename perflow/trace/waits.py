@@ -95,6 +95,8 @@ WAIT_KINDS: dict[str, WaitKind] = {
         WaitKind("barrier_completion", "collective", False, "barrier time after the first process has left"),
         WaitKind("wait_nxn", "collective", True, "waiting in an all-to-all collective for the last process to arrive"),
         WaitKind("nxn_completion", "collective", False, "all-to-all collective time after the first process has left"),
+        WaitKind("finalize_wait", "collective", True, "waiting in MPI_Finalize for the last process to arrive"),
+        WaitKind("init_completion", "collective", False, "MPI_Init time after the first process could leave"),
         WaitKind("late_broadcast", "collective", True, "non-root waits for the root of a 1-to-N collective"),
         WaitKind("early_reduce", "collective", True, "root of an N-to-1 collective waits for the senders"),
         WaitKind("early_scan", "collective", True, "rank waits in a scan for lower ranks"),
@@ -407,6 +409,7 @@ def wait_instances(
     window: int = 100,
     late_receiver: str = "synchronous",
     early_reduce: str = "latest",
+    collective_span: str = "records",
     locs: Locations | None = None,
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,
@@ -424,7 +427,7 @@ def wait_instances(
     from .threadwaits import thread_waits
 
     p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
-    cw = collective_waits(trace, early_reduce=early_reduce)
+    cw = collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span)
     tw = thread_waits(trace.intervals, trace.locks, roles, regions)
     rw = rma_waits(trace, names)
     out = pd.concat([p, cw, tw, rw], ignore_index=True)
