@@ -79,11 +79,16 @@ def waits_for(
     )
 
 
-def cp_for(pag: PAG, pass_name: str, **wait_settings: Any) -> tuple[CriticalPath, pd.DataFrame]:
+def cp_for(
+    pag: PAG, pass_name: str, *, path_ends: str = "finalize", follow_locks: bool = False, **wait_settings: Any
+) -> tuple[CriticalPath, pd.DataFrame]:
     """The critical path of a PAG and the wait table it was computed from (both computed once)."""
     w = waits_for(pag, pass_name, **wait_settings)
     s = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
-    return pag.analyses.get(CRITICAL_PATH, owner=f"pass {pass_name!r}", **s), w
+    cp = pag.analyses.get(
+        CRITICAL_PATH, owner=f"pass {pass_name!r}", path_ends=path_ends, follow_locks=follow_locks, **s
+    )
+    return cp, w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:

@@ -54,11 +54,24 @@ _PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent",
 
 
 def critical_path_tables(
-    pag: PAG, pass_name: str, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
+    pag: PAG,
+    pass_name: str,
+    *,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    path_ends: str = "finalize",
+    follow_locks: bool = False,
 ) -> dict[str, Any]:
     """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
     trace = require_trace(pag, pass_name)
-    cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
+    cp, waits = cp_for(
+        pag,
+        pass_name,
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
+        path_ends=path_ends,
+        follow_locks=follow_locks,
+    )
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
@@ -126,12 +139,17 @@ def critical_path_tables(
 
 
 @pass_(
-    version="5",
+    version="6",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
 def critical_path(
-    pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
+    pag: PAG,
+    *,
+    late_receiver: str = "synchronous",
+    early_reduce: str = "latest",
+    path_ends: str = "finalize",
+    follow_locks: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
@@ -162,8 +180,22 @@ def critical_path(
         Which sends can wait for their receiver: "synchronous", "blocking" or "none".
     early_reduce : str
         The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
+    path_ends : str
+        "finalize" (default, Scalasca's rule): the path runs from the MPI_Init
+        enter to where the last process enters MPI_Finalize; "trace": from the
+        first to the last event (MPI start-up and shut-down included).
+    follow_locks : bool
+        Lock contention moves the path to the thread that held the lock; by
+        default (Scalasca's rule) it stays on the waiting thread.
     """
-    t = critical_path_tables(pag, "critical_path", late_receiver=late_receiver, early_reduce=early_reduce)
+    t = critical_path_tables(
+        pag,
+        "critical_path",
+        late_receiver=late_receiver,
+        early_reduce=early_reduce,
+        path_ends=path_ends,
+        follow_locks=follow_locks,
+    )
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 

@@ -30,6 +30,7 @@ from .waits import wait_instances
 
 __all__ = [
     "WaitSettings",
+    "CriticalSettings",
     "DelaySettings",
     "trace_of",
     "LOCATIONS",
@@ -77,6 +78,29 @@ class WaitSettings(Settings):
     def check(self) -> None:
         if self.wrong_order_window < 0:
             raise SettingsError(f"setting wrong_order_window must be >= 0, got {self.wrong_order_window}")
+
+
+@dataclass(frozen=True)
+class CriticalSettings(WaitSettings):
+    """Settings of the critical path: the wait-state settings, and where the path ends and starts.
+
+    Attributes
+    ----------
+    path_ends : {"finalize", "trace"}
+        From the MPI_Init enter to the last MPI_Finalize enter (Scalasca's
+        rule), or from the first to the last event of the trace
+        (:mod:`perflow.trace.critical`).
+    follow_locks : bool
+        Lock contention moves the path to the thread that held the lock
+        (False: it stays on the waiting thread, as in Scalasca).
+    """
+
+    path_ends: Literal["finalize", "trace"] = "finalize"
+    follow_locks: bool = False
+
+    def waits(self) -> WaitSettings:
+        """The wait-state part."""
+        return WaitSettings(self.wrong_order_window, self.late_receiver, self.early_reduce, self.collective_span)
 
 
 @dataclass(frozen=True)
@@ -153,10 +177,20 @@ def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
     )
 
 
-def _critical(pag: Any, s: WaitSettings) -> CriticalPath:
-    w = pag.analyses.get(WAIT_INSTANCES, s)
+def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
+    w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    roles, regions = vertex_roles(pag)
     return critical_path(
-        trace_of(pag), w, pag.n_vertices, locs=pag.analyses.get(LOCATIONS), flat=pag.analyses.get(FLAT_TIMELINE)
+        trace_of(pag),
+        w,
+        pag.n_vertices,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+        path_ends=s.path_ends,
+        follow_locks=s.follow_locks,
+        names=_names(pag),
+        roles=roles,
+        regions=regions,
     )
 
 
@@ -203,7 +237,7 @@ WAIT_INSTANCES = Analysis(
     doc="every wait-state instance (perflow.trace.waits.WAIT_COLUMNS)",
 )
 CRITICAL_PATH = Analysis(
-    "trace.critical_path", compute=_critical, settings=WaitSettings, uses=_TRACE_V, doc="the critical path"
+    "trace.critical_path", compute=_critical, settings=CriticalSettings, uses=_TRACE_V, doc="the critical path"
 )
 DELAY_COSTS = Analysis(
     "trace.delay_costs", compute=_delays, settings=DelaySettings, uses=_TRACE_V, doc="delay costs of the wait states"

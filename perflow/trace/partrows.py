@@ -111,4 +111,7 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
     cols["visits"] = visits
     if pc is not None:
         cols["samples"] = samples
+    n_inst = len(st.inst_loc)
+    for name, per_inst in st.inst_metrics.items():  # e.g. the OpenMP team layout's omp_fork/omp_join
+        cols[name] = np.bincount(inv[:n_inst], weights=per_inst, minlength=m)
     return uniq, cols

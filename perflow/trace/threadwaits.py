@@ -37,7 +37,7 @@ import pandas as pd
 from .pieces import previous_max
 from .waits import _frame, empty_waits
 
-__all__ = ["thread_waits", "barrier_waits", "lock_waits", "parallel_teams", "BARRIER_ROLES"]
+__all__ = ["thread_waits", "barrier_waits", "lock_waits", "parallel_teams", "fork_edges", "BARRIER_ROLES"]
 
 #: region roles of barriers and their wait kinds
 BARRIER_ROLES = {"barrier": "omp_barrier_wait", "implicit_barrier": "omp_ibarrier_wait"}
@@ -92,6 +92,42 @@ def parallel_teams(
         new = enter[order] > previous_max(grp, leave[order])  # -inf for a group's first
         team[P[order]] = np.cumsum(new) - 1
     return anc, team
+
+
+def fork_edges(
+    iv: pd.DataFrame, role: np.ndarray, region: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each worker thread's team begins: ``(process, thread, forking process, forking thread, time)``.
+
+    Per team instance (:func:`parallel_teams`) the forking thread is the one
+    whose copy of the parallel region lies inside another region of its own
+    (the function that forked; the lowest thread when none does); every other
+    member begins at the enter of its copy, which the build places at the fork
+    (:mod:`perflow.trace.omptree`).
+    """
+    empty = np.zeros(0, np.int64)
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    vrole = np.asarray(role, dtype=object)
+    ok_v = (vtx >= 0) & (vtx < len(vrole))
+    is_par = ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)] if len(vrole) else np.zeros(len(vtx), bool)
+    P = np.flatnonzero(is_par)
+    if not len(P):
+        return empty, empty, empty, empty, np.zeros(0)
+    _, team = parallel_teams(iv, vrole, region, None, P)
+    t = team[P]
+    proc = iv["process"].to_numpy().astype(np.int64)[P]
+    thr = iv["thread"].to_numpy().astype(np.int64)[P]
+    nested = iv["parent"].to_numpy()[P] >= 0
+    order = np.lexsort((thr, ~nested, t))  # per team: a nested copy first, then by thread
+    ts = t[order]
+    head = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])
+    gid = np.cumsum(np.r_[True, ts[1:] != ts[:-1]]) - 1
+    m = order[head][gid]  # the forking copy of the team of each row (rows in ``order``)
+    o = order
+    sel = o != m
+    o, m = o[sel], m[sel]
+    enter = iv["enter"].to_numpy()[P]
+    return proc[o], thr[o], proc[m], thr[m], enter[o]
 
 
 def barrier_waits(

@@ -106,11 +106,19 @@ def test_partitioned_program_equals_local(example2):
 
 
 def test_critical_path_follows_the_thread_waits(pag):
-    """Backwards from thread 0's end (190): each wait hands the path to the thread waited for."""
-    cp = pag.analyses.get(CRITICAL_PATH)
-    hops = [(int(h.thread), round(h.start / US, 6), round(h.end / US, 6)) for h in cp.hops.itertuples()]
-    assert hops == [(2, 14, 68), (0, 68, 80), (1, 80, 95), (2, 95, 110), (0, 110, 160), (1, 160, 162), (0, 162, 190)]
-    assert cp.length == pytest.approx(176 * US)
+    """Backwards from thread 0's end (190): each barrier wait hands the path to the thread waited for, the start
+    of a worker's team (its parallel region, from the fork) to the forking thread; lock contention stays on the
+    waiting thread (Scalasca's rule) unless ``follow_locks``."""
+
+    def hops(**settings: object) -> list[tuple[int, float, float]]:
+        cp = pag.analyses.get(CRITICAL_PATH, **settings)
+        assert cp.length == pytest.approx(190 * US)
+        return [(int(h.thread), round(h.start / US, 6), round(h.end / US, 6)) for h in cp.hops.itertuples()]
+
+    assert hops() == [(0, 0, 10), (2, 10, 110), (0, 110, 140), (1, 140, 162), (0, 162, 190)]
+    assert hops(follow_locks=True) == [
+        (0, 0, 10), (2, 10, 68), (0, 68, 80), (1, 80, 95), (2, 95, 110), (0, 110, 160), (1, 160, 162), (0, 162, 190)
+    ]  # fmt: skip
 
 
 def test_breakdown_moves_thread_waits_to_wait(pag):
@@ -120,10 +128,11 @@ def test_breakdown_moves_thread_waits_to_wait(pag):
     assert b["wait"] == pytest.approx(154 * US)
     # the constructs' own time beyond their waits is synchronisation (Scalasca's OMP sync), the critical
     # sections' protected code (sblock) computation: explicit barrier 52 - 46, critical 35 - 35, implicit
-    # barriers 75 - 45 and 67 - 13, lock calls 20 - 15 = 95 us
-    assert b["sync"] == pytest.approx(95 * US)
+    # barriers 75 - 45 and 67 - 13, lock calls 20 - 15 = 95 us, and the workers' parallel regions from the fork
+    # to their enter (OpenMP management: 2 + 4 + 1 + 2 = 9 us)
+    assert b["sync"] == pytest.approx(104 * US)
     total = float(pag.trace.intervals.query("parent < 0").eval("leave - enter").sum())
-    assert b["computation"] == pytest.approx(total - 95 * US - 154 * US)
+    assert b["computation"] == pytest.approx(total - 104 * US - 154 * US)
     from perflow.passes.waitstates import waiting_time
 
     wt = waiting_time(pag)
@@ -135,13 +144,14 @@ def test_backtracking_crosses_thread_waits(pag):
     """From the barrier thread 0 waited in, across the barrier wait to thread 2 (the last to arrive), to its work."""
     from perflow.passes.backtrack import backtrack
 
-    r = backtrack(pag)
+    # the threads' copies of the constructs are one call path (main/!$omp parallel/...): thread 2's work, 62 us
+    # against a mean of 50.7 over the 3 threads, is abnormal above k = 1.2
+    r = backtrack(pag, k=1.2)
     vt = pag.vertex_table
     rc = r["root_causes"]
-    # every path ends on thread 2, the last at both barriers: its work, or (from the implicit barrier) its
-    # protected block, entered last (15 us against a mean of 10 over the 3 threads, 0 where absent)
+    # every path ends on thread 2, the last at both barriers: its work
     assert len(rc) == 3 and set(rc["thread"]) == {2}, rc
-    assert set(rc["name"]) == {"work", "!$omp critical sblock @omp.c:15"}
+    assert set(rc["name"]) == {"work"}
     bar = r["paths"][r["paths"]["path"] == rc.loc[rc["symptom_name"] == "!$omp barrier @omp.c:12", "path"].iloc[0]]
     steps = [(str(vt["name"].iloc[v]), int(t), via) for v, t, via in zip(bar["vertex"], bar["thread"], bar["via"])]
     assert steps == [
@@ -151,7 +161,7 @@ def test_backtracking_crosses_thread_waits(pag):
     ]
     assert bar["wait"].iloc[1] == pytest.approx(28 * US)  # thread 0 waited 28 us for thread 2
     # the root causes pass the abnormality test (value > 1.3 x the mean over the vertex's rows)
-    assert (rc["value"] > 1.3 * rc["mean"]).all()
+    assert (rc["value"] > 1.2 * rc["mean"]).all()
 
 
 def test_parallel_regions_and_locks(example2):
@@ -164,7 +174,8 @@ def test_parallel_regions_and_locks(example2):
     assert row["region"] == "!$omp parallel @omp.c:10"
     assert (row["team_instances"], row["threads"]) == (4, 3)  # 2 runs x 2 processes, teams of 3
     assert row["time"] == pytest.approx(2 * (110 + 40) * US)  # team spans 10..120 and 140..180
-    assert row["thread_time"] == pytest.approx(2 * (110 + 108 + 106 + 40 + 39 + 38) * US)
+    # every thread's copy spans its team, from the fork to the join (the workers' fork time is the region's)
+    assert row["thread_time"] == pytest.approx(2 * 3 * (110 + 40) * US)
     assert row["barrier_wait"] == pytest.approx(2 * 104 * US)
     assert row["lock_wait"] == pytest.approx(2 * 50 * US)
     lk = lock_contention(pag)
