@@ -105,9 +105,20 @@ class CriticalSettings(WaitSettings):
 
 @dataclass(frozen=True)
 class DelaySettings(WaitSettings):
-    """Settings of the delay-cost analysis: the wait-state settings, and whether to add long-term costs."""
+    """Settings of the delay-cost analysis: the wait-state settings, and the long-term costs.
+
+    Attributes
+    ----------
+    long_term : bool
+        Pass the waiting that waiting causes back to its root causes (long-term costs).
+    long_term_kind : {"caused", "first"}
+        File a long-term cost under the kind of the wait state it finally causes
+        (Scalasca's rule) or of the wait state whose delays it lands on
+        (:mod:`perflow.trace.delays`).
+    """
 
     long_term: bool = False
+    long_term_kind: Literal["caused", "first"] = "caused"
 
     def waits(self) -> WaitSettings:
         """The wait-state part."""
@@ -196,13 +207,17 @@ def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
 
 def _delays(pag: Any, s: DelaySettings) -> DelayResult:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    roles, regions = vertex_roles(pag)
     return delay_costs(
         trace_of(pag),
         w,
         pag.n_vertices,
         long_term=s.long_term,
+        long_term_kind=s.long_term_kind,
         locs=pag.analyses.get(LOCATIONS),
         flat=pag.analyses.get(FLAT_TIMELINE),
+        roles=roles,
+        regions=regions,
     )
 
 

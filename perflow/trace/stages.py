@@ -292,6 +292,7 @@ def summarize(st: PartState) -> dict[str, Any]:
         "syn_region": st.cp_region[ncp:],
         "n_inst": np.bincount(st.row_loc, minlength=nloc),  # interval rows: instances and sample pieces
         "n_samples": len(st.raw.sample_events["location"]),
+        "omp_teams": bool(st.inst_metrics),  # OpenMP teams: interval rows get omp_fork/omp_join columns
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
         # processes with point-to-point events on several locations (threads): then posting order is time order
         "p2p_threaded": p2p_threaded(st.raw),
@@ -369,7 +370,9 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
     grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
     ginst = grow[st.row_of_inst]  # ... of every local instance
-    intervals = interval_rows(st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)))
+    intervals = interval_rows(
+        st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)), bool(maps.get("omp_teams", False))
+    )
     uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}

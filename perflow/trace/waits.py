@@ -107,6 +107,9 @@ WAIT_KINDS: dict[str, WaitKind] = {
             True,
             "thread waits at an implicit OpenMP barrier (end of a parallel region or worksharing construct)",
         ),
+        WaitKind(
+            "omp_idle", "idle", True, "worker thread idle while its master runs outside every OpenMP team (no call)"
+        ),
         WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
         WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
         WaitKind("rma_wait_at_fence", "rma", True, "MPI_Win_fence waits for the last process of the window to enter"),
