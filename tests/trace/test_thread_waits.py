@@ -51,17 +51,23 @@ def test_worked_example_wait_states(pag):
         (0, "omp_barrier_wait", 40, 28, 2, 68),  # barrier entered at 40, 50, 68: the last arriver is thread 2
         (0, "omp_ibarrier_wait", 80, 30, 2, 110),  # implicit barrier #1 entered at 80, 95, 110
         (0, "omp_ibarrier_wait", 161, 1, 1, 162),  # implicit barrier #2 entered at 161, 162, 150
+        (1, "omp_idle", 0, 10, 0, 10),  # idle while thread 0 runs outside the teams: until the first fork at 10,
         (1, "omp_barrier_wait", 50, 18, 2, 68),
         (1, "lock_contention_critical", 70, 10, 0, 80),  # entered the critical at 70, thread 0 released at 80
         (1, "omp_ibarrier_wait", 95, 15, 2, 110),
+        (1, "omp_idle", 120, 20, 0, 140),  # from the join at 120 to the next fork at 140,
         (1, "lock_contention_api", 145, 15, 0, 160),  # omp_set_lock at 145, thread 0 released lock 7 at 160
+        (1, "omp_idle", 180, 10, 0, 190),  # and from the last join to thread 0's end
+        (2, "omp_idle", 0, 10, 0, 10),
         (2, "lock_contention_critical", 70, 25, 1, 95),  # thread 1 held it until 95
+        (2, "omp_idle", 120, 20, 0, 140),
         (2, "omp_ibarrier_wait", 150, 12, 1, 162),
+        (2, "omp_idle", 180, 10, 0, 190),
     ]
     assert _rows(w) == expected
     totals = (w.groupby(w["kind"].astype(str))["amount"].sum() / US).round(6).to_dict()
     assert totals == {"omp_barrier_wait": 46, "omp_ibarrier_wait": 58, "lock_contention_critical": 35,
-                      "lock_contention_api": 15}  # fmt: skip
+                      "lock_contention_api": 15, "omp_idle": 80}  # fmt: skip
     # the waiting call is the barrier / critical construct / lock call, the cause the releasing or last call
     names = pag.vertex_table["name"].astype(str).to_numpy()
     iv = pag.trace.intervals
@@ -69,8 +75,8 @@ def test_worked_example_wait_states(pag):
     assert list(waiting[:3]) == ["!$omp barrier @omp.c:12", "!$omp implicit barrier @omp.c:20"] * 1 + [
         "!$omp implicit barrier @omp.c:20"
     ]
-    assert names[iv["vertex"].to_numpy()[w["interval"].to_numpy()[6]]] == "omp_set_lock"
-    cause = names[iv["vertex"].to_numpy()[w["cause_interval"].to_numpy()[[4, 6]]]]
+    assert names[iv["vertex"].to_numpy()[w["interval"].to_numpy()[8]]] == "omp_set_lock"
+    cause = names[iv["vertex"].to_numpy()[w["cause_interval"].to_numpy()[[5, 8]]]]
     assert list(cause) == ["!$omp critical @omp.c:15", "omp_unset_lock"]
 
 
@@ -100,7 +106,7 @@ def test_partitioned_program_equals_local(example2):
     raw = decode(example2)
     pag = build_pag(raw)
     local = pag.analyses.get(WAIT_INSTANCES)
-    assert len(local) == 18 and set(local["process"]) == {0, 1}
+    assert len(local) == 30 and set(local["process"]) == {0, 1}
     dist = partitioned_wait_instances(raw, pag, 2)
     pd.testing.assert_frame_equal(dist, local)
 
@@ -191,7 +197,7 @@ def test_openmp_profiler_flow(example):
     res = perflow.run("openmp_profiler", pag=str(example))
     assert res["regions"]["barrier_wait"].iloc[0] == pytest.approx(104 * US)
     kinds = res["by_kind"].set_index("kind")["amount"] / US
-    assert kinds.round(6).to_dict() == {"omp_ibarrier_wait": 58, "omp_barrier_wait": 46,
+    assert kinds.round(6).to_dict() == {"omp_idle": 80, "omp_ibarrier_wait": 58, "omp_barrier_wait": 46,
                                         "lock_contention_critical": 35, "lock_contention_api": 15}  # fmt: skip
     assert "Parallel regions" in res["report"] and "omp_set_lock" in res["report"]
 
@@ -201,7 +207,7 @@ def test_locks_survive_save_and_load(pag, tmp_path):
 
     back = load(save(pag, tmp_path / "saved"))
     pd.testing.assert_frame_equal(back.trace.locks, pag.trace.locks)
-    assert len(back.analyses.get(WAIT_INSTANCES)) == 9
+    assert len(back.analyses.get(WAIT_INSTANCES)) == 15
 
 
 def test_trace_without_roles_has_no_thread_waits():
