@@ -62,6 +62,13 @@ def _global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> 
     g.add_argument("-q", "--quiet", action="store_true", help="only print errors and results", **none)
     g.add_argument("-v", "--verbose", action="store_true", help="more messages (debug logging, no tracebacks)", **none)
     g.add_argument("--debug", action="store_true", help="show tracebacks and debug logging", **none)
+    g.add_argument(
+        "--clock-correction",
+        choices=("auto", "on", "off"),
+        help="correct trace timestamps with the controlled logical clock: auto (default: when a trace violates "
+        "the clock condition), on, off",
+        **none,
+    )
 
 
 class _Subcommands(argparse._SubParsersAction):
@@ -133,7 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     progress.enable(sys.stderr, quiet=args.quiet)
     try:
-        status = args.func(args)
+        from ..trace.clc import clock_correction
+
+        with clock_correction(getattr(args, "clock_correction", None) or "auto"):
+            status = args.func(args)
     except KeyboardInterrupt:
         print("perflow: interrupted", file=sys.stderr)
         return 130

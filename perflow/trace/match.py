@@ -37,6 +37,7 @@ __all__ = [
     "P2PRecords",
     "ssend_regions",
     "collective_event_rows",
+    "collective_begin_pairs",
     "synthesised_collective_rows",
 ]
 
@@ -264,6 +265,36 @@ def p2p_threaded(raw: RawTrace) -> bool:
     return len(np.unique(proc)) != len(proc)
 
 
+def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The END rows of ``raw.coll_events``, the BEGIN rows, and per END the index (into the BEGIN rows) of its
+    BEGIN (-1 none), and, when the trace has non-blocking collectives, the row each END is ordered by (its
+    BEGIN's, else its own; None otherwise).
+
+    A non-blocking collective pairs by request id, the others by order on their location.
+    """
+    ev = raw.coll_events
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    ends = np.flatnonzero(kind == CollEv.END)
+    begins = np.flatnonzero(kind == CollEv.BEGIN)
+    req = ev.get("request")
+    order = None
+    if not len(ends):
+        return ends, begins, np.zeros(0, np.int64), order
+    if req is not None and (req >= 0).any():
+        j = np.full(len(ends), -1, dtype=np.int64)
+        e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
+        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
+        j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
+        span = int(req.max()) + 2
+        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
+        j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
+        order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
+    else:
+        j = nth_pairs(loc[ends], loc[begins])
+    return ends, begins, j, order
+
+
 def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
     """One row per recorded collective (its END event, paired with its BEGIN on the same location).
 
@@ -281,25 +312,10 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     whatever the order in which they complete).
     """
     ev = raw.coll_events
-    kind = ev["kind"]
     loc = ev["location"].astype(np.int64)
-    ends = np.flatnonzero(kind == CollEv.END)
+    ends, begins, j, order = collective_begin_pairs(raw)
     if not len(ends):
         return pd.DataFrame()
-    begins = np.flatnonzero(kind == CollEv.BEGIN)
-    req = ev.get("request")
-    order = None
-    if req is not None and (req >= 0).any():
-        j = np.full(len(ends), -1, dtype=np.int64)
-        e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
-        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
-        j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
-        span = int(req.max()) + 2
-        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
-        j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
-        order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
-    else:
-        j = nth_pairs(loc[ends], loc[begins])
     iv = enclosing[ends]
     fallback = np.where(iv >= 0, t_enter[np.maximum(iv, 0)] if len(t_enter) else 0.0, ev["time"][ends])
     begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], fallback)
