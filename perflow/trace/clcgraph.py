@@ -62,9 +62,9 @@ class EventOrder:
 
 def event_order(raw: RawTrace) -> EventOrder:
     """Number every event of ``raw`` and order them per location (see the module docstring)."""
-    locs, prims, times, tabs, start = [], [], [], [], {}
+    locs, prims, times, start = [], [], [], {}
     n = 0
-    for ti, name in enumerate(TABLES):
+    for name in TABLES:
         t = getattr(raw, name)
         k = len(t["location"])
         start[name] = n
@@ -73,9 +73,10 @@ def event_order(raw: RawTrace) -> EventOrder:
         times.append(t["time"].astype(np.float64))
         # region events sit at 2i + 1, the other events just before the region event their pos names
         prims.append(2 * np.arange(k, dtype=np.int64) + 1 if name == "region_events" else 2 * t["pos"].astype(np.int64))
-        tabs.append(np.full(k, ti, dtype=np.int64))
-    loc, prim, time, tab = (np.concatenate(a) for a in (locs, prims, times, tabs))
-    order = np.lexsort((np.arange(n), tab, time, prim, loc))
+    loc, prim, time = (np.concatenate(a) for a in (locs, prims, times))
+    # one integer key; ties (events of several tables before one region event) keep table order, each table
+    # its stream order (a stable sort of nearly sorted runs)
+    order = np.argsort(loc * (1 << 42) + prim, kind="stable")
     L = len(raw.locations)
     offsets = np.searchsorted(loc[order], np.arange(L + 1)).astype(np.int64)
     return EventOrder(order.astype(np.int64), offsets, start, time)
