@@ -43,6 +43,7 @@ COMMAND_MODULES = [
     "view",
     "convert",
     "cc",
+    "score",
     "completion",
 ]
 

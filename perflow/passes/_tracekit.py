@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -12,9 +13,9 @@ from perflow.pag.instances import Trace
 from perflow.pag.pag import PAG
 from perflow.pag.sites import call_site_paths, source_labels
 from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
+from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES, CriticalSettings
 from perflow.trace.critical import CriticalPath
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
 
 __all__ = [
     "require_trace",
@@ -60,35 +61,21 @@ def _names(pag: PAG) -> np.ndarray:
     return pag.vertex_table["name"].astype(str).to_numpy()
 
 
-def waits_for(
-    pag: PAG,
-    pass_name: str,
-    *,
-    window: int = 100,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-) -> pd.DataFrame:
+def waits_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> pd.DataFrame:
     """The wait-state instance table of a PAG (computed once per PAG and settings; shared: do not modify)."""
     require_trace(pag, pass_name)
-    return pag.analyses.get(
-        WAIT_INSTANCES,
-        owner=f"pass {pass_name!r}",
-        wrong_order_window=window,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-    )
+    return pag.analyses.get(WAIT_INSTANCES, waits or WaitSettings(), owner=f"pass {pass_name!r}")
 
 
-def cp_for(
-    pag: PAG, pass_name: str, *, path_ends: str = "finalize", follow_locks: bool = False, **wait_settings: Any
-) -> tuple[CriticalPath, pd.DataFrame]:
-    """The critical path of a PAG and the wait table it was computed from (both computed once)."""
-    w = waits_for(pag, pass_name, **wait_settings)
-    s = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
-    cp = pag.analyses.get(
-        CRITICAL_PATH, owner=f"pass {pass_name!r}", path_ends=path_ends, follow_locks=follow_locks, **s
-    )
-    return cp, w
+def cp_for(pag: PAG, pass_name: str, settings: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
+    """The critical path of a PAG and the wait table it was computed from (both computed once).
+
+    ``settings`` are :class:`~perflow.trace.analyses.CriticalSettings` (or only wait settings: the path's
+    own settings at their defaults).
+    """
+    cs = settings if isinstance(settings, CriticalSettings) else CriticalSettings(**asdict(settings or WaitSettings()))
+    w = waits_for(pag, pass_name, cs.waits())
+    return pag.analyses.get(CRITICAL_PATH, cs, owner=f"pass {pass_name!r}"), w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:

@@ -31,6 +31,9 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.analyses import CriticalSettings, ReplaySettings
+from perflow.trace.waits import WaitSettings
 
 from ._common import grouped
 from ._render import declare_aggregates
@@ -53,29 +56,19 @@ __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 _PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent", "time", "wait", "mean_nonwait", "cpi"]
 
 
-def critical_path_tables(
-    pag: PAG,
-    pass_name: str,
-    *,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-    path_ends: str = "finalize",
-    follow_locks: bool = False,
-) -> dict[str, Any]:
-    """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
+def critical_path_tables(pag: PAG, pass_name: str, settings: WaitSettings | None = None) -> dict[str, Any]:
+    """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`).
+
+    ``settings``: :class:`~perflow.trace.analyses.CriticalSettings` (or wait settings only).
+    """
     trace = require_trace(pag, pass_name)
-    cp, waits = cp_for(
-        pag,
-        pass_name,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-        path_ends=path_ends,
-        follow_locks=follow_locks,
-    )
+    cs = settings if isinstance(settings, CriticalSettings) else None
+    ws = cs.waits() if cs is not None else (settings or WaitSettings())
+    cp, waits = cp_for(pag, pass_name, cs if cs is not None else ws)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
-    charged = charged_per_process(pag, g, "time_exc", late_receiver=late_receiver, early_reduce=early_reduce)
+    charged = charged_per_process(pag, g, "time_exc", ws)
     wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
@@ -128,7 +121,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
+            "ideal_runtime": [ideal_runtime(pag, pass_name, replay_settings=ReplaySettings(ws.late_receiver))],
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -139,18 +132,12 @@ def critical_path_tables(
 
 
 @pass_(
-    version="6",
+    version="7",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
-def critical_path(
-    pag: PAG,
-    *,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-    path_ends: str = "finalize",
-    follow_locks: bool = False,
-) -> dict[str, pd.DataFrame]:
+@settings_keywords(CriticalSettings, "cp_settings")
+def critical_path(pag: PAG, *, cp_settings: CriticalSettings) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
     Outputs
@@ -173,34 +160,14 @@ def critical_path(
         network, as in pop_metrics with span="run"),
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
-
-    Parameters
-    ----------
-    late_receiver : str
-        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
-    path_ends : str
-        "finalize" (default, Scalasca's rule): the path runs from the MPI_Init
-        enter to where the last process enters MPI_Finalize; "trace": from the
-        first to the last event (MPI start-up and shut-down included).
-    follow_locks : bool
-        Lock contention moves the path to the thread that held the lock; by
-        default (Scalasca's rule) it stays on the waiting thread.
     """
-    t = critical_path_tables(
-        pag,
-        "critical_path",
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-        path_ends=path_ends,
-        follow_locks=follow_locks,
-    )
+    t = critical_path_tables(pag, "critical_path", cp_settings)
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="3", tags=("trace", "critical-path", "imbalance"))
-def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
+@pass_(version="5", tags=("trace", "critical-path", "imbalance"))
+@settings_keywords(CriticalSettings, "cp_settings")
+def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0, cp_settings: CriticalSettings) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 
     The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
@@ -213,7 +180,7 @@ def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFra
     min_percent : float
         Smallest critical-path imbalance, in percent of the path length, to report.
     """
-    t = critical_path_tables(pag, "critical_path_imbalance")
+    t = critical_path_tables(pag, "critical_path_imbalance", cp_settings)
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)

@@ -23,7 +23,8 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.cubemetrics import METRICS
+from perflow.pag.settings import settings_keywords
+from perflow.trace.cubemetrics import METRICS, ScalascaSettings
 from perflow.trace.cubemetrics import scalasca_metrics as _metrics
 
 from ._render import declare_aggregates
@@ -35,17 +36,9 @@ _BY = ("metric", "call_path", "location")
 
 
 @pass_(version="1", tags=("trace", "wait-states", "critical-path", "delay", "scalasca"))
+@settings_keywords(ScalascaSettings, "settings")
 def scalasca_metrics(
-    pag: PAG,
-    *,
-    by: str = "metric",
-    metrics: list[str] | None = None,
-    late_receiver: str = "blocking",
-    early_reduce: str = "latest",
-    collective_span: str = "records",
-    path_ends: str = "finalize",
-    follow_locks: bool = False,
-    long_term_kind: str = "caused",
+    pag: PAG, *, by: str = "metric", metrics: list[str] | None = None, settings: ScalascaSettings
 ) -> pd.DataFrame:
     """The trace analysis under Scalasca's metric names, as Cube shows it.
 
@@ -64,27 +57,10 @@ def scalasca_metrics(
         "metric", "call_path" or "location".
     metrics : list of str, optional
         Only these metrics (unique names), in the given order.
-    late_receiver, early_reduce, collective_span : str
-        Settings of the wait states (Scalasca's rules by default: every
-        blocking send can meet a Late Receiver; MpiCollectiveBegin/End times).
-    path_ends : str
-        Where the critical path ends: "finalize" (the last MPI_Finalize enter) or "trace".
-    follow_locks : bool
-        Whether the critical path follows lock contention to the lock holder.
-    long_term_kind : str
-        File long-term delay costs under the wait they finally cause ("caused") or land on ("first").
     """
     check_choice("scalasca_metrics", "by", by, _BY)
     require_trace(pag, "scalasca_metrics")
-    t = _metrics(
-        pag,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-        collective_span=collective_span,
-        path_ends=path_ends,
-        follow_locks=follow_locks,
-        long_term_kind=long_term_kind,
-    )
+    t = _metrics(pag, settings)
     order = [m.name for m in METRICS]
     if metrics is not None:
         unknown = [m for m in metrics if m not in order]
@@ -150,18 +126,8 @@ class CubeFile:
 
 
 @pass_(version="1", tags=("trace", "scalasca", "export"), cacheable=False)
-def cube_file(
-    pag: PAG,
-    *,
-    path: str = "",
-    analysis: bool = True,
-    late_receiver: str = "blocking",
-    early_reduce: str = "latest",
-    collective_span: str = "records",
-    path_ends: str = "finalize",
-    follow_locks: bool = False,
-    long_term_kind: str = "caused",
-) -> CubeFile:
+@settings_keywords(ScalascaSettings, "settings")
+def cube_file(pag: PAG, *, path: str = "", analysis: bool = True, settings: ScalascaSettings) -> CubeFile:
     """perflow's analysis as a CUBE4 file with Scalasca's metric tree (see :func:`scalasca_metrics`).
 
     Returns the file (a flow writes it to its output folder); with ``path``
@@ -174,24 +140,13 @@ def cube_file(
         Write the file here too ("" none).
     analysis : bool
         Scalasca's trace-analysis metrics (a trace is needed); false: time and visits only.
-    late_receiver, early_reduce, collective_span, path_ends, follow_locks, long_term_kind
-        As for :func:`scalasca_metrics`.
     """
     from perflow.flow.writes import output_path
     from perflow.writers.cube import cube_archive
 
     if analysis:
         require_trace(pag, "cube_file")
-    data = cube_archive(
-        pag,
-        analysis=analysis,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-        collective_span=collective_span,
-        path_ends=path_ends,
-        follow_locks=follow_locks,
-        long_term_kind=long_term_kind,
-    )
+    data = cube_archive(pag, analysis=analysis, settings=settings)
     n_loc = len(pag.metrics.index.to_frame(index=False)[["process", "thread"]].drop_duplicates())
     out = CubeFile(data, len(METRICS) if analysis else 2, pag.n_vertices, n_loc)
     p = output_path(path)

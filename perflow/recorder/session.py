@@ -212,6 +212,7 @@ def record(
     outputs: tuple[str, ...] = ("otf2", "pag"),
     stdout: Any = None,
     stderr: Any = None,
+    filter: str | os.PathLike[str] | None = None,  # noqa: A002 - the option's name
 ) -> RecordResult:
     """Record a run of ``program`` on ``nprocs`` MPI ranks.
 
@@ -240,6 +241,10 @@ def record(
         Besides ``rawtrace.npz``: ``"otf2"`` and/or ``"pag"``.
     stdout, stderr : file, optional
         Where the program's output goes (default: this process's).
+    filter : path, optional
+        A filter file (Score-P syntax, :mod:`perflow.recorder.filters`):
+        programs built with ``perflow cc``/``cxx``/``fc`` do not record the
+        functions it excludes.
 
     Returns
     -------
@@ -270,6 +275,18 @@ def record(
         if min_call < 0:
             raise RecordError(f"the shortest recorded call must be >= 0 seconds, not {min_call}")
         env["PERFLOW_RECORD_MIN_CALL"] = repr(float(min_call))
+    fmap = None
+    if filter is not None and is_python(program):
+        raise RecordError("--filter applies to programs built with perflow cc/cxx/fc, not to Python programs")
+    if filter is not None:
+        from .filtermap import map_filter
+        from .filters import DEFAULT_FILTER, Filter, read_filter
+
+        # the default's name rules first (std::, ...; its file rules act at compile time), the file's decide
+        fmap = map_filter(Filter(names=list(DEFAULT_FILTER.names)) + read_filter(filter), exe)
+        mapped = rawdir / "filter.map"
+        mapped.write_text(fmap.text(), encoding="utf-8")
+        env["PERFLOW_RECORD_FILTER"] = str(mapped.resolve())
     if is_python(program):
         python = shutil.which(program[0]) if not program[0].endswith(".py") else None
         try:
@@ -307,6 +324,9 @@ def record(
         "mpi": tc.impl,
         "exit_status": status,
     }
+    if fmap is not None:
+        attrs["filter"] = str(Path(filter).resolve())  # type: ignore[arg-type]
+        attrs["filter_excluded"] = fmap.n_excluded
     try:
         result.raw = load_recording(rawdir, attrs=attrs)
     except PerflowError as exc:

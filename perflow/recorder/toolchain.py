@@ -245,7 +245,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
                 argv = [tc.mpicc, "-c", "-fPIC", "-O2", "-g", "-Wall", *flags, "-o", obj, str(CSRC / src)]
                 _compile(tc, argv, timeout)
                 objs.append(obj)
-            _compile(tc, [tc.mpicc, "-shared", "-fPIC", "-o", tmp, *objs, "-lrt"], timeout)
+            _compile(tc, [tc.mpicc, "-shared", "-fPIC", "-o", tmp, *objs, "-lrt", "-ldl"], timeout)
     except RecordError:
         Path(tmp).unlink(missing_ok=True)
         raise

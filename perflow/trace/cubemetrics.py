@@ -32,18 +32,43 @@ Where the numbers come from:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from .analyses import CRITICAL_PATH, DELAY_COSTS, WAIT_INSTANCES, trace_of
+from .analyses import CRITICAL_PATH, DELAY_COSTS, WAIT_INSTANCES, CriticalSettings, DelaySettings, trace_of
 
-__all__ = ["CubeMetric", "METRICS", "KIND_METRIC", "DELAY_CATEGORY", "scalasca_metrics", "metric_name"]
+__all__ = [
+    "CubeMetric",
+    "METRICS",
+    "KIND_METRIC",
+    "DELAY_CATEGORY",
+    "ScalascaSettings",
+    "scalasca_metrics",
+    "metric_name",
+]
 
 #: where a Cube user finds the meaning of each metric (Scalasca 2.6's metric documentation)
 HELP_URL = "https://apps.fz-juelich.de/scalasca/releases/scalasca/2.6/help/scalasca_patterns.html#{name}"
+
+
+@dataclass(frozen=True)
+class ScalascaSettings(CriticalSettings):
+    """Settings of the analyses behind Scalasca's metrics: wait states, critical path, delay costs.
+
+    Attributes
+    ----------
+    wrong_order_window, late_receiver, early_reduce, collective_span
+        Those of :class:`~perflow.trace.waits.WaitSettings`.
+    path_ends, follow_locks
+        Those of :class:`~perflow.trace.analyses.CriticalSettings`.
+    long_term_kind : {"caused", "first"}
+        File long-term delay costs under the wait they finally cause (Scalasca's rule) or land on.
+    """
+
+    long_term_kind: Literal["caused", "first"] = "caused"
 
 
 @dataclass(frozen=True)
@@ -286,31 +311,17 @@ def _traffic_rows(pag: Any) -> list[pd.DataFrame]:
     return parts
 
 
-def scalasca_metrics(
-    pag: Any,
-    *,
-    wrong_order_window: int = 100,
-    late_receiver: str = "blocking",
-    early_reduce: str = "latest",
-    collective_span: str = "records",
-    path_ends: str = "finalize",
-    follow_locks: bool = False,
-    long_term_kind: str = "caused",
-) -> pd.DataFrame:
+def scalasca_metrics(pag: Any, settings: ScalascaSettings | None = None) -> pd.DataFrame:
     """perflow's analyses of a trace-backed PAG under Scalasca's metric names (see the module docstring).
 
-    The settings are those of the wait states, the critical path and the
+    ``settings`` are those of the wait states, the critical path and the
     delay costs (Scalasca's rules by default). Returns ``metric``,
     ``vertex``, ``process``, ``thread``, ``value``: one row per non-zero
     value, metrics in :data:`METRICS` order, then by vertex, process, thread.
     """
     trace_of(pag)
-    ws = {
-        "wrong_order_window": wrong_order_window,
-        "late_receiver": late_receiver,
-        "early_reduce": early_reduce,
-        "collective_span": collective_span,
-    }
+    s = settings or ScalascaSettings()
+    ws = s.waits()
     m = pag.metrics.reset_index()
     parts = [_rows("time", m["vertex"], m["process"], m["thread"], m["time_exc"])]
     parts.append(_rows("visits", m["vertex"], m["process"], m["thread"], m["visits"]))
@@ -319,13 +330,17 @@ def scalasca_metrics(
         join = m["omp_join"].to_numpy() if "omp_join" in m.columns else 0.0
         parts.append(_rows("omp_management", m["vertex"], m["process"], m["thread"], fork + join))
         parts.append(_rows("omp_fork", m["vertex"], m["process"], m["thread"], fork))
-    w = pag.analyses.get(WAIT_INSTANCES, **ws)
+    w = pag.analyses.get(WAIT_INSTANCES, ws)
     parts += _wait_rows(pag, w)
     parts += _traffic_rows(pag)
-    cp = pag.analyses.get(CRITICAL_PATH, path_ends=path_ends, follow_locks=follow_locks, **ws)
+    cp = pag.analyses.get(
+        CRITICAL_PATH, CriticalSettings(**asdict(ws), path_ends=s.path_ends, follow_locks=s.follow_locks)
+    )
     seg = cp.segments
     parts.append(_rows("critical_path", seg["vertex"], seg["process"], seg["thread"], seg["end"] - seg["start"]))
-    dc = pag.analyses.get(DELAY_COSTS, long_term=True, long_term_kind=long_term_kind, **ws).costs
+    dc = pag.analyses.get(
+        DELAY_COSTS, DelaySettings(**asdict(ws), long_term=True, long_term_kind=s.long_term_kind)
+    ).costs
     dc = dc[~dc["propagating"].to_numpy()]
     names = [
         metric_name(str(k), delay=True, long_term=bool(lt))

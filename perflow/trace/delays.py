@@ -151,7 +151,7 @@ def _kernel(  # type: ignore[no-untyped-def]
     long_term, file_first,
 ):  # fmt: skip
     nw = order.shape[0]
-    pos = np.empty(w_loc.shape[0], np.int64)
+    pos = np.full(w_loc.shape[0], -1, np.int64)  # -1: a wait not analysed (what reaches it is lost)
     for q in range(nw):
         pos[order[q]] = q
     carried = np.zeros((w_loc.shape[0] if long_term else 1, nkind), np.float64)

@@ -101,9 +101,11 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
     kind = waits["kind"].astype(str).to_numpy()
     wiv = waits["interval"].to_numpy().astype(np.int64)
     msg = waits["message"].to_numpy().astype(np.int64)
-    comp = pd.Series(waits["amount"].to_numpy()[kind == "late_sender_completion"]).groupby(
-        wiv[kind == "late_sender_completion"]
-    ).sum()
+    comp = (
+        pd.Series(waits["amount"].to_numpy()[kind == "late_sender_completion"])
+        .groupby(wiv[kind == "late_sender_completion"])
+        .sum()
+    )
     out = []
     for kinds, own, other in ((LS_KINDS, "recv_interval", "send_interval"), (("late_receiver",), None, None)):
         r = np.flatnonzero(np.isin(kind, kinds) & (wiv >= 0) & (msg >= 0))
@@ -132,9 +134,7 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
     return out
 
 
-def _collective_points(
-    trace: Trace, waits: pd.DataFrame, locs: Locations
-) -> tuple[list[dict], np.ndarray, np.ndarray]:
+def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tuple[list[dict], np.ndarray, np.ndarray]:
     c = trace.collectives
     empty = np.zeros(0, np.int64)
     if not len(c):

@@ -67,14 +67,14 @@ def _preorder(parent: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def _metric_table(pag: PAG, analysis: bool, settings: dict[str, Any]) -> tuple[list[Any], pd.DataFrame]:
+def _metric_table(pag: PAG, analysis: bool, settings: Any) -> tuple[list[Any], pd.DataFrame]:
     """The metrics to write (definitions in tree order) and their values (``metric``, vertex, process, thread)."""
     from ..trace.cubemetrics import METRICS, CubeMetric, scalasca_metrics
 
     m = pag.metrics.reset_index()
     if analysis:
         defs: list[Any] = list(METRICS)
-        values = scalasca_metrics(pag, **settings)
+        values = scalasca_metrics(pag, settings)
         values["metric"] = values["metric"].astype(str)
     else:
         defs = [d for d in METRICS if d.name in ("time", "visits")]
@@ -124,7 +124,7 @@ def _exclusive(pag: PAG, m: pd.DataFrame, vals: np.ndarray) -> np.ndarray:
     return vals - child
 
 
-def cube_archive(pag: PAG, *, analysis: bool | None = None, **settings: Any) -> bytes:
+def cube_archive(pag: PAG, *, analysis: bool | None = None, settings: Any = None) -> bytes:
     """The ``.cubex`` archive of ``pag`` as bytes (see :func:`write_cube`)."""
     analysis = pag.trace is not None if analysis is None else bool(analysis)
     if analysis and pag.trace is None:
@@ -236,7 +236,7 @@ def _scalasca() -> set[str]:
     return {m.name for m in METRICS}
 
 
-def write_cube(pag: PAG, path: str | os.PathLike[str], *, analysis: bool | None = None, **settings: Any) -> Path:
+def write_cube(pag: PAG, path: str | os.PathLike[str], *, analysis: bool | None = None, settings: Any = None) -> Path:
     """Write ``pag`` as a CUBE4 file (see the module docstring); returns the path written.
 
     Parameters
@@ -246,13 +246,13 @@ def write_cube(pag: PAG, path: str | os.PathLike[str], *, analysis: bool | None 
         The file to write (``.cubex`` is added when it has another suffix).
     analysis : bool, optional
         Write Scalasca's trace-analysis metrics (default: when ``pag`` has a trace).
-    **settings
-        Settings of the analyses (:func:`perflow.trace.cubemetrics.scalasca_metrics`).
+    settings : perflow.trace.cubemetrics.ScalascaSettings, optional
+        Settings of the analyses (Scalasca's rules by default).
     """
     from .._atomic import write_bytes
 
     out = Path(path)
     if out.suffix != ".cubex":
         out = out.with_name(out.name + ".cubex")
-    write_bytes(out, cube_archive(pag, analysis=analysis, **settings))
+    write_bytes(out, cube_archive(pag, analysis=analysis, settings=settings))
     return out
