@@ -227,21 +227,20 @@ def idle_waits(iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.n
 def barrier_instances(
     iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every OpenMP barrier row (local rows) sorted by barrier instance (then process, thread), and its instance.
+    """The barrier rows of ``iv`` (local rows) and the barrier instance of each (see the module docstring).
 
-    See the module docstring for what a barrier instance is.
+    Arguments as in :func:`barrier_waits`; instances are numbered from 0 within ``iv``.
     """
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     vrole = np.asarray(role, dtype=object)
     is_bar_v = np.isin(vrole, list(BARRIER_ROLES))
-    empty = np.zeros(0, np.int64)
+    z = np.zeros(0, dtype=np.int64)
     if not len(vtx) or not is_bar_v.any():
-        return empty, empty
+        return z, z
     ok_v = (vtx >= 0) & (vtx < len(vrole))
-    is_bar = ok_v & is_bar_v[np.where(ok_v, vtx, 0)]
-    B = np.flatnonzero(is_bar)
+    B = np.flatnonzero(ok_v & is_bar_v[np.where(ok_v, vtx, 0)])
     if not len(B):
-        return empty, empty
+        return z, z
     proc = iv["process"].to_numpy().astype(np.int64)
     thr = iv["thread"].to_numpy().astype(np.int64)
     anc, team = parallel_teams(iv, vrole, region, gid, B)
@@ -252,9 +251,7 @@ def barrier_instances(
     holder = np.where(inside, anc, -1 - (proc[B] * (1 << 20) + thr[B]))
     k = _rank_in_runs(holder)
     _, inst = np.unique(np.stack([bteam, k]), axis=1, return_inverse=True)
-    inst = np.asarray(inst).ravel()
-    srt = np.lexsort((thr[B], proc[B], inst))
-    return B[srt], inst[srt]
+    return B, np.asarray(inst).ravel().astype(np.int64)
 
 
 def barrier_waits(
@@ -274,14 +271,16 @@ def barrier_waits(
         partition's part of the intervals; the ``parent`` column and the
         result use global rows. None: ``iv`` is the whole table.
     """
-    b, g = barrier_instances(iv, role, region, gid)
-    if not len(b):
+    B, inst = barrier_instances(iv, role, region, gid)
+    if not len(B):
         return empty_waits()
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     vrole = np.asarray(role, dtype=object)
     proc = iv["process"].to_numpy().astype(np.int64)
     thr = iv["thread"].to_numpy().astype(np.int64)
     enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    srt = np.lexsort((thr[B], proc[B], inst))
+    b, g = B[srt], inst[srt]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     gi = np.cumsum(np.r_[True, g[1:] != g[:-1]]) - 1
     E, L = enter[b], leave[b]
