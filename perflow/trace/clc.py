@@ -22,6 +22,10 @@ the local intervals where it can:
   never moves past what its receivers can take, a collective's begin past its
   earliest end): a clock that ran behind is set forward as a whole, and the
   local intervals keep their lengths everywhere but where a dependency forbids.
+  The sweep is repeated until nothing moves, so a lag that only a late
+  dependency reveals reaches back past the sends and collectives before it;
+  the threads of a process share its clock, so a fork and a worker's team end
+  take the shift of the team begins and the join that follow them.
 
 :func:`correct` returns the corrected raw trace and a :class:`ClockReport`
 (violations before and after, the largest and the mean shift). The build
@@ -46,10 +50,19 @@ import numpy as np
 
 from .._jit import njit
 from ..kinds import CollectiveOp
-from .clcgraph import TABLES, Groups, event_order, groups
+from .clcgraph import TABLES, EventOrder, Groups, event_order, groups
 from .raw import RawTrace
 
-__all__ = ["MODES", "ClockReport", "correct", "violations", "built_violations", "clock_correction", "mode"]
+__all__ = [
+    "MODES",
+    "ClockReport",
+    "correct",
+    "violations",
+    "built_violations",
+    "clock_correction",
+    "mode",
+    "skew_clock",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +70,8 @@ log = logging.getLogger(__name__)
 MODES = ("auto", "on", "off")
 #: the forward amortisation's slope after a jump (Scalasca's first pass uses the same)
 GAMMA = 0.99999
+#: at most this many backward-amortisation sweeps (each carries shifts one dependency further back)
+_SWEEPS = 64
 
 _MODE: contextvars.ContextVar[str] = contextvars.ContextVar("perflow_clock_correction", default="auto")
 
@@ -215,14 +230,15 @@ def _forward(order, offsets, time, dep_off, dep_grp, in_grp_off, in_grp, remaini
 
 
 @njit
-def _backward(order, offsets, time, C, limit):  # type: ignore[no-untyped-def]
+def _backward(order, offsets, time, C, limit, carry):  # type: ignore[no-untyped-def]
     """Carry each location's shifts backwards: an event moves as far as the one after it, up to its limit.
 
     Sweeping from a location's last event to its first, ``shift_r = max(f_r,
-    min(shift_{r+1}, limit_r))`` with ``f_r`` the forward shift and
+    min(max(shift_{r+1}, carry_r), limit_r))`` with ``f_r`` the current shift,
     ``limit_r`` how far event ``r`` may move before a dependency on it breaks
-    (infinite for events no other location depends on): the intervals before a
-    jump keep their lengths, the stretch moves as a whole.
+    (infinite for events no other location depends on) and ``carry_r`` a shift
+    it takes from another thread of its process (see :func:`_amortise_backward`):
+    the intervals before a jump keep their lengths, the stretch moves as a whole.
     """
     for loc in range(offsets.shape[0] - 1):
         lo = offsets[loc]
@@ -231,9 +247,49 @@ def _backward(order, offsets, time, C, limit):  # type: ignore[no-untyped-def]
         for q in range(hi - 1, lo - 1, -1):
             e = order[q]
             f = C[e] - time[e]
-            s = max(f, min(nxt, limit[e]))
+            s = max(f, min(max(nxt, carry[e]), limit[e]))
             C[e] = time[e] + s
             nxt = s
+    return C
+
+
+def _amortise_backward(eo: EventOrder, g: Groups, gout: np.ndarray, gin: np.ndarray, C: np.ndarray,
+                       latency: float) -> np.ndarray:  # fmt: skip
+    """Backward amortisation, swept until no event moves.
+
+    Each sweep lets the events others depend on move up to the out events of
+    their groups as the previous sweep left them, so a jump found late (a rank
+    whose lagging clock only a later collective reveals) reaches back past the
+    sends and collectives before it as far as the other ranks allow. The
+    threads of a process share one clock: an event that starts an OpenMP team
+    group (a fork, a worker's team end) also takes the shift of the events
+    that end it (the workers' team begins, the join), so a master set forward
+    inside or after a parallel region takes its workers along. Events only
+    move forward and each limit comes from out events that can only have
+    moved forward, so every dependency still holds after every sweep.
+    """
+    n = len(C)
+    if not len(g):
+        return _backward(eo.order, eo.offsets, eo.time, C, np.full(n, np.inf), np.full(n, -np.inf))
+    forward = C - eo.time
+    team_in = g.kind[gin] == 2
+    for _ in range(_SWEEPS):
+        # how far each event that others depend on may move: to the earliest of its groups' out events, less latency
+        first_out = np.full(len(g), np.inf)
+        np.minimum.at(first_out, gout, C[g.out_ev])
+        limit = np.full(n, np.inf)
+        np.minimum.at(limit, g.in_ev, first_out[gin] - latency - eo.time[g.in_ev])
+        limit = np.maximum(limit, forward)  # never less than the forward shift
+        carry = np.full(n, -np.inf)
+        if team_in.any():
+            out_shift = np.full(len(g), -np.inf)
+            np.maximum.at(out_shift, gout, C[g.out_ev] - eo.time[g.out_ev])
+            np.maximum.at(carry, g.in_ev[team_in], out_shift[gin[team_in]])
+        new = _backward(eo.order, eo.offsets, eo.time, C.copy(), limit, carry)
+        if np.array_equal(new, C):
+            return new
+        C = new
+    log.info("backward amortisation stopped after %d sweeps with events still moving", _SWEEPS)
     return C
 
 
@@ -263,14 +319,7 @@ def correct(raw: RawTrace, *, gamma: float = GAMMA, latency: float = 0.0) -> tup
         log.warning("%s: %d events lie on a dependency cycle; their timestamps are not corrected",
                     raw.attrs.get("source", "trace"), int(unreached.sum()))  # fmt: skip
         C[unreached] = eo.time[unreached]
-    # how far each event that others depend on may move: to the earliest of its groups' out events, less latency
-    limit = np.full(n, np.inf)
-    if ng:
-        first_out = np.full(ng, np.inf)
-        np.minimum.at(first_out, gout, C[g.out_ev])
-        np.minimum.at(limit, g.in_ev, first_out[gin] - latency - eo.time[g.in_ev])
-    limit = np.maximum(limit, C - eo.time)  # never less than the forward shift
-    C = _backward(eo.order, eo.offsets, eo.time, C, limit)
+    C = _amortise_backward(eo, g, gout, gin, C, latency)
     shift = C - eo.time
     tables = {}
     for name in TABLES:
@@ -285,3 +334,25 @@ def correct(raw: RawTrace, *, gamma: float = GAMMA, latency: float = 0.0) -> tup
         msgs + colls, msgs, colls, rm + rc, float(shift.max(initial=0.0)), float(shift.mean()) if n else 0.0
     )
     return out, rep
+
+
+def skew_clock(raw: RawTrace, process: int, offset: float, drift: float = 0.0) -> RawTrace:
+    """A copy of ``raw`` whose process ``process`` read a skewed clock: ``t + offset + drift * t`` (s, s/s).
+
+    Every location of the process (its threads share the clock) and every
+    event table is shifted; for testing and benchmarking the correction on a
+    trace made inconsistent on purpose.
+    """
+    locs = np.flatnonzero(raw.locations["process"].to_numpy() == process)
+    if not len(locs):
+        raise ValueError(f"skew_clock: the trace has no process {process}")
+    tables = {}
+    for name in TABLES:
+        t = dict(getattr(raw, name))
+        if len(t["time"]):
+            sel = np.isin(t["location"], locs)
+            tt = np.array(t["time"], dtype=np.float64)
+            tt[sel] += offset + drift * tt[sel]
+            t["time"] = tt
+        tables[name] = t
+    return dataclasses.replace(raw, **tables)
