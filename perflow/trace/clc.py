@@ -230,15 +230,16 @@ def _forward(order, offsets, time, dep_off, dep_grp, in_grp_off, in_grp, remaini
 
 
 @njit
-def _backward(order, offsets, time, C, limit, carry):  # type: ignore[no-untyped-def]
-    """Carry each location's shifts backwards: an event moves as far as the one after it, up to its limit.
+def _backward(order, offsets, time, C, bound, carry):  # type: ignore[no-untyped-def]
+    """Carry each location's shifts backwards: an event moves as far as the one after it, up to its bound.
 
-    Sweeping from a location's last event to its first, ``shift_r = max(f_r,
-    min(max(shift_{r+1}, carry_r), limit_r))`` with ``f_r`` the current shift,
-    ``limit_r`` how far event ``r`` may move before a dependency on it breaks
-    (infinite for events no other location depends on) and ``carry_r`` a shift
-    it takes from another thread of its process (see :func:`_amortise_backward`):
-    the intervals before a jump keep their lengths, the stretch moves as a whole.
+    Sweeping from a location's last event to its first, ``C_r = max(C_r,
+    min(t_r + max(shift_{r+1}, carry_r), bound_r))`` with ``bound_r`` the
+    latest time event ``r`` may take before a dependency on it breaks
+    (infinite for events no other location depends on; compared as a time, so
+    rounding never carries an event past it) and ``carry_r`` a shift it takes
+    from another thread of its process (see :func:`_amortise_backward`): the
+    intervals before a jump keep their lengths, the stretch moves as a whole.
     """
     for loc in range(offsets.shape[0] - 1):
         lo = offsets[loc]
@@ -246,10 +247,10 @@ def _backward(order, offsets, time, C, limit, carry):  # type: ignore[no-untyped
         nxt = -np.inf
         for q in range(hi - 1, lo - 1, -1):
             e = order[q]
-            f = C[e] - time[e]
-            s = max(f, min(max(nxt, carry[e]), limit[e]))
-            C[e] = time[e] + s
-            nxt = s
+            c = min(time[e] + max(nxt, carry[e]), bound[e])
+            if c > C[e]:
+                C[e] = c
+            nxt = C[e] - time[e]
     return C
 
 
@@ -265,27 +266,25 @@ def _amortise_backward(eo: EventOrder, g: Groups, gout: np.ndarray, gin: np.ndar
     group (a fork, a worker's team end) also takes the shift of the events
     that end it (the workers' team begins, the join), so a master set forward
     inside or after a parallel region takes its workers along. Events only
-    move forward and each limit comes from out events that can only have
+    move forward and each bound comes from out events that can only have
     moved forward, so every dependency still holds after every sweep.
     """
     n = len(C)
     if not len(g):
         return _backward(eo.order, eo.offsets, eo.time, C, np.full(n, np.inf), np.full(n, -np.inf))
-    forward = C - eo.time
     team_in = g.kind[gin] == 2
     for _ in range(_SWEEPS):
         # how far each event that others depend on may move: to the earliest of its groups' out events, less latency
         first_out = np.full(len(g), np.inf)
         np.minimum.at(first_out, gout, C[g.out_ev])
-        limit = np.full(n, np.inf)
-        np.minimum.at(limit, g.in_ev, first_out[gin] - latency - eo.time[g.in_ev])
-        limit = np.maximum(limit, forward)  # never less than the forward shift
+        bound = np.full(n, np.inf)
+        np.minimum.at(bound, g.in_ev, first_out[gin] - latency)
         carry = np.full(n, -np.inf)
         if team_in.any():
             out_shift = np.full(len(g), -np.inf)
             np.maximum.at(out_shift, gout, C[g.out_ev] - eo.time[g.out_ev])
             np.maximum.at(carry, g.in_ev[team_in], out_shift[gin[team_in]])
-        new = _backward(eo.order, eo.offsets, eo.time, C.copy(), limit, carry)
+        new = _backward(eo.order, eo.offsets, eo.time, C.copy(), bound, carry)
         if np.array_equal(new, C):
             return new
         C = new

@@ -158,3 +158,7 @@ def test_benchmark_traces_satisfy_the_clock_condition(tmp_path) -> None:  # noqa
     assert clc.built_violations(pag.trace) == 0 and len(pag.trace.messages) > 0
     w = pag.analyses.get(WAIT_INSTANCES)
     assert (w["kind"].astype(str) == "late_sender").any()  # the waiting is real: the halo exchange waits
+    # skewed, every violation is corrected: none left by rounding (bounds compared as times, not shifts)
+    fixed, rep = clc.correct(clc.skew_clock(raw, 1, -0.05, -1e-3))
+    assert rep.messages > 0 and rep.collectives > 0 and rep.remaining == 0 and clc.violations(fixed) == (0, 0)
+    assert clc.built_violations(build_pag(fixed, clock_correction="off").trace) == 0
