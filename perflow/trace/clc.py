@@ -294,7 +294,7 @@ def _amortise_backward(eo: EventOrder, g: Groups, gout: np.ndarray, gin: np.ndar
 
 def _csr_of_events(n: int, ev: np.ndarray, grp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     o = np.argsort(ev, kind="stable")
-    return np.searchsorted(ev[o], np.arange(n + 1)).astype(np.int64), grp[o].astype(np.int64)
+    return np.r_[0, np.cumsum(np.bincount(ev, minlength=n))].astype(np.int64), grp[o].astype(np.int64)
 
 
 def correct(raw: RawTrace, *, gamma: float = GAMMA, latency: float = 0.0) -> tuple[RawTrace, ClockReport]:

@@ -121,7 +121,7 @@ class _Builder:
             gg = np.concatenate(g) if g else np.zeros(0, np.int64)
             ee = np.concatenate(e) if e else np.zeros(0, np.int64)
             o = np.argsort(gg, kind="stable")
-            return np.searchsorted(gg[o], np.arange(self.n + 1)).astype(np.int64), ee[o]
+            return np.r_[0, np.cumsum(np.bincount(gg, minlength=self.n))].astype(np.int64), ee[o]
 
         io, ie = csr(self.gin, self.ins)
         oo, oe = csr(self.gout, self.outs)
