@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinds import CollectiveOp, ThreadEv
-from .match import collective_begin_pairs, nth_pairs, p2p_records, p2p_threaded, record_key
+from .match import collective_begin_pairs, collective_seq, nth_pairs, p2p_records, p2p_threaded, record_key
 from .raw import TABLE_SCHEMAS, RawTrace
 from .records import _fifo
 
@@ -153,16 +153,17 @@ def _messages(raw: RawTrace, eo: EventOrder, b: _Builder) -> None:
 
 
 def _collectives(raw: RawTrace, eo: EventOrder, b: _Builder) -> None:
-    ends, begins, j, _ = collective_begin_pairs(raw)
+    ends, begins, j, order = collective_begin_pairs(raw)
     if not len(ends):
         return
     ev = raw.coll_events
     loc = ev["location"].astype(np.int64)
     proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc[ends]]
     comm = ev["comm"][ends].astype(np.int64)
-    from .match import rank_within, to_world
+    from .match import to_world
 
-    seq = rank_within(comm * (1 << 32) + loc[ends])
+    begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], ev["time"][ends])
+    seq = collective_seq(raw, ends, order, begin_t)
     inst_key = comm * (1 << 32) + seq
     uk, inst = np.unique(inst_key, return_inverse=True)
     inst = inst.ravel()

@@ -38,6 +38,7 @@ __all__ = [
     "ssend_regions",
     "collective_event_rows",
     "collective_begin_pairs",
+    "collective_seq",
     "synthesised_collective_rows",
 ]
 
@@ -295,6 +296,23 @@ def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.nd
     return ends, begins, j, order
 
 
+def collective_seq(raw: RawTrace, ends: np.ndarray, order: np.ndarray | None, begin_t: np.ndarray) -> np.ndarray:
+    """The instance number of each END row of ``raw.coll_events`` (``ends``, ``order`` as
+    :func:`collective_begin_pairs` gives them; ``begin_t`` the time each started): the k-th collective of its
+    location on its communicator, in BEGIN order when the trace has non-blocking collectives.
+
+    The one numbering of collective instances: the build and the clock correction both use it.
+    """
+    ev = raw.coll_events
+    key = ev["comm"][ends].astype(np.int64) * (1 << 32) + ev["location"][ends].astype(np.int64)
+    if order is None:
+        return rank_within(key)
+    by = np.lexsort((order, key))  # number each (comm, location)'s collectives in BEGIN order
+    seq = np.empty(len(ends), dtype=np.int64)
+    seq[by] = rank_within(key[by])
+    return seq
+
+
 def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
     """One row per recorded collective (its END event, paired with its BEGIN on the same location).
 
@@ -323,12 +341,7 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     root_local = ev["root"][ends].astype(np.int64)
     root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
     lo = loc[ends]
-    if order is None:
-        seq = rank_within(comm * (1 << 32) + lo)
-    else:  # number each (comm, location)'s collectives in BEGIN order
-        by = np.lexsort((order, comm * (1 << 32) + lo))
-        seq = np.empty(len(ends), dtype=np.int64)
-        seq[by] = rank_within((comm * (1 << 32) + lo)[by])
+    seq = collective_seq(raw, ends, order, begin_t)
     return pd.DataFrame(
         {
             "row": ends,
