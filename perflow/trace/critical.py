@@ -272,16 +272,14 @@ def _mpi_ends(
     """Scalasca's ends: the latest enter into MPI_Finalize, and each location's first MPI_Init enter."""
     iv = trace.intervals
     vname = np.asarray(names).astype(str)
-    v = iv["vertex"].to_numpy().astype(np.int64)
-    ok = (v >= 0) & (v < len(vname))
-    nm = np.where(ok, vname[np.where(ok, v, 0)], "")
+    v = iv["vertex"].to_numpy()
     enter = iv["enter"].to_numpy()
-    fin = np.flatnonzero(nm == "MPI_Finalize")
+    fin = np.flatnonzero(np.isin(v, np.flatnonzero(vname == "MPI_Finalize")))  # vertices by name, not every interval
     if len(fin):
         t_end = float(enter[fin].max())
         last = fin[enter[fin] == t_end]
         cur = int(locs.of_interval[last].min())
-    ini = np.flatnonzero((nm == "MPI_Init") | (nm == "MPI_Init_thread"))
+    ini = np.flatnonzero(np.isin(v, np.flatnonzero(np.isin(vname, ["MPI_Init", "MPI_Init_thread"]))))
     if len(ini):
         lstart = lstart.copy()
         first = np.full(len(lstart), np.inf)
