@@ -97,6 +97,23 @@ def _find_i64(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit
+def _less_waiting(j0, j1, sp_wait, sp_vtx, nvert, acc, mark, touched, nt):  # type: ignore[no-untyped-def]
+    """Take the waiting at synchronisation points ``j0..j1-1`` off ``acc`` per call path (marking each
+    touched one); return the new ``nt`` and the waiting taken."""
+    W = 0.0
+    for j in range(j0, j1):
+        if sp_wait[j] > 0.0:
+            v = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
+            if not mark[v]:
+                mark[v] = True
+                touched[nt] = v
+                nt += 1
+            acc[v] -= sp_wait[j]
+            W += sp_wait[j]
+    return nt, W
+
+
+@njit
 def _first_ge(a, lo, hi, x):  # type: ignore[no-untyped-def]
     """First index in a[lo:hi] with a[i] >= x (hi when none)."""
     while lo < hi:
@@ -195,24 +212,9 @@ def _kernel(  # type: ignore[no-untyped-def]
         nt = 0
         nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt)
         nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt)
-        W = 0.0
-        for j in range(jS0, jS1):  # waiting at the delayer's points inside its interval
-            if sp_wait[j] > 0.0:
-                v = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
-                if not mark[v]:
-                    mark[v] = True
-                    touched[nt] = v
-                    nt += 1
-                accS[v] -= sp_wait[j]
-                W += sp_wait[j]
-        for j in range(jR0, jR1):
-            if sp_wait[j] > 0.0:
-                v = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
-                if not mark[v]:
-                    mark[v] = True
-                    touched[nt] = v
-                    nt += 1
-                accR[v] -= sp_wait[j]
+        # waiting at the delayer's (and the waiter's) points inside its interval is no work
+        nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, nvert, accS, mark, touched, nt)
+        nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, nvert, accR, mark, touched, nt)
         D = 0.0
         for t in range(nt):
             v = touched[t]
