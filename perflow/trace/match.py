@@ -12,7 +12,9 @@ k-th completion of ``q`` there (ids are reused after completion).
 
 Collective instances: the k-th collective on communicator ``c`` on each
 member location is instance k of ``c`` (MPI requires every member to call
-collectives on a communicator in the same order).
+collectives on a communicator in the same order); a process that calls
+collectives from several threads (locations) numbers them over its threads
+in time order (MPI requires such calls to be ordered by the program).
 """
 
 from __future__ import annotations
@@ -266,6 +268,11 @@ def p2p_threaded(raw: RawTrace) -> bool:
     return len(np.unique(proc)) != len(proc)
 
 
+def _several_locations(loc: np.ndarray, proc: np.ndarray) -> bool:
+    """Whether some process has rows on more than one of its locations (``proc``: the process of each row)."""
+    return len(np.unique(loc)) != len(np.unique(proc))
+
+
 def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """The END rows of ``raw.coll_events``, the BEGIN rows, and per END the index (into the BEGIN rows) of its
     BEGIN (-1 none), and, when the trace has non-blocking collectives, the row each END is ordered by (its
@@ -299,15 +306,23 @@ def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.nd
 def collective_seq(raw: RawTrace, ends: np.ndarray, order: np.ndarray | None, begin_t: np.ndarray) -> np.ndarray:
     """The instance number of each END row of ``raw.coll_events`` (``ends``, ``order`` as
     :func:`collective_begin_pairs` gives them; ``begin_t`` the time each started): the k-th collective of its
-    location on its communicator, in BEGIN order when the trace has non-blocking collectives.
+    location on its communicator, in BEGIN order when the trace has non-blocking collectives; a process that
+    calls collectives from several threads (locations) numbers them over its threads in time order.
 
     The one numbering of collective instances: the build and the clock correction both use it.
     """
     ev = raw.coll_events
-    key = ev["comm"][ends].astype(np.int64) * (1 << 32) + ev["location"][ends].astype(np.int64)
-    if order is None:
-        return rank_within(key)
-    by = np.lexsort((order, key))  # number each (comm, location)'s collectives in BEGIN order
+    comm = ev["comm"][ends].astype(np.int64)
+    lo = ev["location"][ends].astype(np.int64)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[lo]
+    if _several_locations(lo, proc):  # number each (comm, process)'s collectives over its threads, in time order
+        key = comm * (1 << 32) + proc
+        by = np.lexsort((ends if order is None else order, begin_t, key))
+    elif order is None:
+        return rank_within(comm * (1 << 32) + lo)
+    else:  # number each (comm, location)'s collectives in BEGIN order
+        key = comm * (1 << 32) + lo
+        by = np.lexsort((order, key))
     seq = np.empty(len(ends), dtype=np.int64)
     seq[by] = rank_within(key[by])
     return seq
