@@ -14,8 +14,11 @@
   the call's Enter and before its Leave (the builder's per-instance deltas
   are the bytes of each call).
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
-  inside MPI calls), each worth one timer period of the main thread's CPU
-  time (native) or the CPU time since the previous tick (Python).
+  inside MPI calls), each worth the timer periods it stands for (native) or
+  the CPU time since the previous tick (Python).
+* time off the CPU outside MPI calls (descheduled, blocked): instances of the
+  region ``off_cpu`` whose call stack is the sample's that measured it (see
+  :mod:`.offcpu`).
 * ``rma_events``: MPI one-sided records as Score-P writes them (windows,
   window collectives, group syncs, locks, transfers and their local
   completions), with ``attrs["rma_windows"]``/``["rma_groups"]``; see
@@ -49,6 +52,7 @@ from ..trace.raw import (
 )
 from .decode import ProcessData, read_dir
 from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA
+from .offcpu import insert_off_cpu, off_cpu_windows
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
 
@@ -171,16 +175,42 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         )
         enter_region = ids[inverse] if len(uniq) else np.zeros(0, np.int32)
         regions = _region_ids(ev, enter_region)
-        nreg = int(isreg.sum())
+        rtime = time[isreg]
+        rkind = np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8)
+        nsmp = len(p.sample_time)
+        spos = p.sample_nregion.astype(np.int64)
+        shift = np.arange(int(isreg.sum()) + 1)
+        if nsmp:
+            utop = p.sample_utop if len(p.sample_utop) == nsmp else np.zeros(nsmp)
+            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
+            stime = p.sample_time + o - t0
+            nan = np.full(nsmp, np.nan)
+            start = p.sample_start + o - t0 if len(p.sample_start) == nsmp else nan
+            cpu = p.sample_cpu if len(p.sample_cpu) == nsmp else nan
+            hz = float(p.meta.get("hz", 0) or 0)
+            gone = off_cpu_windows(rtime, stime, spos, p.sample_weight, start, cpu, 1.0 / hz if hz > 0 else np.inf)
+            if len(gone):  # time off the CPU: instances of off_cpu below the sampled stack
+                oreg = np.array([table.off_cpu(int(s)) for s in stacks[gone.sample]], np.int32)
+                rtime, rkind, regions, shift, spos = insert_off_cpu(rtime, rkind, regions, spos, gone, oreg)
+            smp_parts.append(
+                {
+                    "location": np.full(nsmp, loc, np.int32),
+                    "time": stime,
+                    "stack": stacks,
+                    "weight": p.sample_weight,
+                    "pos": nreg_total + spos,
+                }
+            )
+        nreg = len(rtime)
         reg_parts.append(
             {
                 "location": np.full(nreg, loc, np.int32),
-                "time": time[isreg],
-                "kind": np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8),
+                "time": rtime,
+                "kind": rkind,
                 "region": regions,
             }
         )
-        before = np.cumsum(isreg) - isreg  # region records before each record
+        before = shift[np.cumsum(isreg) - isreg]  # region records before each record (off-CPU ones included)
         cmap = comm_ids[loc]
         lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
         for local, glob in cmap.items():
@@ -201,18 +231,6 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         io = typ == R_IO
         if io.any():
             met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
-        if len(p.sample_time):
-            utop = p.sample_utop if len(p.sample_utop) == len(p.sample_frames) else np.zeros(len(p.sample_frames))
-            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
-            smp_parts.append(
-                {
-                    "location": np.full(len(stacks), loc, np.int32),
-                    "time": p.sample_time + o - t0,
-                    "stack": stacks,
-                    "weight": p.sample_weight,
-                    "pos": nreg_total + p.sample_nregion,
-                }
-            )
         nreg_total += nreg
 
     p2p = _concat(p2p_parts, P2P_COLUMNS)

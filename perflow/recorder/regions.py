@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..kinds import OFF_CPU
 from .decode import ProcessData
 from .functions import FUNCTIONS, USER, region_role
 from .symbols import Frame, Resolver, is_mpi_module
@@ -92,6 +93,26 @@ class RegionTable:
                     "line": line,
                     "module": Path(module).name,
                     "caller": caller,
+                    "stack": stack,
+                }
+            )
+        return rid
+
+    def off_cpu(self, stack: int) -> int:
+        """Id of the region of time off the CPU below the frames of ``stack`` (see :mod:`.offcpu`)."""
+        key = ("o", stack)
+        rid = self._index.get(key)
+        if rid is None:
+            rid = self._index[key] = len(self._rows)
+            self._rows.append(
+                {
+                    "name": OFF_CPU,
+                    "role": "artificial",
+                    "paradigm": "measurement_system",
+                    "file": "",
+                    "line": 0,
+                    "module": "",
+                    "caller": "",
                     "stack": stack,
                 }
             )

@@ -5,7 +5,9 @@
  *   p<pid>.smp  64-bit words: headers with the top 16 bits set, each followed
  *               by `depth` frame words (samples and MPI call contexts); a
  *               header is 4 words, 5 for PF_S_USAMPLE (the fifth: the entry
- *               address of the innermost recorded user function, or 0)
+ *               address of the innermost recorded user function, or 0), 7 for
+ *               PF_S_WSAMPLE (then also the start of the sample's window and
+ *               the thread's CPU time in it)
  *   p<pid>.txt  text: metadata and communicator definitions
  *   p<pid>.maps a copy of /proc/self/maps taken at MPI_Finalize and at exit
  */
@@ -25,7 +27,7 @@ enum pf_fn {
 /* record types */
 enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6 };
 /* sample-stream header types */
-enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3 };
+enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3, PF_S_WSAMPLE = 4 };
 #define PF_S_MAGIC 0xFFFF000000000000ULL
 
 /* perflow.kinds.P2P */
