@@ -32,7 +32,7 @@ import pandas as pd
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 
-from ._common import grouped
+from ._common import grouped, off_cpu_mask
 from ._render import declare_aggregates
 from ._tracekit import (
     OUTSIDE,
@@ -174,7 +174,9 @@ def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFra
     The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
     imbalance ``max(0, CP(c) - (time(c) - waits(c)) / N)``, in seconds), with
     ``cpi_percent`` (of the path length) added; rows with ``cpi_percent`` below
-    ``min_percent`` are left out.
+    ``min_percent`` are left out, and so is time a recorded thread spent off
+    the CPU (the ``off_cpu`` call paths: no code's; ``critical_path``'s
+    profile shows it).
 
     Parameters
     ----------
@@ -185,5 +187,7 @@ def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFra
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)
-    prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent)]
+    v = prof["vertex"].to_numpy()
+    code = ~np.where(v >= 0, off_cpu_mask(pag)[np.maximum(v, 0)], False)  # time off the CPU is no code's
+    prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent) & code]
     return prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)

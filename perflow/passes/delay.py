@@ -21,6 +21,7 @@ from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.trace.analyses import DELAY_COSTS
 
+from ._common import off_cpu_mask
 from ._tracekit import call_path_column, name_column, require_trace, source_column
 
 __all__ = ["root_cause", "delay_tables"]
@@ -45,6 +46,10 @@ def delay_tables(
     )
     total = res.total_wait if res.total_wait > 0 else 1.0
     c = res.costs[res.costs["cost"].to_numpy() > 1e-12 * total]  # drop rounding noise
+    cv = c["vertex"].to_numpy()
+    gone = np.where(cv >= 0, off_cpu_mask(pag)[np.maximum(cv, 0)], False)  # time off the CPU is no code's
+    off_cpu = float(c["cost"].to_numpy()[gone].sum())
+    c = c[~gone]
     direct = c[~c["propagating"].to_numpy()]
     prop = c[c["propagating"].to_numpy()]
 
@@ -97,6 +102,7 @@ def delay_tables(
             "attributed": [float(c["cost"].sum())],
             "propagating": [float(prop["cost"].sum())],
             "unattributed": [res.unattributed],
+            "off_cpu": [off_cpu],
             "lost": [res.lost],
         }
     )
@@ -134,8 +140,11 @@ def root_cause(
         The same per (``process``, ``thread``, ``vertex``) of the delaying side.
     summary
         One row: ``mode``, ``total_wait``, ``attributed``, ``propagating``,
-        ``unattributed`` (waits with no positive delay), ``lost`` (long-term
-        shares with no later wait to go to).
+        ``unattributed`` (waits with no positive delay), ``off_cpu`` (waiting
+        caused by time the delaying processes spent off the CPU, descheduled or
+        blocked outside MPI: a recorded run's ``off_cpu`` call paths, which are
+        no code's and left out of ``causes`` and ``by_process``), ``lost``
+        (long-term shares with no later wait to go to).
 
     Parameters
     ----------
