@@ -253,6 +253,8 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         "timer_resolution": 1e-9,
         "ticks": float(region_events["time"].max()) if len(region_events["time"]) else 0.0,
         "sample_rate": int(procs[0].meta.get("hz", 0) or 0),
+        # the sampling timer's clock ("timer wall" / "timer thread-cpu" / "timer itimer-prof" lines)
+        "sample_clock": "wall" if procs[0].meta.get("timer") == "wall" else "cpu",
         "root_region": 0,
         "hosts": sorted({p.meta.get("host", "") for p in procs}),
         **(rdefs.attrs() if rma_parts else {}),

@@ -48,6 +48,7 @@ static struct {
     uint64_t nregion;
     volatile sig_atomic_t in_mpi, stopping, tick_in_mpi;
     double t_enter, period;
+    long period_ns;
     double ref_w, ref_c; /* the last sample (or MPI leave after a tick inside the call): wall and thread CPU time */
     int hz, timer_kind;
     timer_t timer;
@@ -184,6 +185,20 @@ static double thread_cpu(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Start (on) or stop the sampling timer. An MPI call during which the timer expires stops it (a long
+ * wait would otherwise take a signal every period, and each wakes a blocked thread); the end of the call
+ * starts it again. */
+static void arm_timer(int on) {
+    long ns = on ? g.period_ns : 0;
+    if (g.timer_kind == 1 || g.timer_kind == 2) {
+        struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
+        timer_settime(g.timer, 0, &its, NULL);
+    } else if (g.timer_kind == 3) {
+        struct itimerval it = {{ns / 1000000000L, (ns % 1000000000L) / 1000}, {ns / 1000000000L, (ns % 1000000000L) / 1000}};
+        setitimer(ITIMER_PROF, &it, NULL);
+    }
+}
+
 /* A sample: the stack, and how the time since the previous one was spent. Its
  * header holds the time stamp, its weight (the timer periods it stands for:
  * one plus the expiries merged into this signal), the region records before
@@ -196,7 +211,8 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
     int saved = errno;
     if (!pf_active || g.stopping) goto out;
     if (g.timer_kind == 3 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
-    if (g.in_mpi) { /* that time is the MPI call's; the window restarts when the call ends */
+    if (g.in_mpi) { /* that time is the MPI call's: no more ticks until it ends, when the window restarts */
+        if (!g.tick_in_mpi) arm_timer(0);
         g.tick_in_mpi = 1;
         goto out;
     }
@@ -238,7 +254,7 @@ static void start_sampling(void) {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGPROF, &sa, NULL);
-    long ns = 1000000000L / g.hz;
+    long ns = g.period_ns = 1000000000L / g.hz;
     g.period = 1e-9 * (double)ns;
     g.ref_w = pf_now();
     g.ref_c = thread_cpu();
@@ -331,12 +347,21 @@ void pf_end(int fn) {
         g.ref_w = t;
         g.ref_c = thread_cpu();
         g.tick_in_mpi = 0;
+        if (!g.stopping) arm_timer(1);
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
 }
 
 double pf_t_enter(void) { return g.t_enter; }
+
+/* After a hook's record: the timer, stopped by an expiry during it, runs again (the window goes on). */
+static void resume_timer(void) {
+    if (g.tick_in_mpi && !g.stopping) {
+        g.tick_in_mpi = 0;
+        arm_timer(1);
+    }
+}
 
 /* ---- for the user-function hooks (pfrec_inst.c) ---------------------------- */
 
@@ -361,6 +386,7 @@ uint64_t pf_region_rec(pf_rec r, double *t) {
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    resume_timer();
     return mark;
 }
 
@@ -375,6 +401,7 @@ int pf_region_unrec(uint64_t mark) {
     g.nregion--;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    resume_timer();
     return 1;
 }
 
