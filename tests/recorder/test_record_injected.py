@@ -35,7 +35,9 @@ pytestmark = pytest.mark.mpi
 #: source, arguments, the injected function as named, its site-marker prefix, the injected rank
 PROGRAMS = [
     pytest.param("late_recv.c", ("3", "80"), "late_recv_work", "lr_work", 1, id="late-receiver-16MiB"),
-    pytest.param("ring_slow.f90", ("4", "6", "60"), "ring_kernels::slow_work", "rs_slow", 2, id="fortran-sendrecv-ring"),
+    pytest.param(
+        "ring_slow.f90", ("4", "6", "60"), "ring_kernels::slow_work", "rs_slow", 2, id="fortran-sendrecv-ring"
+    ),
     pytest.param("every_third.c", ("9", "6", "80"), "spiky_work", "et_spiky", 1, id="every-third-iteration"),
     pytest.param("chain.c", ("3", "80"), "origin_work", "ch_work", 0, id="chain-0-1-2"),
     pytest.param("inlined.c", ("4", "6", "60"), "leaf_kernel", "in_leaf", 3, id="inlined-leaf-O2"),
@@ -43,6 +45,20 @@ PROGRAMS = [
 ]
 
 _FOUND: dict[tuple, dict] = {}
+
+
+def _late_receiver_by_timing() -> bool:
+    """Whether the wait-state analysis counts a blocking send that waits for its receiver by default."""
+    try:
+        from perflow.trace.analyses import DelaySettings  # type: ignore[attr-defined]
+
+        return DelaySettings().late_receiver == "blocking"
+    except ImportError:
+        import inspect
+
+        from perflow.passes.delay import root_cause
+
+        return inspect.signature(root_cause).parameters["late_receiver"].default == "blocking"
 
 
 def _found(run) -> dict:  # noqa: ANN001
@@ -85,6 +101,8 @@ def _found(run) -> dict:  # noqa: ANN001
 def test_the_flows_name_the_injected_function(
     recorded, flow: str, source: str, args: tuple, fname: str, tag: str, rank: int
 ) -> None:  # noqa: ANN001
+    if source == "late_recv.c" and not _late_receiver_by_timing():
+        pytest.skip("the default wait-state analysis does not count a late receiver of a blocking send yet")
     run = recorded(source, *args, n=4, outputs=())
     assert run.result.status == 0, run.stderr
     got = _found(run)
