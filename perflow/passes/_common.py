@@ -244,7 +244,7 @@ def off_cpu_mask(pag: PAG) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     out = (vt["name"].astype(str) == OFF_CPU).to_numpy()
     if "role" in vt.columns and out.any():
-        out &= (vt["role"].astype(str) == "artificial").to_numpy()
+        out = out & (vt["role"].astype(str) == "artificial").to_numpy()
     return out
 
 

@@ -16,9 +16,9 @@
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
   inside MPI calls), each worth the timer periods it stands for (native) or
   the CPU time since the previous tick (Python).
-* time off the CPU outside MPI calls (descheduled, blocked): instances of the
-  region ``off_cpu`` whose call stack is the sample's that measured it (see
-  :mod:`.offcpu`).
+* time off the CPU (descheduled, blocked): instances of the region
+  ``off_cpu``, outside MPI calls with the call stack of the sample that
+  measured it, inside an MPI call as a child of the call (see :mod:`.offcpu`).
 * ``rma_events``: MPI one-sided records as Score-P writes them (windows,
   window collectives, group syncs, locks, transfers and their local
   completions), with ``attrs["rma_windows"]``/``["rma_groups"]``; see
@@ -51,8 +51,8 @@ from ..trace.raw import (
     empty_table,
 )
 from .decode import ProcessData, read_dir
-from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA
-from .offcpu import insert_off_cpu, off_cpu_windows
+from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_OFF, R_P2P, R_RMA
+from .offcpu import Placed, off_cpu_windows
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
 
@@ -177,28 +177,39 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         regions = _region_ids(ev, enter_region)
         rtime = time[isreg]
         rkind = np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8)
+        before = np.cumsum(isreg) - isreg  # region records before each record
         nsmp = len(p.sample_time)
-        spos = p.sample_nregion.astype(np.int64)
-        shift = np.arange(int(isreg.sum()) + 1)
+        stime = p.sample_time + o - t0
+        # time off the CPU: in the stretches (from the samples' windows) and inside MPI calls (OFF records)
+        off = typ == R_OFF
+        oins, ostart = [before[off]], [time[off]]
+        oend = [time[off] + ev["addr"][off].view(np.float64)]
+        oreg = [np.full(int(off.sum()), table.off_cpu(-1) if off.any() else -1, np.int32)]
         if nsmp:
             utop = p.sample_utop if len(p.sample_utop) == nsmp else np.zeros(nsmp)
             stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
-            stime = p.sample_time + o - t0
             nan = np.full(nsmp, np.nan)
             start = p.sample_start + o - t0 if len(p.sample_start) == nsmp else nan
             cpu = p.sample_cpu if len(p.sample_cpu) == nsmp else nan
             hz = float(p.meta.get("hz", 0) or 0)
-            gone = off_cpu_windows(rtime, stime, spos, p.sample_weight, start, cpu, 1.0 / hz if hz > 0 else np.inf)
-            if len(gone):  # time off the CPU: instances of off_cpu below the sampled stack
-                oreg = np.array([table.off_cpu(int(s)) for s in stacks[gone.sample]], np.int32)
-                rtime, rkind, regions, shift, spos = insert_off_cpu(rtime, rkind, regions, spos, gone, oreg)
+            gone = off_cpu_windows(
+                rtime, stime, p.sample_nregion, p.sample_weight, start, cpu, 1 / hz if hz else np.inf
+            )
+            oins.append(p.sample_nregion[gone.sample])
+            ostart.append(gone.start)
+            oend.append(gone.end)
+            oreg.append(np.array([table.off_cpu(int(s)) for s in stacks[gone.sample]], np.int32))
+        placed = Placed(rtime, rkind, regions, *(np.concatenate(a) for a in (oins, ostart, oend, oreg)))
+        rtime, rkind, regions = placed.time, placed.kind, placed.region
+        before = placed.position(before, time)
+        if nsmp:
             smp_parts.append(
                 {
                     "location": np.full(nsmp, loc, np.int32),
                     "time": stime,
                     "stack": stacks,
                     "weight": p.sample_weight,
-                    "pos": nreg_total + spos,
+                    "pos": nreg_total + placed.position(p.sample_nregion, stime),
                 }
             )
         nreg = len(rtime)
@@ -210,7 +221,6 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
                 "region": regions,
             }
         )
-        before = shift[np.cumsum(isreg) - isreg]  # region records before each record (off-CPU ones included)
         cmap = comm_ids[loc]
         lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
         for local, glob in cmap.items():

@@ -12,6 +12,11 @@ start of that part, ``[a, a + off]``, whose call stack is the sample's (the
 code that was waiting for the CPU, or blocked in a system call), and the
 sample then covers the rest of the window (see :mod:`perflow.trace.pieces`).
 
+Inside an MPI call the recorder measures the same from the first expiry of
+the timer in the call to its end (an OFF record: the seconds of that span the
+CPU time does not account for); they become an ``off_cpu`` instance inside
+the call's instance, starting at that expiry.
+
 Python samples carry no window: theirs starts at the previous sample and their
 weight is their CPU time. Off-CPU time shorter than a quarter of the sampling
 period is left to the sample (timer jitter, not descheduling).
@@ -25,7 +30,7 @@ import numpy as np
 
 from ..kinds import OFF_CPU
 
-__all__ = ["OffCpu", "off_cpu_windows", "insert_off_cpu", "OFF_CPU", "MIN_OFF_PERIODS"]
+__all__ = ["OffCpu", "off_cpu_windows", "Placed", "OFF_CPU", "MIN_OFF_PERIODS"]
 
 #: off-CPU time shorter than this many sampling periods stays with the sample
 MIN_OFF_PERIODS = 0.25
@@ -92,50 +97,69 @@ def off_cpu_windows(
     return OffCpu(keep.astype(np.int64), a[keep], a[keep] + off[keep])
 
 
-def insert_off_cpu(
-    time: np.ndarray, kind: np.ndarray, region: np.ndarray, nregion: np.ndarray, off: OffCpu, off_region: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """A location's region records with an Enter/Leave pair per off-CPU interval inserted.
+class Placed:
+    """Region records of a location with off-CPU intervals inserted, and where other events go.
 
     Parameters
     ----------
     time, kind, region : numpy.ndarray
         The location's region records (kind 0 Enter, 1 Leave).
-    nregion : numpy.ndarray
-        Region records before each sample (stream order).
-    off : OffCpu
-        The off-CPU intervals (of samples in stream order).
-    off_region : numpy.ndarray
-        Region id of each interval.
-
-    Returns
-    -------
-    (time, kind, region, shift, sample_pos)
-        The merged records; ``shift[b]``, for ``b`` region records before an
-        event in the old numbering, is the count in the new one (for events
-        inside MPI calls, which no off-CPU interval interrupts); and each
-        sample's count of region records before it in the new numbering.
+    ins, start, end, off_region : numpy.ndarray
+        Per off-CPU interval: the region records before it (it goes between
+        records ``ins - 1`` and ``ins``), its span and its region id.
 
     Examples
     --------
-    >>> t, k, r, shift, pos = insert_off_cpu(np.array([0.0, 5.0]), np.array([0, 1]), np.array([0, 0]),
-    ...                                      np.array([1, 1]), OffCpu(np.array([1]), np.array([2.0]),
-    ...                                      np.array([3.0])), np.array([7]))
-    >>> t.tolist(), k.tolist(), r.tolist(), shift.tolist(), pos.tolist()
-    ([0.0, 2.0, 3.0, 5.0], [0, 0, 1, 1], [0, 7, 7, 0], [0, 3, 4], [1, 3])
+    Records at 0 and 5, an interval [2, 3] after the first:
+
+    >>> p = Placed(np.array([0.0, 5.0]), np.array([0, 1]), np.array([0, 0]),
+    ...            np.array([1]), np.array([2.0]), np.array([3.0]), np.array([7]))
+    >>> p.time.tolist(), p.kind.tolist(), p.region.tolist()
+    ([0.0, 2.0, 3.0, 5.0], [0, 0, 1, 1], [0, 7, 7, 0])
+    >>> p.position(np.array([1, 1, 1, 2]), np.array([1.0, 2.0, 4.0, 6.0])).tolist()
+    [1, 1, 3, 4]
     """
-    n, m = len(time), len(off)
-    ins = nregion[off.sample].astype(np.int64)  # between old records ins - 1 and ins
-    shift = np.arange(n + 1) + 2 * np.searchsorted(ins, np.arange(n + 1), side="right")
-    at_old = shift[:n]
-    at_enter = ins + 2 * np.arange(m)
-    has = np.zeros(len(nregion), np.int64)
-    has[off.sample] = 1
-    sample_pos = nregion.astype(np.int64) + 2 * np.cumsum(has)
-    nt = np.empty(n + 2 * m)
-    nk = np.empty(n + 2 * m, dtype=np.asarray(kind).dtype)
-    nr = np.empty(n + 2 * m, dtype=np.asarray(region).dtype)
-    nt[at_old], nk[at_old], nr[at_old] = time, kind, region
-    nt[at_enter], nk[at_enter], nr[at_enter] = off.start, 0, off_region
-    nt[at_enter + 1], nk[at_enter + 1], nr[at_enter + 1] = off.end, 1, off_region
-    return nt, nk, nr, shift, sample_pos
+
+    def __init__(
+        self,
+        time: np.ndarray,
+        kind: np.ndarray,
+        region: np.ndarray,
+        ins: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        off_region: np.ndarray,
+    ) -> None:
+        order = np.lexsort((start, ins))
+        self._ins, self._start = ins[order].astype(np.int64), start[order].astype(np.float64)
+        n, m = len(time), len(order)
+        at_old = self.position(np.arange(n), np.full(n, np.inf))
+        at_enter = self._ins + 2 * np.arange(m)
+        self.time = np.empty(n + 2 * m)
+        self.kind = np.empty(n + 2 * m, dtype=np.asarray(kind).dtype)
+        self.region = np.empty(n + 2 * m, dtype=np.asarray(region).dtype)
+        self.time[at_old], self.kind[at_old], self.region[at_old] = time, kind, region
+        self.time[at_enter], self.kind[at_enter], self.region[at_enter] = self._start, 0, off_region[order]
+        self.time[at_enter + 1], self.kind[at_enter + 1], self.region[at_enter + 1] = end[order], 1, off_region[order]
+
+    def position(self, before: np.ndarray, time: np.ndarray) -> np.ndarray:
+        """Region records before each event in the new numbering, from those before it in the old one and its time.
+
+        An interval between the same two old records as the event comes before it when it starts before
+        the event's time (a sample's own interval does; the next sample's, which starts at its time, does
+        not).
+        """
+        before = np.asarray(before, dtype=np.int64)
+        m, q = len(self._ins), len(before)
+        if not m:
+            return before.copy()
+        # offs and queries in one (ins, time) order, queries first on ties: the offs sorted before each query
+        ins = np.r_[self._ins, before]
+        t = np.r_[self._start, np.asarray(time, dtype=np.float64)]
+        is_off = np.r_[np.ones(m, np.int8), np.zeros(q, np.int8)]
+        order = np.lexsort((is_off, t, ins))
+        offs_before = np.cumsum(is_off[order])
+        out = np.empty(q, dtype=np.int64)
+        sel = is_off[order] == 0
+        out[order[sel] - m] = offs_before[sel]
+        return before + 2 * out

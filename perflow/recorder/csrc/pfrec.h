@@ -25,7 +25,7 @@ enum pf_fn {
 };
 
 /* record types */
-enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6 };
+enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6, PF_R_OFF = 7 };
 /* sample-stream header types */
 enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3, PF_S_WSAMPLE = 4 };
 #define PF_S_MAGIC 0xFFFF000000000000ULL
@@ -54,7 +54,7 @@ typedef struct pf_rec {
     double t;      /* CLOCK_MONOTONIC seconds */
     uint64_t addr; /* ENTER of an MPI call: call instruction address (return address - 1);
                       ENTER of a user function: its entry address; COLL: request id + 1, 0 when blocking;
-                      IO: bytes */
+                      IO: bytes; OFF: seconds off the CPU since t (a double's bits) */
     int64_t n1;    /* ENTER: call context id; P2P: bytes; COLL: bytes sent */
     int64_t n2;    /* ENTER: entry address of the innermost recorded user function (0: none);
                       P2P: request id or -1; COLL: bytes received */

@@ -50,6 +50,7 @@ static struct {
     double t_enter, period;
     long period_ns;
     double ref_w, ref_c; /* the last sample (or MPI leave after a tick inside the call): wall and thread CPU time */
+    double mpi_tick_w, mpi_tick_c; /* the first expiry inside the current MPI call: wall and thread CPU time */
     int hz, timer_kind;
     timer_t timer;
     int world_rank, world_size, comm_next, ncomms, nreq;
@@ -212,7 +213,11 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
     if (!pf_active || g.stopping) goto out;
     if (g.timer_kind == 3 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
     if (g.in_mpi) { /* that time is the MPI call's: no more ticks until it ends, when the window restarts */
-        if (!g.tick_in_mpi) arm_timer(0);
+        if (!g.tick_in_mpi) {
+            arm_timer(0);
+            g.mpi_tick_w = pf_now(); /* from here to the end of the call: how much of it ran */
+            g.mpi_tick_c = thread_cpu();
+        }
         g.tick_in_mpi = 1;
         goto out;
     }
@@ -339,16 +344,22 @@ int pf_begin(int fn, void *ra, void *fp) {
     return 1;
 }
 
+/* The end of an MPI call. When the timer expired inside it, the part of the call since then that the
+ * thread's CPU time does not account for was spent off the CPU (descheduled, or blocked in the MPI
+ * library): an OFF record, before the LEAVE; and the next sample's window starts now. */
 void pf_end(int fn) {
     double t = pf_now();
-    *slot() = (pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
-    g.nregion++;
-    if (g.tick_in_mpi) { /* the timer expired inside the call: the next sample's window starts now */
+    if (g.tick_in_mpi) {
+        double cpu = thread_cpu(), off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c);
+        if (off >= 0.25 * g.period)
+            *slot() = (pf_rec){.t = g.mpi_tick_w, .addr = dbits(off), .comm = -1, .type = PF_R_OFF};
         g.ref_w = t;
-        g.ref_c = thread_cpu();
+        g.ref_c = cpu;
         g.tick_in_mpi = 0;
         if (!g.stopping) arm_timer(1);
     }
+    *slot() = (pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
+    g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
 }
