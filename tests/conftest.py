@@ -41,3 +41,17 @@ def shared(*parts: str) -> Path:
     if d is None or not (d.joinpath(*parts)).exists():
         pytest.skip(f"shared sample {'/'.join(parts)} is not available here")
     return d.joinpath(*parts)
+
+
+def import_hatchet():
+    """llnl-hatchet for a cross-check, or skip the calling test with the reason.
+
+    Hatchet requires pandas < 3, while ``pip install perflow`` brings the newest
+    pandas 3; the suite runs on what users get, and ``.ci/run`` runs the tests
+    marked ``hatchet`` a second time in an environment where Hatchet's pin holds.
+    """
+    import pandas as pd
+
+    if int(pd.__version__.split(".")[0]) >= 3:
+        pytest.skip(f"llnl-hatchet requires pandas < 3 (here {pd.__version__}); .ci/run runs it in its Hatchet venv")
+    return pytest.importorskip("hatchet", reason="llnl-hatchet is not installed (pip install llnl-hatchet)")

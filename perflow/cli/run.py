@@ -36,8 +36,9 @@ def register(sub: Any) -> None:
         "--set",
         action="append",
         default=[],
-        metavar="STEP.SETTING=VALUE",
-        help="change a setting (repeatable); VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]",
+        metavar="[STEP.]SETTING=VALUE",
+        help="change a setting (repeatable): SETTING=VALUE for every step that has it (a flow setting), "
+        "STEP.SETTING=VALUE for one step; VALUE is read as a YAML scalar: 5, 0.5, true, text, [1, 2]",
     )
     p.add_argument(
         "-o",
@@ -128,15 +129,16 @@ def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:
-    """``STEP.SETTING=VALUE`` items -> {"STEP.SETTING": value parsed as YAML}."""
+    """``[STEP.]SETTING=VALUE`` items -> {"[STEP.]SETTING": value parsed as YAML}."""
     from ..errors import ValidationError
 
     out = {}
     for item in items:
         key, eq, value = item.partition("=")
-        if not eq or "." not in key:
-            raise ValidationError([f"--set {item!r}: expected STEP.SETTING=VALUE"])
-        out[key.strip()] = _yaml_scalar(value)
+        key = key.strip()
+        if not eq or not key or key.startswith(".") or key.endswith("."):
+            raise ValidationError([f"--set {item!r}: expected SETTING=VALUE or STEP.SETTING=VALUE"])
+        out[key] = _yaml_scalar(value)
     return out
 
 

@@ -133,7 +133,9 @@ def run(
         Objects with any of the methods ``on_start(plan)``,
         ``before_step(event)``, ``after_step(event)``, ``on_finish(result)``.
     settings : mapping, optional
-        Setting overrides ``{"STEP.SETTING": value}``.
+        Setting overrides ``{"STEP.SETTING": value}``; a key without a step
+        (``{"late_receiver": "blocking"}``) is a flow setting, for every step
+        whose pass has it.
     allow_import : bool
         Allow the flow to import code (dotted pass paths, Python sub-flows).
     keep : bool

@@ -2,8 +2,12 @@
 
 A :class:`Flow` has named **inputs** (values given when it runs), named
 **steps** (each invokes a pass, or another flow, on inputs taken from flow
-inputs or other steps' outputs, with settings) and named **outputs** (values
-the run returns). References between them are strings:
+inputs or other steps' outputs, with settings), named **outputs** (values
+the run returns) and **flow settings**: a setting given once for the flow
+(``flow.set("late_receiver", "blocking")``, ``settings:`` at the top of a
+YAML flow) reaches every step of it, and of its sub-flows, whose pass has a
+setting of that name; a step's own setting, or a sub-flow's own flow
+setting, overrides it. References between them are strings:
 
 ``"input:pag"``
     the flow input ``pag``;
@@ -77,6 +81,8 @@ class Flow:
         self.inputs: dict[str, FlowInput] = {}
         self.steps: dict[str, Step] = {}
         self.outputs: dict[str, FlowOutput] = {}
+        #: Flow settings: name -> value, for every step (and sub-flow step) whose pass has that setting.
+        self.settings: dict[str, Any] = {}
         #: The file the flow was read from, if any.
         self.source: str | None = None
         #: How the flow was referred to when loaded (a shipped name or a path), for YAML ``flow:`` keys.
@@ -190,10 +196,21 @@ class Flow:
     add_output = output
 
     def set(self, path: str, value: Any) -> Flow:
-        """Change one setting in place: ``flow.set("hot.k", 5)`` (``"sub.inner.k"`` reaches into sub-flows)."""
+        """Change one setting in place: ``flow.set("hot.k", 5)`` (``"sub.inner.k"`` reaches into sub-flows).
+
+        A name without a step (``flow.set("late_receiver", "blocking")``) is a
+        flow setting: every step whose pass has that setting takes it, unless
+        the step sets it itself; ``"sub.NAME"`` on a step running a flow sets
+        that sub-flow's flow setting.
+        """
         step, dot, rest = path.partition(".")
-        if not dot or not rest:
-            raise FlowError(f"a setting is named 'STEP.SETTING', got {path!r}")
+        if not step or (dot and not rest):
+            raise FlowError(f"a setting is named 'SETTING' (for the whole flow) or 'STEP.SETTING', got {path!r}")
+        if not dot:
+            self.settings[step] = value
+            self.locations.pop(f"settings.{step}", None)  # no longer from the file
+            self.origin = None
+            return self
         if step not in self.steps:
             from difflib import get_close_matches
 
@@ -201,7 +218,7 @@ class Flow:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise FlowError(f"cannot set {path!r}: flow {self.name!r} has no step {step!r}{hint}")
         st = self.steps[step]
-        if isinstance(st.target, str) and st.target.startswith("flow:") and "." in rest:
+        if isinstance(st.target, str) and st.target.startswith("flow:"):
             from .loader import resolve_flow_ref
             from .yaml_io import source_dir
 
@@ -209,7 +226,7 @@ class Flow:
                 st.target = resolve_flow_ref(st.target[5:], source_dir(self))
             except Exception as exc:
                 raise FlowError(f"cannot set {path!r}: the sub-flow of step {step!r} cannot be read: {exc}") from None
-        if isinstance(st.target, Flow) and "." in rest:
+        if isinstance(st.target, Flow):
             st.target = st.target.copy()
             st.target.set(rest, value)
         else:
@@ -219,7 +236,7 @@ class Flow:
         return self
 
     def with_settings(self, settings: Mapping[str, Any]) -> Flow:
-        """A copy with settings changed (keys ``"STEP.SETTING"``)."""
+        """A copy with settings changed (keys ``"STEP.SETTING"``, or ``"SETTING"`` for the whole flow)."""
         f = self.copy()
         for k, v in settings.items():
             f.set(k, v)
@@ -231,6 +248,7 @@ class Flow:
         f.inputs = {k: _copy.copy(v) for k, v in self.inputs.items()}
         f.steps = {k: Step(s.name, s.target, dict(s.inputs), dict(s.settings), s.doc) for k, s in self.steps.items()}
         f.outputs = {k: _copy.copy(v) for k, v in self.outputs.items()}
+        f.settings = dict(self.settings)
         f.source, f.origin, f.locations = self.source, self.origin, dict(self.locations)
         f.load_problems = list(self.load_problems)
         return f

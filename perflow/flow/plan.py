@@ -140,10 +140,11 @@ class _Builder:
             args: list[tuple[str, Source]] = []
             for p in spec.inputs[: last + 1]:
                 args.append((p.name, resolve(step.inputs[p.name]) if p.name in step.inputs else ("const", p.default)))
+            given = an.settings.get(name, step.settings)  # its own settings, else the flow settings reaching it
             settings = {}
             for s in spec.settings:
-                if s.name in step.settings:
-                    settings[s.name] = coerce_value(step.settings[s.name], s.type)
+                if s.name in given:
+                    settings[s.name] = coerce_value(given[s.name], s.type)
                 elif not s.required:
                     settings[s.name] = s.default
             idx = self.add(key, spec, args, settings)

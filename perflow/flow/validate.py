@@ -3,17 +3,30 @@
 :func:`analyse` resolves each step's target (a registered pass, a dotted
 path, a function or a sub-flow) to a :class:`Node` (its inputs, outputs and
 settings), then checks names, references, input and setting completeness,
-setting types (:func:`perflow.flow.registry.check_value`), port types
+setting types and allowed values (:func:`perflow.flow.registry.check_value`;
+a ``Literal`` lists the allowed values), the checks of the settings classes
+a pass takes (:func:`perflow.pag.settings.settings_keywords`), port types
 (:func:`perflow.flow.registry.is_compatible`), cycles and unused inputs.
-The scheduler plans from the same analysis.
+
+Flow settings (``Flow.settings``, ``settings:`` at the top of a YAML flow)
+reach every step of the flow and of its sub-flows whose pass has a setting of
+that name; the step's own setting, or a nearer flow's flow setting, wins.
+Each flow setting must be a setting of some step, and its value must fit
+every step it reaches; the problem names the setting, the steps and the
+allowed values. The scheduler plans from the same analysis
+(:attr:`Analysis.settings`: each pass step's settings as given).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args, get_origin
 
 from ..errors import ValidationError
+from ..pag.settings import SettingsError, settings_of
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
 from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
@@ -55,6 +68,12 @@ class Analysis:
     output_types: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
+    #: per pass step, the settings given to it: its own, else the flow settings reaching it (defaults left out)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: flow settings inherited from enclosing flows that do not fit a step here: name -> [(step, pass, expectation)]
+    inherited_problems: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    #: every setting name of the pass steps here and in sub-flows; None when some step could not be resolved
+    setting_names: set[str] | None = None
 
 
 def _quote(value: Any) -> str:
@@ -62,15 +81,41 @@ def _quote(value: Any) -> str:
     return r if len(r) <= 40 else r[:37] + "..."
 
 
+def _choices(tp: Any) -> tuple[Any, ...] | None:
+    """The allowed values of a ``Literal`` annotation (also inside ``X | None``), else None."""
+    if get_origin(tp) is typing.Literal:
+        return get_args(tp)
+    if get_origin(tp) is not None:
+        lits = [a for a in get_args(tp) if get_origin(a) is typing.Literal]
+        if len(lits) == 1:
+            return get_args(lits[0]) + ((None,) if type(None) in get_args(tp) else ())
+    return None
+
+
+def expects(tp: Any) -> str:
+    """What a setting of type ``tp`` takes, for messages: its allowed values, or its type."""
+    choices = _choices(tp)
+    if choices is not None:
+        return f"must be one of {', '.join(map(repr, choices))}"
+    return f"expects {type_label(tp)}"
+
+
 class _Checker:
-    def __init__(self, flow: Flow, allow_import: bool, stack: tuple[int, ...]) -> None:
+    def __init__(
+        self, flow: Flow, allow_import: bool, stack: tuple[int, ...], inherited: Mapping[str, Any] | None = None
+    ) -> None:
         self.flow = flow
         self.allow_import = allow_import
         self.stack = stack + (id(flow),)
         self.a = Analysis(flow)
+        #: the flow settings in force here: the enclosing flows', then this flow's own
+        self.scope: dict[str, Any] = {**(inherited or {}), **flow.settings}
+        self.bad_flow_settings: dict[str, list[tuple[str, str, str]]] = {}
 
     def problem(self, path: str, message: str) -> None:
-        self.a.problems.append(Problem(path, message, *locate(self.flow.locations, path)))
+        given_later = path.startswith("settings.") and path not in self.flow.locations  # flow.set, --set
+        where = (None, None) if given_later else locate(self.flow.locations, path)
+        self.a.problems.append(Problem(path, message, *where))
 
     # ---------------------------------------------------------------- resolution
     def node(self, step: Step) -> Node | None:
@@ -100,7 +145,10 @@ class _Checker:
         if id(sub) in self.stack:
             self.problem(f"{path}.flow", f"flow {sub.name!r} contains itself")
             return None
-        an = _Checker(sub, self.allow_import, self.stack).run()
+        an = _Checker(sub, self.allow_import, self.stack, self.scope).run()
+        for name, recs in an.inherited_problems.items():
+            for step_name, what, exp in recs:
+                self.flow_setting_problem(name, (f"{step.name}/{step_name}", what, exp))
         for p in an.problems:
             if sub.source and sub.source != self.flow.source:
                 self.problem(f"{path}.flow", f"in flow {sub.origin or sub.name!r} ({sub.source}): {p}")
@@ -226,14 +274,91 @@ class _Checker:
                     f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} (settings: {', '.join(sets) or 'none'})",
                 )
             elif v is not INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
-                self.problem(
-                    spath,
-                    f"setting {k!r} of {node.what} expects {type_label(sets[k].type)}, "
-                    f"got {type(v).__name__} {_quote(v)}",
-                )
+                got = _quote(v) if _choices(sets[k].type) is not None else f"{type(v).__name__} {_quote(v)}"
+                self.problem(spath, f"setting {k!r} of {node.what} {expects(sets[k].type)}, got {got}")
+        given: dict[str, Any] = {}
+        from_flow: set[str] = set()
         for s in node.settings:
-            if s.required and s.name not in step.settings:
+            if s.name in step.settings:
+                v = step.settings[s.name]
+                if v is not INVALID and check_value(coerce_value(v, s.type), s.type):
+                    given[s.name] = v
+            elif s.name in self.scope:
+                v = self.scope[s.name]
+                if v is INVALID:
+                    continue
+                if not check_value(coerce_value(v, s.type), s.type):
+                    self.flow_setting_problem(s.name, (step.name, node.what, expects(s.type)))
+                    continue
+                given[s.name] = v
+                from_flow.add(s.name)
+            elif s.required:
                 self.problem(f"{path}.settings", f"missing setting {s.name!r} ({type_label(s.type)}) of {node.what}")
+        self.a.settings[step.name] = given
+        self.settings_checks(step, node, given, from_flow)
+
+    def settings_checks(self, step: Step, node: Node, given: dict[str, Any], from_flow: set[str]) -> None:
+        """The checks of the settings classes the pass takes, on the settings it gets."""
+        types = {s.name: s.type for s in node.settings}
+        for cls in settings_of(node.spec.func) if node.spec is not None else ():
+            fields = {f.name for f in dataclasses.fields(cls)}
+            vals = {k: coerce_value(v, types[k]) for k, v in given.items() if k in fields}
+            try:
+                cls.of(None, **vals)
+            except SettingsError as e:
+                own = {k: v for k, v in vals.items() if k not in from_flow}
+                try:
+                    cls.of(None, **own)
+                except SettingsError:
+                    self.problem(f"steps.{step.name}.settings", f"{node.what}: {e}")
+                else:  # the flow settings make it fail
+                    for k in sorted(set(vals) - set(own)):
+                        self.flow_setting_problem(k, (step.name, node.what, str(e)))
+
+    def flow_setting_problem(self, name: str, rec: tuple[str, str, str]) -> None:
+        """A flow setting that does not fit a step: reported by the flow that gives it."""
+        if name in self.flow.settings:
+            self.bad_flow_settings.setdefault(name, []).append(rec)
+        else:
+            self.a.inherited_problems.setdefault(name, []).append(rec)
+
+    def flow_settings(self) -> None:
+        """Each flow setting is a setting of some step, and fits every step it reaches."""
+        names = self.a.setting_names
+        for name, value in self.flow.settings.items():
+            path = f"settings.{name}"
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                self.problem(path, f"invalid setting name {name!r}")
+            elif names is not None and name not in names:
+                self.problem(
+                    path,
+                    f"flow setting {name!r} is not a setting of any step{did_you_mean(name, names)} "
+                    f"(settings of the steps: {', '.join(sorted(names)) or 'none'})",
+                )
+            by_exp: dict[str, list[str]] = {}
+            order = {n: i for i, n in enumerate(self.flow.steps)}
+            recs = sorted(self.bad_flow_settings.get(name, []), key=lambda r: order.get(r[0].split("/")[0], -1))
+            for step_name, what, exp in recs:
+                by_exp.setdefault(exp, []).append(f"step {step_name!r} ({what})")
+            for exp, steps in by_exp.items():
+                how = exp if exp.startswith(("must be", "expects")) else f"is refused: {exp}"
+                self.problem(path, f"flow setting {name}={_quote(value)} {how} (it reaches {', '.join(steps)})")
+
+    def collect_setting_names(self) -> None:
+        names: set[str] | None = set()
+        for s in self.flow.steps.values():
+            node = self.a.nodes.get(s.name)
+            if node is None:
+                names = None
+                break
+            if node.sub is not None:
+                if node.sub.setting_names is None:
+                    names = None
+                    break
+                names |= node.sub.setting_names
+            else:
+                names |= {x.name for x in node.settings}
+        self.a.setting_names = names
 
     def inputs(self) -> None:
         used = set()
@@ -344,6 +469,8 @@ class _Checker:
                 for port, value in s.inputs.items():
                     for sub, text in iter_refs(value):
                         self.ref(text, f"steps.{s.name}.inputs.{port}{sub}", f"input {port + sub!r}")
+        self.collect_setting_names()
+        self.flow_settings()
         self.inputs()
         self.outputs()
         self.cycles()
@@ -359,7 +486,7 @@ class _Checker:
         if head == "steps":
             step = rest.split(".")[0]
             return (2, list(self.flow.steps).index(step) if step in self.flow.steps else -1)
-        return ({"inputs": 1, "outputs": 3}.get(head, 0), 0)
+        return ({"inputs": 1, "settings": 1, "outputs": 3}.get(head, 0), 0)
 
 
 def analyse(flow: Flow, *, allow_import: bool = False, _stack: tuple[int, ...] = ()) -> Analysis:

@@ -7,6 +7,8 @@ Schema version 1 (see docs/flows.md for the full description)::
     description: The regions that take the most time.
     inputs:
       pag: {type: PAG, doc: The run to analyse.}
+    settings:                    # flow settings: for every step whose pass has them
+      late_receiver: blocking
     steps:
       hot:
         pass: hotspot            # or  flow: NAME-OR-PATH  (or an inline flow mapping)
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("perflow", "name", "description", "inputs", "steps", "outputs")
+TOP_KEYS = ("perflow", "name", "description", "inputs", "settings", "steps", "outputs")
 STEP_KEYS = ("pass", "flow", "inputs", "settings", "doc")
 INPUT_KEYS = ("type", "doc", "default")
 OUTPUT_KEYS = ("from", "doc")
@@ -263,6 +265,7 @@ class _Reader:
         f.name = self.text(data.get("name", "flow"), p("name"), "name")
         f.description = self.text(data.get("description"), p("description"), "description")
         self.inputs(f, data.get("inputs"), p("inputs"))
+        f.settings = {str(k): v for k, v in self.mapping(data.get("settings"), p("settings"), "'settings'").items()}
         steps = data.get("steps", MISSING)
         if steps is MISSING:
             self.problem(prefix, "missing 'steps' (a mapping of step name to step)")
@@ -405,6 +408,8 @@ def flow_to_dict(flow: Flow, *, strict: bool = True, top: bool = True) -> dict[s
                 e["default"] = _setting_value(i.default, f"inputs.{i.name}.default", strict)
             ins[i.name] = e
         d["inputs"] = ins
+    if flow.settings:
+        d["settings"] = {k: _setting_value(v, f"settings.{k}", strict) for k, v in flow.settings.items()}
     steps: dict[str, Any] = {}
     for s in flow.steps.values():
         e = {}

@@ -43,14 +43,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import types
-import typing
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any
 
-from ..errors import PassError, PerflowError
+from ..errors import PerflowError
+from .settings import NoSettings, Settings, SettingsError, settings_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
@@ -60,72 +59,6 @@ __all__ = ["Analysis", "AnalysisManager", "Settings", "NoSettings", "SettingsErr
 
 #: what an analysis may read of a PAG (used to decide what a derived PAG may inherit)
 USES = frozenset({"vertices", "metrics", "trace"})
-
-
-class SettingsError(PassError, ValueError):
-    """Settings of an analysis (or of the pass that asked for it) are invalid."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Base class of analysis settings: a frozen dataclass, validated on construction.
-
-    Fields annotated with ``Literal[...]`` must take one of the listed values,
-    ``int``/``float``/``bool``/``str`` fields must have that type (an int is
-    accepted for a float), and a subclass may add checks in :meth:`check`
-    (raise :class:`SettingsError`). :meth:`of` builds settings from keyword
-    values and names the pass or analysis in every error.
-    """
-
-    def __post_init__(self) -> None:
-        hints = typing.get_type_hints(type(self))
-        for f in dataclasses.fields(self):
-            _check_field(type(self).__name__, f.name, getattr(self, f.name), hints.get(f.name, Any))
-        self.check()
-
-    def check(self) -> None:
-        """Further checks of a subclass (raise :class:`SettingsError`)."""
-
-    @classmethod
-    def of(cls, owner: str | None = None, /, **values: Any) -> Settings:
-        """Settings from keyword values; errors name ``owner`` (a pass or analysis) and the setting."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - names)
-        who = f"{owner}: " if owner else ""
-        if unknown:
-            raise SettingsError(f"{who}unknown setting(s) {', '.join(unknown)} (settings: {', '.join(sorted(names))})")
-        try:
-            return cls(**values)
-        except SettingsError as e:
-            raise SettingsError(f"{who}{e}") from None
-
-
-def _check_field(owner: str, name: str, value: Any, tp: Any) -> None:
-    if get_origin(tp) is Literal:
-        if value not in get_args(tp):
-            choices = ", ".join(map(repr, get_args(tp)))
-            raise SettingsError(f"setting {name}={value!r} is not one of {choices}")
-        return
-    if get_origin(tp) in (typing.Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
-            return
-        tp = next((a for a in get_args(tp) if a is not type(None)), Any)
-    ok = True
-    if tp is bool:
-        ok = isinstance(value, bool)
-    elif tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif tp is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    elif tp is str:
-        ok = isinstance(value, str)
-    if not ok:
-        raise SettingsError(f"setting {name}={value!r} should be of type {tp.__name__}")
-
-
-@dataclass(frozen=True)
-class NoSettings(Settings):
-    """Settings of an analysis that has none."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -278,11 +211,6 @@ class AnalysisManager:
 
     def __repr__(self) -> str:
         return f"<AnalysisManager {len(self._store)} cached: {', '.join(sorted({a.name for a, _ in self._store}))}>"
-
-
-def settings_dict(s: Settings) -> Mapping[str, Any]:
-    """The fields of a settings object as a dict."""
-    return {f.name: getattr(s, f.name) for f in dataclasses.fields(s)}
 
 
 __all__ += ["settings_dict"]

@@ -7,6 +7,8 @@ the trace pipeline's partitioned stages and the parallel view:
 * :func:`charged_late_sender`: the Late Sender *waiting time*, per call
   completing receives the largest of its messages', once (a Waitall waits for
   its last message), none in MPI_Test*;
+* :func:`late_receiver_sends`: which sends can suffer a Late Receiver under
+  each ``late_receiver`` setting (:data:`LATE_RECEIVER_MODES`);
 * :func:`collective_row_wait`: a collective participant's wait,
   ``max(0, min(latest enter, L_i) - E_i)`` for synchronising collectives.
 
@@ -22,7 +24,7 @@ carrying that participant's waiting time.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -41,6 +43,9 @@ __all__ = [
     "collective_edges",
     "message_late_sender",
     "late_sender_wait",
+    "late_receiver_sends",
+    "LateReceiver",
+    "LATE_RECEIVER_MODES",
     "collective_row_wait",
     "collective_wait",
     "last_arrivers",
@@ -79,6 +84,64 @@ def test_calls(trace: Trace, names: np.ndarray | None) -> np.ndarray:
         return np.zeros(len(v), dtype=bool)
     vt = np.array([bool(TEST_CALL.match(str(n))) for n in names], dtype=bool)
     return vt[v] if len(vt) else np.zeros(len(v), dtype=bool)
+
+
+#: Which sends can wait for their receiver (the ``late_receiver`` setting; see :func:`late_receiver_sends`).
+LateReceiver = Literal["blocking", "synchronous", "none"]
+LATE_RECEIVER_MODES: tuple[str, ...] = get_args(LateReceiver)
+
+#: blocking sends that never wait for the receiver: buffered and ready mode
+_NO_WAIT_SEND = re.compile(r"^P?MPI_[BR]send$", re.IGNORECASE)
+#: synchronous-mode sends (a non-blocking one is told by its call's name: its message mode is "non-blocking")
+_SYNC_SEND = re.compile(r"^P?MPI_I?ssend$", re.IGNORECASE)
+
+
+def late_receiver_sends(
+    trace: Trace, names: np.ndarray | None, mode: str, is_test: np.ndarray | None = None
+) -> np.ndarray:
+    """Per message: can its send suffer a Late Receiver under the ``late_receiver`` setting ``mode``?
+
+    The one definition the wait states and the ideal-network replay use:
+
+    * ``"blocking"``: the send completes in a call that blocks, as Scalasca
+      counts ``mpi_latereceiver``: a blocking standard or synchronous send
+      (MPI_Send, MPI_Ssend; the send half of MPI_Sendrecv and
+      MPI_Sendrecv_replace, which Scalasca leaves out) or an MPI_Wait*
+      completing a non-blocking send; not MPI_Bsend and MPI_Rsend (buffered
+      and ready sends never wait for the receiver), not MPI_Test*;
+    * ``"synchronous"``: synchronous-mode sends only (MPI_Ssend, MPI_Issend),
+      not completed in MPI_Test*;
+    * ``"none"``: no send.
+
+    Only messages whose completing call and receive-posting call are known,
+    and that respect the clock condition, can qualify; ``names`` are the vertex names (None: no call is recognised
+    by name), ``is_test`` the :func:`test_calls` of the trace when at hand.
+    """
+    m = trace.messages
+    if mode not in LATE_RECEIVER_MODES:
+        raise ValueError(f"late_receiver must be one of {', '.join(map(repr, LATE_RECEIVER_MODES))}, not {mode!r}")
+    if mode == "none" or not len(m):
+        return np.zeros(len(m), dtype=bool)
+    sc = m["send_complete_interval"].to_numpy().astype(np.int64)
+    rq = m["recv_post_interval"].to_numpy().astype(np.int64)
+    sel = (sc >= 0) & (rq >= 0) & ~m["clock_violation"].to_numpy().astype(bool)
+    if mode == "synchronous":
+        sync = m["mode"].to_numpy() == 1
+        if names is not None and len(names):
+            si = m["send_interval"].to_numpy().astype(np.int64)
+            by_name = np.array([bool(_SYNC_SEND.match(str(n))) for n in names], dtype=bool)
+            ok = si >= 0
+            sync[ok] |= by_name[trace.intervals["vertex"].to_numpy()[si[ok]]]
+        sel &= sync
+    rows = np.flatnonzero(sel)
+    if not len(rows):
+        return sel
+    calls = sc[rows]
+    sel[rows] = ~(is_test if is_test is not None else test_calls(trace, names))[calls]
+    if mode == "blocking" and names is not None and len(names):
+        no_wait = np.array([bool(_NO_WAIT_SEND.match(str(n))) for n in names], dtype=bool)
+        sel[rows] &= ~no_wait[trace.intervals["vertex"].to_numpy()[calls]]
+    return sel
 
 
 def group_by_call(call: np.ndarray, value: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -121,7 +121,7 @@ class Ensemble:
             raise PAGError(f"run names must be unique; repeated: {', '.join(dup)}")
         self._runs = runs
         self._names = labels
-        meta = pd.DataFrame([run_info(r) for r in runs], index=pd.Index(labels, name="run"))
+        meta = _meta_frame([run_info(r) for r in runs], pd.Index(labels, name="run"))
         meta["date"] = pd.to_datetime(meta["date"], utc=True)
         self._meta = meta
         if metadata is not None:
@@ -182,7 +182,7 @@ class Ensemble:
                 meta[c] = df[c].reindex(meta.index)
             return meta
         for c, v in metadata.items():
-            meta[c] = self._column(c, v)
+            meta[c] = _meta_series(self._column(c, v), meta.index)
         return meta
 
     def _column(self, name: str, values: Any) -> Any:
@@ -487,3 +487,21 @@ class EnsembleGroups(dict):
             for k, e in self.items()
         ]
         return pd.DataFrame(rows)
+
+
+def _meta_series(values: Sequence[Any], index: pd.Index) -> pd.Series:
+    """One metadata column; text with missing values stays ``object`` so missing is None on every pandas.
+
+    pandas 3 infers its ``str`` dtype for text, whose missing value is NaN; a run
+    whose tool recorded no ``command`` must read as None, as it does on pandas 2.
+    """
+    vals = list(values)
+    if any(v is None for v in vals) and all(v is None or isinstance(v, str) for v in vals):
+        return pd.Series(vals, index=index, dtype=object)
+    return pd.Series(vals, index=index)
+
+
+def _meta_frame(records: Sequence[Mapping[str, Any]], index: pd.Index) -> pd.DataFrame:
+    """The metadata table of some runs' records (keys in first-seen order), columns as :func:`_meta_series`."""
+    keys = list(dict.fromkeys(k for r in records for k in r))
+    return pd.DataFrame({k: _meta_series([r.get(k) for r in records], index) for k in keys}, index=index)

@@ -14,7 +14,7 @@ from perflow.pag.sites import call_site_paths, source_labels
 from perflow.pag.tree import descendants_mask
 from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
 from perflow.trace.critical import CriticalPath
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
 
 __all__ = [
     "require_trace",
@@ -60,30 +60,16 @@ def _names(pag: PAG) -> np.ndarray:
     return pag.vertex_table["name"].astype(str).to_numpy()
 
 
-def waits_for(
-    pag: PAG,
-    pass_name: str,
-    *,
-    window: int = 100,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-) -> pd.DataFrame:
+def waits_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> pd.DataFrame:
     """The wait-state instance table of a PAG (computed once per PAG and settings; shared: do not modify)."""
     require_trace(pag, pass_name)
-    return pag.analyses.get(
-        WAIT_INSTANCES,
-        owner=f"pass {pass_name!r}",
-        wrong_order_window=window,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-    )
+    return pag.analyses.get(WAIT_INSTANCES, waits or WaitSettings(), owner=f"pass {pass_name!r}")
 
 
-def cp_for(pag: PAG, pass_name: str, **wait_settings: Any) -> tuple[CriticalPath, pd.DataFrame]:
+def cp_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
     """The critical path of a PAG and the wait table it was computed from (both computed once)."""
-    w = waits_for(pag, pass_name, **wait_settings)
-    s = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
-    return pag.analyses.get(CRITICAL_PATH, owner=f"pass {pass_name!r}", **s), w
+    w = waits_for(pag, pass_name, waits)
+    return pag.analyses.get(CRITICAL_PATH, waits or WaitSettings(), owner=f"pass {pass_name!r}"), w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:

@@ -17,9 +17,10 @@ import pandas as pd
 
 from perflow.pag.analysis import Analysis
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_dict, settings_keywords
 from perflow.pag.stats import Grouped, grouped, location_key
-from perflow.trace.analyses import WAIT_INSTANCES, WaitSettings
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS
+from perflow.trace.analyses import WAIT_INSTANCES
+from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
 
 from ._tracekit import check_choice
 
@@ -61,8 +62,13 @@ class WaitingTimeSettings(WaitSettings):
 
     per: Literal["vertex", "interval"] = "vertex"
 
+    def waits(self) -> WaitSettings:
+        """The wait-state part."""
+        return WaitSettings(**{k: getattr(self, k) for k in settings_dict(WaitSettings())})
 
-def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> pd.DataFrame:
+
+@settings_keywords(WaitSettings, "wait_settings")
+def waiting_time(pag: PAG, *, per: str = "vertex", wait_settings: WaitSettings) -> pd.DataFrame:
     """Idle waiting time charged to each call path (or call instance), from the wait-state instance table.
 
     The one definition every consumer uses. Per call instance (row of
@@ -70,11 +76,12 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     union of the waiting periods of its idle wait-state instances (Late
     Sender, Late Receiver, collective waits; completion kinds are not idle),
     so it never exceeds the call's duration. When one call waits in several
-    ways at once (an MPI_Sendrecv with a Late Sender and a Late Receiver) the
-    overlap is charged once, to the first family of :data:`WAIT_FAMILIES`;
-    so ``late_sender + late_receiver + collective + thread_sync == wait`` on every row.
-    Where no call overlaps another family's wait, each family column equals
-    the sum of the instances' ``amount`` in :func:`wait_states`.
+    ways at once the overlap is charged once, to the first family of
+    :data:`WAIT_FAMILIES`; so ``late_sender + late_receiver + collective +
+    thread_sync + rma_sync == wait`` on every row. The wait states of one
+    call do not overlap (an MPI_Sendrecv's Late Sender and Late Receiver are
+    a partition of its time: :mod:`perflow.trace.waits`), so each family
+    column equals the sum of the instances' ``amount`` in :func:`wait_states`.
 
     Parameters
     ----------
@@ -83,8 +90,6 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     per : {"vertex", "interval"}
         One row per (vertex, process, thread) that waited, or per call instance
         (then with an ``interval`` column).
-    **wait_settings
-        ``window``, ``late_receiver``, ``early_reduce`` of the wait-state analysis.
 
     Returns
     -------
@@ -96,19 +101,15 @@ def waiting_time(pag: PAG, *, per: str = "vertex", **wait_settings: object) -> p
     cols = _WT_COLS if per == "vertex" else ["interval", *_WT_COLS]
     if not isinstance(pag, PAG) or pag.trace is None or not pag.trace.n_intervals:
         return pd.DataFrame({c: np.zeros(0, np.float64 if c in (*WAIT_FAMILIES, "wait") else np.int64) for c in cols})
-    ws = {("wrong_order_window" if k == "window" else k): v for k, v in wait_settings.items()}
-    return pag.analyses.get(WAITING_TIME, owner="waiting_time", per=per, **ws)  # type: ignore[no-any-return]
+    return pag.analyses.get(  # type: ignore[no-any-return]
+        WAITING_TIME, owner="waiting_time", per=per, **settings_dict(wait_settings)
+    )
 
 
 def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
     cols = _WT_COLS if s.per == "vertex" else ["interval", *_WT_COLS]
     per = s.per
-    w = pag.analyses.get(
-        WAIT_INSTANCES,
-        wrong_order_window=s.wrong_order_window,
-        late_receiver=s.late_receiver,
-        early_reduce=s.early_reduce,
-    )
+    w = pag.analyses.get(WAIT_INSTANCES, s.waits())
     kind = w["kind"].astype(str).to_numpy()
     fam = np.full(len(w), -1, dtype=np.int64)
     for i, ks in enumerate(WAIT_FAMILIES.values()):
@@ -164,7 +165,7 @@ def charge_waits(
     exclusive: np.ndarray,
     *,
     thread: np.ndarray | None = None,
-    **wait_settings: object,
+    wait_settings: WaitSettings | None = None,
 ) -> np.ndarray:
     """The waiting time of :func:`waiting_time` charged to rows of exclusive time (vertex, process, time).
 
@@ -176,13 +177,13 @@ def charge_waits(
     summed), or with ``thread`` one per (vertex, process, thread): a wait is
     then taken from the time on the thread that waited only (a GPU kernel
     below the call that waited for it runs on another location). Returns the
-    wait of each row. ``wait_settings`` go to :func:`waiting_time`.
+    wait of each row; ``wait_settings`` are those of :func:`waiting_time`.
     """
     vertex = np.asarray(vertex, dtype=np.int64)
     process = np.asarray(process, dtype=np.int64)
     x = np.maximum(np.asarray(exclusive, dtype=np.float64), 0.0)
     out = np.zeros(len(x))
-    wt = waiting_time(pag, **wait_settings)
+    wt = waiting_time(pag, wait_settings=wait_settings)
     wt = wt[wt["vertex"].to_numpy() >= 0]
     if not len(wt) or not len(x):
         return out
@@ -223,14 +224,16 @@ def charge_waits(
     return out
 
 
-def charged_per_process(pag: PAG, g: Grouped, metric: str, **wait_settings: object) -> np.ndarray:
+def charged_per_process(pag: PAG, g: Grouped, metric: str, wait_settings: WaitSettings | None = None) -> np.ndarray:
     """:func:`charge_waits` per location, summed onto the rows of ``g`` (``metric`` grouped per process).
 
     The one way breakdown and critical path charge waits: a thread's wait
     comes out of that thread's time.
     """
     gl = grouped(pag, metric, "location")
-    wl = charge_waits(pag, gl.vertex, gl.process[gl.group], gl.value, thread=gl.thread[gl.group], **wait_settings)
+    wl = charge_waits(
+        pag, gl.vertex, gl.process[gl.group], gl.value, thread=gl.thread[gl.group], wait_settings=wait_settings
+    )
     n_p = max(len(g.process), 1)
     key_g = g.vertex * n_p + g.group
     key_l = gl.vertex * n_p + np.searchsorted(g.process, gl.process[gl.group])

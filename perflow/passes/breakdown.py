@@ -27,6 +27,8 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.waits import WaitSettings
 
 from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
 from ._render import declare_aggregates
@@ -38,7 +40,8 @@ __all__ = ["breakdown", "waiting_time", "BREAKDOWN_BY"]
 BREAKDOWN_BY = ("process", "vertex", "vertex_process", "total")
 
 
-@pass_(version="4", tags=("profile", "trace", "breakdown"))
+@pass_(version="5", tags=("profile", "trace", "breakdown"))
+@settings_keywords(WaitSettings, "wait_settings")
 def breakdown(
     pag: PAG,
     *,
@@ -46,6 +49,7 @@ def breakdown(
     by: str = "process",
     waiting: bool = True,
     wide: bool = False,
+    wait_settings: WaitSettings,
 ) -> pd.DataFrame:
     """Split a metric per process (or vertex) into computation, MPI classes, I/O and waiting time.
 
@@ -63,8 +67,9 @@ def breakdown(
         Group rows per process (a stacked bar per rank), per vertex, per
         (vertex, process), or one group for the whole run.
     waiting : bool
-        For traces and time metrics: separate waiting time (Late Sender and
-        collective waits) into the ``wait`` category.
+        For traces and time metrics: separate waiting time (the idle wait
+        states: Late Sender, Late Receiver, collective, thread and RMA waits)
+        into the ``wait`` category.
     wide : bool
         One row per group with one column per category (plus ``total``)
         instead of the tidy long form.
@@ -94,7 +99,7 @@ def breakdown(
     rcat = vcat[rows_v]
     wait = np.zeros(len(x))
     if waiting and pag.trace is not None and info.unit == "s":
-        wait = charged_per_process(pag, g, col)
+        wait = charged_per_process(pag, g, col, wait_settings)
     x = x - wait
     nc = len(cat_names)
     wcode = cat_code["wait"]

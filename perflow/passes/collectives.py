@@ -21,6 +21,8 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.waits import WaitSettings
 
 from ._tracekit import call_path_column, name_column, waits_for
 from .waitstates import instance_table
@@ -29,7 +31,8 @@ __all__ = ["collective_wait_states", "collective_waits_by_operation"]
 
 
 @pass_(version="1", tags=("trace", "wait-states", "collective"))
-def collective_wait_states(pag: PAG, *, early_reduce: str = "latest", min_amount: float = 0.0) -> pd.DataFrame:
+@settings_keywords(WaitSettings, "wait_settings")
+def collective_wait_states(pag: PAG, *, min_amount: float = 0.0, wait_settings: WaitSettings) -> pd.DataFrame:
     """Collective wait-state instances, one row per waiting participant and kind.
 
     Same columns as ``wait_states``: ``process``, ``thread``, ``start``,
@@ -39,19 +42,15 @@ def collective_wait_states(pag: PAG, *, early_reduce: str = "latest", min_amount
 
     Parameters
     ----------
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" sender (default)
-        or only until the "earliest" one arrives.
     min_amount : float
         Drop instances shorter than this many seconds.
     """
-    return instance_table(
-        pag, "collective_wait_states", None, "collective", early_reduce=early_reduce, min_amount=min_amount
-    )
+    return instance_table(pag, "collective_wait_states", None, "collective", wait_settings, min_amount)
 
 
 @pass_(version="1", tags=("trace", "wait-states", "collective"))
-def collective_waits_by_operation(pag: PAG, *, early_reduce: str = "latest") -> pd.DataFrame:
+@settings_keywords(WaitSettings, "wait_settings")
+def collective_waits_by_operation(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
     """Collective waiting time per call path of the collective call, with the process most waited for.
 
     One row per (call path, kind): ``vertex``, ``name``, ``call_path``,
@@ -60,13 +59,8 @@ def collective_waits_by_operation(pag: PAG, *, early_reduce: str = "latest") -> 
     process that most often arrived last, i.e. was waited for) and
     ``last_arriver_share`` (the share of the waiting it caused). Sorted by
     ``amount``.
-
-    Parameters
-    ----------
-    early_reduce : str
-        "latest" or "earliest" (see collective_wait_states).
     """
-    w = waits_for(pag, "collective_waits_by_operation", early_reduce=early_reduce)
+    w = waits_for(pag, "collective_waits_by_operation", wait_settings)
     cw = w[(w["instance"].to_numpy() >= 0) & (w["cause_process"].to_numpy() >= 0)].assign(
         kind=lambda d: d["kind"].astype(str)
     )

@@ -39,6 +39,8 @@ from perflow.flow.registry import pass_
 from perflow.kinds import CollectiveOp
 from perflow.pag.analysis import Analysis, NoSettings
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.waits import WaitSettings
 
 from ._common import as_pag, edge_mask
 from ._pattern import classify_pattern
@@ -358,8 +360,9 @@ def comm_over_time(pag: PAG, *, bins: int = 50, collectives: bool = False) -> pd
     return df
 
 
-@pass_(version="3", tags=("trace", "comm"))
-def comm_summary(pag: PAG) -> pd.DataFrame:
+@pass_(version="4", tags=("trace", "comm"))
+@settings_keywords(WaitSettings, "wait_settings")
+def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
     """Per-process communication summary.
 
     Parameters
@@ -407,7 +410,7 @@ def comm_summary(pag: PAG) -> pd.DataFrame:
     if tr is not None:
         from .waitstates import waiting_time
 
-        wt = waiting_time(pag)
+        wt = waiting_time(pag, wait_settings=wait_settings)
         wp = np.searchsorted(axis, wt["process"].to_numpy())
         df["late_sender_wait"] = np.bincount(wp, weights=wt["late_sender"].to_numpy(), minlength=P)
         df["late_receiver_wait"] = np.bincount(wp, weights=wt["late_receiver"].to_numpy(), minlength=P)

@@ -31,6 +31,9 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
+from perflow.trace.analyses import ReplaySettings
+from perflow.trace.waits import WaitSettings
 
 from ._common import grouped, off_cpu_mask
 from ._render import declare_aggregates
@@ -53,16 +56,15 @@ __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 _PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent", "time", "wait", "mean_nonwait", "cpi"]
 
 
-def critical_path_tables(
-    pag: PAG, pass_name: str, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
-) -> dict[str, Any]:
+def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings | None = None) -> dict[str, Any]:
     """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
     trace = require_trace(pag, pass_name)
-    cp, waits = cp_for(pag, pass_name, late_receiver=late_receiver, early_reduce=early_reduce)
+    ws = wait_settings or WaitSettings()
+    cp, waits = cp_for(pag, pass_name, ws)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
-    charged = charged_per_process(pag, g, "time_exc", late_receiver=late_receiver, early_reduce=early_reduce)
+    charged = charged_per_process(pag, g, "time_exc", ws)
     wait_v = np.bincount(g.vertex, weights=charged, minlength=n)[:n]
     N = n_locations(pag)
     mean_nonwait = (time_v - wait_v) / N
@@ -115,7 +117,7 @@ def critical_path_tables(
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [ideal_runtime(pag, pass_name, late_receiver=late_receiver)],
+            "ideal_runtime": [ideal_runtime(pag, pass_name, replay_settings=ReplaySettings(ws.late_receiver))],
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -126,13 +128,12 @@ def critical_path_tables(
 
 
 @pass_(
-    version="5",
+    version="6",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
-def critical_path(
-    pag: PAG, *, late_receiver: str = "synchronous", early_reduce: str = "latest"
-) -> dict[str, pd.DataFrame]:
+@settings_keywords(WaitSettings, "wait_settings")
+def critical_path(pag: PAG, *, wait_settings: WaitSettings) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
     Outputs
@@ -155,20 +156,14 @@ def critical_path(
         network, as in pop_metrics with span="run"),
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
-
-    Parameters
-    ----------
-    late_receiver : str
-        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
     """
-    t = critical_path_tables(pag, "critical_path", late_receiver=late_receiver, early_reduce=early_reduce)
+    t = critical_path_tables(pag, "critical_path", wait_settings)
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="3", tags=("trace", "critical-path", "imbalance"))
-def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFrame:
+@pass_(version="4", tags=("trace", "critical-path", "imbalance"))
+@settings_keywords(WaitSettings, "wait_settings")
+def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0, wait_settings: WaitSettings) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 
     The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
@@ -183,7 +178,7 @@ def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0) -> pd.DataFra
     min_percent : float
         Smallest critical-path imbalance, in percent of the path length, to report.
     """
-    t = critical_path_tables(pag, "critical_path_imbalance")
+    t = critical_path_tables(pag, "critical_path_imbalance", wait_settings)
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)

@@ -19,7 +19,8 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.analyses import DELAY_COSTS
+from perflow.pag.settings import settings_keywords
+from perflow.trace.analyses import DELAY_COSTS, DelaySettings
 
 from ._common import off_cpu_mask
 from ._tracekit import call_path_column, name_column, require_trace, source_column
@@ -27,23 +28,12 @@ from ._tracekit import call_path_column, name_column, require_trace, source_colu
 __all__ = ["root_cause", "delay_tables"]
 
 
-def delay_tables(
-    pag: PAG,
-    pass_name: str,
-    *,
-    long_term: bool = False,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-) -> dict[str, Any]:
+def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None = None) -> dict[str, Any]:
     """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
     require_trace(pag, pass_name)
-    res = pag.analyses.get(
-        DELAY_COSTS,
-        owner=f"pass {pass_name!r}",
-        long_term=long_term,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-    )
+    ds = delay_settings or DelaySettings()
+    long_term = ds.long_term
+    res = pag.analyses.get(DELAY_COSTS, ds, owner=f"pass {pass_name!r}")
     total = res.total_wait if res.total_wait > 0 else 1.0
     c = res.costs[res.costs["cost"].to_numpy() > 1e-12 * total]  # drop rounding noise
     cv = c["vertex"].to_numpy()
@@ -110,13 +100,12 @@ def delay_tables(
 
 
 @pass_(
-    version="2",
+    version="3",
     tags=("trace", "root-cause", "delay"),
     outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
 )
-def root_cause(
-    pag: PAG, *, long_term: bool = False, late_receiver: str = "synchronous", early_reduce: str = "latest"
-) -> dict[str, pd.DataFrame]:
+@settings_keywords(DelaySettings, "delay_settings")
+def root_cause(pag: PAG, *, delay_settings: DelaySettings) -> dict[str, pd.DataFrame]:
     """The call paths that cause the waiting: delay costs of every idle wait state.
 
     For each wait state, the call paths on the delaying process that took
@@ -145,14 +134,5 @@ def root_cause(
         blocked outside MPI: a recorded run's ``off_cpu`` call paths, which are
         no code's and left out of ``causes`` and ``by_process``), ``lost``
         (long-term shares with no later wait to go to).
-
-    Parameters
-    ----------
-    long_term : bool
-        Propagate waiting caused by waiting back to its root causes (long-term costs).
-    late_receiver : str
-        Which sends can wait for their receiver: "synchronous", "blocking" or "none".
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" or the "earliest" sender.
     """
-    return delay_tables(pag, "root_cause", long_term=long_term, late_receiver=late_receiver, early_reduce=early_reduce)
+    return delay_tables(pag, "root_cause", delay_settings)

@@ -138,7 +138,7 @@ def lock_contention(pag: PAG) -> pd.DataFrame:
     where = np.where(li >= 0, names[iv_vertex[np.maximum(li, 0)]] if len(iv_vertex) else "", "")
     key = pd.Series(w["amount"].to_numpy(), index=pd.Index(w["interval"].to_numpy(), name="interval"))
     wait_of = key.groupby(level=0).sum()
-    per_acq = wait_of.reindex(li).fillna(0.0).to_numpy() if len(wait_of) else np.zeros(len(lk))
+    per_acq = wait_of.reindex(li).fillna(0.0).to_numpy(copy=True) if len(wait_of) else np.zeros(len(lk))
     per_acq[li < 0] = 0.0
     df = pd.DataFrame(
         {"process": lk["process"].to_numpy(), "lock": lk["lock"].to_numpy(), "where": where,

@@ -48,9 +48,9 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
 from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import ideal_replay
-from perflow.trace.replay import LATE_RECEIVER_MODES
+from perflow.trace.analyses import ReplaySettings, ideal_replay
 
 from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
 from ._tracekit import check_choice, non_useful_mask, require_trace
@@ -254,13 +254,14 @@ def ideal_runtime(
     *,
     window: Sequence[float] | None = None,
     non_useful: Sequence[str] = DEFAULT_NON_USEFUL,
-    late_receiver: str = "synchronous",
+    replay_settings: ReplaySettings | None = None,
 ) -> float:
     """Runtime of a trace (or of a window of it) on an ideal network: the replay's, as POP uses it."""
     require_trace(pag, pass_name)
     useful = ~non_useful_mask(pag, tuple(non_useful))
     w = None if window is None else (float(window[0]), float(window[1]))
-    return ideal_replay(pag, useful, window=w, late_receiver=late_receiver).ideal_runtime
+    rs = replay_settings or ReplaySettings()
+    return ideal_replay(pag, useful, window=w, late_receiver=rs.late_receiver).ideal_runtime
 
 
 def _run_numbers(
@@ -271,11 +272,10 @@ def _run_numbers(
     region: str | None = None,
     window: Sequence[float] | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    replay_settings: ReplaySettings,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     if not isinstance(pag, PAG):
         raise PassError(f"pass {pass_name!r} needs PAGs as input, got {type(pag).__name__}")
-    check_choice(pass_name, "late_receiver", late_receiver, LATE_RECEIVER_MODES)
     if pag.trace is None or not len(pag.trace.intervals):
         if window is not None:
             raise PassError(f"pass {pass_name!r}: a time window needs a trace; this PAG is a profile")
@@ -286,13 +286,14 @@ def _run_numbers(
         return e, {"region": desc}
     t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
     useful = ~non_useful_mask(pag, tuple(non_useful))
-    r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=late_receiver)
+    r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=replay_settings.late_receiver)
     e = pop_efficiencies(r.locations["useful"].to_numpy(), r.runtime, r.ideal_runtime)
     e.update(window_start=t0, window_end=t1)
     return e, {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
 
 
-@pass_(version="2", tags=("trace", "profile", "pop"))
+@pass_(version="3", tags=("trace", "profile", "pop"))
+@settings_keywords(ReplaySettings, "replay_settings")
 def pop_metrics(
     pag: PAG,
     *,
@@ -300,7 +301,7 @@ def pop_metrics(
     region: str | None = None,
     window: list[float] | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    replay_settings: ReplaySettings,
 ) -> pd.DataFrame:
     """POP efficiency metrics of one run: parallel efficiency and its factors.
 
@@ -329,12 +330,11 @@ def pop_metrics(
         MPI_Init to the start of MPI_Finalize, or the whole run when the trace
         has neither; for a profile the runtime without the time in MPI_Init and
         MPI_Finalize) or ``"run"`` (the whole run).
-    late_receiver : str
-        In the ideal replay, which sends wait for their receive to be posted:
-        "synchronous" (default), "blocking" or "none".
     """
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
-    e, info = _run_numbers(pag, "pop_metrics", nu, region=region, window=window, span=span, late_receiver=late_receiver)
+    e, info = _run_numbers(
+        pag, "pop_metrics", nu, region=region, window=window, span=span, replay_settings=replay_settings
+    )
     rows = [(k, e[k], lvl, _unit(k), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
     df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", "description"])
     df.attrs.update(info)
@@ -368,7 +368,8 @@ def _counter_total(pag: PAG, name: str, non_useful: Sequence[str]) -> float | No
     return float(col[useful].sum())
 
 
-@pass_(version="2", tags=("trace", "profile", "pop", "scaling"))
+@pass_(version="3", tags=("trace", "profile", "pop", "scaling"))
+@settings_keywords(ReplaySettings, "replay_settings")
 def pop_scaling(
     pags: list[PAG],
     *,
@@ -377,7 +378,7 @@ def pop_scaling(
     non_useful: list[str] | None = None,
     region: str | None = None,
     span: str = "init_finalize",
-    late_receiver: str = "synchronous",
+    replay_settings: ReplaySettings,
 ) -> pd.DataFrame:
     """POP metrics across runs of one program at different scales.
 
@@ -402,14 +403,14 @@ def pop_scaling(
         Region of interest in every run (a call path or vertex name; see pop_metrics).
     span : str
         Default region of interest of traces: "init_finalize" or "run".
-    late_receiver : str
-        Which sends wait for their receive in the ideal replay.
     """
     check_choice("pop_scaling", "scaling", scaling, ("strong", "weak"))
     if not isinstance(pags, list | tuple) or not pags:
         raise PassError("pass 'pop_scaling' needs a non-empty list of PAGs (one per run)")
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
-    runs = [_run_numbers(p, "pop_scaling", nu, region=region, span=span, late_receiver=late_receiver)[0] for p in pags]
+    runs = [
+        _run_numbers(p, "pop_scaling", nu, region=region, span=span, replay_settings=replay_settings)[0] for p in pags
+    ]
     df = pd.DataFrame(runs)
     df.insert(0, "run", np.arange(len(runs)))
     df["locations"] = df["locations"].astype(int)

@@ -25,8 +25,10 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.pag.settings import settings_keywords
 from perflow.trace.analyses import FLAT_TIMELINE, LOCATIONS
 from perflow.trace.snippets import Matrix, normalised_performance, performance_matrix, snippet_table
+from perflow.trace.waits import WaitSettings
 
 from ._tracekit import require_trace, waits_for
 
@@ -119,10 +121,11 @@ def _site_labels(inst: pd.DataFrame, names: np.ndarray, comm: np.ndarray) -> pd.
 
 
 @pass_(
-    version="1",
+    version="2",
     tags=("trace", "variance"),
     outputs={"instances": pd.DataFrame, "matrix": pd.DataFrame, "slow": pd.DataFrame, "groups": pd.DataFrame},
 )
+@settings_keywords(WaitSettings, "wait_settings")
 def variance(
     pag: PAG,
     *,
@@ -133,6 +136,7 @@ def variance(
     tolerance: float = 0.02,
     per_process: bool = False,
     exclude_waits: bool = True,
+    wait_settings: WaitSettings,
 ) -> dict[str, Any]:
     """Find slow processes and time ranges from the normalised performance of fixed-workload snippets.
 
@@ -201,7 +205,7 @@ def variance(
         )
     vt = pag.vertex_table
     names = vt["name"].astype(str).to_numpy()
-    w = waits_for(pag, "variance") if exclude_waits else None
+    w = waits_for(pag, "variance", wait_settings) if exclude_waits else None
     inst = snippet_table(
         trace,
         names,

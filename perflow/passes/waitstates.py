@@ -23,7 +23,11 @@ The formulas are those of :mod:`perflow.trace.waits` (module docstring); in
 short, with ``E``/``L`` the enter/leave of the MPI calls involved: Late Sender
 ``max(0, min(Es, Lr) - Er)`` (maximum over the messages a Waitall completes,
 charged once; MPI_Test* completions are no waits), its completion
-``max(0, Lr - Ls)``, Late Receiver ``Erq - Esc`` when ``Lsc > Erq``.
+``max(0, Lr - Ls)``, Late Receiver ``Erq - Esc`` when ``Lsc > Erq``; in a
+call that both receives and sends (MPI_Sendrecv) they partition its time.
+Every pass here takes the wait-state settings of
+:class:`perflow.trace.waits.WaitSettings` (``wrong_order_window``,
+``late_receiver``, ``early_reduce``).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS
+from perflow.pag.settings import settings_keywords
+from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 from ._render import declare_aggregates, format_value
 from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
@@ -58,14 +63,11 @@ def instance_table(
     pass_name: str,
     kinds: list[str] | None,
     family: str | None,
-    *,
-    wrong_order_window: int = 100,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-    min_amount: float = 0.0,
+    wait_settings: WaitSettings,
+    min_amount: float,
 ) -> pd.DataFrame:
     """The wait-state instances of ``pag`` restricted to some kinds, with a ``name`` column (a new frame)."""
-    w = waits_for(pag, pass_name, window=wrong_order_window, late_receiver=late_receiver, early_reduce=early_reduce)
+    w = waits_for(pag, pass_name, wait_settings)
     ks = kind_list(pass_name, kinds, family)
     sel = w["kind"].isin(ks).to_numpy()
     if min_amount > 0:
@@ -76,15 +78,10 @@ def instance_table(
     return out
 
 
-@pass_(version="1", tags=("trace", "wait-states"))
+@pass_(version="2", tags=("trace", "wait-states"))
+@settings_keywords(WaitSettings, "wait_settings")
 def wait_states(
-    pag: PAG,
-    *,
-    kinds: list[str] | None = None,
-    wrong_order_window: int = 100,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
-    min_amount: float = 0.0,
+    pag: PAG, *, kinds: list[str] | None = None, min_amount: float = 0.0, wait_settings: WaitSettings
 ) -> pd.DataFrame:
     """Every wait-state instance of a trace, point-to-point and collective.
 
@@ -103,64 +100,30 @@ def wait_states(
     ----------
     kinds : list of str, optional
         Keep only these kinds (default: all).
-    wrong_order_window : int
-        Late Sender instances remembered per location for the wrong-order test
-        (messages received in another order than sent; 0: off).
-    late_receiver : str
-        Sends that can suffer Late Receiver: "synchronous" (MPI_Ssend/Issend),
-        "blocking" (also standard blocking sends) or "none".
-    early_reduce : str
-        The root of an N-to-1 collective waits for the "latest" sender (default)
-        or only until the "earliest" one arrives.
     min_amount : float
         Drop instances shorter than this many seconds.
     """
-    return instance_table(
-        pag,
-        "wait_states",
-        kinds,
-        None,
-        wrong_order_window=wrong_order_window,
-        late_receiver=late_receiver,
-        early_reduce=early_reduce,
-        min_amount=min_amount,
-    )
+    return instance_table(pag, "wait_states", kinds, None, wait_settings, min_amount)
 
 
-@pass_(version="1", tags=("trace", "wait-states", "p2p"))
-def p2p_wait_states(
-    pag: PAG,
-    *,
-    wrong_order_window: int = 100,
-    late_receiver: str = "synchronous",
-    min_amount: float = 0.0,
-) -> pd.DataFrame:
+@pass_(version="2", tags=("trace", "wait-states", "p2p"))
+@settings_keywords(WaitSettings, "wait_settings")
+def p2p_wait_states(pag: PAG, *, min_amount: float = 0.0, wait_settings: WaitSettings) -> pd.DataFrame:
     """Point-to-point wait-state instances: Late Sender (in and out of order), its completion, Late Receiver.
 
     Same columns as :func:`wait_states`.
 
     Parameters
     ----------
-    wrong_order_window : int
-        Late Sender instances remembered per location for the wrong-order test (0: off).
-    late_receiver : str
-        "synchronous", "blocking" or "none" (see wait_states).
     min_amount : float
         Drop instances shorter than this many seconds.
     """
-    return instance_table(
-        pag,
-        "p2p_wait_states",
-        None,
-        "p2p",
-        wrong_order_window=wrong_order_window,
-        late_receiver=late_receiver,
-        min_amount=min_amount,
-    )
+    return instance_table(pag, "p2p_wait_states", None, "p2p", wait_settings, min_amount)
 
 
-@pass_(version="2", tags=("trace", "wait-states", "p2p"))
-def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3) -> pd.DataFrame:
+@pass_(version="3", tags=("trace", "wait-states", "p2p"))
+@settings_keywords(WaitSettings, "wait_settings")
+def late_sender(pag: PAG, *, top_causes: int = 3, wait_settings: WaitSettings) -> pd.DataFrame:
     """Late Sender time per call path of the waiting receive, with who was waited for.
 
     One row per call path that waited, sorted by ``late_sender_total``:
@@ -173,12 +136,10 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
 
     Parameters
     ----------
-    wrong_order_window : int
-        Late Sender instances remembered per location for the wrong-order test (0: off).
     top_causes : int
         How many sending processes to list in ``waited_for``.
     """
-    w = waits_for(pag, "late_sender", window=wrong_order_window)
+    w = waits_for(pag, "late_sender", wait_settings)
     ls = w[w["kind"].isin([*_LS_KINDS, "late_sender_completion"]).to_numpy()]
     cols = [
         "vertex",
@@ -232,9 +193,15 @@ def late_sender(pag: PAG, *, wrong_order_window: int = 100, top_causes: int = 3)
     return out
 
 
-@pass_(version="2", tags=("trace", "wait-states"))
+@pass_(version="3", tags=("trace", "wait-states"))
+@settings_keywords(WaitSettings, "wait_settings")
 def wait_state_summary(
-    pag: PAG, waits: pd.DataFrame | None = None, *, by: str = "vertex", idle_only: bool = False
+    pag: PAG,
+    waits: pd.DataFrame | None = None,
+    *,
+    by: str = "vertex",
+    idle_only: bool = False,
+    wait_settings: WaitSettings,
 ) -> pd.DataFrame:
     """Aggregate wait-state instances per call path and kind, per process, or per kind.
 
@@ -252,7 +219,7 @@ def wait_state_summary(
     ----------
     waits : pandas.DataFrame, optional
         A wait-state table (from wait_states, p2p_wait_states, collective_wait_states);
-        computed with default settings when absent.
+        computed with the settings below when absent.
     by : str
         "vertex", "process" or "kind".
     idle_only : bool
@@ -260,7 +227,7 @@ def wait_state_summary(
     """
     check_choice("wait_state_summary", "by", by, ("vertex", "process", "kind"))
     trace = require_trace(pag, "wait_state_summary")
-    w = waits if waits is not None else waits_for(pag, "wait_state_summary")
+    w = waits if waits is not None else waits_for(pag, "wait_state_summary", wait_settings)
     missing = [c for c in ("process", "thread", "kind", "amount", "vertex") if c not in w.columns]
     if missing:
         raise PassError(

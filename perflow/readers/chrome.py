@@ -188,6 +188,11 @@ def _frame(events: list[Any], f: Path) -> pd.DataFrame:
             "an event is not a JSON object",
             where=f"event {next(i for i, e in enumerate(events) if not isinstance(e, dict))}",
         )
+    for e in ev:  # lone surrogates escaped before pandas sees them (pandas 3's text columns are Arrow UTF-8)
+        for k in ("name", "cat"):
+            v = e.get(k)
+            if isinstance(v, str):
+                e[k] = clean_text(v)
     df = pd.DataFrame.from_records(ev, columns=["ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args", "bp"])
     df["order"] = np.arange(len(df))
     return df

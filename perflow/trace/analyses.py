@@ -4,8 +4,8 @@ Each is an :class:`~perflow.pag.analysis.Analysis` computed once per PAG and
 settings (``pag.analyses.get(WAIT_INSTANCES, late_receiver="blocking")``);
 passes ask for them instead of recomputing, so the wait-state table that the
 ``wait_states``, ``critical_path`` and ``root_cause`` passes of one flow use
-is computed once. :class:`WaitSettings` validates the wait-state settings in
-one place.
+is computed once. :class:`~perflow.trace.waits.WaitSettings` declares the
+wait-state settings (choices, defaults, checks) in one place.
 
 The wait-state instances have a partitioned form
 (:func:`perflow.trace.waitparts.program`) that an engine runs where the
@@ -15,18 +15,19 @@ trace's partitions live; the others run on the gathered trace.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..errors import PAGError
-from ..pag.analysis import Analysis, Settings, SettingsError
+from ..pag.analysis import Analysis, Settings
+from ..pag.edges import LateReceiver
 from ..pag.instances import Trace
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
-from .waits import wait_instances
+from .waits import WaitSettings, wait_instances
 
 __all__ = [
     "WaitSettings",
@@ -50,34 +51,16 @@ _TRACE_V = frozenset({"trace", "vertices"})
 
 
 @dataclass(frozen=True)
-class WaitSettings(Settings):
-    """Settings of the wait-state analysis (and of everything computed from its table).
+class DelaySettings(WaitSettings):
+    """Settings of the delay-cost analysis: the wait-state settings, and whether to add long-term costs.
 
     Attributes
     ----------
-    wrong_order_window : int
-        Late Sender instances kept per receiving location for the wrong-order
-        test (0 disables it).
-    late_receiver : {"synchronous", "blocking", "none"}
-        Which sends can suffer Late Receiver: synchronous ones, every blocking
-        or synchronous one, or none.
-    early_reduce : {"latest", "earliest"}
-        Early Reduce waits until the latest sender arrives, or only until the
-        earliest one.
+    wrong_order_window, late_receiver, early_reduce
+        Those of :class:`~perflow.trace.waits.WaitSettings`.
+    long_term : bool
+        Propagate waiting caused by waiting back to its root causes (long-term costs).
     """
-
-    wrong_order_window: int = 100
-    late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
-    early_reduce: Literal["latest", "earliest"] = "latest"
-
-    def check(self) -> None:
-        if self.wrong_order_window < 0:
-            raise SettingsError(f"setting wrong_order_window must be >= 0, got {self.wrong_order_window}")
-
-
-@dataclass(frozen=True)
-class DelaySettings(WaitSettings):
-    """Settings of the delay-cost analysis: the wait-state settings, and whether to add long-term costs."""
 
     long_term: bool = False
 
@@ -212,15 +195,23 @@ EXCLUSIVE_BY_VERTEX = Analysis(
 
 @dataclass(frozen=True)
 class ReplaySettings(Settings):
-    """Which sends wait for their receive to be posted in the ideal-network replay."""
+    """Which sends wait for their receive to be posted in the ideal-network replay (as in the wait states).
 
-    late_receiver: Literal["synchronous", "blocking", "none"] = "synchronous"
+    Attributes
+    ----------
+    late_receiver : {"blocking", "synchronous", "none"}
+        In the ideal-network replay, the sends that wait for their receive
+        to be posted: those completed in a blocking call ("blocking", as the
+        wait states count Late Receiver), synchronous ones only, or none.
+    """
+
+    late_receiver: LateReceiver = WaitSettings.late_receiver
 
 
 def _replay_points(pag: Any, s: ReplaySettings) -> tuple[np.ndarray, ...]:
     from .replay import replay_points
 
-    return replay_points(trace_of(pag), s.late_receiver, pag.analyses.get(LOCATIONS))
+    return replay_points(trace_of(pag), s.late_receiver, pag.analyses.get(LOCATIONS), _names(pag))
 
 
 def _replay_collectives(pag: Any, s: Settings) -> tuple[np.ndarray, ...]:
@@ -246,7 +237,7 @@ def ideal_replay(
     useful_vertex: np.ndarray,
     *,
     window: tuple[float, float] | None = None,
-    late_receiver: str = "synchronous",
+    late_receiver: str = ReplaySettings.late_receiver,
 ) -> Any:
     """:func:`perflow.trace.replay.replay` of a PAG's trace, with the pieces it needs from the PAG's analyses."""
     from .replay import replay

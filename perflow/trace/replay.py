@@ -5,8 +5,10 @@ measured durations, and lets every MPI operation take no time except waiting
 for what it depends on:
 
 * a receive completes once its matching send has been issued (in the replay);
-* a synchronous send (and, on request, any blocking send) completes once its
-  matching receive has been posted;
+* a synchronous send, and a send completed in a blocking call that left
+  after its receive was posted (``late_receiver="blocking"``, the default, as
+  the wait states count Late Receiver), completes once its matching receive
+  has been posted;
 * a synchronising collective completes once the participants it depends on
   have arrived: every participant for a barrier or an all-to-all operation and
   for the root of an N-to-1 operation, the root for the other participants of
@@ -39,14 +41,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..pag.edges import LATE_RECEIVER_MODES, late_receiver_sends
 from ..pag.instances import Trace
 from .collwaits import _PATTERNS, _comm_rank
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
+from .waits import WaitSettings
 
 __all__ = ["Replay", "replay", "LATE_RECEIVER_MODES"]
-
-#: Which sends wait for their receive to be posted: synchronous ones, every blocking one, or none.
-LATE_RECEIVER_MODES = ("synchronous", "blocking", "none")
 
 # point kinds of the replay (issuers sort before waiters at equal times)
 _SEND, _ARRIVE, _POST = 0, 1, 2  # issue points
@@ -244,8 +245,14 @@ def collective_classes(trace: Trace) -> tuple[np.ndarray, ...]:
     )
 
 
-def replay_points(trace: Trace, late_receiver: str, locs: Locations | None = None) -> tuple[np.ndarray, ...]:
-    """The replay's points (time, kind, location, reference), sorted by time with issuers first."""
+def replay_points(
+    trace: Trace, late_receiver: str, locs: Locations | None = None, names: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
+    """The replay's points (time, kind, location, reference), sorted by time with issuers first.
+
+    The sends that wait for their receive to be posted are those of the wait
+    states (:func:`perflow.pag.edges.late_receiver_sends`; ``names``: the vertex names).
+    """
     locs = locs if locs is not None else locations(trace)
     m = trace.messages
     times, kinds, locs_, refs = [], [], [], []
@@ -263,15 +270,16 @@ def replay_points(trace: Trace, late_receiver: str, locs: Locations | None = Non
         rloc = locs.lookup(m["recv_process"].to_numpy(), m["recv_thread"].to_numpy())
         add(m["send_time"].to_numpy(), _SEND, sloc, rows)
         add(m["recv_time"].to_numpy(), _RECV, rloc, rows)
-        if late_receiver != "none":
-            mode = m["mode"].to_numpy()
-            sel = (mode == 1) if late_receiver == "synchronous" else (mode <= 1)
+        sel = late_receiver_sends(trace, names, late_receiver)
+        if sel.any():
             sc = m["send_complete_interval"].to_numpy().astype(np.int64)
             rq = m["recv_post_interval"].to_numpy().astype(np.int64)
-            sel &= (sc >= 0) & (rq >= 0)
             iv = trace.intervals
             enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+            # a synchronous send always waits for the posted receive; another blocking send only where the
+            # trace shows it did (it left after the receive was posted: Late Receiver by timing)
             k = np.flatnonzero(sel)
+            k = k[(m["mode"].to_numpy()[k] == 1) | (leave[sc[k]] > enter[rq[k]])]
             add(enter[rq[k]], _POST, rloc[k], k)
             add(leave[sc[k]], _SSEND, sloc[k], k)
     c = trace.collectives
@@ -297,7 +305,7 @@ def replay(
     useful_vertex: np.ndarray,
     *,
     window: tuple[float, float] | None = None,
-    late_receiver: str = "synchronous",
+    late_receiver: str = WaitSettings.late_receiver,
     locs: Locations | None = None,
     flat: FlatTimeline | None = None,
     points: tuple[np.ndarray, ...] | None = None,
@@ -313,8 +321,9 @@ def replay(
         every region is not.
     window : (float, float), optional
         The region of interest ``[t0, t1]`` in trace time (default: the trace's span).
-    late_receiver : {"synchronous", "blocking", "none"}
-        Which sends wait for their receive to be posted.
+    late_receiver : {"blocking", "synchronous", "none"}
+        Which sends wait for their receive to be posted (as in the wait
+        states: :func:`perflow.pag.edges.late_receiver_sends`).
     locs, flat, points, collectives : optional
         ``locations(trace)``, ``flat_timeline(trace)``,
         ``replay_points(trace, late_receiver)`` and

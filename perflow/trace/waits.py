@@ -18,9 +18,20 @@ Point to point (:func:`p2p_waits`)
       sent earlier than a kept one, that one moves here.
     * ``late_sender_completion``: after a Late Sender, the time the receive
       still needs once the send call has left, ``max(0, Lr - Ls)``.
-    * ``late_receiver``: a synchronous send waits for the receive to be
-      posted, ``Erq - Esc`` when ``Lsc > Erq`` (``sc`` the call completing
-      the send, ``rq`` the call posting the receive), charged to the sender.
+    * ``late_receiver``: a send waits for the receive to be posted,
+      ``Erq - Esc`` when ``Lsc > Erq`` (``sc`` the call completing the send,
+      ``rq`` the call posting the receive), charged to the sender; which
+      sends qualify is the ``late_receiver`` setting
+      (:func:`perflow.pag.edges.late_receiver_sends`; by default every send
+      completed in a blocking call, as Scalasca counts it). A call completing
+      several sends takes the maximum over them, charged once.
+    * A call that both receives and sends (MPI_Sendrecv, a Waitall over
+      receives and sends) waits for both partners from its enter at once:
+      its waits are a partition of its time. Late Sender comes first,
+      ``[E, E + ls]``; Late Receiver takes the rest, ``[E + ls, E + lr]``
+      when ``lr > ls`` (none otherwise); the completion follows both,
+      ``[max(Ls, E + lr), L]``. No two wait states of one call overlap and
+      their sum never exceeds the call's duration.
 
 Collectives (:func:`perflow.trace.collwaits.collective_waits`), per participant ``i`` of an instance
     * ``wait_barrier`` / ``wait_nxn`` (barriers incl. MPI_Init/Finalize, and
@@ -50,17 +61,51 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from ..pag.edges import group_by_call, message_late_sender, test_calls
+from ..pag.edges import LateReceiver, group_by_call, late_receiver_sends, message_late_sender, test_calls
 from ..pag.instances import Trace
+from ..pag.settings import Settings, SettingsError
 from .flat import Locations, locations, njit
 
-__all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "wait_instances", "p2p_waits", "IDLE_KINDS"]
+__all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "WaitSettings", "wait_instances", "p2p_waits", "IDLE_KINDS"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WaitSettings(Settings):
+    """Settings of the wait-state analysis (and of everything computed from its table): declared once here.
+
+    Every pass that reads the wait states takes these as its keyword
+    settings (:func:`perflow.pag.settings.settings_keywords`), and the
+    functions of this module default to them.
+
+    Attributes
+    ----------
+    wrong_order_window : int
+        Late Sender instances remembered per receiving location for the
+        wrong-order test (messages received in another order than sent; 0: off).
+    late_receiver : {"blocking", "synchronous", "none"}
+        Sends that can wait for their receiver: "blocking" (every send
+        completed in a blocking call: MPI_Send, MPI_Ssend, the send half of
+        MPI_Sendrecv, MPI_Wait* of a non-blocking send; as Scalasca counts
+        Late Receiver), "synchronous" (only MPI_Ssend and MPI_Issend) or "none".
+    early_reduce : {"latest", "earliest"}
+        The root of an N-to-1 collective waits for the "latest" sender, or
+        only until the "earliest" one arrives.
+    """
+
+    wrong_order_window: int = 100
+    late_receiver: LateReceiver = "blocking"
+    early_reduce: Literal["latest", "earliest"] = "latest"
+
+    def check(self) -> None:
+        if self.wrong_order_window < 0:
+            raise SettingsError(f"setting wrong_order_window must be >= 0, got {self.wrong_order_window}")
 
 
 @dataclass(frozen=True)
@@ -90,7 +135,7 @@ WAIT_KINDS: dict[str, WaitKind] = {
             "Late Sender caused by messages received out of order (different sources)",
         ),
         WaitKind("late_sender_completion", "p2p", False, "receive still running after the late send has left"),
-        WaitKind("late_receiver", "p2p", True, "synchronous send waits for the receive to be posted"),
+        WaitKind("late_receiver", "p2p", True, "blocking send waits for the receive to be posted"),
         WaitKind("wait_barrier", "collective", True, "waiting in a barrier for the last process to arrive"),
         WaitKind("barrier_completion", "collective", False, "barrier time after the first process has left"),
         WaitKind("wait_nxn", "collective", True, "waiting in an all-to-all collective for the last process to arrive"),
@@ -227,8 +272,8 @@ def p2p_waits(
     trace: Trace,
     names: np.ndarray | None = None,
     *,
-    window: int = 100,
-    late_receiver: str = "synchronous",
+    window: int = WaitSettings.wrong_order_window,
+    late_receiver: str = WaitSettings.late_receiver,
     locs: Locations | None = None,
 ) -> pd.DataFrame:
     """Point-to-point wait-state instances (see the module docstring).
@@ -240,9 +285,8 @@ def p2p_waits(
         Vertex names (to recognise MPI_Test* calls).
     window : int
         Late Sender instances kept per location for the wrong-order test (0 disables it).
-    late_receiver : {"synchronous", "blocking", "none"}
-        Which sends can suffer Late Receiver: synchronous ones (MPI_Ssend,
-        MPI_Issend), every blocking or synchronous one, or none.
+    late_receiver : {"blocking", "synchronous", "none"}
+        Which sends can suffer Late Receiver (:func:`perflow.pag.edges.late_receiver_sends`).
     locs : Locations, optional
         ``locations(trace)``, when already at hand.
     """
@@ -329,24 +373,16 @@ def p2p_waits(
                 message=rows[rr],
             )
         )
-        comp = np.maximum(0.0, lr[rep] - max_ls)
-        C = np.flatnonzero(late & (comp > 0))
-        rr = rep[C]
-        parts.append(
-            _frame(
-                len(C),
-                "late_sender_completion",
-                process=proc[g_r[C]],
-                thread=thr[g_r[C]],
-                start=lr[rr] - comp[C],
-                end=lr[rr],
-                amount=comp[C],
-                vertex=vtx[g_r[C]],
-                interval=g_r[C],
-                message=rows[rr],
-            )
-        )
-    parts.append(_late_receiver(m, late_receiver, known & ~cv, enter, leave, vtx, proc, thr, is_test))
+        ls_calls, ls_idle = g_r[L], gidle[L]
+        comp = (g_r[late], lr[rep[late]], max_ls[late], rows[rep[late]])
+    else:
+        ls_calls, ls_idle, comp = np.zeros(0, np.int64), np.zeros(0), None
+    lr_frame = _late_receiver(
+        trace, names, late_receiver, known & ~cv, is_test, ls_calls, ls_idle, enter, leave, vtx, proc, thr
+    )
+    parts.append(lr_frame)
+    if comp is not None:
+        parts.append(_completion(*comp, lr_frame, vtx, proc, thr))
     out = pd.concat(parts, ignore_index=True) if parts else empty_waits()
     out.attrs.update(stats)
     if stats["clock_violations"]:
@@ -364,32 +400,45 @@ def _regroup(order: np.ndarray, mstart: np.ndarray, gorder: np.ndarray) -> np.nd
     return order[base + within]
 
 
-def _late_receiver(m, mode, ok, enter, leave, vtx, proc, thr, is_test) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    if mode == "none":
-        return empty_waits()
-    msg_mode = m["mode"].to_numpy()
-    sel = (msg_mode == 1) if mode == "synchronous" else (msg_mode <= 1)
-    sc = m["send_complete_interval"].to_numpy().astype(np.int64)
-    rq = m["recv_post_interval"].to_numpy().astype(np.int64)
-    sel &= ok & (sc >= 0) & (rq >= 0)
-    sel[sel] &= ~is_test[sc[sel]]
+def _lookup(calls: np.ndarray, of_calls: np.ndarray, values: np.ndarray, absent: float = 0.0) -> np.ndarray:
+    """``values`` of the distinct calls ``of_calls`` looked up for ``calls``; ``absent`` where a call has none."""
+    if not len(of_calls) or not len(calls):
+        return np.full(len(calls), absent)
+    o = np.argsort(of_calls, kind="stable")
+    k = np.minimum(np.searchsorted(of_calls[o], calls), len(o) - 1)
+    return np.where(of_calls[o][k] == calls, values[o][k], absent)
+
+
+def _late_receiver(  # type: ignore[no-untyped-def]
+    trace, names, mode, ok, is_test, ls_calls, ls_idle, enter, leave, vtx, proc, thr
+) -> pd.DataFrame:
+    """Late Receiver per call completing sends: the largest over its sends, after the call's Late Sender."""
+    m = trace.messages
+    sel = late_receiver_sends(trace, names, mode, is_test) & ok
     rows = np.flatnonzero(sel)
     if not len(rows):
         return empty_waits()
-    s_c, r_q = sc[rows], rq[rows]
+    s_c = m["send_complete_interval"].to_numpy().astype(np.int64)[rows]
+    r_q = m["recv_post_interval"].to_numpy().astype(np.int64)[rows]
     esc, lsc, erq = enter[s_c], leave[s_c], enter[r_q]
     idle = np.where(lsc > erq, np.maximum(0.0, erq - esc), 0.0)
     rep, _, _ = group_by_call(s_c, idle, erq)
     keep = rep[idle[rep] > 0]
+    # a call that also receives (MPI_Sendrecv, a Waitall of sends and receives) waits for both partners from
+    # its enter: its Late Sender [E, E + ls] comes first, Late Receiver takes the rest [E + ls, E + lr]
+    before = _lookup(s_c[keep], ls_calls, ls_idle)
+    keep, before = keep[idle[keep] > before], before[idle[keep] > before]
     g = s_c[keep]
+    end = esc[keep] + idle[keep]
+    start = esc[keep] + before
     return _frame(
         len(keep),
         "late_receiver",
         process=proc[g],
         thread=thr[g],
-        start=esc[keep],
-        end=esc[keep] + idle[keep],
-        amount=idle[keep],
+        start=start,
+        end=end,
+        amount=idle[keep] - before,
         vertex=vtx[g],
         interval=g,
         cause_process=proc[r_q[keep]],
@@ -400,13 +449,35 @@ def _late_receiver(m, mode, ok, enter, leave, vtx, proc, thr, is_test) -> pd.Dat
     )
 
 
+def _completion(  # type: ignore[no-untyped-def]
+    calls, leaves, max_ls, msgs, lr_frame, vtx, proc, thr
+) -> pd.DataFrame:
+    """Late Sender completion: the call's time after the late sends have left and after its Late Receiver."""
+    lr_end = _lookup(calls, lr_frame["interval"].to_numpy(), lr_frame["end"].to_numpy(), -np.inf)
+    comp = np.maximum(0.0, leaves - np.maximum(max_ls, lr_end))
+    C = np.flatnonzero(comp > 0)
+    g = calls[C]
+    return _frame(
+        len(C),
+        "late_sender_completion",
+        process=proc[g],
+        thread=thr[g],
+        start=leaves[C] - comp[C],
+        end=leaves[C],
+        amount=comp[C],
+        vertex=vtx[g],
+        interval=g,
+        message=msgs[C],
+    )
+
+
 def wait_instances(
     trace: Trace,
     names: np.ndarray | None = None,
     *,
-    window: int = 100,
-    late_receiver: str = "synchronous",
-    early_reduce: str = "latest",
+    window: int = WaitSettings.wrong_order_window,
+    late_receiver: str = WaitSettings.late_receiver,
+    early_reduce: str = WaitSettings.early_reduce,
     locs: Locations | None = None,
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,

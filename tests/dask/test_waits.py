@@ -14,7 +14,12 @@ from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
 from perflow.trace.waits import wait_instances  # noqa: E402
 
-SETTINGS = ({}, {"window": 0}, {"late_receiver": "blocking", "early_reduce": "earliest"}, {"late_receiver": "none"})
+SETTINGS = (
+    {},
+    {"window": 0},
+    {"late_receiver": "synchronous", "early_reduce": "earliest"},
+    {"late_receiver": "none"},
+)
 
 #: the wait-state passes and the settings of theirs that reach the wait-state table
 WAIT_PASSES = {

@@ -141,7 +141,8 @@ def test_a_failing_step_gives_exit_status_1_and_one_line(capsys, tmp_path):
     [
         (["--set", "table.n=many"], "steps.table.settings.n"),
         (["--set", "nope.n=1"], "--set: cannot set 'nope.n': flow 'report' has no step 'nope'"),
-        (["--set", "tablen=1"], "--set 'tablen=1': expected STEP.SETTING=VALUE"),
+        (["--set", "=1"], "--set '=1': expected SETTING=VALUE or STEP.SETTING=VALUE"),
+        (["--set", "tablen=1"], "settings.tablen: flow setting 'tablen' is not a setting of any step"),
         (["--set", "table.m=1"], "pass 't_frame' has no setting 'm'"),
         ([], "flow input 'x' (int) is required: a number"),
         (["--input", "x=4", "--input", "x=5"], "--input x is given twice"),

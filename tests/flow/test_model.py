@@ -121,7 +121,8 @@ def test_set_and_with_settings():
     with pytest.raises(FlowError, match="no step 'sun'; did you mean 'sum'"):
         f.set("sun.offset", 1)
     with pytest.raises(FlowError, match="'STEP.SETTING'"):
-        f.set("offset", 1)
+        f.set("sum.", 1)
+    assert f.set("offset", 1).settings == {"offset": 1}  # a flow setting, for every step that has it
 
 
 def test_set_reaches_into_subflows_without_changing_the_original():

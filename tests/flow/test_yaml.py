@@ -113,7 +113,7 @@ def test_schema_problems_are_all_collected():
     )
     assert ps == [
         "nmae (line 2, column 1): unknown key 'nmae' in a flow; did you mean 'name'? (allowed: perflow, name, "
-        "description, inputs, steps, outputs)",
+        "description, inputs, settings, steps, outputs)",
         "inputs.x.dok (line 4, column 19): unknown key 'dok' in input 'x'; did you mean 'doc'? (allowed: type, doc, default)",
         "inputs.x.type (line 4, column 7): unknown type 'PAGG'; did you mean 'PAG'? (types: any, PAG, Ensemble, VertexSet, "
         "EdgeSet, ParallelVertexSet, ParallelEdgeSet, Trace, DataFrame, Series, Figure, path, str, int, float, bool, "
@@ -143,7 +143,7 @@ def test_schema_problems_are_all_collected():
         ),
         (
             "",
-            "a flow must be a mapping with the keys perflow, name, description, inputs, steps, outputs (the file is empty)",
+            "a flow must be a mapping with the keys perflow, name, description, inputs, settings, steps, outputs (the file is empty)",
         ),
         ("- 1\n- 2\n", "line 1, column 1: a flow must be a mapping"),
         ("perflow: 1\n", "missing 'steps' (a mapping of step name to step)"),

@@ -25,6 +25,7 @@ import pandas as pd
 import perflow
 from perflow.flow.registry import get_pass
 from perflow.passes.waitstates import WAIT_FAMILIES
+from perflow.trace.waits import IDLE_KINDS
 
 #: Relative tolerance for sums computed in different orders.
 RTOL = 1e-9
@@ -158,6 +159,51 @@ def waits_within_calls(pag: perflow.PAG) -> None:
     per_vertex = run_waiting_time(pag).groupby(["vertex", "process", "thread"])["wait"].sum()
     inc = pag.metrics["time_inc"].reindex(per_vertex.index, fill_value=0.0)
     assert (per_vertex <= inc * (1 + RTOL) + 1e-15).all(), "a call path waits longer than it runs"
+
+
+def waits_partition_calls(pag: perflow.PAG, **settings: Any) -> None:
+    """The wait states of one call (all kinds, completion included) lie inside it and never overlap.
+
+    So their sum never exceeds the call's duration: an MPI_Sendrecv's Late Sender and Late Receiver are a
+    partition of its time, not two counts of the same seconds.
+    """
+    w = run("wait_states", pag, **settings)
+    w = w[w["interval"].to_numpy() >= 0]
+    if not len(w):
+        return
+    iv = pag.trace.intervals
+    i = w["interval"].to_numpy().astype(np.int64)
+    enter, leave = iv["enter"].to_numpy()[i], iv["leave"].to_numpy()[i]
+    start, end, amount = w["start"].to_numpy(), w["end"].to_numpy(), w["amount"].to_numpy()
+    t0, t1 = pag.trace.span
+    tol = RTOL * max(abs(t0), abs(t1), t1 - t0, 1.0)
+    close(amount, end - start, "wait amount vs end - start")
+    outside = (start < enter - tol) | (end > leave + tol)
+    assert not outside.any(), f"wait states outside their calls:\n{w[outside].head()}"
+    o = np.lexsort((start, i))
+    covered = pd.Series(end[o]).groupby(i[o], sort=False).cummax().shift(1).to_numpy()
+    first = np.r_[True, i[o][1:] != i[o][:-1]]
+    overlap = ~first & (start[o] < covered - tol)
+    assert not overlap.any(), (
+        f"wait states of one call overlap:\n{w.iloc[o[np.r_[overlap[1:], False] | overlap]].head(6)}"
+    )
+    per_call = np.bincount(np.unique(i, return_inverse=True)[1], weights=amount)
+    dur = pd.Series(leave - enter).groupby(i).first().to_numpy()
+    assert (per_call <= dur + tol).all(), "the wait states of a call add up to more than its duration"
+
+
+def unattributed_waiting_reported(pag: perflow.PAG) -> None:
+    """root_cause accounts for all waiting it analyses: attributed + unattributed + lost = total_wait.
+
+    And it analyses no more than the idle wait states (no double counting), short-term and long-term.
+    """
+    ws = run("wait_states", pag)
+    idle = float(ws.loc[ws["kind"].isin(list(IDLE_KINDS)).to_numpy(), "amount"].sum())
+    for long_term in (False, True):
+        s = run("root_cause", pag, long_term=long_term)["summary"].iloc[0]
+        assert s["unattributed"] >= 0 and s["lost"] >= 0 and s["attributed"] >= 0
+        close(s["attributed"] + s["unattributed"] + s["lost"], s["total_wait"], f"root_cause (long_term={long_term})")
+        assert s["total_wait"] <= idle * (1 + RTOL) + 1e-12, "root_cause analyses more waiting than there is"
 
 
 def run_waiting_time(pag: perflow.PAG, **kw: Any) -> pd.DataFrame:
@@ -302,6 +348,14 @@ CHECKS: list[Check] = [
     ),
     Check("comm_matrix/comm_summary/message_sizes", "totals equal bytes and messages sent and received", comm_totals),
     Check("waiting_time/wait_states", "waits never exceed the calls they are charged to", waits_within_calls, "trace"),
+    Check("wait_states", "no two waits of one call overlap, none outlasts it", waits_partition_calls, "trace"),
+    Check(
+        "wait_states",
+        "no two waits of one call overlap (late_receiver=synchronous)",
+        lambda pag: waits_partition_calls(pag, late_receiver="synchronous"),
+        "trace",
+    ),
+    Check("root_cause", "unattributed waiting reported: waits add up", unattributed_waiting_reported, "trace"),
     Check("wait_states/comm_summary/late_sender", "Late Sender per process agrees", late_sender_agrees, "trace"),
     Check("breakdown/critical_path", "waiting time agrees with waiting_time", breakdown_wait_agrees, "trace"),
     Check("parallel view/wait_states", "p2p edge waits agree with the Late Sender waits", edge_waits_agree, "trace"),

@@ -23,11 +23,9 @@ from perflow import PAG
 from perflow.pag.columns import per_location
 from perflow.pag.pathmatch import levels, match_paths
 from perflow.pag.tree import tree_index
-from tests.conftest import shared
+from tests.conftest import import_hatchet, shared
 
-ht = pytest.importorskip("hatchet")
-if int(pd.__version__.split(".")[0]) >= 3:  # pragma: no cover - depends on the environment
-    pytest.skip("llnl-hatchet needs pandas < 3", allow_module_level=True)
+ht = import_hatchet()
 
 from hatchet.frame import Frame  # noqa: E402
 from hatchet.graph import Graph  # noqa: E402
@@ -36,7 +34,7 @@ from hatchet.query import ObjectQuery, Query, QueryEngine, parse_string_dialect 
 
 from perflow.writers.hatchet import _walk, from_hatchet  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")
+pytestmark = [pytest.mark.hatchet, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")]
 
 
 def _graph(parent: np.ndarray, names: list[str]) -> tuple[Graph, list[Node]]:

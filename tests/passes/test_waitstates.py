@@ -48,14 +48,19 @@ def test_late_receiver_worked_example():
 
 
 def test_late_receiver_modes():
-    # a standard blocking send that behaved synchronously counts only with late_receiver="blocking"
+    # a standard blocking send that left after its receive was posted is a Late Receiver by default (as in
+    # Scalasca), not with late_receiver="synchronous"
     tb = TraceBuilder()
     tb.call(0, "MPI_Send", 1, 5, send={"to": 1, "bytes": 1 << 20})
     tb.call(1, "MPI_Recv", 4, 5, recv={"frm": 0, "bytes": 1 << 20})
     pag = tb.build()
-    assert _rows(p2p_wait_states(pag), "late_receiver").empty
-    assert _rows(p2p_wait_states(pag, late_receiver="blocking"), "late_receiver")["amount"].tolist() == [3.0]
-    with pytest.raises(PassError, match="late_receiver='sometimes'"):
+    assert _rows(p2p_wait_states(pag), "late_receiver")["amount"].tolist() == [3.0]
+    assert _rows(p2p_wait_states(pag, late_receiver="synchronous"), "late_receiver").empty
+    assert _rows(p2p_wait_states(pag, late_receiver="none"), "late_receiver").empty
+    with pytest.raises(
+        PassError,
+        match="pass 'p2p_wait_states': setting late_receiver='sometimes' is not one of 'blocking', 'synchronous', 'none'",
+    ):
         p2p_wait_states(pag, late_receiver="sometimes")
 
 
@@ -197,7 +202,8 @@ def test_registered_with_documented_settings():
     spec = get_pass("wait_states")
     assert "trace" in spec.tags
     assert "wrong-order test" in spec.setting("wrong_order_window").doc
-    assert spec.setting("late_receiver").default == "synchronous"
+    assert spec.setting("late_receiver").default == "blocking"
+    assert "as Scalasca counts" in spec.setting("late_receiver").doc
     assert [p.name for p in spec.inputs] == ["pag"]
 
 

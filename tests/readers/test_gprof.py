@@ -13,6 +13,7 @@ import perflow
 from perflow.cli.main import main
 from perflow.errors import FormatError
 from perflow.readers import detect_format
+from tests.conftest import import_hatchet
 from tests.readers.helpers import check_times, fuzz_file, value
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -96,8 +97,9 @@ def test_callgrind_dot_from_hatchet() -> None:
     check_times(pag, consistent=False)
 
 
+@pytest.mark.hatchet
 def test_callgrind_dot_against_hatchet() -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     gf = ht.GraphFrame.from_gprof_dot(str(CALLGRIND))
     pag = perflow.read(CALLGRIND)
     names = {n.frame["name"] for n in gf.graph.traverse()}

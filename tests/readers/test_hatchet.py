@@ -15,15 +15,13 @@ import pytest
 
 import perflow
 from perflow.errors import PAGError
-from tests.conftest import REPO, shared
+from tests.conftest import REPO, import_hatchet, shared
 
-ht = pytest.importorskip("hatchet")
-if int(pd.__version__.split(".")[0]) >= 3:  # pragma: no cover - depends on the environment
-    pytest.skip("llnl-hatchet needs pandas < 3", allow_module_level=True)
+ht = import_hatchet()
 
 from perflow.writers.hatchet import detect_time_unit, from_hatchet, to_hatchet  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")
+pytestmark = [pytest.mark.hatchet, pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::DeprecationWarning")]
 
 
 def _by_path(pag: perflow.PAG, metric: str) -> pd.Series:

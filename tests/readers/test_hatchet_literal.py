@@ -13,7 +13,7 @@ from perflow.cli.main import main
 from perflow.errors import FormatError
 from perflow.readers import detect_format
 from perflow.writers.hatchet import write_literal
-from tests.conftest import shared
+from tests.conftest import import_hatchet, shared
 from tests.readers.helpers import check_times, fuzz_file, value
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "hatchet"
@@ -60,8 +60,9 @@ def test_perflow_writer_round_trip(tmp_path: Path) -> None:
     assert back.vertex_table["kind"].tolist() == src.vertex_table["kind"].tolist()
 
 
+@pytest.mark.hatchet
 def test_read_by_hatchet_and_back(tmp_path: Path) -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     src = perflow.synthetic.profile(20, 3)
     out = write_literal(src, tmp_path / "syn.json")
     gf = ht.GraphFrame.from_literal(json.loads(out.read_text()))  # Hatchet reads perflow's file
@@ -75,8 +76,9 @@ def test_read_by_hatchet_and_back(tmp_path: Path) -> None:
     np.testing.assert_allclose(back.metrics["time_exc"].sum(), src.metrics["time_exc"].sum(), rtol=1e-12)
 
 
+@pytest.mark.hatchet
 def test_hatchet_literal_of_the_graphframe_file(tmp_path: Path, gfj: perflow.PAG) -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     gf = ht.GraphFrame.from_json(GF_JSON.read_text())
     lit = tmp_path / "lit.json"
     lit.write_text(json.dumps(gf.to_literal(), default=float))

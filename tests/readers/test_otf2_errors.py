@@ -160,7 +160,9 @@ def test_hung_worker_is_killed(pingpong, monkeypatch):
     monkeypatch.setattr(d, "WATCHDOG_SECONDS", 1.0)
     monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
     t = time.monotonic()
-    with pytest.raises(FormatError, match=r"decoding event files \(0\.evt.*\) did not finish in time"):
+    # the behaviour, not the phase: on a busy machine the 1 s watchdog may already fire while the
+    # definitions are read ("reading the archive ..."), before the hung event-file worker
+    with pytest.raises(FormatError, match=r"did not finish in time"):
         decode(pingpong, decoder="fast", jobs=1)
     assert time.monotonic() - t < 30
 

@@ -11,6 +11,7 @@ import perflow
 from perflow.cli.main import main
 from perflow.errors import FormatError
 from perflow.readers import detect_format
+from tests.conftest import import_hatchet
 from tests.readers.helpers import check_times, fuzz_file, value
 
 WALL = Path(__file__).resolve().parents[1] / "data" / "timemory" / "wall.tree.json"
@@ -45,8 +46,9 @@ def test_facts(wall: perflow.PAG) -> None:
     check_times(wall, rtol=1e-6, atol=1e-6)  # timemory's own inclusive/exclusive values
 
 
+@pytest.mark.hatchet
 def test_against_hatchet(wall: perflow.PAG) -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     try:
         gf = ht.GraphFrame.from_timemory(str(WALL))
     except Exception as exc:  # Hatchet's reader needs timemory's own package for some files

@@ -10,7 +10,7 @@ import pytest
 
 import perflow
 from perflow.writers.frames import to_csv, to_dataframe
-from tests.conftest import shared
+from tests.conftest import import_hatchet, shared
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +49,9 @@ def test_to_dataframe_aggregated(tau: perflow.PAG, tmp_path: Path) -> None:
         to_dataframe(tau, ["tme"])
 
 
+@pytest.mark.hatchet
 def test_hatchet_round_trip(tau: perflow.PAG) -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     from perflow.writers.hatchet import from_hatchet, to_hatchet
 
     gf = to_hatchet(tau)
@@ -64,8 +65,9 @@ def test_hatchet_round_trip(tau: perflow.PAG) -> None:
     np.testing.assert_allclose(back.metrics["visits"].to_numpy(), tau.metrics["visits"].to_numpy())
 
 
+@pytest.mark.hatchet
 def test_from_hatchet_literal() -> None:
-    ht = pytest.importorskip("hatchet")
+    ht = import_hatchet()
     from perflow.writers.hatchet import from_hatchet
 
     lit = [

@@ -47,20 +47,6 @@ PROGRAMS = [
 _FOUND: dict[tuple, dict] = {}
 
 
-def _late_receiver_by_timing() -> bool:
-    """Whether the wait-state analysis counts a blocking send that waits for its receiver by default."""
-    try:
-        from perflow.trace.analyses import DelaySettings  # type: ignore[attr-defined]
-
-        return DelaySettings().late_receiver == "blocking"
-    except ImportError:
-        import inspect
-
-        from perflow.passes.delay import root_cause
-
-        return inspect.signature(root_cause).parameters["late_receiver"].default == "blocking"
-
-
 def _found(run) -> dict:  # noqa: ANN001
     """What the flows name first (computed once per recording)."""
     import perflow
@@ -101,8 +87,6 @@ def _found(run) -> dict:  # noqa: ANN001
 def test_the_flows_name_the_injected_function(
     recorded, flow: str, source: str, args: tuple, fname: str, tag: str, rank: int
 ) -> None:  # noqa: ANN001
-    if source == "late_recv.c" and not _late_receiver_by_timing():
-        pytest.skip("the default wait-state analysis does not count a late receiver of a blocking send yet")
     run = recorded(source, *args, n=4, outputs=())
     assert run.result.status == 0, run.stderr
     got = _found(run)

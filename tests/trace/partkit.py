@@ -15,6 +15,7 @@ def partitioned_wait_instances(raw: RawTrace, pag: PAG, n_parts: int) -> pd.Data
     from perflow.trace.pipeline import BuildOptions, build
     from perflow.trace.split import definitions_only, split_blocks
     from perflow.trace.waitparts import program
+    from perflow.trace.waits import WaitSettings
 
     parts, processes, assign = split_blocks(raw, n_parts)
     assert len(parts) == n_parts
@@ -23,7 +24,8 @@ def partitioned_wait_instances(raw: RawTrace, pag: PAG, n_parts: int) -> pd.Data
         built = build(rt, parts, definitions_only(raw), processes, assign, BuildOptions(False, True, False))
         roles, regions = vertex_roles(pag)
         names = pag.vertex_table["name"].astype(str).to_numpy()
-        return program(built, names, window=100, late_receiver="synchronous", early_reduce="latest",
-                       roles=roles, regions=regions)  # fmt: skip
+        s = WaitSettings()  # the defaults, as pag.analyses.get(WAIT_INSTANCES) takes them
+        return program(built, names, window=s.wrong_order_window, late_receiver=s.late_receiver,
+                       early_reduce=s.early_reduce, roles=roles, regions=regions)  # fmt: skip
     finally:
         rt.close()
