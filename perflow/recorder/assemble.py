@@ -182,8 +182,12 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         stime = p.sample_time + o - t0
         # time off the CPU: in the stretches (from the samples' windows) and inside MPI calls (OFF records)
         off = typ == R_OFF
-        oins, ostart = [before[off]], [time[off]]
-        oend = [time[off] + ev["addr"][off].view(np.float64)]
+        oins = [before[off]]
+        # inside the MPI call: between its Enter (the record before) and its Leave (the record after)
+        lo = rtime[np.clip(before[off] - 1, 0, None)] if len(rtime) else time[off]
+        hi = rtime[np.clip(before[off], None, len(rtime) - 1)] if len(rtime) else time[off]
+        ostart = [np.clip(time[off], lo, hi)]
+        oend = [np.clip(time[off] + ev["addr"][off].view(np.float64), ostart[0], hi)]
         oreg = [np.full(int(off.sum()), table.off_cpu(-1) if off.any() else -1, np.int32)]
         if nsmp:
             utop = p.sample_utop if len(p.sample_utop) == nsmp else np.zeros(nsmp)

@@ -95,3 +95,15 @@ def test_the_flows_name_the_injected_function(
     assert top["file"] == source, top["path"]
     assert site_line(source, f"{tag}_begin") <= top["line"] <= site_line(source, f"{tag}_end"), top["path"]
     assert got["unattributed"] < 0.10
+
+
+def test_the_late_receiver_is_a_wait_state_of_the_send(recorded) -> None:  # noqa: ANN001
+    """The 16 MiB MPI_Send of rank 0 waits for rank 1's receive: Late Receiver instances, caused by rank 1."""
+    from perflow.passes.waitstates import wait_states
+    from perflow.trace.build import build_pag
+
+    run = recorded("late_recv.c", "3", "80", n=4, outputs=())
+    w = wait_states(build_pag(run.raw), kinds=["late_receiver"])
+    assert len(w) == 3, w
+    assert set(w["process"]) == {0} and set(w["cause_process"]) == {1}
+    assert set(w["name"].astype(str)) == {"MPI_Send"} and (w["amount"] > 0.02).all()

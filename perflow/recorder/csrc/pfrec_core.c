@@ -350,9 +350,11 @@ int pf_begin(int fn, void *ra, void *fp) {
 void pf_end(int fn) {
     double t = pf_now();
     if (g.tick_in_mpi) {
-        double cpu = thread_cpu(), off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c);
-        if (off >= 0.25 * g.period)
-            *slot() = (pf_rec){.t = g.mpi_tick_w, .addr = dbits(off), .comm = -1, .type = PF_R_OFF};
+        /* (the expiry may precede the call's time stamp by the unwinding in pf_begin) */
+        double cpu = thread_cpu(), from = g.mpi_tick_w > g.t_enter ? g.mpi_tick_w : g.t_enter;
+        double off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c);
+        if (off > t - from) off = t - from;
+        if (off >= 0.25 * g.period) *slot() = (pf_rec){.t = from, .addr = dbits(off), .comm = -1, .type = PF_R_OFF};
         g.ref_w = t;
         g.ref_c = cpu;
         g.tick_in_mpi = 0;
