@@ -86,10 +86,14 @@ def analyse(rawdir: Path, nranks: int, top: int = 3) -> dict:
     vt = pag.vertex_table
     exc = g.groupby(level="vertex")["time_exc"].sum() if "time_exc" in g.columns else None
     root = float(exc.get(0, 0.0)) if exc is not None else float("nan")
-    off = 0.0
+    off = off_out = 0.0
     if exc is not None:
         v = exc.index.to_numpy()
-        off = float(exc.to_numpy()[cats[v] == "off_cpu"].sum()) if "off_cpu" in set(cats) else 0.0
+        is_off = cats[v] == "off_cpu"
+        par = vt["parent"].to_numpy()[v]
+        in_mpi = np.char.startswith(vt["name"].astype(str).to_numpy()[np.maximum(par, 0)].astype(str), "MPI_")
+        off = float(exc.to_numpy()[is_off].sum())
+        off_out = float(exc.to_numpy()[is_off & ~in_mpi].sum())  # outside MPI calls
     res = perflow.run("root_cause", pag=pag, outputs=["causes", "summary"], jobs=1)
     causes, summ = res["causes"], res["summary"].iloc[0]
     imb = perflow.run("critical_path", pag=pag, outputs=["imbalance"], jobs=1)["imbalance"]
@@ -100,10 +104,15 @@ def analyse(rawdir: Path, nranks: int, top: int = 3) -> dict:
         "samples": nsmp,
         "per_rank_s": nsmp / rank_time if rank_time > 0 else 0.0,
         "per_comp_s": nsmp / (rank_time - mpi) if rank_time > mpi else 0.0,
-        "per_oncpu_s": nsmp / (rank_time - mpi - off) if rank_time > mpi + off else 0.0,
+        "per_oncpu_s": nsmp / (rank_time - mpi - off_out) if rank_time > mpi + off_out else 0.0,
         "root_share": root / rank_time if rank_time > 0 else 0.0,
         "off_share": off / rank_time if rank_time > 0 else 0.0,
         "causes": [(_label(r), float(r["percent"])) for _, r in causes.head(top).iterrows()],
+        "code_causes": [
+            (_label(r), float(r["percent"]))
+            for _, r in causes[~causes["name"].astype(str).str.startswith("MPI_")].head(top).iterrows()
+        ],
+        "off_cpu_wait": float(summ.get("off_cpu", 0.0)) / float(summ["total_wait"]) if summ["total_wait"] > 0 else 0.0,
         "unattributed": float(summ["unattributed"]) / float(summ["total_wait"]) if summ["total_wait"] > 0 else 0.0,
         "imbalance": [(str(r["name"]), float(r["cpi"])) for _, r in imb.head(top).iterrows()],
         "n_vertices": int(len(vt)),
@@ -162,8 +171,14 @@ def main() -> int:
                 "rank-second of computation on the CPU"
             )
             print(f"root region {100 * a['root_share']:.1f}% of rank time; off-CPU {100 * a['off_share']:.1f}%")
-            print(f"root_cause (unattributed {100 * a['unattributed']:.1f}%):")
+            print(
+                f"root_cause (unattributed {100 * a['unattributed']:.1f}%, caused by time off the CPU "
+                f"{100 * a['off_cpu_wait']:.1f}%):"
+            )
             for lab, pct in a["causes"]:
+                print(f"   {pct:5.1f}%  {lab}")
+            print("first causes that are no MPI call:")
+            for lab, pct in a["code_causes"]:
                 print(f"   {pct:5.1f}%  {lab}")
             print("critical-path imbalance:")
             for lab, s in a["imbalance"]:

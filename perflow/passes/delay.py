@@ -39,18 +39,19 @@ def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None 
     cv = c["vertex"].to_numpy()
     gone = np.where(cv >= 0, off_cpu_mask(pag)[np.maximum(cv, 0)], False)  # time off the CPU is no code's
     off_cpu = float(c["cost"].to_numpy()[gone].sum())
-    c = c[~gone]
     direct = c[~c["propagating"].to_numpy()]
     prop = c[c["propagating"].to_numpy()]
+    code = ~gone[~c["propagating"].to_numpy()], ~gone[c["propagating"].to_numpy()]
 
-    def per(keys: list[str]) -> pd.DataFrame:
-        d = direct.groupby(keys)["cost"].sum().rename("cost")
-        p = prop.groupby(keys)["cost"].sum().rename("propagating")
+    def per(keys: list[str], code_only: bool = False) -> pd.DataFrame:
+        dd, pp = (direct[code[0]], prop[code[1]]) if code_only else (direct, prop)
+        d = dd.groupby(keys)["cost"].sum().rename("cost")
+        p = pp.groupby(keys)["cost"].sum().rename("propagating")
         out = pd.concat([d, p], axis=1).fillna(0.0)
         out["total"] = out["cost"] + out["propagating"]
         return out
 
-    by_vertex = per(["vertex"])
+    by_vertex = per(["vertex"], code_only=True)
     bp = per(["process", "thread", "vertex"])
     cols = ["vertex", "name", "call_path", "source", "cost", "propagating", "total", "percent"]
     if len(by_vertex):
@@ -89,7 +90,7 @@ def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None 
         {
             "mode": ["long-term" if long_term else "short-term"],
             "total_wait": [res.total_wait],
-            "attributed": [float(c["cost"].sum())],
+            "attributed": [float(c["cost"].to_numpy()[~gone].sum())],
             "propagating": [float(prop["cost"].sum())],
             "unattributed": [res.unattributed],
             "off_cpu": [off_cpu],
@@ -132,7 +133,7 @@ def root_cause(pag: PAG, *, delay_settings: DelaySettings) -> dict[str, pd.DataF
         ``unattributed`` (waits with no positive delay), ``off_cpu`` (waiting
         caused by time the delaying processes spent off the CPU, descheduled or
         blocked outside MPI: a recorded run's ``off_cpu`` call paths, which are
-        no code's and left out of ``causes`` and ``by_process``), ``lost``
+        no code's: left out of ``causes``, kept in ``by_process`` to say who it was), ``lost``
         (long-term shares with no later wait to go to).
     """
     return delay_tables(pag, "root_cause", delay_settings)

@@ -212,7 +212,9 @@ def _kernel(  # type: ignore[no-untyped-def]
                         touched[nt] = v
                         nt += 1
                     accW[v] += sign * (e - s)
-                    accN[v] -= sign * (e - s)
+                    # the waiting period leaves the exclusive time of what the timeline shows then: the
+                    # waiting call, or its callees (time off the CPU inside it, sampled library functions)
+                    nt = window_sums(time, vertex, offsets, loc, s, e, -sign, nvert, accN, mark, touched, nt)
                     if side == 0:
                         sumov += e - s
                 i += 1

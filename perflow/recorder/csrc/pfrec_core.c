@@ -350,9 +350,16 @@ int pf_begin(int fn, void *ra, void *fp) {
 void pf_end(int fn) {
     double t = pf_now();
     if (g.tick_in_mpi) {
-        /* (the expiry may precede the call's time stamp by the unwinding in pf_begin) */
+        /* Two lower bounds of the time off the CPU in the call: from the expiry on (the expiry may precede
+         * the call's time stamp by the unwinding in pf_begin), and over the whole call, as if all the CPU
+         * time since the sample window's start had been spent in it (a rank descheduled on entering the
+         * call runs the handler only when it is back). */
         double cpu = thread_cpu(), from = g.mpi_tick_w > g.t_enter ? g.mpi_tick_w : g.t_enter;
-        double off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c);
+        double off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c), whole = (t - g.t_enter) - (cpu - g.ref_c);
+        if (whole > off) {
+            off = whole;
+            from = g.t_enter;
+        }
         if (off > t - from) off = t - from;
         if (off >= 0.25 * g.period) *slot() = (pf_rec){.t = from, .addr = dbits(off), .comm = -1, .type = PF_R_OFF};
         g.ref_w = t;
