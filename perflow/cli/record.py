@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="HZ",
-        help="samples per second, 0 to disable (1000)",
+        help="samples per second, 0 to disable (500)",
     )
     p.add_argument(
         "--sample-clock",

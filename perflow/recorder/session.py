@@ -46,9 +46,10 @@ _PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level pac
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
 
 
-#: samples per second by default: a few hundred per rank-second of computation even on a loaded machine,
-#: at about 1% of the run time (docs/recording.md, "Overhead")
-DEFAULT_SAMPLE_RATE = 1000
+#: samples per second by default: a few hundred per rank-second of computation even on a loaded machine, at
+#: about 2% of the run time on the development machine, whose timer interrupts cost 30 us (docs/recording.md,
+#: "Overhead")
+DEFAULT_SAMPLE_RATE = 500
 #: clocks the sampling timer can run on (see :func:`record`)
 SAMPLE_CLOCKS = ("wall", "cpu")
 

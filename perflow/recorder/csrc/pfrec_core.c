@@ -30,7 +30,7 @@
 #define PF_EVBUF (1 << 15)   /* event records per flush (1.5 MiB) */
 #define PF_SMPBUF (1 << 16)  /* sample words per flush (512 KiB) */
 #define PF_MAXDEPTH 128
-#define PF_DEFAULT_HZ 1000
+#define PF_DEFAULT_HZ 500
 #define PF_CTX_SLOTS 4096
 #define PF_REQ_SLOTS (1 << 14)
 #define PF_MAXCOMM 1024
