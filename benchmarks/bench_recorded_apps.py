@@ -107,6 +107,7 @@ def analyse(rawdir: Path, nranks: int, top: int = 3) -> dict:
         "per_oncpu_s": nsmp / (rank_time - mpi - off_out) if rank_time > mpi + off_out else 0.0,
         "root_share": root / rank_time if rank_time > 0 else 0.0,
         "off_share": off / rank_time if rank_time > 0 else 0.0,
+        "off_out_share": off_out / rank_time if rank_time > 0 else 0.0,
         "causes": [(_label(r), float(r["percent"])) for _, r in causes.head(top).iterrows()],
         "code_causes": [
             (_label(r), float(r["percent"]))
@@ -170,7 +171,10 @@ def main() -> int:
                 f"of computation ({a['comp_time']:.2f} of {a['rank_time']:.2f} rank-s), {a['per_oncpu_s']:.0f} per "
                 "rank-second of computation on the CPU"
             )
-            print(f"root region {100 * a['root_share']:.1f}% of rank time; off-CPU {100 * a['off_share']:.1f}%")
+            print(
+                f"root region {100 * a['root_share']:.1f}% of rank time; off the CPU {100 * a['off_share']:.1f}% "
+                f"({100 * a['off_out_share']:.1f}% outside MPI calls)"
+            )
             print(
                 f"root_cause (unattributed {100 * a['unattributed']:.1f}%, caused by time off the CPU "
                 f"{100 * a['off_cpu_wait']:.1f}%):"

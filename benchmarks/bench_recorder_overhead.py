@@ -194,7 +194,7 @@ def _sample_costs(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
     exe = tmpd / "spin"
     subprocess.run([tc.mpicc, "-O2", "-g", "-o", str(exe), str(src)], check=True, timeout=120)
     argv = [str(exe), "12", "480000000"]
-    for clock, rate in (("wall", 1000), ("wall", 4000), ("cpu", 1000)):
+    for clock, rate in (("wall", DEFAULT_SAMPLE_RATE), ("wall", 1000), ("wall", 4000), ("cpu", 1000)):
         cpu: dict[int, list[float]] = {0: [], rate: []}
         nsmp = []
         for rep in range(reps):

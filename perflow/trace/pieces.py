@@ -1,42 +1,42 @@
-"""Sampled computation as region instances: timer samples tile a location's exclusive time into pieces.
+"""Computation as region instances: samples and call stacks tile a location's exclusive time into pieces.
 
 Between two recorded events a location runs code that no Enter/Leave event
 describes: the *stretch* between region events ``k`` and ``k + 1`` of a
 location is exclusive time of the instance open after event ``k`` (the
 program's root region, usually, or the innermost instrumented function).
-Timer samples taken in that stretch (``pos = k + 1``) say what ran there.
+Timer samples taken in that stretch (``pos = k + 1``) say what ran there,
+and the call stacks of the regions at its ends (an MPI call's caller, see
+:mod:`perflow.trace.contexts`) where the stretch began and ended.
 
-A sample at time ``t`` worth ``w`` seconds stands for the CPU period that
-ended at ``t``; it **covers**
+A sample at time ``t`` worth ``w`` seconds stands for the period that ended
+at ``t``; it **covers**
 
     [max(t - w, end of the previous sample's cover, stretch start), min(t, stretch end)]
 
 (empty when that is not a positive span: a sample stamped at or before
-what earlier ones covered adds no time). A sample whose stack reaches below
-the enclosing instance (its leaf frame is a synthetic vertex, see
-:mod:`perflow.trace.contexts`) makes its cover a **piece**: a region
-instance whose vertex is that leaf frame and whose parent is the enclosing
-instance. Consecutive covering samples of one stretch with the same leaf
-are **one piece**, from the start of the first one's cover to the end of the
-last one's, so a function that ran through several sampling periods is one
-instance, and the time between those samples is that function's too: the
-location was in that call path at both ends (running, descheduled, or in a
-system call it made). Other time that no sample covers (before the first
-sample of a stretch, after its last one, between samples of different
-functions taken further apart than their weight) stays exclusive time of the
-enclosing instance: the trace does not say what ran then.
+what earlier ones covered adds no time). The rest of the stretch are
+**gaps**: before its first sample, between two samples, after its last one,
+or all of a stretch without samples. A gap gets the deepest calling context
+its two ends share (:func:`perflow.trace.contexts.gap_vertex`): a sample's
+leaf, or the caller frame of the region instance that ends or starts the
+stretch; the start or end of the enclosing instance itself shares nothing
+below it. Time off the CPU is not a gap: a recorder that measures it writes
+it as region instances of its own (``off_cpu``), which end stretches.
 
-Why the weight and not all the wall time since the previous sample: the
-weight is the CPU time the sample stands for; a location that blocked
-outside MPI (file reads, sleeps) or was descheduled between two samples of
-different functions used no CPU in the gap, and giving the gap to the second
-function would invent work it did not do.
+Covers and gaps of a stretch in time order, with their contexts, are cut
+into **pieces**: runs of consecutive ones in the same context below the
+enclosing instance become one region instance of that vertex, whose parent
+is the enclosing instance (a function that ran through several sampling
+periods is one instance, the time between its samples included). Runs in
+the enclosing instance's own call path stay its exclusive time. Samples whose
+stack adds no frame end the runs around them.
 
 The pieces are ordered with the instances of their location: a stretch
 follows region event ``k``, so its pieces sort after every instance entered
 at or before event ``k`` and before the next one (sort key ``2 * k + 1``
 against ``2 * enter event`` of the instances), which keeps the interval rows
-a pre-order of the instance tree.
+a pre-order of the instance tree. Everything is computed per location, so
+partitions of whole processes give the same pieces.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Two steps, with a small exchange of metadata in between:
 1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
    :mod:`perflow.trace.scan`), computes inclusive/exclusive times, grows the
    calling-context tree by region call stacks and sampled stacks
-   (:mod:`perflow.trace.contexts`), cuts the sampled stretches into pieces
+   (:mod:`perflow.trace.contexts`), cuts the stretches between region events into pieces
    and orders them with the instances of each location
    (:mod:`perflow.trace.pieces`), finds the instance enclosing every
    message and collective event, and returns a :class:`PartState` whose

@@ -189,15 +189,23 @@ static double thread_cpu(void) {
 /* Start (on) or stop the sampling timer. An MPI call during which the timer expires stops it (a long
  * wait would otherwise take a signal every period, and each wakes a blocked thread); the end of the call
  * starts it again. */
-static void arm_timer(int on) {
-    long ns = on ? g.period_ns : 0;
+static void arm_timer(int on, long first_ns) {
+    long ns = on ? g.period_ns : 0, f = on ? (first_ns > 0 ? first_ns : g.period_ns) : 0;
     if (g.timer_kind == 1 || g.timer_kind == 2) {
-        struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
+        struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {f / 1000000000L, f % 1000000000L}};
         timer_settime(g.timer, 0, &its, NULL);
     } else if (g.timer_kind == 3) {
-        struct itimerval it = {{ns / 1000000000L, (ns % 1000000000L) / 1000}, {ns / 1000000000L, (ns % 1000000000L) / 1000}};
+        struct itimerval it = {{ns / 1000000000L, (ns % 1000000000L) / 1000}, {f / 1000000000L, (f % 1000000000L) / 1000}};
         setitimer(ITIMER_PROF, &it, NULL);
     }
+}
+
+/* Start the timer again after an MPI call (or hook) during which it expired at `tick`: the next expiry
+ * where the stopped timer would have had it, so that short stretches between MPI calls keep their samples. */
+static void rearm_after(double tick, double now) {
+    double late = now - tick, p = g.period;
+    long first = (long)(1e9 * (p - (late - p * (double)(long)(late / p))));
+    arm_timer(1, first < 1000 ? 1000 : first);
 }
 
 /* A sample: the stack, and how the time since the previous one was spent. Its
@@ -214,7 +222,7 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
     if (g.timer_kind == 3 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
     if (g.in_mpi) { /* that time is the MPI call's: no more ticks until it ends, when the window restarts */
         if (!g.tick_in_mpi) {
-            arm_timer(0);
+            arm_timer(0, 0);
             g.mpi_tick_w = pf_now(); /* from here to the end of the call: how much of it ran */
             g.mpi_tick_c = thread_cpu();
         }
@@ -365,7 +373,7 @@ void pf_end(int fn) {
         g.ref_w = t;
         g.ref_c = cpu;
         g.tick_in_mpi = 0;
-        if (!g.stopping) arm_timer(1);
+        if (!g.stopping) rearm_after(g.mpi_tick_w, t);
     }
     *slot() = (pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
     g.nregion++;
@@ -379,7 +387,7 @@ double pf_t_enter(void) { return g.t_enter; }
 static void resume_timer(void) {
     if (g.tick_in_mpi && !g.stopping) {
         g.tick_in_mpi = 0;
-        arm_timer(1);
+        rearm_after(g.mpi_tick_w, pf_now());
     }
 }
 
