@@ -24,6 +24,7 @@ user-function region; without it the program runs as usual.
 perflow's own options come before `--`; everything else goes to the compiler:
   perflow {name} -O3 -o app app.{ext}
   perflow {name} --exclude-function tiny_ --only 'solver/*' -- -O3 -c solver/kernel.{ext}
+  perflow {name} --filter run1/perflow.filter -- -O3 -o app app.{ext}   # after `perflow score run1`
 
 Not instrumented by default: functions from system headers ({dirs}), and, at
 run time, calls shorter than `perflow record --min-call` (10 us) with nothing
@@ -59,6 +60,11 @@ def _options(name: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--only", action="append", default=[], metavar="GLOB",
         help="instrument only the source files matching GLOB (repeatable; default: all)",
+    )  # fmt: skip
+    p.add_argument(
+        "--filter", metavar="FILE",
+        help="do not instrument what this filter file excludes (Score-P syntax; as far as GCC's substring lists "
+        "can express it, the rest applies when recorded with `perflow record --filter FILE`)",
     )  # fmt: skip
     p.add_argument("--system", action="store_true", help="instrument functions from system headers too")
     p.add_argument("--show", action="store_true", help="print the compile command instead of running it")
@@ -96,10 +102,15 @@ def run(args: argparse.Namespace) -> int:
     opts = parser.parse_args(own)
     if not argv:
         raise RecordError(f"nothing to compile; usage: perflow {args.wrapper} [OPTIONS --] COMPILER-ARGS...")
+    flt = None
+    if opts.filter:
+        from ..recorder.filters import read_filter
+
+        flt = read_filter(opts.filter)
     cmd = instrumented_argv(
         compiler_for(args.wrapper, opts.compiler),
         argv,
-        InstrumentOptions(opts.exclude_file, opts.exclude_function, opts.only, opts.system),
+        InstrumentOptions(opts.exclude_file, opts.exclude_function, opts.only, opts.system, flt),
     )
     if opts.show:
         import shlex

@@ -17,6 +17,7 @@ examples:
   perflow record -n 4 --sample-rate 200 -o run1 -- python train.py --epochs 2
   perflow record -n 8 --mpirun "mpirun.mpich -ppn 4" -- ./a.out
   perflow cc -O2 -o solver solver.c && perflow record -n 4 -- ./solver   # with user-function regions
+  perflow score DIR && perflow record -n 4 --filter DIR/perflow.filter -- ./solver   # cheaper the second time
 
 The program's output and exit status are passed through unchanged. Results go
 to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/;
@@ -58,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="programs built with perflow cc/cxx/fc: drop instrumented calls shorter than this with nothing "
         "recorded inside (1e-5; 0 keeps every call)",
     )
+    p.add_argument(
+        "--filter",
+        metavar="FILE",
+        help="programs built with perflow cc/cxx/fc: do not record the functions this filter file excludes "
+        "(Score-P syntax; `perflow score RUN` writes one)",
+    )
     p.add_argument("-o", "--output", metavar="DIR", help="output directory (perflow-<program>-<date-time>)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="kill the run after this many seconds")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]", help="the command to run")
@@ -78,8 +85,13 @@ def run(args: argparse.Namespace) -> int:
     rate = DEFAULT_SAMPLE_RATE if args.sample_rate is None else args.sample_rate
     if rate < 0:
         raise RecordError(f"--sample-rate must be >= 0, not {rate}")
+    if args.filter:
+        from ..recorder.filters import read_filter
+
+        read_filter(args.filter)  # a bad filter file fails before anything runs
     res = record(
         program,
+        filter=args.filter,
         nprocs=args.nprocs,
         mpirun=args.mpirun,
         sample_rate=rate,

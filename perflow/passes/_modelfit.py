@@ -15,6 +15,7 @@ import numpy as np
 
 from perflow.errors import PassError
 
+from ._modelquality import loo_quality
 from .models import CHUNK, Models, _term_values, building_blocks, evaluate, smape
 
 __all__ = ["models_1d", "models_2d"]
@@ -223,7 +224,6 @@ def _finish(
     Y: np.ndarray,
     coef: np.ndarray,
     expo: np.ndarray,
-    cverr: np.ndarray,
     notes: list[str],
 ) -> Models:
     have = np.isfinite(Y)
@@ -250,6 +250,8 @@ def _finish(
     ar2 = np.where(flat, 1.0, np.where(k == 1, 0.0, ar2))
     ar2 = np.where(ok & (dof > 0), ar2, np.nan)
     nan = ~ok
+    # the chosen model's own leave-one-out errors, whatever the selection criterion was
+    cv_all, extrap = loo_quality(X, Y, coef, expo, fitted)
     return Models(
         params=names,
         coef=coef,
@@ -257,9 +259,10 @@ def _finish(
         n_terms=np.where(ok, k - 1, 0),
         n_points=npts,
         smape=np.where(nan, np.nan, 100.0 * s),
-        cv_smape=np.where(nan, np.nan, cverr),
+        cv_smape=cv_all,
         ar2=ar2,
         rss=np.where(nan, np.nan, rss),
+        extrap_smape=extrap,
         notes=notes,
     )
 
@@ -275,14 +278,14 @@ def models_1d(
     opts: dict,
 ) -> Models:
     blocks = _blocks_for(x, negative, poly, log)
-    blk, coef, cverr, _ = _fit_single(x, Y, blocks, max_terms, **opts)
+    blk, coef, _, _ = _fit_single(x, Y, blocks, max_terms, **opts)
     expo = np.zeros((len(Y), max_terms, 1, 2))
     used = blk >= 0
     expo[:, :, 0, :] = np.where(used[..., None], blocks[np.maximum(blk, 0)], 0.0)
     notes = []
     if len(np.unique(x)) < 3:
         notes.append(f"a model needs measurements at three or more values of {names[0]}; got {np.unique(x).tolist()}")
-    return _finish(names, x[:, None], Y, coef, expo, cverr, notes)
+    return _finish(names, x[:, None], Y, coef, expo, notes)
 
 
 def _line(X: np.ndarray, Y: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -344,7 +347,6 @@ def models_2d(
     K = 2
     coef = np.full((m, 1 + K), np.nan)
     expo = np.zeros((m, K, 2, 2))
-    cverr = np.full(m, np.nan)
     have = np.isfinite(Y)
     key = np.column_stack([best_expo.reshape(m, 4), active, have]).astype(np.float64)
     keys, inverse = np.unique(key, axis=0, return_inverse=True)
@@ -406,5 +408,5 @@ def models_2d(
             best_c[better, :kk] = c[0][:, better].T
             best_x[better] = ex
             is_const &= ~better
-        coef[rows], expo[rows], cverr[rows] = best_c, best_x, 100.0 * best_e
-    return _finish(names, X, Y, coef, expo, cverr, notes)
+        coef[rows], expo[rows] = best_c, best_x
+    return _finish(names, X, Y, coef, expo, notes)

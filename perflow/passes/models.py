@@ -41,8 +41,11 @@ points or noisy ones:
 The quality of the chosen model, fitted to all points: ``smape`` (mean of
 ``2 |f - y| / (|f| + |y|)``, in percent), ``ar2`` (adjusted coefficient of
 determination ``1 - (RSS / (n - k)) / (TSS / (n - 1))``, 0 for the constant
-model, 1 for an exact fit of varying data), ``cv_smape`` (percent) and
-``rss``.
+model, 1 for an exact fit of varying data), ``rss``, and the chosen
+model's own leave-one-out errors (:mod:`perflow.passes._modelquality`, also
+when it was selected without cross-validation): ``cv_smape`` (mean over the
+points, percent) and ``extrap_smape`` (at the largest process count: the
+hypothesis fitted to the smaller scales, extrapolated one step).
 
 **Two parameters** (e.g. processes and problem size), as Extra-P does: the
 best single-parameter term of each parameter is found on the measurements
@@ -193,7 +196,11 @@ class Models:
     n_terms, n_points : numpy.ndarray
         Terms besides the constant, and measurements used, per row.
     smape, cv_smape, ar2, rss : numpy.ndarray
-        Quality of each row's model (percent for the SMAPEs).
+        Quality of each row's model (percent for the SMAPEs; see the module docstring).
+    extrap_smape : numpy.ndarray
+        Leave-one-out SMAPE at the largest process count each row was
+        measured at (percent): the error of the model's hypothesis, fitted
+        to the smaller scales, at the largest one.
     """
 
     params: list[str]
@@ -205,6 +212,7 @@ class Models:
     cv_smape: np.ndarray
     ar2: np.ndarray
     rss: np.ndarray
+    extrap_smape: np.ndarray
     notes: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:

@@ -89,7 +89,7 @@ def plot_scaling(
         with ``poor_fit`` are marked in the legend with their ``r2``. A table
         of Extra-P models (``model``, ``c0``, ``c1``, ``i1_p``, ``j1_p``, ...:
         ``scaling_models``, ``non_scalable_paths``) draws each row's model
-        instead, named in the legend (poor fits with their SMAPE). Without
+        instead, named in the legend (poor fits with why: the ``fit`` column). Without
         it, each curve is fitted here by least squares.
     label : str
         Column naming the vertex (default ``name``; falls back to call_path, vertex).
@@ -165,7 +165,9 @@ def plot_scaling(
             chosen.append(n)
             if pmnf:
                 texts[n] = str(fdf["model"].iloc[row])
-            if q:
+            if q and pmnf and "fit" in fdf.columns and str(fdf["fit"].iloc[row]):
+                poor[n] = str(fdf["fit"].iloc[row])  # why the fit is poor (scaling_models)
+            elif q:
                 poor[n] = f"SMAPE {fdf['smape'].iloc[row]:.0f} %" if pmnf and "smape" in fdf.columns else f"r2 {r:.2f}"
         if target is None and "target" in fdf.columns and len(fdf):
             target = int(fdf["target"].iloc[0])

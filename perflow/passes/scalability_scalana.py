@@ -22,7 +22,12 @@ steps, which the ``scalana`` flow chains with the backtracking pass:
    A call path is non-scalable when its loss, or the model loss of a model
    that is not a poor fit, reaches ``min_share`` of the run time of the
    largest run (the largest per-process sum of the metric); the rows are
-   ranked by loss, then model loss.
+   ranked by loss, then model loss. The model loss of a poor fit
+   (:mod:`perflow.passes.scalability_models`: SMAPE, adjusted R², or a
+   leave-one-out or extrapolation error too large) is an extrapolation the
+   data do not support: it neither makes a path non-scalable nor ranks it,
+   and the ``extrapolation`` column says so (``"poor fit: ..."``) instead of
+   giving a predicted loss.
 
 2. **Causes** (:func:`causal_paths`): the non-scalable call paths of the
    largest run are the symptoms of :func:`perflow.passes.backtrack.backtrack`,
@@ -164,8 +169,10 @@ def non_scalable_paths(
         ``table``: the non-scalable call paths, ranked (``call_path``,
         ``name``, ``vertex`` in the largest run, ``model``, ``lead``,
         ``loss`` and ``share`` of the run time, ``model_loss``, ``by_loss``,
-        ``by_model``, ``poor_fit``, ``smape``, ``cv_smape``, ``ar2``,
-        ``predicted``, ``ideal``, then ``T@<P>`` per run); ``models``: every
+        ``by_model``, ``extrapolation`` (the model loss as text, or why
+        the fit is too poor to extrapolate), ``poor_fit``, ``fit``,
+        ``smape``, ``cv_smape``, ``extrap_smape``, ``ar2``, ``predicted``,
+        ``ideal``, then ``T@<P>`` per run); ``models``: every
         call path's model with the same columns and ``non_scalable``;
         ``vertices``: the non-scalable paths present in the largest run as
         its vertices, in rank order; ``largest``: the largest run.
@@ -206,7 +213,11 @@ def non_scalable_paths(
     out["by_loss"] = by_loss
     out["by_model"] = by_model
     out["non_scalable"] = by_loss | by_model
-    for c in ("poor_fit", "smape", "cv_smape", "ar2", "predicted"):
+    out["extrapolation"] = [
+        f"poor fit: {why}" if bad else ("" if not np.isfinite(ml) else f"{ml:.4g} s at P={tgt:g}")
+        for bad, why, ml in zip(poor, fits["fit"].to_numpy(), lossd["model_loss"])
+    ]
+    for c in ("poor_fit", "fit", "smape", "cv_smape", "extrap_smape", "ar2", "predicted"):
         out[c] = fits[c].to_numpy()
     out["ideal"] = lossd["ideal"]
     for c in fits.columns:
@@ -216,6 +227,7 @@ def non_scalable_paths(
         out[c] = fits[c].to_numpy()
     key1 = np.nan_to_num(out["loss"].to_numpy(dtype=np.float64), nan=-np.inf)
     key2 = np.nan_to_num(out["model_loss"].to_numpy(dtype=np.float64), nan=-np.inf)
+    key2[out["poor_fit"].to_numpy(dtype=bool)] = -np.inf  # an extrapolation from a poor fit ranks nothing
     out = out.iloc[np.lexsort((out["call_path"].to_numpy().astype(str), -key2, -key1))].reset_index(drop=True)
     table = out[out["non_scalable"].to_numpy()].reset_index(drop=True)
     if k is not None:
@@ -234,7 +246,8 @@ def non_scalable_paths(
         )
         + f" from the smallest scale with the path; loss = measured - ideal at P={s[-1]:g}, model_loss ="
         f" model - ideal at P={tgt:g}; non-scalable when either reaches {min_share:g} of the largest run's"
-        f" time ({run_time:.4g} s; model losses of poor fits are ignored). {fits.attrs['note']}",
+        f" time ({run_time:.4g} s); the model losses of poor fits are extrapolations the data do not support:"
+        f" they neither select nor rank a path (column extrapolation). {fits.attrs['note']}",
     }
     units = dict(fits.attrs.get("units", {}))
     units.update({"loss": "s", "model_loss": "s", "ideal": "s", "share": "ratio"})

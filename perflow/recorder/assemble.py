@@ -24,6 +24,11 @@
   completions), with ``attrs["rma_windows"]``/``["rma_groups"]``; see
   :mod:`.rmarows`.
 * ``comms``: communicator ids mapped to the world ranks of their members.
+* ``attrs["function_calls"]``: with compiler instrumentation, per location
+  and function region, the calls counted (``visits``), recorded, dropped by
+  ``--min-call`` (with their total time) and whether the function was
+  switched off (``off`` 1) or excluded by the filter file (``off`` 2); what
+  ``perflow score`` estimates the cost of recording from.
 
 Times are put on one time line with each process's offset between its
 monotonic clock and the real-time clock (processes on one host share the
@@ -52,11 +57,15 @@ from ..trace.raw import (
 )
 from .decode import ProcessData, read_dir
 from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_OFF, R_P2P, R_RMA
+from .incomplete import missing
 from .offcpu import Placed, off_cpu_windows
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
 
-__all__ = ["assemble", "load_recording"]
+__all__ = ["assemble", "load_recording", "CALL_COLUMNS"]
+
+#: Columns of ``attrs["function_calls"]["rows"]``.
+CALL_COLUMNS = ("location", "region", "visits", "recorded", "dropped", "dropped_time", "off")
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +155,10 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     rdefs = rma_definitions(procs, comm_ids)
     reg_parts, p2p_parts, coll_parts, smp_parts, met_parts, rma_parts = [], [], [], [], [], []
     nreg_total = 0
+    calls: list[list] = []
     for loc, (p, o) in enumerate(zip(procs, off)):
+        if isinstance(frames, NativeFrames):
+            calls += [[loc, frames.user_region(p, a), *st] for a, st in p.calls.items()]
         src = f"{source}/p{p.pid}"
         ev = _close_open(np.asarray(p.events), src)
         typ = ev["type"]
@@ -272,8 +284,14 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         "root_region": 0,
         "hosts": sorted({p.meta.get("host", "") for p in procs}),
         **(rdefs.attrs() if rma_parts else {}),
+        **({"function_calls": {"columns": list(CALL_COLUMNS), "rows": calls}} if calls else {}),
         **(attrs or {}),
     }
+    notes = missing(procs, off, t0)
+    if notes:  # an interrupted or crashed run: say which ranks, from when
+        meta["incomplete"] = "\n".join(notes)
+        for n in notes:
+            log.warning("%s: %s", source, n)
     raw = RawTrace(
         locations=locations,
         regions=table.regions_frame(),

@@ -70,6 +70,10 @@ class ProcessData:
     frames, sites : dict of int to tuple
         Python only: frame id to ``(name, file, line)``; call-site id to ``(function, file, line)``.
     maps : Mapping or None
+    calls : dict of int to tuple
+        Compiler instrumentation: entry address of each function called to
+        ``(visits, recorded, dropped, seconds of the dropped calls, off)``,
+        ``off`` 1 when switched off by ``--min-call``, 2 when excluded by the filter file.
     """
 
     pid: int
@@ -90,6 +94,7 @@ class ProcessData:
     frames: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     sites: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     maps: Mapping | None = None
+    calls: dict[int, tuple[int, int, int, float, int]] = field(default_factory=dict)
 
     @property
     def kind(self) -> str:
@@ -102,8 +107,9 @@ class ProcessData:
         return "size" in self.meta
 
 
-def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict]:
+def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict, dict]:
     meta: dict[str, str] = {}
+    calls: dict[int, tuple[int, int, int, float, int]] = {}
     windows: list[tuple[int, int, int]] = []
     groups: dict[int, np.ndarray] = {}
     comms: list[tuple[int, int, str, np.ndarray]] = []
@@ -129,6 +135,9 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict
                 if len(ranks) != int(parts[2]):
                     raise ValueError("member count does not match")
                 groups[int(parts[1])] = ranks
+            elif line.startswith("U "):
+                a, v, r, d, dt, off = line.split()[1:]
+                calls[int(a, 16)] = (int(v), int(r), int(d), float(dt), int(off))
             elif line.startswith("W "):
                 size = int(line.split()[1])
                 comms.append((0, 1, "MPI_COMM_WORLD", np.arange(size, dtype=np.int64)))
@@ -137,7 +146,7 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict
                 meta[key] = value
         except (ValueError, IndexError) as exc:
             raise FormatError(path, f"malformed line: {exc}", where=f"line {n}") from None
-    return meta, comms, frames, sites, windows, groups
+    return meta, comms, frames, sites, windows, groups, calls
 
 
 def _read_maps(path: Path) -> Mapping | None:
@@ -195,7 +204,7 @@ def read_process(txt: str | Path) -> ProcessData:
     """Decode one process's files, given its ``p<pid>.txt``."""
     txt = Path(txt)
     base = txt.with_suffix("")
-    meta, comms, frames, sites, windows, groups = _read_text(txt)
+    meta, comms, frames, sites, windows, groups, calls = _read_text(txt)
     if meta.get("version") != "1":
         raise FormatError(txt, f"not a perflow recorder file (version {meta.get('version')!r})")
     if int(meta.get("recsize", REC_DTYPE.itemsize)) != REC_DTYPE.itemsize:
@@ -240,6 +249,7 @@ def read_process(txt: str | Path) -> ProcessData:
         comms=comms,
         windows=windows,
         groups=groups,
+        calls=calls,
         frames=frames,
         sites=sites,
         maps=_read_maps(base.with_suffix(".maps")),

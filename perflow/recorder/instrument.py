@@ -13,8 +13,13 @@ Filters, so that tiny functions do not drown the trace:
 * compile time: functions defined in system headers (``/usr/include``,
   ``/usr/lib/gcc``, ``/usr/local/include``: the C++ standard library's inline
   code) are not instrumented, nor are files or functions given with
-  ``--exclude-file``/``--exclude-function``; ``--only FILE-GLOB`` instruments
-  only the translation units whose source matches;
+  ``--exclude-file``/``--exclude-function`` or excluded by a filter file
+  (``--filter FILE``, Score-P syntax, as far as GCC's substring lists can
+  express it: :func:`perflow.recorder.filters.compile_time_lists`);
+  ``--only FILE-GLOB`` instruments only the translation units whose source
+  matches;
+* run time (``perflow record --filter FILE``): the functions the filter
+  excludes are never recorded (their calls cost a counter increment);
 * run time (``perflow record --min-call SECONDS``, default 10 us): a call
   shorter than that with nothing recorded inside it is dropped, and a
   function whose first 64 calls were all dropped is not recorded again.
@@ -29,11 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RecordError
+from .filters import DEFAULT_FILTER, Filter, compile_time_lists
 
 __all__ = ["InstrumentOptions", "compiler_for", "instrumented_argv", "DEFAULT_EXCLUDED_DIRS", "LANGUAGES"]
 
-#: Directories whose functions are never instrumented by default (system and compiler headers).
-DEFAULT_EXCLUDED_DIRS = ("/usr/include/", "/usr/lib/gcc/", "/usr/local/include/")
+#: Directories whose functions are never instrumented by default (system and compiler headers):
+#: the file rules of :data:`perflow.recorder.filters.DEFAULT_FILTER`, as GCC's substrings.
+DEFAULT_EXCLUDED_DIRS = tuple(compile_time_lists(DEFAULT_FILTER)[0])
 
 #: wrapper name -> (environment variable naming the compiler, MPI wrapper names to look for)
 LANGUAGES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -45,6 +52,7 @@ LANGUAGES: dict[str, tuple[str, tuple[str, ...]]] = {
 _SOURCE_EXT = {
     ".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".f", ".for", ".f90", ".f95", ".f03", ".f08", ".F", ".F90",
 }  # fmt: skip
+_FORTRAN_EXT = {".f", ".for", ".f90", ".f95", ".f03", ".f08"}
 
 
 @dataclass
@@ -64,12 +72,15 @@ class InstrumentOptions:
         are instrumented.
     system : bool
         Instrument functions from system headers too.
+    filter : Filter, optional
+        A filter file's rules; what GCC can express of them is applied at compile time.
     """
 
     exclude_files: list[str] = field(default_factory=list)
     exclude_functions: list[str] = field(default_factory=list)
     only: list[str] = field(default_factory=list)
     system: bool = False
+    filter: Filter | None = None
 
 
 def compiler_for(lang: str, compiler: str | None = None) -> list[str]:
@@ -135,15 +146,21 @@ def instrumented_argv(compiler: list[str], args: list[str], opts: InstrumentOpti
     ):
         return [*compiler, *args]
     files = ([] if opts.system else list(DEFAULT_EXCLUDED_DIRS)) + list(opts.exclude_files)
-    for what, items in (("file", files), ("function", opts.exclude_functions)):
+    funcs = list(opts.exclude_functions)
+    if opts.filter:
+        fortran = all(Path(x).suffix.lower() in _FORTRAN_EXT for x in sources)
+        ffiles, ffuncs, _ = compile_time_lists(opts.filter, fortran=fortran)
+        files += [f for f in ffiles if f not in files]
+        funcs += [f for f in ffuncs if f not in funcs]
+    for what, items in (("file", files), ("function", funcs)):
         bad = [x for x in items if "," in x]
         if bad:
             raise RecordError(f"an excluded {what} cannot contain a comma: {bad[0]!r}")
     flags = ["-finstrument-functions"]
     if files:
         flags.append("-finstrument-functions-exclude-file-list=" + ",".join(files))
-    if opts.exclude_functions:
-        flags.append("-finstrument-functions-exclude-function-list=" + ",".join(opts.exclude_functions))
+    if funcs:
+        flags.append("-finstrument-functions-exclude-function-list=" + ",".join(funcs))
     if not any(a == "-g" or a.startswith(("-g1", "-g2", "-g3", "-ggdb", "-gdwarf")) for a in args):
         flags.append("-g")  # names, files and lines of the functions; changes no code
     return [*compiler, *flags, *args]

@@ -145,6 +145,10 @@ class RegionTable:
         )
 
 
+def _is_recorder(f: Frame) -> bool:
+    return Path(f.module).name.startswith(("libpfrec", ".libpfrec"))
+
+
 def _trim_main(frames: list[Frame]) -> list[Frame]:
     """Drop the start-up frames above ``main`` (frames are outermost first)."""
     for i, f in enumerate(frames):
@@ -177,6 +181,7 @@ class NativeFrames:
             parts = [np.asarray(ev["addr"][ent & (ev["fn"] > 0)], np.uint64)]
             parts.append(np.asarray(ev["n2"][ent & (ev["n2"] != 0)]).view(np.uint64))
             parts.append(np.asarray(p.sample_utop[p.sample_utop != 0], np.uint64))
+            parts.append(np.fromiter(p.calls, np.uint64, len(p.calls)))
             parts += [np.asarray(f, np.uint64) for f in p.sample_frames]
             parts += [np.asarray(f, np.uint64) for f in p.contexts.values()]
             addrs = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
@@ -196,23 +201,34 @@ class NativeFrames:
         return self.resolver.frames(*w)
 
     def _function(self, f: Frame) -> int:
-        line = self.resolver.start_line.get((f[0], f[1]), f[2])
-        return self.table.function(f[0], f[1], line, f[3], "user")
+        """The region of a frame's function: one per function, whatever frame (inlined or not) it is seen in."""
+        return self.table.function(f.function, f.decl_file or f.file, f.decl_line or f.line, f.module, "user")
 
     def _regions(self, frames: list[Frame]) -> tuple[int, ...]:
         return tuple(self._function(f) for f in frames)
 
     def user_region(self, p: ProcessData, addr: int) -> int:
-        """Region id of the instrumented user function whose entry address is ``addr``."""
-        return self._function(self._chain(p, addr)[-1])
+        """Region id of the instrumented user function whose entry address is ``addr``.
+
+        At an entry address the outermost frame is the function itself (inner
+        frames there belong to code inlined into its first instruction).
+        """
+        return self._function(self._chain(p, addr)[0])
 
     def _relative(self, p: ProcessData, frames: list[Frame], utop: int) -> tuple[int, ...]:
-        """Function regions of ``frames`` (outermost first) below the enclosing user function ``utop``."""
+        """Function regions of ``frames`` (outermost first) below the enclosing user function ``utop``.
+
+        The frames below the innermost frame of ``utop``'s function; when the
+        stack does not show it (an unwinding that lost frames), the innermost
+        frame alone, never the whole stack from ``main`` again below it.
+        """
+        regs = self._regions(frames)
         if utop:
-            t = self._chain(p, utop)[-1]
-            hits = [k for k, f in enumerate(frames) if (f[0], f[1], f[3]) == (t[0], t[1], t[3])]
+            t = self.user_region(p, utop)
+            hits = [k for k, r in enumerate(regs) if r == t]
             if hits:
-                return self._regions(frames[hits[-1] + 1 :])
+                return regs[hits[-1] + 1 :]
+            return regs[-1:] if regs and regs[-1] != t else ()
         return self._regions(_trim_main(frames))
 
     def sample_stack(self, p: ProcessData, frames: np.ndarray, utop: int = 0) -> int:
@@ -222,9 +238,10 @@ class NativeFrames:
         if regs is None:
             out: list[Frame] = []
             for a in np.asarray(frames, np.uint64)[::-1]:
-                out.extend(
-                    f for f in self._chain(p, int(a)) if not Path(f[3]).name.startswith(("libpfrec", ".libpfrec"))
-                )
+                chain = self._chain(p, int(a))
+                if any(_is_recorder(f) for f in chain):
+                    break  # the recorder's own code (its hooks, their clock reads): the time of the frame above
+                out.extend(chain)
             regs = self._memo[key] = self._relative(p, out, int(utop))
         return self.table.stack(regs)
 

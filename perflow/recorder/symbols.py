@@ -25,17 +25,34 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import PerflowError
 from .decode import Mapping
 
-__all__ = ["Resolver", "Frame", "is_mpi_module", "clean_name"]
+__all__ = ["Resolver", "Frame", "is_mpi_module", "is_system_module", "clean_name"]
 
 log = logging.getLogger(__name__)
 
-#: A resolved frame: (function, file, line, module).
-Frame = tuple[str, str, int, str]
+
+class Frame(NamedTuple):
+    """A resolved frame: where it is (``file``, ``line``) and which function it is in.
+
+    ``function``, ``decl_file`` and ``decl_line`` identify the function the
+    same way in every frame of it, inlined or not (see :meth:`Resolver.resolve`):
+    the demangled name with parameters of its out-of-line copy, and the file
+    and line where it is defined.
+    """
+
+    function: str
+    file: str
+    line: int
+    module: str
+    decl_file: str = ""
+    decl_line: int = 0
+
 
 _MPI_MODULE = re.compile(
     r"^(\.?libpfrec|libmpi|libmpich|libmpifort|libopen-(pal|rte)|libpmpi|libpmix|libucp|libucs|libuct|libfabric|"
@@ -63,6 +80,14 @@ def clean_name(name: str, file: str = "") -> str:
 def is_mpi_module(module: str) -> bool:
     """Whether a module is part of the MPI library or the recorder (not the user's code)."""
     return bool(_MPI_MODULE.match(Path(module).name))
+
+
+_SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/")
+
+
+def is_system_module(module: str) -> bool:
+    """A system library or the MPI library: its frames keep the symbolizer's names (no user function there)."""
+    return os.path.realpath(module).startswith(_SYSTEM_DIRS) or is_mpi_module(module)
 
 
 def _elf_is_dyn(path: str) -> bool:
@@ -99,6 +124,8 @@ class Resolver:
         self._dyn: dict[str, bool] = {}
         self._syms: dict[str, tuple[np.ndarray, list[str]]] = {}
         self._done: dict[tuple[str, int], list[Frame]] = {}
+        self._ident: dict[tuple[str, str, int], tuple[str, str, int]] = {}
+        self._fsyms: dict[str, dict[str, list[tuple[int, str]]]] = {}
 
     # -- module + offset ------------------------------------------------------
 
@@ -138,11 +165,79 @@ class Resolver:
             elif self._addr2line:
                 chains = self._run_addr2line(module, todo)
         for off in todo:
-            chain = chains.get(off) or [("??", "", 0, module)]
+            chain = chains.get(off) or [Frame("??", "", 0, module)]
             if chain[-1][0] == "??":
                 name = self._symbol(module, off)
-                chain[-1] = (name, chain[-1][1], chain[-1][2], module)
+                chain[-1] = chain[-1]._replace(function=name)
             self._done[(module, off)] = chain
+        if module and self._llvm and Path(module).is_file() and not is_system_module(module):
+            self._identify(module, [self._done[(module, o)] for o in todo])
+        else:
+            for off in todo:
+                ch = self._done[(module, off)]
+                self._done[(module, off)] = [f._replace(decl_file=f.file, decl_line=f.decl_line or f.line) for f in ch]
+
+    # -- one identity per function ----------------------------------------------
+
+    def _identify(self, module: str, chains: list[list[Frame]]) -> None:
+        """Give every frame its function's identity: the out-of-line copy's name, file and line.
+
+        llvm-symbolizer names an out-of-line function by its linkage name
+        (``CalcLagrangeElements(Domain&)``) but an inlined frame of a function
+        without one by its short DWARF name (``CalcLagrangeElements``), and a
+        frame's file is where the frame is (``stl_vector.h`` for an accessor
+        whose line-table row is its inlined ``operator[]``), not where its
+        function is defined. Each (name, start line) is matched, once, to the
+        module's function symbol of that name (exactly, or by its qualified
+        name without parameters) whose entry has the same start line; the
+        function's file is the file of that entry. A function without an
+        out-of-line copy keeps its name, its start line and the file of its
+        frames.
+        """
+        want = {
+            (f.function, f.decl_line)
+            for ch in chains
+            for f in ch
+            if (module, f.function, f.decl_line) not in self._ident
+        }
+        if want:
+            self._match(module, want)
+        for ch in chains:
+            for i, f in enumerate(ch):
+                name, file, line = self._ident.get((module, f.function, f.decl_line)) or (f.function, "", f.decl_line)
+                ch[i] = f._replace(function=name, decl_file=file or f.file, decl_line=line or f.line)
+
+    def _match(self, module: str, want: set[tuple[str, int]]) -> None:
+        from .filtermap import function_symbols
+        from .filters import base_name
+
+        if module not in self._fsyms:
+            by: dict[str, list[tuple[int, str]]] = {}
+            try:
+                syms = function_symbols(module)
+            except PerflowError:
+                syms = []
+            for a, dem, _ in syms:
+                dem = clean_name(dem)
+                by.setdefault(dem, []).append((a, dem))
+                b = base_name(dem)
+                if b != dem:
+                    by.setdefault(b, []).append((a, dem))
+                    tail = b.rsplit("::", 1)[-1]
+                    if tail != b:
+                        by.setdefault(tail, []).append((a, dem))
+            self._fsyms[module] = by
+        by = self._fsyms[module]
+        cands = {a for name, _ in want for a, _ in by.get(name, [])[:16]}
+        entries = self._run_llvm(module, sorted(cands)) if cands else {}
+        for name, start in want:
+            hits = {}
+            for a, dem in by.get(name, [])[:16]:
+                ch = entries.get(a)
+                if ch and (ch[0].decl_line == start or not start):
+                    hits.setdefault(dem, (dem, ch[0].file, ch[0].decl_line))
+            if len(hits) == 1:
+                self._ident[(module, name, start)] = next(iter(hits.values()))
 
     def frames(self, module: str, offset: int) -> list[Frame]:
         """Frames (outermost first; several when inlined) of one resolved offset."""
@@ -172,9 +267,10 @@ class Resolver:
                 file = "" if file == "??" else file
                 name = sym.get("FunctionName") or "??"
                 name = "??" if name == "<invalid>" else clean_name(name, file)
-                chain.insert(0, (name, file, int(sym.get("Line") or 0), module))
-                if sym.get("StartLine"):
-                    self.start_line.setdefault((name, file), int(sym["StartLine"]))
+                start = int(sym.get("StartLine") or 0)
+                chain.insert(0, Frame(name, file, int(sym.get("Line") or 0), module, "", start))
+                if start:
+                    self.start_line.setdefault((name, file), start)
             if chain:
                 out[addr] = chain
         return out
@@ -207,7 +303,7 @@ class Resolver:
                 m = _LOC.match(lines[i + 1])
                 file, ln = (m.group(1), m.group(2)) if m else ("??", "0")
                 file = "" if file == "??" else file
-                cur.insert(0, (clean_name(line.strip(), file), file, int(ln) if ln.isdigit() else 0, module))
+                cur.insert(0, Frame(clean_name(line.strip(), file), file, int(ln) if ln.isdigit() else 0, module))
             i += 2
         return out
 

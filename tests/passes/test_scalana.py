@@ -146,3 +146,70 @@ def test_lulesh_profiles_by_reading() -> None:
     runs = [read_shared("scaling", "lulesh-caliper", f"{n}_cores.cali", format="caliper") for n in (27, 125, 343)]
     ns = non_scalable_paths(runs, mode="weak")
     assert ns["largest"].attrs["nprocs"] == 343 and len(ns["vertices"]) == len(ns["table"])
+
+
+def cg_run(P: int, init: float) -> perflow.PAG:
+    """NPB CG's profile shape at P ranks: ``MPI_Init`` as measured (0.35/0.36/0.64 s), ``conj_grad`` 2.4/P s."""
+    lit = {
+        "name": "cg",
+        "metrics": {"time_exc": [0.001] * P},
+        "children": [
+            {"name": "MPI_Init", "metrics": {"time_exc": [init] * P}},
+            {"name": "conj_grad", "metrics": {"time_exc": [2.4 / P] * P}},
+        ],
+    }
+    return perflow.PAG.from_literal(lit, attrs={"nprocs": P})
+
+
+def test_an_extrapolation_from_a_poor_fit_is_marked_not_ranked() -> None:
+    """The issue's case: NPB CG at 2/4/8 ranks, MPI_Init 0.35, 0.36, 0.64 s.
+
+    The best of the 75 one-term shapes through three points is
+    ``0.3467 + 6.362e-05·p^3·log2(p)^2`` (SMAPE 0.55 %, adjusted R² 0.9994),
+    which predicts 4.516 s at 16 ranks. Leave-one-out, by hand: without P=8
+    the shape t = p^3 log2(p)^2 (t = 8, 256 at P = 2, 4) through 0.35, 0.36
+    gives c1 = 0.01 / 248 and predicts 0.35 + 0.01 (4608 - 8) / 248 = 0.5355 s
+    at P = 8 against 0.64: SMAPE 2·0.1045 / 1.1755 = 17.78 % (extrap_smape).
+    Without P=4: 0.35 + 0.29 (256 - 8) / 4600 = 0.36563 against 0.36 (1.55 %);
+    without P=2: 0.36 - 0.28 (256 - 8) / 4352 = 0.34404 against 0.35 (1.72 %);
+    cv_smape = (17.78 + 1.55 + 1.72) / 3 = 7.02 %.
+    """
+    runs = [cg_run(P, t) for P, t in ((2, 0.35), (4, 0.36), (8, 0.64))]
+    res = non_scalable_paths(runs)
+    m = res["models"].set_index("name")
+    init = m.loc["MPI_Init"]
+    assert init["model"] == "0.3467 + 6.362e-05·p^3·log2(p)^2"
+    assert init["smape"] == pytest.approx(0.5507, abs=1e-3) and init["ar2"] > 0.999  # a "good" fit by both
+    pred8 = 0.35 + 0.01 * (4608 - 8) / 248
+    assert init["extrap_smape"] == pytest.approx(100 * 2 * (0.64 - pred8) / (0.64 + pred8), rel=1e-9)
+    by_hand = [
+        2 * abs(0.35 + 0.29 * 248 / 4600 - 0.36) / (0.35 + 0.29 * 248 / 4600 + 0.36),
+        2 * abs(0.36 - 0.28 * 248 / 4352 - 0.35) / (0.36 - 0.28 * 248 / 4352 + 0.35),
+        2 * (0.64 - pred8) / (0.64 + pred8),
+    ]
+    assert init["cv_smape"] == pytest.approx(100 * np.mean(by_hand), rel=1e-9)
+    assert bool(init["poor_fit"]) and init["fit"] == "extrapolation error 17.8 % > 10 %"
+    assert init["predicted"] == pytest.approx(4.516, abs=1e-3)  # what is no longer reported as a prediction
+    assert init["extrapolation"] == "poor fit: extrapolation error 17.8 % > 10 %"
+    assert not bool(init["by_model"])  # the 4.4 s "loss at 16 ranks" selects nothing ...
+    # ... and ranks nothing: MPI_Init is non-scalable by its measured loss alone (0.64 - 0.35·2/8 = 0.5525 s)
+    assert bool(init["by_loss"]) and init["loss"] == pytest.approx(0.5525)
+    work = m.loc["conj_grad"]
+    assert work["model"] == "2.4·p^-1" and not bool(work["poor_fit"]) and work["fit"] == ""
+    assert work["extrap_smape"] == pytest.approx(0.0, abs=1e-9)
+    # the flow's text table shows the marked extrapolation, not a predicted loss
+    from perflow.passes.report import render_table
+
+    text = render_table(res["table"], format="text", columns=["call_path", "extrapolation", "loss"])
+    assert "poor fit: extrapolation error 17.8 % > 10 %" in text and "4.4" not in text
+
+
+def test_the_figure_names_why_a_fit_is_poor() -> None:
+    from perflow.passes.plot_scaling import plot_scaling
+    from perflow.passes.scalability import scaling_data
+
+    runs = [cg_run(P, t) for P, t in ((2, 0.35), (4, 0.36), (8, 0.64))]
+    res = non_scalable_paths(runs)
+    fig = plot_scaling(scaling_data(runs), res["models"], label="name")
+    labels = [ln.get_label() for ax in fig.axes for ln in ax.get_lines()]
+    assert any("MPI_Init" in lb and "poor fit, extrapolation error 17.8 % > 10 %" in lb for lb in labels), labels

@@ -64,12 +64,15 @@ def test_cc_wrappers_add_instrumentation(capsys: pytest.CaptureFixture[str]) -> 
     cmd = capsys.readouterr().out.split()
     assert cmd[0].endswith("gcc") and cmd[-3:] == ["-O3", "-c", "a.c"]
     assert "-finstrument-functions" in cmd and "-g" in cmd
-    assert "-finstrument-functions-exclude-file-list=/usr/include/,/usr/lib/gcc/,/usr/local/include/" in cmd
+    assert (
+        "-finstrument-functions-exclude-file-list=/usr/include/,/usr/lib/gcc/,/usr/local/include/,/usr/lib/llvm-" in cmd
+    )
     argv = ["cxx", "--compiler", "g++", "--show", "--exclude-function", "tiny", "--exclude-file", "vendor/"]
     assert main([*argv, "--", "-g", "-o", "app", "a.cpp"]) == 0
     cmd = capsys.readouterr().out.split()
     assert "-finstrument-functions-exclude-function-list=tiny" in cmd and cmd.count("-g") == 1
-    assert "-finstrument-functions-exclude-file-list=/usr/include/,/usr/lib/gcc/,/usr/local/include/,vendor/" in cmd
+    files = "/usr/include/,/usr/lib/gcc/,/usr/local/include/,/usr/lib/llvm-,vendor/"
+    assert f"-finstrument-functions-exclude-file-list={files}" in cmd
     # a link step, and sources outside --only, are passed through unchanged
     assert main(["fc", "--compiler", "gfortran", "--show", "--", "-o", "app", "a.o", "b.o"]) == 0
     assert "-finstrument" not in capsys.readouterr().out

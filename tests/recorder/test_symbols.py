@@ -120,5 +120,6 @@ def test_addr2line_fallback_is_parsed(tmp_path: Path) -> None:
             continue
         r = Resolver(backend=backend)
         assert r.backend == backend
-        ((name, file, line, module),) = r.frames(str(exe), addr)
+        (frame,) = r.frames(str(exe), addr)
+        name, file, line, module = frame[:4]
         assert (name, Path(file).name, line, module) == ("f", "t.c", 1, str(exe))
