@@ -78,8 +78,13 @@ def _offsets(procs: list[ProcessData]) -> np.ndarray:
     return off
 
 
-def _close_open(ev: np.ndarray, src: str) -> np.ndarray:
-    """Append LEAVE records for regions left open (a process that died or exited inside MPI)."""
+def _close_open(ev: np.ndarray, src: str, last_sample: float = -np.inf) -> np.ndarray:
+    """Append LEAVE records for regions left open (a process that died or exited inside MPI).
+
+    They are stamped with the last time stamp of the stream or of its samples
+    (``last_sample``, on the stream's clock: a rank that hung in computation
+    was sampled after its last region record).
+    """
     typ = ev["type"]
     reg = (typ == R_ENTER) | (typ == R_LEAVE)
     if not reg.any():
@@ -99,7 +104,7 @@ def _close_open(ev: np.ndarray, src: str) -> np.ndarray:
     sufmin = np.minimum.accumulate(depth[::-1])[::-1]
     extra = np.zeros(opened, dtype=ev.dtype)
     extra["type"] = R_LEAVE
-    extra["t"] = ev["t"].max()
+    extra["t"] = max(float(ev["t"].max()), last_sample)
     extra["comm"] = -1
     for k, level in enumerate(range(opened, 0, -1)):  # innermost open region first
         cand = enters[(depth[enters] == level) & (sufmin[enters] >= level)]
@@ -160,7 +165,8 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         if isinstance(frames, NativeFrames):
             calls += [[loc, frames.user_region(p, a), *st] for a, st in p.calls.items()]
         src = f"{source}/p{p.pid}"
-        ev = _close_open(np.asarray(p.events), src)
+        last = float(p.sample_time.max()) if len(p.sample_time) else -np.inf
+        ev = _close_open(np.asarray(p.events), src, last)
         typ = ev["type"]
         time = ev["t"] + o - t0
         isreg = (typ == R_ENTER) | (typ == R_LEAVE)
@@ -193,14 +199,14 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         nsmp = len(p.sample_time)
         stime = p.sample_time + o - t0
         # time off the CPU: in the stretches (from the samples' windows) and inside MPI calls (OFF records)
-        off = typ == R_OFF
-        oins = [before[off]]
+        isoff = typ == R_OFF
+        oins = [before[isoff]]
         # inside the MPI call: between its Enter (the record before) and its Leave (the record after)
-        lo = rtime[np.clip(before[off] - 1, 0, None)] if len(rtime) else time[off]
-        hi = rtime[np.clip(before[off], None, len(rtime) - 1)] if len(rtime) else time[off]
-        ostart = [np.clip(time[off], lo, hi)]
-        oend = [np.clip(time[off] + ev["addr"][off].view(np.float64), ostart[0], hi)]
-        oreg = [np.full(int(off.sum()), table.off_cpu(-1) if off.any() else -1, np.int32)]
+        lo = rtime[np.clip(before[isoff] - 1, 0, None)] if len(rtime) else time[isoff]
+        hi = rtime[np.clip(before[isoff], None, len(rtime) - 1)] if len(rtime) else time[isoff]
+        ostart = [np.clip(time[isoff], lo, hi)]
+        oend = [np.clip(time[isoff] + ev["addr"][isoff].view(np.float64), ostart[0], hi)]
+        oreg = [np.full(int(isoff.sum()), table.off_cpu(-1) if isoff.any() else -1, np.int32)]
         if nsmp:
             utop = p.sample_utop if len(p.sample_utop) == nsmp else np.zeros(nsmp)
             stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
@@ -217,7 +223,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             oreg.append(np.array([table.off_cpu(int(s)) for s in stacks[gone.sample]], np.int32))
         placed = Placed(rtime, rkind, regions, *(np.concatenate(a) for a in (oins, ostart, oend, oreg)))
         rtime, rkind, regions = placed.time, placed.kind, placed.region
-        before = placed.position(before, time)
+        before_unplaced, before = before, placed.position(before, time)
         if nsmp:
             smp_parts.append(
                 {
@@ -256,7 +262,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             rma_parts.append(rma_rows(ev[rma], time[rma], loc, nreg_total + before[rma], rdefs))
         io = typ == R_IO
         if io.any():
-            met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
+            met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total, before_unplaced[io], placed))
         nreg_total += nreg
 
     p2p = _concat(p2p_parts, P2P_COLUMNS)
@@ -345,13 +351,22 @@ _IO_METRICS = pd.DataFrame(
 
 
 def _io_rows(
-    ev: np.ndarray, time: np.ndarray, all_time: np.ndarray, typ: np.ndarray, loc: int, pos: np.ndarray
+    ev: np.ndarray,
+    time: np.ndarray,
+    all_time: np.ndarray,
+    typ: np.ndarray,
+    loc: int,
+    pos0: int,
+    nreg: np.ndarray,
+    placed: Placed,
 ) -> dict[str, np.ndarray]:
     """Two rows of one accumulated counter per MPI-IO record: the total before the call and after it.
 
     The IO record sits right before the call's Leave, with no region record
-    between the call's Enter and it, so both rows share ``pos``; the first is
-    stamped with the Enter's time.
+    between the call's Enter and it (``nreg``: the region records before it,
+    without the off-CPU intervals); both rows go right after the Enter, before
+    an off-CPU interval inside the call (whose bytes they are not), and the
+    first is stamped with the Enter's time.
     """
     metric = np.where(ev["a"] == 2, 1, 0).astype(np.int32)
     nbytes = ev["addr"].astype(np.float64)
@@ -364,6 +379,7 @@ def _io_rows(
     isreg = np.flatnonzero((typ == R_ENTER) | (typ == R_LEAVE))
     at = np.flatnonzero(typ == R_IO)
     enter_t = all_time[isreg[np.searchsorted(isreg, at) - 1]]
+    pos = pos0 + placed.position(nreg, enter_t)
     n = len(ev)
     inter = np.empty(2 * n, np.int64)
     inter[0::2], inter[1::2] = np.arange(n), np.arange(n)
