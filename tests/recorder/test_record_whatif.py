@@ -71,9 +71,7 @@ def case(recorded, build, plain, yielding):  # noqa: ANN001, ANN201
             for attempt in range(3):
                 # not sampled: sleeping work is time off the CPU to a sampler (rightly no code's), and this
                 # tests the replay of the instrumented functions' durations
-                run = recorded(
-                    src, *args, n=2, flags=FLAGS, instrument=True, sample_rate=0, timeout=120 + attempt
-                )
+                run = recorded(src, *args, n=2, flags=FLAGS, instrument=True, sample_rate=0, timeout=120 + attempt)
                 assert run.result.status == 0, run.stderr
                 pag = build_pag(run.raw)
                 if _nominal(pag, NOMINAL[name], RUNTIME[name]):
