@@ -111,3 +111,49 @@ def test_off_cpu_instances_inside_mpi_calls_and_in_stretches(recording: Path) ->
     t = {paths[v]: round(float(m.loc[v, "time_exc"]), 9) for v in m.index}
     assert t["prog.py/MPI_Barrier/off_cpu"] == 1.5 and t["prog.py/MPI_Barrier"] == 0.5
     assert t["prog.py/main/off_cpu"] == 1.0 and t["prog.py/main"] == 0.5
+
+
+def _write(tmp_path: Path, ev: list[np.ndarray], smp: bytes = b"") -> Path:
+    (tmp_path / "p5.ev").write_bytes(np.concatenate(ev).tobytes())
+    (tmp_path / "p5.smp").write_bytes(smp)
+    (tmp_path / "p5.txt").write_text(
+        "env_rank 0\nversion 1\nkind python\npid 5\nexe /x/prog.py\nhz 1000\nclock_offset 0\nrecsize 48\n"
+        "rank 0\nsize 1\nhost h\nW 1\nF\t0\tmain\t/x/prog.py\t3\nS\t0\tmain\t/x/prog.py\t9\n"
+    )
+    return tmp_path
+
+
+def test_io_bytes_stay_on_a_call_with_time_off_the_cpu(tmp_path: Path) -> None:
+    """An MPI_File_write_at [1, 3] off the CPU from 1.2 for 1.5 s wrote 800 bytes: the call's, not off_cpu's."""
+    from perflow.recorder.functions import R_IO
+    from perflow.trace.build import build_pag
+
+    off = np.array([1.5]).view(np.uint64)[0]
+    ev = [
+        _rec(t=100.0, type=R_ENTER, fn=0, n1=-1),
+        _rec(t=101.0, type=R_ENTER, fn=FN["MPI_File_write_at"], n1=-1),
+        _rec(t=101.2, type=R_OFF, addr=off),
+        _rec(t=102.9, type=R_IO, a=2, addr=800),
+        _rec(t=103.0, type=R_LEAVE, fn=FN["MPI_File_write_at"]),
+        _rec(t=105.0, type=R_LEAVE, fn=0),
+    ]
+    pag = build_pag(load_recording(_write(tmp_path, ev)))
+    paths = pag.call_paths().to_numpy()
+    written = pag.aggregate("io_bytes_written", "sum")
+    got = {paths[v]: float(b) for v, b in written.items() if b}
+    assert got == {"prog.py/MPI_File_write_at": 800.0}
+
+
+def test_a_rank_that_hung_in_computation_is_closed_after_its_last_sample(tmp_path: Path) -> None:
+    """The root left open (the rank was killed) and a sample at 9 after the last record at 2: closed at 9."""
+    ev = [
+        _rec(t=100.0, type=R_ENTER, fn=0, n1=-1),
+        _rec(t=101.0, type=R_ENTER, fn=FN["MPI_Barrier"], n1=-1),
+        _rec(t=102.0, type=R_LEAVE, fn=FN["MPI_Barrier"]),
+    ]
+    # windows from 102: [102, 109] with 3 s of CPU time, so 4 s off the CPU before the sample
+    smp = struct.pack("<QddQQddQ", S_MAGIC | (S_WSAMPLE << 32) | 1, 109.0, 0.001, 3, 0, 102.0, 3.0, 0)
+    raw = load_recording(_write(tmp_path, ev, smp))
+    ev = raw.region_events
+    assert ev["kind"].tolist() == [0, 0, 1, 0, 1, 1]  # root, barrier, the off-CPU interval, root closed
+    np.testing.assert_allclose(ev["time"], [0.0, 1.0, 2.0, 2.0, 6.0, 9.0], atol=1e-9)
