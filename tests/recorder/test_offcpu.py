@@ -157,3 +157,7 @@ def test_a_rank_that_hung_in_computation_is_closed_after_its_last_sample(tmp_pat
     ev = raw.region_events
     assert ev["kind"].tolist() == [0, 0, 1, 0, 1, 1]  # root, barrier, the off-CPU interval, root closed
     np.testing.assert_allclose(ev["time"], [0.0, 1.0, 2.0, 2.0, 6.0, 9.0], atol=1e-9)
+    assert (
+        "rank 0: the process was killed without a chance to flush (SIGKILL?); recorded until 2 s"
+        in (raw.attrs["incomplete"])
+    )
