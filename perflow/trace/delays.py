@@ -124,7 +124,9 @@ def _kernel(  # type: ignore[no-untyped-def]
     long_term,
 ):
     nw = order.shape[0]
-    pos = np.empty(w_loc.shape[0], np.int64)
+    # processing order of the analysed waits; -1 for the others (no known cause on another location),
+    # which take no inflow: a long-term share passed to one of them is lost, not left uncounted
+    pos = np.full(w_loc.shape[0], -1, np.int64)
     for q in range(nw):
         pos[order[q]] = q
     inflow = np.zeros(w_loc.shape[0], np.float64)
