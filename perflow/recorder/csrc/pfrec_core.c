@@ -395,6 +395,16 @@ void pf_end(int fn) {
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* An expiry after the check above (while the Leave was written, or a periodic flush ran) stopped the
+     * timer too; no signal comes while it is stopped, so start it again here, or the computation after
+     * this call would go unsampled until the next call ends. Its window starts now. */
+    if (g.tick_in_mpi && !g.stopping) {
+        g.ref_w = pf_now();
+        g.ref_c = thread_cpu();
+        g.tick_in_mpi = 0;
+        rearm_after(g.mpi_tick_w, g.ref_w);
+    }
 }
 
 double pf_t_enter(void) { return g.t_enter; }
