@@ -134,9 +134,11 @@ class FlowResult:
     def to_html(self, path: Any = None) -> str:
         """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
 
+        from perflow.pag.pag import PAG
+
         from .registry import get_pass
 
-        pag = next((v for v in self.inputs.values() if type(v).__name__ == "PAG"), None)
+        pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
         page = get_pass("report_page")(
             self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
         )
@@ -174,6 +176,17 @@ class FlowResult:
                 f"<td>{e(str(r['error'] or ''))}</td></tr>"
             )
         shown = []
+        try:  # the diagnosis first, as on the run's page and in the terminal
+            from perflow.pag.pag import PAG
+
+            from .registry import get_pass
+
+            pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
+            found = get_pass("findings")(self.outputs, pag)
+            if len(found):
+                shown.append(f"<h4>Findings</h4>{_inline(found, 'findings')}")
+        except Exception as exc:  # the outputs stand without them
+            shown.append(f"<p><i>no findings: {e(str(exc))}</i></p>")
         for name in self._output_steps:
             if name not in self.outputs:
                 shown.append(f"<h4><code>{e(name)}</code></h4><p><i>not computed</i></p>")
