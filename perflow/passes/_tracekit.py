@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from perflow.pag.instances import Trace
 from perflow.pag.pag import PAG
 from perflow.pag.sites import call_site_paths, source_labels
 from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES
+from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES, CriticalSettings
 from perflow.trace.critical import CriticalPath
 from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
 
@@ -67,10 +68,15 @@ def waits_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> pd
     return pag.analyses.get(WAIT_INSTANCES, waits or WaitSettings(), owner=f"pass {pass_name!r}")
 
 
-def cp_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
-    """The critical path of a PAG and the wait table it was computed from (both computed once)."""
-    w = waits_for(pag, pass_name, waits)
-    return pag.analyses.get(CRITICAL_PATH, waits or WaitSettings(), owner=f"pass {pass_name!r}"), w
+def cp_for(pag: PAG, pass_name: str, settings: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
+    """The critical path of a PAG and the wait table it was computed from (both computed once).
+
+    ``settings`` are :class:`~perflow.trace.analyses.CriticalSettings` (or only wait settings: the path's
+    own settings at their defaults).
+    """
+    cs = settings if isinstance(settings, CriticalSettings) else CriticalSettings(**asdict(settings or WaitSettings()))
+    w = waits_for(pag, pass_name, cs.waits())
+    return pag.analyses.get(CRITICAL_PATH, cs, owner=f"pass {pass_name!r}"), w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:
