@@ -1,7 +1,7 @@
 """Overhead of ``perflow record`` on the project's own MPI test programs.
 
-Runs each program plain and recorded (100 Hz sampling plus communication
-tracing), alternating, and compares the main phase's wall time, which the
+Runs each program plain and recorded (sampling at the recorder's default rate
+plus communication tracing), alternating, and compares the main phase's wall time, which the
 programs print on rank 0 when ``PERFLOW_BENCH`` is set (between two barriers,
 so MPI start-up and the launcher are excluded), and rank 0's CPU time over the
 same phase, which is much less sensitive to other load on the machine. Also prints the recorder's
@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from perflow.recorder.session import launch_command, record  # noqa: E402
+from perflow.recorder.session import DEFAULT_SAMPLE_RATE, launch_command, record  # noqa: E402
 from perflow.recorder.toolchain import build_library, find_toolchain  # noqa: E402
 
 PROGRAMS = REPO / "tests" / "recorder" / "programs"
@@ -161,6 +161,63 @@ def _call_costs(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
         )
 
 
+#: one rank computes in a call chain DEPTH deep; prints its CPU time
+_SPIN_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static volatile double sink;
+__attribute__((noinline)) static double chain(int d, long n) {
+    double r = 0;
+    if (d > 0) return chain(d - 1, n) * 0.5 + sink;
+    for (long i = 0; i < n; i++) r = r * 0.999999 + 1.0 / (1.0 + (double)(i & 1023));
+    return r;
+}
+int main(int argc, char **argv) {
+    struct timespec t0, t1;
+    MPI_Init(&argc, &argv);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    sink = chain(atoi(argv[1]), atol(argv[2]));
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    fprintf(stderr, "cpu-seconds %.6f\n", (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec));
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def _sample_costs(tc, tmpd: Path, reps: int) -> None:  # noqa: ANN001
+    """CPU cost of one timer sample: one rank computing 1 s in a chain of 12 frames, unsampled and sampled."""
+    src = tmpd / "spin.c"
+    src.write_text(_SPIN_C)
+    exe = tmpd / "spin"
+    subprocess.run([tc.mpicc, "-O2", "-g", "-o", str(exe), str(src)], check=True, timeout=120)
+    argv = [str(exe), "12", "480000000"]
+    for clock, rate in (("wall", DEFAULT_SAMPLE_RATE), ("wall", 1000), ("wall", 4000), ("cpu", 1000)):
+        cpu: dict[int, list[float]] = {0: [], rate: []}
+        nsmp = []
+        for rep in range(reps):
+            for hz in (0, rate):
+                out = tmpd / f"spin-{clock}-{hz}-{rep}"
+                err = out.with_suffix(".err")
+                with open(err, "w") as fe, open(os.devnull, "w") as fo:
+                    res = record(
+                        argv, nprocs=1, sample_rate=hz, sample_clock=clock, outdir=out, timeout=600,
+                        outputs=(), stdout=fo, stderr=fe,
+                    )  # fmt: skip
+                cpu[hz].append(float(re.search(r"cpu-seconds ([0-9.]+)", err.read_text()).group(1)))
+                if hz:
+                    nsmp.append(len(res.raw.sample_events["time"]) / max(cpu[hz][-1], 1e-9))
+        extra = min(cpu[rate]) - min(cpu[0])
+        per = extra / (statistics.median(nsmp) * min(cpu[rate])) if nsmp else float("nan")
+        print(
+            f"sampling {rate} Hz on the {clock} clock: {statistics.median(nsmp):.0f} samples per CPU second, "
+            f"{per * 1e6:.1f} us CPU per sample, {100 * extra / min(cpu[0]):+.2f}% CPU (best of {reps}: "
+            f"{min(cpu[0]):.3f} s unsampled, {min(cpu[rate]):.3f} s sampled; 12 frames deep)"
+        )
+
+
 def _pct(a: float, b: float) -> str:
     return f"{100 * (a / b - 1):6.1f}%"
 
@@ -181,7 +238,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--rate", type=int, default=100, help="sampling rate in Hz (100)")
+    ap.add_argument(
+        "--rate", type=int, default=DEFAULT_SAMPLE_RATE, help=f"sampling rate in Hz ({DEFAULT_SAMPLE_RATE})"
+    )
     ap.add_argument("--only", nargs="*", help="case names to run")
     args = ap.parse_args()
 
@@ -249,6 +308,9 @@ def main() -> int:
         if not args.only or "calls" in args.only:
             print()
             _call_costs(tc, tmpd, args.reps)
+        if not args.only or "samples" in args.only:
+            print()
+            _sample_costs(tc, tmpd, args.reps)
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\npeak RSS: post-processing (this process) {me:.0f} MiB; largest child process {kids:.0f} MiB")

@@ -23,7 +23,7 @@ finding the function at that point when it names it in every repetition.
 Usage::
 
     python benchmarks/bench_smallest_imbalance.py [--program halo_slow.c] [--modes sampled inst]
-        [--extra 40000 20000 10000 ...] [--iterations 10] [--reps 3] [--sample-rate 100]
+        [--extra 40000 20000 10000 ...] [--iterations 10] [--reps 3] [--sample-rate 1000]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perflow.recorder.instrument import instrumented_argv  # noqa: E402
-from perflow.recorder.session import record  # noqa: E402
+from perflow.recorder.session import DEFAULT_SAMPLE_RATE, record  # noqa: E402
 from perflow.recorder.toolchain import build_library, find_toolchain  # noqa: E402
 
 PROGRAMS = REPO / "tests" / "recorder" / "programs"
@@ -115,7 +115,12 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--work", type=int, default=1000, help="relax() sweeps per iteration on every rank")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--sample-rate", type=int, default=100, help="timer samples per second of CPU time (100)")
+    ap.add_argument(
+        "--sample-rate",
+        type=int,
+        default=DEFAULT_SAMPLE_RATE,
+        help=f"timer samples per second ({DEFAULT_SAMPLE_RATE})",
+    )
     args = ap.parse_args()
     for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe"):
         os.environ.setdefault(k, "1")

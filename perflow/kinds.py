@@ -25,6 +25,7 @@ __all__ = [
     "COLLECTIVE_NAMES",
     "GPU_IDLE",
     "IDLE_REGIONS",
+    "OFF_CPU",
     "is_gpu_api",
 ]
 
@@ -323,6 +324,9 @@ def classify_region(name: str, hint: str | None = None) -> VertexKind:
 
 #: The region a GPU stream is in while it runs nothing (readers of GPU timelines write it).
 GPU_IDLE = "GPU idle"
+#: The region of time a recorded thread spent off the CPU outside MPI calls (descheduled, or blocked in a
+#: system call): ``perflow record`` writes its instances (role "artificial"), below the sampled code.
+OFF_CPU = "off_cpu"
 #: Regions that are a location's idle time: a GPU stream's (perflow's readers, Score-P) and a Charm++ PE's.
 IDLE_REGIONS = frozenset({GPU_IDLE, "DEVICE IDLE", "COMPUTE IDLE", "Idle"})
 

@@ -38,7 +38,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--np", dest="nprocs", type=int, default=1, metavar="N", help="number of MPI ranks (1)")
     p.add_argument("--mpirun", metavar="CMD", help="launcher command line (default: the MPI implementation's mpirun)")
     p.add_argument(
-        "--sample-rate", type=int, default=100, metavar="HZ", help="samples per second of CPU time, 0 to disable (100)"
+        "--sample-rate",
+        type=int,
+        default=None,
+        metavar="HZ",
+        help="samples per second, 0 to disable (500)",
+    )
+    p.add_argument(
+        "--sample-clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="native programs: sample on wall-clock time, measuring time off the CPU where it happens (wall, the "
+        "default), or on the thread's CPU time, which never interrupts a blocked thread (cpu; at most the kernel's "
+        "tick rate)",
     )
     p.add_argument(
         "--min-call",
@@ -62,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Record the program; return its exit status."""
     from ..errors import RecordError
-    from ..recorder.session import record
+    from ..recorder.session import DEFAULT_SAMPLE_RATE, record
     from ..recorder.summary import summarize
 
     program = list(args.program)
@@ -70,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
         program = program[1:]
     if not program:
         raise RecordError("no program given; usage: perflow record [-n N] [options] -- PROGRAM [ARGS...]")
-    if args.sample_rate < 0:
-        raise RecordError(f"--sample-rate must be >= 0, not {args.sample_rate}")
+    rate = DEFAULT_SAMPLE_RATE if args.sample_rate is None else args.sample_rate
+    if rate < 0:
+        raise RecordError(f"--sample-rate must be >= 0, not {rate}")
     if args.filter:
         from ..recorder.filters import read_filter
 
@@ -81,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         filter=args.filter,
         nprocs=args.nprocs,
         mpirun=args.mpirun,
-        sample_rate=args.sample_rate,
+        sample_rate=rate,
+        sample_clock=args.sample_clock,
         min_call=args.min_call,
         outdir=args.output,
         timeout=args.timeout,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.errors import PassError
-from perflow.kinds import IDLE_REGIONS, MPIClass, VertexKind, is_gpu_api, mpi_class
+from perflow.kinds import IDLE_REGIONS, OFF_CPU, MPIClass, VertexKind, is_gpu_api, mpi_class
 from perflow.pag.pag import PAG
 from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.selection import Selection
@@ -38,6 +38,7 @@ __all__ = [
     "categories",
     "CATEGORIES",
     "device_categories",
+    "off_cpu_mask",
     "run_scale",
     "names_of",
     "kinds_of",
@@ -162,7 +163,7 @@ def vertex_columns(pag: PAG, ids: np.ndarray, *, categorical: bool = False) -> p
 
 
 #: Breakdown categories, in display order.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle")
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "off_cpu")
 _MPI_CATEGORY = {
     MPIClass.P2P: "p2p",
     MPIClass.WAIT: "p2p",
@@ -196,7 +197,9 @@ def categories(pag: PAG) -> np.ndarray:
     name decides, whatever kind the source gave the vertex). Other vertices
     of kind ``io`` are ``io``; work a GPU did (kernels, copies: see
     :func:`device_categories`) is ``gpu``, an explicit idle region (a GPU
-    stream's, a Charm++ PE's) ``idle``; everything else is ``computation``.
+    stream's, a Charm++ PE's) ``idle``, time a recorded thread spent off the
+    CPU outside MPI (:data:`perflow.kinds.OFF_CPU`, see :func:`off_cpu_mask`)
+    ``off_cpu``; everything else is ``computation``.
     The work is one classification per distinct name.
     """
     cached = _CATEGORY_CACHE.get(pag)
@@ -224,9 +227,26 @@ def categories(pag: PAG) -> np.ndarray:
         out[np.isin(role, _SYNC_ROLES) & (out == "computation")] = "sync"
     dev = device_categories(vt["name"], kind)
     out = np.where((dev != "") & (out == "computation"), dev, out)
+    out = np.where(off_cpu_mask(pag), "off_cpu", out)
     out = out.astype(str)
     out.flags.writeable = False
     _CATEGORY_CACHE[pag] = out
+    return out
+
+
+def off_cpu_mask(pag: PAG) -> np.ndarray:
+    """Per vertex: whether it is time off the CPU (the recorder's artificial region :data:`perflow.kinds.OFF_CPU`).
+
+    Such time is no code's: breakdowns show it as its own category, and the
+    passes that blame code (root causes, critical-path imbalance, hotspots)
+    leave it out.
+    """
+    vt = pag.vertex_table
+    if not len(vt):
+        return np.zeros(0, dtype=bool)
+    out = (vt["name"].astype(str) == OFF_CPU).to_numpy()
+    if "role" in vt.columns and out.any():
+        out = out & (vt["role"].astype(str) == "artificial").to_numpy()
     return out
 
 

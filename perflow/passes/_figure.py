@@ -50,7 +50,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Breakdown categories in display order, and their colours.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "other")
+CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "off_cpu", "other")
 CATEGORY_COLORS = {
     "computation": "#8fbc8f",
     "p2p": "#4c72b0",
@@ -62,6 +62,7 @@ CATEGORY_COLORS = {
     "gpu": "#e6b422",
     "other": "#bbbbbb",
     "idle": "#eeeeee",
+    "off_cpu": "#d9d0c1",
 }
 
 

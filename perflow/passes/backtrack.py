@@ -36,7 +36,10 @@ symptom the analysis walks the parallel view backwards, one vertex per step:
 The walk stops at the first *abnormal* vertex, the root cause: by default a
 computation vertex (see :func:`perflow.passes._common.categories`) whose value on
 this process exceeds ``k`` times its mean across processes (``x_p > k *
-mean``, k = 1.3); or at a vertex already on the path, a vertex without
+mean``, k = 1.3) by at least 1% of the waiting time the path has crossed so
+far (``x_p - mean >= 0.01 * wait``: a vertex cannot explain more waiting than
+its excess, so a millisecond of glue code between two sampled functions is no
+cause of seconds of waiting); or at a vertex already on the path, a vertex without
 predecessor, or after ``max_steps`` steps (then the path has no root cause).
 The per-step work is constant time on arrays prepared once with numpy.
 Root causes are ranked by the waiting time their path crossed.
@@ -57,6 +60,9 @@ from perflow.pag.sites import source_labels
 from ._common import as_pag, categories, edge_kinds, edge_mask, grouped, names_of, resolve_metric, vertex_stats
 
 __all__ = ["backtrack", "predecessors", "comm_in"]
+
+#: the default root cause explains at least this share of the waiting its path crossed (module docstring)
+_MIN_EXPLAINED = 0.01
 
 _WAITING = ("p2p", "collective", "sync")
 
@@ -254,7 +260,7 @@ def backtrack(
     abnormal : ParallelVertexSet, optional
         The vertices that count as root causes (e.g. from
         :func:`perflow.passes.imbalance.outlier_vertices`); default: computation
-        vertices with ``x_p > k * mean``.
+        vertices with ``x_p > k * mean`` whose excess is at least 1% of the waiting the path crossed.
     metric : str
         Metric for the default abnormality test and symptom choice.
     k : float
@@ -310,9 +316,11 @@ def backtrack(
     for pi, s in enumerate(starts.tolist()):
         cur, via, w = s, "start", 0.0
         seen = {s}
+        crossed = 0.0
         for step in range(max_steps + 1):
             rec.append((pi, step, cur, via, w))
-            if ab[cur]:
+            crossed += w
+            if ab[cur] and (abnormal is not None or x[cur] - mean[cur] >= _MIN_EXPLAINED * crossed):
                 causes.append((pi, cur, step))
                 break
             nxt = -1

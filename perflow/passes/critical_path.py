@@ -36,7 +36,7 @@ from perflow.pag.settings import settings_keywords
 from perflow.trace.analyses import CriticalSettings
 from perflow.trace.waits import WaitSettings
 
-from ._common import grouped
+from ._common import grouped, off_cpu_mask
 from ._gains import balance_gains
 from ._render import declare_aggregates
 from ._tracekit import (
@@ -187,7 +187,9 @@ def critical_path_imbalance(
     the locations (the what-if replay, :mod:`perflow.passes.whatif`; the cpi
     is the critical path's estimate of it, the gain the replay's, which
     accounts for the next-longest path); rows with ``cpi_percent`` below
-    ``min_percent`` are left out.
+    ``min_percent`` are left out, and so is time a recorded thread spent off
+    the CPU (the ``off_cpu`` call paths: no code's; ``critical_path``'s
+    profile shows it).
 
     Parameters
     ----------
@@ -205,7 +207,9 @@ def critical_path_imbalance(
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)
-    prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent)]
+    v = prof["vertex"].to_numpy()
+    code = ~np.where(v >= 0, off_cpu_mask(pag)[np.maximum(v, 0)], False)  # time off the CPU is no code's
+    prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent) & code]
     prof = prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)
     prof[GAIN] = balance_gains(pag, prof["vertex"].to_numpy(), None, "critical_path_imbalance", rows=gains)
     if sort == "gain":

@@ -23,6 +23,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.settings import settings_keywords
 from perflow.trace.analyses import DELAY_COSTS, DelaySettings
 
+from ._common import off_cpu_mask
 from ._gains import balance_gains
 from ._tracekit import call_path_column, check_choice, name_column, require_trace, source_column
 from .whatif import GAIN
@@ -43,17 +44,22 @@ def delay_tables(
     res = pag.analyses.get(DELAY_COSTS, ds, owner=f"pass {pass_name!r}")
     total = res.total_wait if res.total_wait > 0 else 1.0
     c = res.costs[res.costs["cost"].to_numpy() > 1e-12 * total]  # drop rounding noise
+    cv = c["vertex"].to_numpy()
+    gone = np.where(cv >= 0, off_cpu_mask(pag)[np.maximum(cv, 0)], False)  # time off the CPU is no code's
+    off_cpu = float(c["cost"].to_numpy()[gone].sum())
     direct = c[~c["propagating"].to_numpy()]
     prop = c[c["propagating"].to_numpy()]
+    code = ~gone[~c["propagating"].to_numpy()], ~gone[c["propagating"].to_numpy()]
 
-    def per(keys: list[str]) -> pd.DataFrame:
-        d = direct.groupby(keys)["cost"].sum().rename("cost")
-        p = prop.groupby(keys)["cost"].sum().rename("propagating")
+    def per(keys: list[str], code_only: bool = False) -> pd.DataFrame:
+        dd, pp = (direct[code[0]], prop[code[1]]) if code_only else (direct, prop)
+        d = dd.groupby(keys)["cost"].sum().rename("cost")
+        p = pp.groupby(keys)["cost"].sum().rename("propagating")
         out = pd.concat([d, p], axis=1).fillna(0.0)
         out["total"] = out["cost"] + out["propagating"]
         return out
 
-    by_vertex = per(["vertex"])
+    by_vertex = per(["vertex"], code_only=True)
     bp = per(["process", "thread", "vertex"])
     cols = ["vertex", "name", "call_path", "source", "cost", "propagating", "total", "percent"]
     if len(by_vertex):
@@ -97,9 +103,10 @@ def delay_tables(
         {
             "mode": ["long-term" if long_term else "short-term"],
             "total_wait": [res.total_wait],
-            "attributed": [float(c["cost"].sum())],
+            "attributed": [float(c["cost"].to_numpy()[~gone].sum())],
             "propagating": [float(prop["cost"].sum())],
             "unattributed": [res.unattributed],
+            "off_cpu": [off_cpu],
             "lost": [res.lost],
         }
     )
@@ -141,8 +148,11 @@ def root_cause(
         The same per (``process``, ``thread``, ``vertex``) of the delaying side.
     summary
         One row: ``mode``, ``total_wait``, ``attributed``, ``propagating``,
-        ``unattributed`` (waits with no positive delay), ``lost`` (long-term
-        shares with no later wait to go to).
+        ``unattributed`` (waits with no positive delay), ``off_cpu`` (waiting
+        caused by time the delaying processes spent off the CPU, descheduled or
+        blocked outside MPI: a recorded run's ``off_cpu`` call paths, which are
+        no code's: left out of ``causes``, kept in ``by_process`` to say who it
+        was), ``lost`` (long-term shares with no later wait to go to).
 
     Parameters
     ----------

@@ -10,7 +10,10 @@ For every vertex ``v`` with values ``x[v, p]`` on processes ``p = 1..N``
              = sum over the roots of value            (inclusive metrics, which nest)
 
 so exclusive shares of all vertices add up to 1, and the inclusive share of
-a vertex is the fraction of the whole run spent in its subtree.
+a vertex is the fraction of the whole run spent in its subtree. Time a
+recorded thread spent off the CPU (the vertices ``off_cpu``, see
+:func:`perflow.passes._common.off_cpu_mask`) counts in the total but is no
+code's and is never ranked (``breakdown`` shows it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
 from perflow.pag.stats import VERTEX_STATS
 
-from ._common import as_pag, resolve_metric, selected_vertices, vertex_columns
+from ._common import as_pag, off_cpu_mask, resolve_metric, selected_vertices, vertex_columns
 from ._render import declare_aggregates
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
@@ -60,6 +63,7 @@ def hotspot_table(
     if name is not None or kind is not None:
         vs = vs.filter(name=name, kind=kind)
     ids = vs.ids
+    ids = ids[~off_cpu_mask(pag)[ids]]  # time off the CPU is no code's
     share = value[ids] / total if total != 0 else np.zeros(len(ids))
     keep = share >= min_share if min_share > 0 else np.ones(len(ids), dtype=bool)
     ids, share = ids[keep], share[keep]

@@ -25,6 +25,10 @@ A vertex with ``max == 0`` has no imbalance (every ratio is 0, load balance
 0.15``; a single group is an outlier when ``x_p > k * mean`` (``k = 1.3`` by
 default).
 
+Time a recorded thread spent off the CPU (the ``off_cpu`` vertices, see
+:func:`perflow.passes._common.off_cpu_mask`) is no code's load: it is left out
+of the tables and outliers (``breakdown`` shows it per process).
+
 Everything is computed for all vertices at once from the integer codes of
 the metrics index (``np.bincount`` and ``np.maximum.reduceat``).
 """
@@ -42,7 +46,16 @@ from perflow.pag.parallel import ParallelVertexSet
 from perflow.pag.sets import VertexSet
 from perflow.pag.stats import VERTEX_STATS
 
-from ._common import Grouped, as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
+from ._common import (
+    Grouped,
+    as_pag,
+    grouped,
+    off_cpu_mask,
+    resolve_metric,
+    selected_vertices,
+    vertex_columns,
+    vertex_stats,
+)
 
 __all__ = [
     "imbalance",
@@ -88,7 +101,7 @@ def imbalance_table(
     meas = imbalance_stats(st["mean"], st["max"], st["min"], st["std"], st["n"])
     ids = selected_vertices(data)
     ids = np.arange(pag.n_vertices) if ids is None else np.asarray(ids)
-    keep = st["max"][ids] > _floor(st, min_value)
+    keep = (st["max"][ids] > _floor(st, min_value)) & ~off_cpu_mask(pag)[ids]
     if threshold is not None:
         crit = meas[criterion][ids]
         keep &= (crit <= threshold) if criterion == "load_balance" else (crit > threshold)
@@ -209,7 +222,7 @@ def _outlier_rows(
     g = grouped(pag, col, across)
     st = vertex_stats(g)
     mean_r = st["mean"][g.vertex]
-    hit = (g.value > k * mean_r) & (g.value > _floor(st, min_value))
+    hit = (g.value > k * mean_r) & (g.value > _floor(st, min_value)) & ~off_cpu_mask(pag)[g.vertex]
     if ids is not None:
         hit &= np.isin(g.vertex, ids)
     rows = np.flatnonzero(hit)

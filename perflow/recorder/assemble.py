@@ -15,8 +15,12 @@
   the call's Enter and before its Leave (the builder's per-instance deltas
   are the bytes of each call).
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
-  inside MPI calls), each worth one timer period of the main thread's CPU
-  time (native) or the CPU time since the previous tick (Python).
+  inside MPI calls), each worth the timer periods it stands for (native) or
+  the CPU time since the previous tick (Python); a worker thread's samples
+  each stand for one period of its CPU time.
+* time off the CPU (descheduled, blocked): instances of the region
+  ``off_cpu``, outside MPI calls with the call stack of the sample that
+  measured it, inside an MPI call as a child of the call (see :mod:`.offcpu`).
 * ``thread_events``: OpenMP forks, joins, team begins and ends, lock
   acquisitions and releases, as the OTF2 reader reads Score-P's (see
   :func:`_thread_rows`), next to the OpenMP regions (parallel, barriers,
@@ -59,8 +63,9 @@ from ..trace.raw import (
     empty_table,
 )
 from .decode import ProcessData, read_dir
-from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA, R_THR
+from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_OFF, R_P2P, R_RMA, R_THR
 from .incomplete import missing
+from .offcpu import Placed, off_cpu_windows
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
 
@@ -80,11 +85,14 @@ def _offsets(procs: list[ProcessData]) -> np.ndarray:
     return off
 
 
-def _close_open(ev: np.ndarray, src: str, root: bool = True) -> np.ndarray:
+def _close_open(ev: np.ndarray, src: str, last_sample: float = -np.inf, root: bool = True) -> np.ndarray:
     """Append LEAVE records for regions left open (a process that died or exited inside MPI).
 
-    ``root``: the stream is a process's initial thread, which starts with the
-    program's root region (a worker thread's starts with its first region).
+    They are stamped with the last time stamp of the stream or of its samples
+    (``last_sample``, on the stream's clock: a rank that hung in computation
+    was sampled after its last region record). ``root``: the stream is a
+    process's initial thread, which starts with the program's root region (a
+    worker thread's starts with its first region).
     """
     typ = ev["type"]
     reg = (typ == R_ENTER) | (typ == R_LEAVE)
@@ -107,7 +115,7 @@ def _close_open(ev: np.ndarray, src: str, root: bool = True) -> np.ndarray:
     sufmin = np.minimum.accumulate(depth[::-1])[::-1]
     extra = np.zeros(opened, dtype=ev.dtype)
     extra["type"] = R_LEAVE
-    extra["t"] = ev["t"].max()
+    extra["t"] = max(float(ev["t"].max()), last_sample)
     extra["comm"] = -1
     for k, level in enumerate(range(opened, 0, -1)):  # innermost open region first
         cand = enters[(depth[enters] == level) & (sufmin[enters] >= level)]
@@ -170,7 +178,8 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         if isinstance(frames, NativeFrames) and p.thread == 0:
             calls += [[loc, frames.user_region(p, a), *st] for a, st in p.calls.items()]
         src = f"{source}/p{p.pid}" + (f".t{p.thread}" if p.thread else "")
-        ev = _close_open(np.asarray(p.events), src, root=p.thread == 0)
+        last = float(p.sample_time.max()) if len(p.sample_time) else -np.inf
+        ev = _close_open(np.asarray(p.events), src, last, root=p.thread == 0)
         typ = ev["type"]
         time = ev["t"] + o - t0
         isreg = (typ == R_ENTER) | (typ == R_LEAVE)
@@ -197,16 +206,56 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         )
         enter_region = ids[inverse] if len(uniq) else np.zeros(0, np.int32)
         regions = _region_ids(ev, enter_region)
-        nreg = int(isreg.sum())
+        rtime = time[isreg]
+        rkind = np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8)
+        before = np.cumsum(isreg) - isreg  # region records before each record
+        nsmp = len(p.sample_time)
+        stime = p.sample_time + o - t0
+        # time off the CPU: in the stretches (from the samples' windows) and inside MPI calls (OFF records)
+        isoff = typ == R_OFF
+        oins = [before[isoff]]
+        # inside the MPI call: between its Enter (the record before) and its Leave (the record after)
+        lo = rtime[np.clip(before[isoff] - 1, 0, None)] if len(rtime) else time[isoff]
+        hi = rtime[np.clip(before[isoff], None, len(rtime) - 1)] if len(rtime) else time[isoff]
+        ostart = [np.clip(time[isoff], lo, hi)]
+        oend = [np.clip(time[isoff] + ev["addr"][isoff].view(np.float64), ostart[0], hi)]
+        oreg = [np.full(int(isoff.sum()), table.off_cpu(-1) if isoff.any() else -1, np.int32)]
+        if nsmp:
+            utop = p.sample_utop if len(p.sample_utop) == nsmp else np.zeros(nsmp)
+            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
+            nan = np.full(nsmp, np.nan)
+            start = p.sample_start + o - t0 if len(p.sample_start) == nsmp else nan
+            cpu = p.sample_cpu if len(p.sample_cpu) == nsmp else nan
+            hz = float(p.meta.get("hz", 0) or 0)
+            gone = off_cpu_windows(
+                rtime, stime, p.sample_nregion, p.sample_weight, start, cpu, 1 / hz if hz else np.inf
+            )
+            oins.append(p.sample_nregion[gone.sample])
+            ostart.append(gone.start)
+            oend.append(gone.end)
+            oreg.append(np.array([table.off_cpu(int(s)) for s in stacks[gone.sample]], np.int32))
+        placed = Placed(rtime, rkind, regions, *(np.concatenate(a) for a in (oins, ostart, oend, oreg)))
+        rtime, rkind, regions = placed.time, placed.kind, placed.region
+        before_unplaced, before = before, placed.position(before, time)
+        if nsmp:
+            smp_parts.append(
+                {
+                    "location": np.full(nsmp, loc, np.int32),
+                    "time": stime,
+                    "stack": stacks,
+                    "weight": p.sample_weight,
+                    "pos": nreg_total + placed.position(p.sample_nregion, stime),
+                }
+            )
+        nreg = len(rtime)
         reg_parts.append(
             {
                 "location": np.full(nreg, loc, np.int32),
-                "time": time[isreg],
-                "kind": np.where(typ[isreg] == R_ENTER, 0, 1).astype(np.int8),
+                "time": rtime,
+                "kind": rkind,
                 "region": regions,
             }
         )
-        before = np.cumsum(isreg) - isreg  # region records before each record
         cmap = comm_ids[pi]
         lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
         for local, glob in cmap.items():
@@ -229,19 +278,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             thr_parts.append(_thread_rows(ev[thr], time[thr], loc, nreg_total + before[thr], pi))
         io = typ == R_IO
         if io.any():
-            met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
-        if len(p.sample_time):
-            utop = p.sample_utop if len(p.sample_utop) == len(p.sample_frames) else np.zeros(len(p.sample_frames))
-            stacks = np.array([frames.sample_stack(p, f, int(u)) for f, u in zip(p.sample_frames, utop)], np.int32)
-            smp_parts.append(
-                {
-                    "location": np.full(len(stacks), loc, np.int32),
-                    "time": p.sample_time + o - t0,
-                    "stack": stacks,
-                    "weight": p.sample_weight,
-                    "pos": nreg_total + p.sample_nregion,
-                }
-            )
+            met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total, before_unplaced[io], placed))
         nreg_total += nreg
 
     p2p = _concat(p2p_parts, P2P_COLUMNS)
@@ -265,6 +302,8 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         "timer_resolution": 1e-9,
         "ticks": float(region_events["time"].max()) if len(region_events["time"]) else 0.0,
         "sample_rate": int(procs[0].meta.get("hz", 0) or 0),
+        # the sampling timer's clock ("timer wall" / "timer thread-cpu" / "timer itimer-prof" lines)
+        "sample_clock": "wall" if procs[0].meta.get("timer") == "wall" else "cpu",
         "root_region": 0,
         "hosts": sorted({p.meta.get("host", "") for p in procs}),
         **_openmp_attrs(procs),
@@ -397,13 +436,22 @@ _IO_METRICS = pd.DataFrame(
 
 
 def _io_rows(
-    ev: np.ndarray, time: np.ndarray, all_time: np.ndarray, typ: np.ndarray, loc: int, pos: np.ndarray
+    ev: np.ndarray,
+    time: np.ndarray,
+    all_time: np.ndarray,
+    typ: np.ndarray,
+    loc: int,
+    pos0: int,
+    nreg: np.ndarray,
+    placed: Placed,
 ) -> dict[str, np.ndarray]:
     """Two rows of one accumulated counter per MPI-IO record: the total before the call and after it.
 
     The IO record sits right before the call's Leave, with no region record
-    between the call's Enter and it, so both rows share ``pos``; the first is
-    stamped with the Enter's time.
+    between the call's Enter and it (``nreg``: the region records before it,
+    without the off-CPU intervals); both rows go right after the Enter, before
+    an off-CPU interval inside the call (whose bytes they are not), and the
+    first is stamped with the Enter's time.
     """
     metric = np.where(ev["a"] == 2, 1, 0).astype(np.int32)
     nbytes = ev["addr"].astype(np.float64)
@@ -416,6 +464,7 @@ def _io_rows(
     isreg = np.flatnonzero((typ == R_ENTER) | (typ == R_LEAVE))
     at = np.flatnonzero(typ == R_IO)
     enter_t = all_time[isreg[np.searchsorted(isreg, at) - 1]]
+    pos = pos0 + placed.position(nreg, enter_t)
     n = len(ev)
     inter = np.empty(2 * n, np.int64)
     inter[0::2], inter[1::2] = np.arange(n), np.arange(n)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError
-from .functions import REC_DTYPE, S_CTX, S_MAGIC, S_SAMPLE, S_USAMPLE
+from .functions import REC_DTYPE, S_CTX, S_HEADER, S_MAGIC, S_SAMPLE, S_USAMPLE, S_WSAMPLE
 
 __all__ = ["ProcessData", "read_process", "read_dir", "Mapping"]
 
@@ -57,6 +57,10 @@ class ProcessData:
     sample_utop : numpy.ndarray of uint64
         Entry address of the innermost recorded user function (compiler
         instrumentation) open at each sample, 0 when none.
+    sample_start, sample_cpu : numpy.ndarray of float64
+        Native samples: the start of each sample's window (the previous
+        sample, or the end of an MPI call during which the timer expired) and
+        the thread's CPU time in that window; NaN when not recorded.
     contexts : dict of int to numpy.ndarray
         Call context id to frames, innermost first.
     comms : list of tuple
@@ -92,6 +96,8 @@ class ProcessData:
     sample_frames: list[np.ndarray]
     contexts: dict[int, np.ndarray]
     sample_utop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    sample_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    sample_cpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     comms: list[tuple[int, int, str, np.ndarray]] = field(default_factory=list)
     windows: list[tuple[int, int, int]] = field(default_factory=list)
     groups: dict[int, np.ndarray] = field(default_factory=dict)
@@ -177,17 +183,19 @@ def _read_maps(path: Path) -> Mapping | None:
 
 
 def _split_stream(words: np.ndarray, path: Path) -> list[tuple[int, int, int]]:
-    """(type, header index, depth) of every record in a sample stream (headers: 4 words, 5 for S_USAMPLE)."""
+    """(type, header index, depth) of every record in a sample stream (header words: :data:`S_HEADER`)."""
     cand = np.flatnonzero((words >> np.uint64(48)) == np.uint64(S_MAGIC >> 48))
     depth = (words[cand] & np.uint64(0xFFFF)).astype(np.int64)
     typ = ((words[cand] >> np.uint64(32)) & np.uint64(0xFF)).astype(np.int64)
-    nxt = cand + 4 + (typ == S_USAMPLE) + depth
+    hlen = np.zeros(max(S_HEADER) + 1, np.int64)
+    hlen[list(S_HEADER)] = list(S_HEADER.values())
+    nxt = cand + hlen[np.clip(typ, 0, len(hlen) - 1)] + depth
     if (
         len(cand)
         and cand[0] == 0
         and np.array_equal(cand[1:], nxt[:-1])
         and nxt[-1] == len(words)
-        and np.all(np.isin(typ, (S_SAMPLE, S_CTX, S_USAMPLE)))
+        and np.all(np.isin(typ, list(S_HEADER)))
     ):
         ok = np.ones(len(cand), bool)
     else:  # a frame word looked like a header, or the stream is truncated: follow the chain
@@ -250,15 +258,18 @@ def _read_stream(evp: Path, smp: Path, ctx: dict[int, np.ndarray]) -> dict[str, 
         log.warning("%s: ignoring a truncated last event record", evp)
     events = np.frombuffer(raw[: n * REC_DTYPE.itemsize], dtype=REC_DTYPE)
     words = np.fromfile(smp, dtype="<u8") if smp.is_file() else np.zeros(0, "<u8")
-    times, weights, nreg, utop, sframes = [], [], [], [], []
+    times, weights, nreg, utop, wstart, wcpu, sframes = [], [], [], [], [], [], []
+    nan = np.float64(np.nan).view(np.uint64)
     for typ, i, d in _split_stream(words, smp):
-        h = 5 if typ == S_USAMPLE else 4
+        h = S_HEADER.get(typ, 4)
         fr = words[i + h : i + h + d]
-        if typ in (S_SAMPLE, S_USAMPLE):
+        if typ in (S_SAMPLE, S_USAMPLE, S_WSAMPLE):
             times.append(words[i + 1])
             weights.append(words[i + 2])
             nreg.append(words[i + 3])
-            utop.append(words[i + 4] if h == 5 else 0)
+            utop.append(words[i + 4] if h >= 5 else 0)
+            wstart.append(words[i + 5] if typ == S_WSAMPLE else nan)
+            wcpu.append(words[i + 6] if typ == S_WSAMPLE else nan)
             sframes.append(fr)
         elif typ == S_CTX:
             ctx[int(words[i + 1])] = fr
@@ -269,6 +280,8 @@ def _read_stream(evp: Path, smp: Path, ctx: dict[int, np.ndarray]) -> dict[str, 
         "sample_nregion": np.array(nreg, dtype=np.uint64).astype(np.int64),
         "sample_frames": sframes,
         "sample_utop": np.array(utop, dtype=np.uint64),
+        "sample_start": np.array(wstart, dtype=np.uint64).view(np.float64),
+        "sample_cpu": np.array(wcpu, dtype=np.uint64).view(np.float64),
     }
 
 

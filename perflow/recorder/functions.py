@@ -24,11 +24,14 @@ __all__ = [
     "R_COLL",
     "R_IO",
     "R_RMA",
+    "R_OFF",
     "R_THR",
     "OMP_FUNCTIONS",
     "omp_role",
     "S_SAMPLE",
     "S_USAMPLE",
+    "S_WSAMPLE",
+    "S_HEADER",
     "S_CTX",
     "S_MAGIC",
     "region_role",
@@ -60,9 +63,11 @@ REC_DTYPE = np.dtype(
 )
 assert REC_DTYPE.itemsize == 48
 
-R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO, R_RMA = 1, 2, 3, 4, 5, 6
+R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO, R_RMA, R_OFF = 1, 2, 3, 4, 5, 6, 7
 R_THR = 8  # thread events (pfrec_omp.c): kind is perflow.kinds.ThreadEv
-S_SAMPLE, S_CTX, S_USAMPLE = 1, 2, 3
+S_SAMPLE, S_CTX, S_USAMPLE, S_WSAMPLE = 1, 2, 3, 4
+#: header words of each sample-stream record type (the frames follow)
+S_HEADER = {S_SAMPLE: 4, S_CTX: 4, S_USAMPLE: 5, S_WSAMPLE: 7}
 
 S_MAGIC = 0xFFFF000000000000
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..kinds import OFF_CPU
 from .decode import ProcessData
 from .functions import FUNCTIONS, OMP_FUNCTIONS, USER, omp_role, region_role
 from .symbols import Frame, Resolver, is_mpi_module
@@ -104,6 +105,26 @@ class RegionTable:
             )
         return rid
 
+    def off_cpu(self, stack: int) -> int:
+        """Id of the region of time off the CPU below the frames of ``stack`` (see :mod:`.offcpu`)."""
+        key = ("o", stack)
+        rid = self._index.get(key)
+        if rid is None:
+            rid = self._index[key] = len(self._rows)
+            self._rows.append(
+                {
+                    "name": OFF_CPU,
+                    "role": "artificial",
+                    "paradigm": "measurement_system",
+                    "file": "",
+                    "line": 0,
+                    "module": "",
+                    "caller": "",
+                    "stack": stack,
+                }
+            )
+        return rid
+
     def omp(self, fn: int, file: str, line: int, module: str, stack: int) -> int:
         """Id of the region of OpenMP construct (or lock call) ``fn`` at a source location."""
         key = ("omp", fn, file, line, module, stack)
@@ -161,20 +182,34 @@ def _is_recorder(f: Frame) -> bool:
 _OUTLINED = re.compile(r"omp_outlined|^\.omp_task_entry\.|\._omp_fn\.\d+$|^__kmp_invoke_microtask$")
 
 
+#: the OpenMP runtimes' libraries (LLVM/Intel libomp, GCC libgomp)
+_OMP_RUNTIME = re.compile(r"^lib(omp|gomp|iomp5)\b")
+
+
 def _trim_main(frames: list[Frame]) -> list[Frame]:
     """Drop the frames above the enclosing region (frames are outermost first).
 
     Inside an OpenMP construct those are the frames down to the innermost
     outlined function (the runtime's, its callers', and the outlined
-    function itself); elsewhere the start-up frames above ``main``.
+    function itself); elsewhere the start-up frames above ``main``. A stack
+    that then goes into the OpenMP runtime (the initial thread forking or
+    joining a team, sampled by the wall-clock timer) stops before it: that
+    time is its caller's, as the recorder's own frames are.
     """
+    out = frames
     for i in range(len(frames) - 1, -1, -1):
         if _OUTLINED.search(frames[i][0]):
-            return frames[i + 1 :]
-    for i, f in enumerate(frames):
-        if f[0] == "main":
-            return frames[i:]
-    return frames
+            out = frames[i + 1 :]
+            break
+    else:
+        for i, f in enumerate(frames):
+            if f[0] == "main":
+                out = frames[i:]
+                break
+    for i, f in enumerate(out):
+        if _OMP_RUNTIME.match(Path(getattr(f, "module", "") or "").name):
+            return out[:i]
+    return out
 
 
 class NativeFrames:

@@ -31,11 +31,28 @@ from ..trace.store import save_raw
 from .assemble import load_recording
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
 
-__all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command", "program_binding"]
+__all__ = [
+    "record",
+    "RecordResult",
+    "is_python",
+    "python_command",
+    "launch_command",
+    "program_binding",
+    "DEFAULT_SAMPLE_RATE",
+    "SAMPLE_CLOCKS",
+]
 
 log = logging.getLogger(__name__)
 _PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level package perflow_pyrec
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
+
+
+#: samples per second by default: a few hundred per rank-second of computation even on a loaded machine, at
+#: about 2% of the run time on the development machine, whose timer interrupts cost 30 us (docs/recording.md,
+#: "Overhead")
+DEFAULT_SAMPLE_RATE = 500
+#: clocks the sampling timer can run on (see :func:`record`)
+SAMPLE_CLOCKS = ("wall", "cpu")
 
 
 @dataclass
@@ -279,7 +296,7 @@ def record(
     program: list[str],
     nprocs: int = 1,
     mpirun: str | None = None,
-    sample_rate: int = 100,
+    sample_rate: int = DEFAULT_SAMPLE_RATE,
     min_call: float | None = None,
     outdir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
@@ -287,6 +304,7 @@ def record(
     outputs: tuple[str, ...] = ("otf2", "pag"),
     stdout: Any = None,
     stderr: Any = None,
+    sample_clock: str = "wall",
     filter: str | os.PathLike[str] | None = None,  # noqa: A002 - the option's name
 ) -> RecordResult:
     """Record a run of ``program`` on ``nprocs`` MPI ranks.
@@ -301,7 +319,7 @@ def record(
     mpirun : str, optional
         Launcher command line (default: the implementation's ``mpirun``).
     sample_rate : int
-        Samples per second of CPU time (0 disables sampling).
+        Samples per second (0 disables sampling; default :data:`DEFAULT_SAMPLE_RATE`).
     min_call : float, optional
         Programs built with ``perflow cc``/``cxx``/``fc``: calls of
         instrumented functions shorter than this (seconds) with nothing
@@ -316,6 +334,12 @@ def record(
         Besides ``rawtrace.npz``: ``"otf2"`` and/or ``"pag"``.
     stdout, stderr : file, optional
         Where the program's output goes (default: this process's).
+    sample_clock : {"wall", "cpu"}
+        Native programs: the clock of the sampling timer. ``"wall"`` (a timer
+        on the monotonic clock) samples at the rate asked for whether the
+        thread runs or not, so that time off the CPU is measured where it
+        happened; ``"cpu"`` (a timer on the thread's CPU time) interrupts
+        only a running thread, at most at the kernel's tick rate.
     filter : path, optional
         A filter file (Score-P syntax, :mod:`perflow.recorder.filters`):
         programs built with ``perflow cc``/``cxx``/``fc`` do not record the
@@ -335,6 +359,8 @@ def record(
         raise RecordError("no program to record")
     if nprocs < 1:
         raise RecordError(f"the number of ranks must be at least 1, not {nprocs}")
+    if sample_clock not in SAMPLE_CLOCKS:
+        raise RecordError(f"the sampling clock must be one of {', '.join(SAMPLE_CLOCKS)}, not {sample_clock!r}")
     exe = shutil.which(program[0]) or (program[0] if Path(program[0]).is_file() else None)
     if exe is None:
         raise RecordError(f"program not found: {program[0]}")
@@ -345,7 +371,11 @@ def record(
     if rawdir.exists():
         shutil.rmtree(rawdir)
     rawdir.mkdir(parents=True)
-    env = {"PERFLOW_RECORD_DIR": str(rawdir.resolve()), "PERFLOW_RECORD_HZ": str(int(sample_rate))}
+    env = {
+        "PERFLOW_RECORD_DIR": str(rawdir.resolve()),
+        "PERFLOW_RECORD_HZ": str(int(sample_rate)),
+        "PERFLOW_RECORD_CLOCK": sample_clock,
+    }
     if min_call is not None:
         if min_call < 0:
             raise RecordError(f"the shortest recorded call must be >= 0 seconds, not {min_call}")

@@ -1,4 +1,4 @@
-"""Short figures about a recorded run: time in MPI, messages, and compute hotspots."""
+"""Short figures about a recorded run: time in MPI and off the CPU, messages, and compute hotspots."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..kinds import OFF_CPU
 from ..trace.raw import ENTER, RawTrace
 
 __all__ = ["RunSummary", "summarize", "mpi_durations"]
@@ -47,6 +48,9 @@ class RunSummary:
     message_bytes: int
     collectives: int
     samples: int
+    #: time off the CPU (``off_cpu`` instances) over all ranks, and the part of it inside MPI calls
+    off_cpu: float = 0.0
+    off_cpu_in_mpi: float = 0.0
     threads: int = 0
     openmp: str = ""
     top_mpi: list[tuple[str, float, int]] = field(default_factory=list)
@@ -61,6 +65,12 @@ class RunSummary:
             f"time in MPI: {self.mpi_time:.3f} s over all ranks ({100 * self.mpi_fraction:.1f}% of rank time)",
             f"messages: {self.messages:,} ({self.message_bytes:,} bytes)   collectives: {self.collectives:,}",
         ]
+        if self.off_cpu > 0:
+            share = self.off_cpu / (self.ranks * self.duration) if self.ranks and self.duration else 0.0
+            lines.append(
+                f"time off the CPU: {self.off_cpu:.3f} s over all ranks ({100 * share:.1f}% of rank time; "
+                f"{self.off_cpu_in_mpi:.3f} s of it inside MPI calls)"
+            )
         if self.openmp:
             lines.append(f"OpenMP: {self.openmp}")
         if self.top_mpi:
@@ -86,6 +96,22 @@ def _sampled_functions(raw: RawTrace) -> np.ndarray:
         inst = enclosing_instance(res.open_after, ev["location"], smp["location"][empty], smp["pos"][empty])
         out[empty] = np.where(inst >= 0, res.cp_region[res.callpath[np.maximum(inst, 0)]], -1)
     return out
+
+
+def _off_cpu(raw: RawTrace) -> tuple[float, float]:
+    """Time in ``off_cpu`` instances over all ranks, and the part of it inside MPI calls."""
+    ev, reg = raw.region_events, raw.regions
+    if not len(ev["region"]):
+        return 0.0, 0.0
+    n = int(reg.index.max()) + 1
+    off = ((reg["name"] == OFF_CPU) & (reg["role"] == "artificial")).reindex(range(n), fill_value=False).to_numpy()
+    mpi = (reg["paradigm"] == "mpi").reindex(range(n), fill_value=False).to_numpy()
+    # an off_cpu instance holds nothing: its Enter is followed by its Leave
+    k = np.flatnonzero(off[ev["region"]] & (ev["kind"] == ENTER))
+    k = k[k + 1 < len(ev["region"])]
+    dur = ev["time"][k + 1] - ev["time"][k]
+    inside = (k > 0) & mpi[ev["region"][np.maximum(k - 1, 0)]] & (ev["kind"][np.maximum(k - 1, 0)] == ENTER)
+    return float(dur.sum()), float(dur[inside].sum())
 
 
 def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
@@ -114,6 +140,7 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
             r = raw.regions.loc[int(reg)]
             where = f"{r['file']}:{r['line']}" if r["file"] else str(r["module"])
             hot.append((str(r["name"]), where, float(weight) / total))
+    off, off_mpi = _off_cpu(raw)
     return RunSummary(
         ranks=ranks,
         events=raw.n_events,
@@ -124,6 +151,8 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
         message_bytes=int(p2p["bytes"][sends].sum()),
         collectives=int((coll["kind"] == 1).sum()),
         samples=len(smp["stack"]),
+        off_cpu=off,
+        off_cpu_in_mpi=off_mpi,
         threads=len(raw.locations),
         openmp=str(raw.attrs.get("openmp", "")),
         top_mpi=[(str(n), float(r["sum"]), int(r["count"])) for n, r in by.iterrows()],

@@ -13,6 +13,12 @@ Two sources add vertices to the calling-context tree built by the scan:
   frames instead of directly below its enclosing instance. The added
   vertices get the region instances' inclusive time.
 
+The time between two region events of a location that no sample covers
+(the *gaps* of a stretch, :mod:`perflow.trace.pieces`) gets the calling
+context both its ends share: :func:`stretch_ends` gives the vertex at each
+end of every stretch (the caller frame of an MPI call with a stack, a
+sample's leaf) and :func:`common_ancestor` their deepest common vertex.
+
 Added vertices are *synthetic*: no Enter/Leave event makes them. Those that
 are the leaf of a sample have pieces as instances; the others have none (no
 visits), only the inclusive time of what lies below them. Synthetic vertices
@@ -28,11 +34,20 @@ from typing import Any
 
 import numpy as np
 
-from .raw import RawTrace
+from .raw import ENTER, RawTrace
 from .scan import enclosing_instance
 from .tally import dense_keys
 
-__all__ = ["TreeGrower", "stack_frames", "attach_region_stacks", "attach_samples"]
+__all__ = [
+    "TreeGrower",
+    "stack_frames",
+    "attach_region_stacks",
+    "attach_samples",
+    "depths",
+    "common_ancestor",
+    "gap_vertex",
+    "stretch_ends",
+]
 
 
 def stack_frames(raw: RawTrace) -> dict[int, np.ndarray]:
@@ -149,3 +164,92 @@ def attach_samples(raw: RawTrace, res: Any, tree: TreeGrower, frames: dict[int, 
         [tree.chain(int(k // width) - 1, frames.get(int(k % width) - 1, none)) for k in uniq.tolist()], dtype=np.int64
     )
     return {"open": open_inst, "base": base_cp, "leaf": leaf[inv]}
+
+
+def depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every vertex of a tree given by its parent array (roots: 0)."""
+    parent = np.asarray(parent, dtype=np.int64)
+    d = np.zeros(len(parent), dtype=np.int64)
+    cur = parent.copy()
+    live = np.flatnonzero(cur >= 0)
+    while len(live):
+        d[live] += 1
+        cur[live] = parent[cur[live]]
+        live = live[cur[live] >= 0]
+    return d
+
+
+def _lift(parent: np.ndarray, depth: np.ndarray, v: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The ancestor of each ``v`` at depth ``to`` (``v`` itself when it is not deeper)."""
+    v = v.copy()
+    live = np.flatnonzero(depth[v] > to)
+    while len(live):
+        v[live] = parent[v[live]]
+        live = live[depth[v[live]] > to[live]]
+    return v
+
+
+def common_ancestor(parent: np.ndarray, depth: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The deepest common ancestor of each pair (``u[i]``, ``v[i]``) of vertices of one tree (-1: none).
+
+    Examples
+    --------
+    >>> par = np.array([-1, 0, 1, 1, 0])
+    >>> common_ancestor(par, depths(par), np.array([2, 2, 4]), np.array([3, 2, 3])).tolist()
+    [1, 2, 0]
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    u = np.asarray(u, dtype=np.int64)
+    v = np.asarray(v, dtype=np.int64)
+    d = np.minimum(depth[u], depth[v])
+    u, v = _lift(parent, depth, u, d), _lift(parent, depth, v, d)
+    live = np.flatnonzero(u != v)
+    while len(live):
+        u[live], v[live] = parent[u[live]], parent[v[live]]
+        live = live[(u[live] != v[live]) & (u[live] >= 0)]
+    return np.where(u == v, u, -1)
+
+
+def gap_vertex(parent: np.ndarray, depth: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The calling context of gaps between ends ``a`` and ``b``: their deepest common vertex (one walk per pair)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if not len(a):
+        return a
+    pairs, inv = np.unique(np.stack([a, b]), axis=1, return_inverse=True)
+    return common_ancestor(parent, depth, pairs[0], pairs[1])[np.asarray(inv).ravel()]
+
+
+def stretch_ends(raw: RawTrace, res: Any, parent: np.ndarray) -> dict[str, np.ndarray]:
+    """Every stretch of a partition (the time between two region events of a location inside an instance).
+
+    Returns ``k`` (the stretch follows region event ``k``; ``k + 1`` is on the
+    same location), ``open`` (the local instance open in it), ``base`` (its
+    call path) and the vertex at each end, ``left`` and ``right``, in the
+    grown tree ``parent``: at the end of a child instance (or the start of
+    one), that child's parent vertex, which its region call stack may have
+    moved below frames (the caller of an MPI call); at the start or end of
+    the open instance itself, its own call path (the program's root region
+    starts before ``main``: its first stretch up to a sample or an MPI call
+    stays its own).
+    """
+    ev = raw.region_events
+    loc, kind = ev["location"], ev["kind"]
+    n = len(loc)
+    k = np.flatnonzero(loc[1:] == loc[:-1]) if n > 1 else np.zeros(0, np.int64)
+    inst = res.open_after[k] if len(k) else np.zeros(0, np.int64)
+    ok = inst >= 0
+    k, inst = k[ok].astype(np.int64), inst[ok].astype(np.int64)
+    base = res.callpath[inst].astype(np.int64)
+    ev_inst = np.full(n, -1, dtype=np.int64)
+    ev_inst[res.enter] = np.arange(len(res.enter))
+    closed = res.leave >= 0
+    ev_inst[res.leave[closed]] = np.flatnonzero(closed)
+    parent = np.asarray(parent, dtype=np.int64)
+
+    def child_end(e: np.ndarray) -> np.ndarray:
+        c = ev_inst[e]
+        return parent[res.callpath[np.maximum(c, 0)]]
+
+    left = np.where(kind[k] == ENTER, base, child_end(k))
+    right = np.where(kind[k + 1] == ENTER, child_end(k + 1), base)
+    return {"k": k, "open": inst, "base": base, "left": left, "right": right}

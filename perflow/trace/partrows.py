@@ -32,12 +32,16 @@ def interval_rows(
     loc_proc: np.ndarray,
     loc_thr: np.ndarray,
     sampled: bool,
+    pieced: bool = False,
     teams: bool = False,
 ) -> pd.DataFrame:
     """The partition's interval rows in global numbering: region instances and sample pieces, in pre-order.
 
     With ``sampled`` (the trace has samples) a ``samples`` column holds the
-    samples each piece was made of (0 for instances of recorded regions).
+    samples each piece was made of (0 for instances of recorded regions);
+    with ``pieced`` (the trace has samples or region call stacks) a ``piece``
+    column tells pieces (:mod:`perflow.trace.pieces`: computation known from
+    samples and call stacks, not from Enter/Leave events) from region instances.
     With ``teams`` (the trace forks OpenMP teams) ``omp_fork``/``omp_join``
     hold the time each parallel-region instance spans beyond its recorded
     enter and leave (:mod:`perflow.trace.omptree`; 0 elsewhere).
@@ -69,6 +73,8 @@ def interval_rows(
     }
     if sampled:
         cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
+    if pieced:
+        cols["piece"] = rows(np.zeros(len(st.inst_loc), bool), np.ones(len(pv), bool), bool)
     if teams:
         zero = np.zeros(len(st.inst_loc))
         for name in OMP_METRICS:
@@ -118,7 +124,7 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
         if q[4] is not None:
             samples += np.bincount(sl, weights=q[4], minlength=m)
     cols["visits"] = visits
-    if pc is not None:
+    if pc is not None and len(st.raw.sample_events["location"]):
         cols["samples"] = samples
     n_inst = len(st.inst_loc)
     for name, per_inst in st.inst_metrics.items():  # e.g. the OpenMP team layout's omp_fork/omp_join

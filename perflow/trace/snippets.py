@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..kinds import MPIClass, mpi_class
+from ..kinds import OFF_CPU, MPIClass, mpi_class
 from ..pag.instances import Trace
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, subtree_sizes
 
@@ -135,7 +135,7 @@ def _bytes_per_interval(trace: Trace) -> np.ndarray:
 
 
 def window_code(
-    flat: FlatTimeline, loc: np.ndarray, start: np.ndarray, end: np.ndarray
+    flat: FlatTimeline, loc: np.ndarray, start: np.ndarray, end: np.ndarray, skip: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The call path with the most exclusive time in each time window of a location, and that time.
 
@@ -143,7 +143,8 @@ def window_code(
     (the leave of one call, the enter of the next); windows of one location
     do not overlap. Exclusive time comes from the flat timeline, so a
     sampled run counts its sample pieces and an instrumented one its region
-    instances. A window without any region time gives vertex -1.
+    instances. A window without any region time gives vertex -1. Vertices
+    where ``skip`` (per vertex) is true are never the answer (time off the CPU).
 
     Examples
     --------
@@ -166,6 +167,8 @@ def window_code(
         return out_v, out_t
     sloc = np.repeat(np.arange(len(counts)), counts)
     ks = np.flatnonzero(np.r_[sloc[1:] == sloc[:-1], False] & (flat.vertex >= 0))
+    if skip is not None and len(ks):
+        ks = ks[~np.asarray(skip, dtype=bool)[flat.vertex[ks]]]
     a, b = flat.time[ks], flat.time[ks + 1]
     live = b > a
     ks, a, b = ks[live], a[live], b[live]
@@ -260,9 +263,11 @@ def snippet_table(
     a, b = a[same], b[same]
     lo = pos_of[a] + size[a]  # first position after call a's subtree
     hi = pos_of[b]  # position of call b
-    # the regions entered in between; sample pieces (a ``samples`` column > 0) say what ran, not what was
-    # called, and vary with the sampling, so they do not change a snippet's identity
-    rec = ~(iv["samples"].to_numpy() > 0) if "samples" in iv.columns else np.ones(n, dtype=bool)
+    # the regions entered in between; pieces (the ``piece`` column) say what ran, not what was called, and
+    # vary with the sampling, and so does time off the CPU: they do not change a snippet's identity
+    rec = ~iv["piece"].to_numpy() if "piece" in iv.columns else np.ones(n, dtype=bool)
+    off_cpu = np.asarray(names, dtype=object) == OFF_CPU
+    rec &= ~off_cpu[vtx]
     cprefix = np.r_[0, np.cumsum(rec[order])]
     count = cprefix[hi] - cprefix[lo]
     vprefix = np.r_[0, np.cumsum(np.where(rec, vtx + 1, 0)[order])]
@@ -316,7 +321,7 @@ def snippet_table(
     kc = keep[keep >= len(a)] - len(a)
     perf = normalised_performance(time[keep], g)
     flat = flat if flat is not None else flat_timeline(trace, locs)
-    code, _ = window_code(flat, locs.of_interval[a[ka]], t_comp[ka], e_comp[ka])
+    code, _ = window_code(flat, locs.of_interval[a[ka]], t_comp[ka], e_comp[ka], skip=off_cpu)
     return pd.DataFrame(
         {
             "process": locs.process[loc].astype(np.int32),

@@ -12,7 +12,7 @@ Two steps, with a small exchange of metadata in between:
 1. :func:`scan_part` pairs Enter/Leave events (the compiled scan of
    :mod:`perflow.trace.scan`), computes inclusive/exclusive times, grows the
    calling-context tree by region call stacks and sampled stacks
-   (:mod:`perflow.trace.contexts`), cuts the sampled stretches into pieces
+   (:mod:`perflow.trace.contexts`), cuts the stretches between region events into pieces
    and orders them with the instances of each location
    (:mod:`perflow.trace.pieces`), finds the instance enclosing every
    message and collective event, and returns a :class:`PartState` whose
@@ -39,13 +39,13 @@ import pandas as pd
 from .._arrays import unique
 from ..errors import TraceError
 from ..pag.instances import take_or
-from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
+from .contexts import TreeGrower, attach_region_stacks, attach_samples, depths, stack_frames, stretch_ends
 from .io import io_rows
 from .locks import lock_rows
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
 from .omptree import team_contexts
 from .partrows import interval_rows, metric_sums
-from .pieces import Pieces, row_order, sample_pieces
+from .pieces import Pieces, row_order, stretch_pieces
 from .raw import RawTrace
 from .records import p2p_records
 from .rma import rma_rows
@@ -242,12 +242,17 @@ def scan_part(
     if teams is not None:
         syn.append(teams.ancestor_rows)
         st.cp_first, st.inst_metrics = teams.first, teams.inst_metrics
-    if len(raw.sample_events["location"]):
-        smp = attach_samples(raw, res, tree, frames)
-        pc = st.pieces = sample_pieces(raw, smp["open"], smp["base"], smp["leaf"], t_leave)
+    sampled = len(raw.sample_events["location"]) > 0
+    if sampled or len(syn[0][0]) or _has_stacks(raw):
+        # every stretch between two region events becomes pieces: sample covers, and the gaps between them in
+        # the calling context their two ends share
+        smp = attach_samples(raw, res, tree, frames) if sampled else None
+        parent = np.asarray(tree.parent, dtype=np.int64)
+        ends = stretch_ends(raw, res, parent)
+        pc = st.pieces = stretch_pieces(raw, ends, parent, depths(parent), t_leave, smp)
         # a piece's time is inclusive time of the synthetic frames between its leaf and its instance
         dur = pc.leave - pc.enter
-        for i, v in tree.synthetic_ancestors(np.asarray(tree.parent, dtype=np.int64)[pc.vertex]):
+        for i, v in tree.synthetic_ancestors(parent[pc.vertex]):
             syn.append((v, pc.location[i], dur[i]))
         if len(pc):  # the instances' exclusive time loses what their pieces cover
             st.exc = exclusive_from_children(inc, child + child_time(pc.leave - pc.enter, pc.parent, len(inc)), t_leave)
@@ -256,6 +261,13 @@ def scan_part(
     st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
     return st
+
+
+def _has_stacks(raw: RawTrace) -> bool:
+    """Whether some region carries a call stack (``regions['stack']`` >= 0)."""
+    if "stack" not in raw.regions.columns or not len(raw.stacks):
+        return False
+    return bool((raw.regions["stack"].fillna(-1).to_numpy() >= 0).any())
 
 
 def summarize(st: PartState) -> dict[str, Any]:
@@ -371,8 +383,17 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
     grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
     ginst = grow[st.row_of_inst]  # ... of every local instance
+    sampled = bool(maps.get("sampled", False))
     intervals = interval_rows(
-        st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)), bool(maps.get("omp_teams", False))
+        st,
+        cp_map,
+        grow,
+        ginst,
+        loc_proc,
+        loc_thr,
+        sampled,
+        sampled or _has_stacks(raw),
+        bool(maps.get("omp_teams", False)),
     )
     uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)

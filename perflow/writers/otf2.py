@@ -280,7 +280,8 @@ def write_otf2(raw: RawTrace, path: str | os.PathLike[str], *, timer_resolution:
     if len(smp["location"]):
         hz = float(raw.attrs.get("sample_rate") or 0)
         period = 1.0 / hz if hz > 0 else float(np.median(smp["weight"]))
-        interrupt = ("CPU time sampling", max(int(round(1e9 * period)), 1))
+        clock = "wall-clock" if raw.attrs.get("sample_clock") == "wall" else "CPU time"
+        interrupt = (f"{clock} sampling", max(int(round(1e9 * period)), 1))
         # one CallingContextSample per timer period (a sample that stands for k periods is written k times)
         reps = np.where(cc_ref >= 0, np.maximum(1, np.rint(smp["weight"] / period)).astype(np.int64), 0)
         idx = np.repeat(np.arange(len(cc_ref)), reps)

@@ -85,6 +85,26 @@ class Run:
         s = s[raw.locations["process"].to_numpy()[s["location"]] == rank]
         return float(s.loc[s["stack"].isin(hit), "weight"].sum())
 
+    def cpu_time(self, rank: int, function: str) -> float:
+        """Time of ``rank`` in ``function`` (a call-path component, maybe ``module::function``) and below, off-CPU time left out.
+
+        From the PAG (sampled pieces, instrumented instances): the work done there, which on a loaded
+        machine differs from the wall time its samples stand for.
+        """
+        from perflow.kinds import OFF_CPU
+        from perflow.trace.build import build_pag
+
+        if getattr(self, "_pag", None) is None:
+            self._pag = build_pag(self.raw)
+        pag = self._pag
+        paths = pag.call_paths().to_numpy().astype(str)
+        names = pag.vertex_table["name"].astype(str).to_numpy()
+        below = np.array([any(c == function or c.endswith(f"::{function}") for c in p.split("/")) for p in paths])
+        below &= names != OFF_CPU
+        m = pag.metrics.reset_index()
+        m = m[(m["process"] == rank) & below[m["vertex"].to_numpy()]]
+        return float(m["time_exc"].sum())
+
     def sample_weight_by_function(self) -> pd.DataFrame:
         """Sampled CPU time per (rank, innermost function)."""
         raw = self.raw

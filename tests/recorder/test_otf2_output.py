@@ -64,7 +64,7 @@ def test_recording_layout(recorded) -> None:  # noqa: ANN001
     host = run.raw.locations["host"].iloc[0]
     assert f'SYSTEM_TREE_NODE                       1  Name: "{host}"' in defs
     assert 'Class: "node"' in defs and 'Parent: "node::' in defs
-    assert "INTERRUPT_GENERATOR" in defs and "Mode: TIME" in defs and "Period: 10000000" in defs
+    assert "INTERRUPT_GENERATOR" in defs and "Mode: TIME" in defs and "Period: 2000000" in defs  # 500 Hz
     assert "CALLING_CONTEXT " in defs and 'Region: "slow_compute"' in defs
     assert "perflow::region_stack" in defs  # the MPI calls' stacks
     events = otf2_print(run.result.files["otf2"])

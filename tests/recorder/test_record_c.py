@@ -50,7 +50,9 @@ def test_long_run_flushes_in_chunks(recorded) -> None:  # noqa: ANN001
     assert count(p, rank=1, kind=P2P.RECV, tag=10, bytes=8) == 12000
     assert len(p) == 48000
     ev = run.raw.region_events
-    assert len(ev["time"]) == 2 * (2 + 2 * 24000 + 2 * 2)  # root, Init, Finalize and 24,000 calls per rank
+    names = run.raw.regions["name"].to_numpy()[ev["region"]]
+    # root, Init, Finalize and 24,000 calls per rank (and maybe some time off the CPU inside them)
+    assert (names != "off_cpu").sum() == 2 * (2 + 2 * 24000 + 2 * 2)
     assert all((np.diff(ev["time"][ev["location"] == loc]) >= 0).all() for loc in (0, 1))
 
 
@@ -117,10 +119,10 @@ def test_ring_persistent_requests(recorded) -> None:  # noqa: ANN001
 def test_imbalance_samples(recorded) -> None:  # noqa: ANN001
     run = recorded("imbalance.c", "4", "20000000", "4")
     w = run.sample_weight_by_function().set_index(["rank", "function"])["weight"]
-    slow = w.get((3, "compute_slow"), 0.0)
-    assert slow > 0.05
+    slow = run.cpu_time(3, "compute_slow")  # the work done (samples stand for wall time, off the CPU too)
+    assert slow > 0.05 and w.get((3, "compute_slow"), 0.0) >= slow
     for r in range(3):
-        assert slow > 2 * w.get((r, "compute"), 0.0)
+        assert slow > 2 * run.cpu_time(r, "compute")
         assert (r, "compute_slow") not in w.index
     c = run.coll()
     ar = c[(c["op"] == CollectiveOp.ALLREDUCE) & (c["kind"] == CollEv.END)]

@@ -102,11 +102,15 @@ def test_imbalance_and_variance_name_the_slow_function(
     run = recorded(source, n=4, flags=flags, instrument=instrument)
     pag = build_pag(run.raw)
     lo, hi = site_line(source, f"{tag}_slow_begin"), site_line(source, f"{tag}_slow_end")
-    # imbalance: the vertex losing the most time to imbalance is the slow function, at its worst on rank 3
+    # imbalance: the code losing the most time to imbalance is the slow function, at its worst on rank 3 (the
+    # allreduce the others wait in may come first: on a loaded machine the slow rank is often off the CPU,
+    # which is no code's time, so the function's own imbalance is its CPU time's)
     res = perflow.run("imbalance", pag=pag, outputs=["vertices", "outliers"], jobs=1)
-    top = res["vertices"].iloc[0]
+    code = [t for t in (res["vertices"], res["outliers"])]
+    code = [t[~t["name"].astype(str).str.startswith("MPI_")] for t in code]
+    top = code[0].iloc[0]
     assert (top["name"], int(top["max_process"])) == (fname, SLOW), top["call_path"]
-    out = res["outliers"].iloc[0]
+    out = code[1].iloc[0]
     assert (out["name"], int(out["process"])) == (fname, SLOW), out["call_path"]
     # variance: the code between the halo exchange and the allreduce that holds the time is the slow function
     res = perflow.run("variance", pag=pag, outputs=["groups", "slow"], jobs=1)

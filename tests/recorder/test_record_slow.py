@@ -86,11 +86,13 @@ def test_instrumented_slow_function(recorded, source: str, flags: tuple, tag: st
     iv = pag.trace.intervals
     vt = pag.vertex_table
     mine = iv[iv["vertex"].isin(np.flatnonzero(vt["name"].to_numpy() == fname))]
-    # the ITER instrumented calls; at most one more, sampled: with -O3 the compiler may schedule some of an
-    # inlined function's code after its exit hook, and a sample landing there (debug info: still slow_compute,
-    # the recorded call already left) becomes an instance of its own (seen once in a loaded full-suite run)
-    assert ITER <= len(mine) <= ITER + 1 and set(mine["process"]) == {SLOW}
-    assert float((mine["leave"] - mine["enter"]).sum()) >= 0.2
+    # the ITER instrumented calls, and maybe a few sampled pieces: the compiler may schedule some of the
+    # function's code after its exit hook, and a sample landing there (debug info: still slow_compute, the
+    # recorded call already left) becomes an instance of its own, as short as a sampling period or two
+    dur = (mine["leave"] - mine["enter"]).to_numpy()
+    assert (dur > 0.01).sum() == ITER and set(mine["process"]) == {SLOW}
+    assert dur[dur <= 0.01].sum() <= 0.05 * dur.sum()
+    assert float(dur.sum()) >= 0.2
     # the MPI calls sit below the instrumented functions once (stacks are relative to the enclosing function)
     paths = pag.call_paths().tolist()
     waitall = [p for p in paths if p.endswith("/MPI_Waitall")]

@@ -7,7 +7,8 @@ ranks, one core each: the replay's assumption); the what-if replay of that recor
 runtime of the fixed build within 10% (median of 3 runs, measured by the program between a barrier after
 MPI_Init and one before MPI_Finalize), where subtracting the function's time would be off by more than
 30%. The builds are instrumented (``perflow cc``) and their work sleeps, so the durations do not depend
-on getting a core on a loaded machine; ``benchmarks/whatif_programs.py`` also measures sampled builds
+on getting a core on a loaded machine (recorded without samples, which would show the sleeping as time
+off the CPU); ``benchmarks/whatif_programs.py`` also measures sampled builds
 that compute.
 """
 
@@ -68,7 +69,9 @@ def case(recorded, build, plain, yielding):  # noqa: ANN001, ANN201
             # a recording made while the machine woke the program up late is re-made (at most twice): the
             # replay predicts from the recorded durations, and this tests the replay, not the machine
             for attempt in range(3):
-                run = recorded(src, *args, n=2, flags=FLAGS, instrument=True, timeout=120 + attempt)
+                # not sampled: sleeping work is time off the CPU to a sampler (rightly no code's), and this
+                # tests the replay of the instrumented functions' durations
+                run = recorded(src, *args, n=2, flags=FLAGS, instrument=True, sample_rate=0, timeout=120 + attempt)
                 assert run.result.status == 0, run.stderr
                 pag = build_pag(run.raw)
                 if _nominal(pag, NOMINAL[name], RUNTIME[name]):

@@ -140,20 +140,27 @@ def handmade(tmp_path: Path) -> Path:
 def test_assemble_handmade(handmade: Path) -> None:
     raw = load_recording(handmade)
     ev = raw.region_events
-    assert ev["location"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
-    np.testing.assert_allclose(ev["time"], [0, 0.5, 0.6, 1.0, 0.1, 0.2, 0.55, 0.55], atol=1e-9)
-    assert ev["kind"].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]  # rank 1's open regions closed at its last event
+    assert ev["location"].tolist() == [0] * 6 + [1] * 4
+    # rank 0's sample at 0.7 stands for 0.01 s of CPU time since the MPI_Send left at 0.6: at least 0.09 s of
+    # that was off the CPU, an off_cpu instance [0.6, 0.69] below the sampled stack; the sample covers the rest
+    np.testing.assert_allclose(ev["time"], [0, 0.5, 0.6, 0.6, 0.69, 1.0, 0.1, 0.2, 0.55, 0.55], atol=1e-9)
+    assert ev["kind"].tolist() == [0, 0, 1, 0, 1, 1, 0, 0, 1, 1]  # rank 1's open regions closed at its last event
     names = raw.regions["name"].reindex(ev["region"]).tolist()
-    assert names == ["prog.py", "MPI_Send", "MPI_Send", "prog.py", "prog.py", "MPI_Recv", "MPI_Recv", "prog.py"]
+    assert names == [
+        *("prog.py", "MPI_Send", "MPI_Send", "off_cpu", "off_cpu", "prog.py"),
+        *("prog.py", "MPI_Recv", "MPI_Recv", "prog.py"),
+    ]
+    off = raw.regions.loc[ev["region"][3]]
+    assert (off["role"], off["stack"]) == ("artificial", raw.sample_events["stack"][0])
     send_region = raw.regions.loc[ev["region"][1]]
     assert (send_region["caller"], send_region["file"], send_region["line"]) == ("main", "/x/prog.py", 9)
     p2p = raw.p2p_events
-    assert p2p["pos"].tolist() == [2, 6]  # the LEAVE of each enclosing MPI call
+    assert p2p["pos"].tolist() == [2, 8]  # the LEAVE of each enclosing MPI call
     assert p2p["peer"].tolist() == [1, 0] and p2p["bytes"].tolist() == [100, 100]
     assert raw.coll_events["comm"].tolist() == [2]  # rank 1's COMM_SELF (global ids: world 0, self of rank 0 is 1)
     assert {k: v.tolist() for k, v in raw.comms.items()} == {0: [0, 1], 1: [0], 2: [1]}
     s = raw.sample_events
-    assert s["pos"].tolist() == [3] and s["weight"].tolist() == [0.01]
+    assert s["pos"].tolist() == [5] and s["weight"].tolist() == [0.01]
     assert raw.stacks["region"].tolist() == [raw.regions.index[raw.regions["name"] == "main"][0]]
     back = load_raw(save_raw(raw, handmade / "r.npz"))
     for t in ("region_events", "p2p_events", "coll_events", "sample_events"):
@@ -182,7 +189,7 @@ def test_truncated_streams_are_tolerated(handmade: Path) -> None:
     smp = handmade / "p11.smp"
     smp.write_bytes(smp.read_bytes() + struct.pack("<QQ", S_MAGIC | (S_SAMPLE << 32) | 5, 1))  # cut-off sample
     raw = load_recording(handmade)
-    assert len(raw.sample_events["pos"]) == 1 and len(raw.region_events["time"]) == 8
+    assert len(raw.sample_events["pos"]) == 1 and len(raw.region_events["time"]) == 10  # with the off_cpu pair
 
 
 # ---- building ---------------------------------------------------------------

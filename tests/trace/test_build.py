@@ -214,9 +214,10 @@ def test_samples_extend_the_tree_and_move_exclusive_time():
     assert pag.call_paths().tolist() == ["main", "main/solve", "main/solve/dot"]
     m = pag.metrics.droplevel(["process", "thread"])
     # dot's two samples cover [0.5, 1] and [1.5, 2]: one piece [0.5, 2] (the gap between them is dot's too);
-    # solve's covers [2.5, 3]
-    assert m["time_inc"].tolist() == [10, 2.0, 1.5]
-    assert m["time_exc"].tolist() == [8.0, 0.5, 1.5]
+    # the gap [2, 2.5] to solve's sample is in the context both share (solve), and so is that sample's cover
+    # [2.5, 3]: one piece [2, 3] of solve; before the first sample and after the last main's own code ran
+    assert m["time_inc"].tolist() == [10, 2.5, 1.5]
+    assert m["time_exc"].tolist() == [7.5, 1.0, 1.5]
     assert m["samples"].tolist() == [0, 1, 2]
     assert m["visits"].tolist() == [1, 1, 1]
 
@@ -332,25 +333,29 @@ def test_region_call_stacks_and_samples_share_synthetic_vertices():
     paths = pag.call_paths().tolist()
     m = pag.metrics.droplevel(["process", "thread"])
     got = {paths[v]: (m.loc[v, "time_inc"], m.loc[v, "time_exc"], m.loc[v, "visits"]) for v in range(pag.n_vertices)}
-    # the samples' pieces (kernel over [4, 5], main over [5.5, 6]) are instances: one visit each
+    # the stretch [3, 10] after the MPI_Send (called from main/solve) is cut into pieces: the gap [3, 4] before
+    # kernel's sample in the context both ends share (main/solve), kernel's cover [4, 5], the gap [5, 5.5] to
+    # main's sample in main, main's cover [5.5, 6]; the rest, up to the end of prog, is prog's own (the end
+    # of the program shares no frame with main), and so is [0, 2] before the MPI_Send
     assert got == {
-        "prog": (10.0, 7.5, 1),
-        "prog/main": (2.5, 0.5, 1),
-        "prog/main/solve": (2.0, 0.0, 0),
+        "prog": (10.0, 6.0, 1),
+        "prog/main": (4.0, 1.0, 1),
+        "prog/main/solve": (3.0, 1.0, 1),
         "prog/main/solve/MPI_Send": (1.0, 1.0, 1),
         "prog/main/solve/kernel": (1.0, 1.0, 1),
     }
     # the instance tables keep the measured nesting: the MPI_Send instance's and the pieces' parent is prog
     iv = pag.trace.intervals
-    assert iv["parent"].tolist() == [-1, 0, 0, 0]
+    assert iv["parent"].tolist() == [-1, 0, 0, 0, 0]
     assert [paths[v] for v in iv["vertex"]] == [
         "prog",
         "prog/main/solve/MPI_Send",
+        "prog/main/solve",
         "prog/main/solve/kernel",
         "prog/main",
     ]
-    assert iv["enter"].tolist() == [0.0, 2.0, 4.0, 5.5] and iv["leave"].tolist() == [10.0, 3.0, 5.0, 6.0]
-    assert iv["samples"].tolist() == [0, 0, 1, 1]
+    assert iv["enter"].tolist() == [0.0, 2.0, 3.0, 4.0, 5.0] and iv["leave"].tolist() == [10.0, 3.0, 4.0, 5.0, 6.0]
+    assert iv["samples"].tolist() == [0, 0, 0, 1, 1]
 
 
 @pytest.mark.parametrize("jobs", [2, 3, 5])

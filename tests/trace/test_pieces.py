@@ -19,11 +19,12 @@ def _sampled() -> perflow.PAG:
     tb.enter(0, 0.0, "main")
     tb.sample(0, 2.0, ["solve"], 1.0)  # covers [1, 2]
     tb.sample(0, 2.5, ["solve"], 1.0)  # [2, 2.5]: starts where the last ended, same leaf -> one piece [1, 2.5]
-    tb.sample(0, 3.5, ["solve", "dot"], 0.5)  # [3, 3.5]
+    tb.sample(0, 3.5, ["solve", "dot"], 0.5)  # [3, 3.5]; the gap [2.5, 3] is solve's (both ends are in it)
     tb.call(0, "io", 4.0, 5.0)
     tb.sample(0, 5.2, ["solve"], 1.0)  # [5, 5.2]: the stretch starts when io leaves
     tb.sample(0, 5.2, ["solve"], 1.0)  # the same time stamp again: nothing left to cover
-    tb.sample(0, 7.0, [], 1.0)  # in main's own code: [6, 7] stays main's, counted there
+    tb.sample(0, 7.0, [], 1.0)  # in main's own code: [6, 7] stays main's, counted there (and [5.2, 6]: the
+    # context solve's and this sample share is main)
     tb.sample(0, 7.5, ["solve"], 1.0)  # [7, 7.5]: not before what the last sample covered (and main's came between)
     tb.sample(0, 9.0, ["solve"], 0.5)  # [8.5, 9], solve again: one piece [7, 9] with the gap between the two
     tb.leave(0, 10.0)
@@ -39,7 +40,7 @@ def test_samples_tile_the_stretches_into_pieces() -> None:
     # rows in pre-order: a stretch's pieces follow the instances entered before it
     assert got == [
         ("main", 0.0, 10.0, -1, 0),
-        ("main/solve", 1.0, 2.5, 0, 2),
+        ("main/solve", 1.0, 3.0, 0, 2),
         ("main/solve/dot", 3.0, 3.5, 0, 1),
         ("main/io", 4.0, 5.0, 0, 0),
         ("main/solve", 5.0, 5.2, 0, 1),
@@ -54,9 +55,9 @@ def test_metrics_come_from_the_pieces() -> None:
     paths = pag.call_paths().to_numpy()
     got = {paths[v]: tuple(m.loc[v, ["time_inc", "time_exc", "visits", "samples"]].round(12)) for v in m.index}
     assert got == {
-        "main": (10.0, 4.8, 1, 1),  # 10 - 1.5 - 0.5 - 1 (io) - 0.2 - 2
+        "main": (10.0, 4.3, 1, 1),  # 10 - 2 - 0.5 - 1 (io) - 0.2 - 2
         "main/io": (1.0, 1.0, 1, 0),
-        "main/solve": (4.2, 3.7, 3, 5),  # three pieces of five samples, and dot below
+        "main/solve": (4.7, 4.2, 3, 5),  # three pieces of five samples, and dot below
         "main/solve/dot": (0.5, 0.5, 1, 1),
         "solve": (1.0, 1.0, 1, 1),
     }

@@ -5,7 +5,9 @@
  *   p<pid>.smp  64-bit words: headers with the top 16 bits set, each followed
  *               by `depth` frame words (samples and MPI call contexts); a
  *               header is 4 words, 5 for PF_S_USAMPLE (the fifth: the entry
- *               address of the innermost recorded user function, or 0)
+ *               address of the innermost recorded user function, or 0), 7 for
+ *               PF_S_WSAMPLE (then also the start of the sample's window and
+ *               the thread's CPU time in it)
  *   p<pid>.txt  text: metadata and communicator definitions
  *   p<pid>.maps a copy of /proc/self/maps taken at MPI_Finalize and at exit
  *   p<pid>.t<n>.ev, p<pid>.t<n>.smp  the same streams of worker thread n (pfrec_thr.c)
@@ -26,9 +28,9 @@ enum pf_fn {
 };
 
 /* record types */
-enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6, PF_R_THR = 8 }; /* (7: reserved) */
+enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6, PF_R_OFF = 7, PF_R_THR = 8 };
 /* sample-stream header types */
-enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3 };
+enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3, PF_S_WSAMPLE = 4 };
 #define PF_S_MAGIC 0xFFFF000000000000ULL
 
 /* perflow.kinds.P2P */
@@ -55,7 +57,7 @@ typedef struct pf_rec {
     double t;      /* CLOCK_MONOTONIC seconds */
     uint64_t addr; /* ENTER of an MPI call: call instruction address (return address - 1);
                       ENTER of a user function: its entry address; COLL: request id + 1, 0 when blocking;
-                      IO: bytes */
+                      IO: bytes; OFF: seconds off the CPU since t (a double's bits) */
     int64_t n1;    /* ENTER: call context id; P2P: bytes; COLL: bytes sent */
     int64_t n2;    /* ENTER: entry address of the innermost recorded user function (0: none);
                       P2P: request id or -1; COLL: bytes received */

@@ -33,6 +33,7 @@
 #define PF_EVBUF (1 << 15)   /* event records per flush (1.5 MiB) */
 #define PF_SMPBUF (1 << 16)  /* sample words per flush (512 KiB) */
 #define PF_MAXDEPTH 128
+#define PF_DEFAULT_HZ 500
 #define PF_CTX_SLOTS 4096
 #define PF_REQ_SLOTS (1 << 14)
 #define PF_MAXCOMM 1024
@@ -48,9 +49,12 @@ static struct {
     char base[4096];
     int nev, nsmp;
     uint64_t nregion;
-    volatile sig_atomic_t in_mpi, stopping;
+    volatile sig_atomic_t in_mpi, stopping, tick_in_mpi;
     volatile sig_atomic_t omp_wait; /* waiting in OpenMP (a barrier, a lock): no samples (pfrec_omp.c) */
     double t_enter, period;
+    long period_ns;
+    double ref_w, ref_c; /* the last sample (or MPI leave after a tick inside the call): wall and thread CPU time */
+    double mpi_tick_w, mpi_tick_c; /* the first expiry inside the current MPI call: wall and thread CPU time */
     int hz, timer_kind;
     timer_t timer;
     int world_rank, world_size, comm_next, ncomms, nreq;
@@ -178,8 +182,9 @@ static uintptr_t uc_pc(void *ucv) {
 
 /* Append a header and frames to the sample stream; frames after the first are
  * return addresses and are stored minus one (the call instruction). */
-static void put_stack(int type, uint64_t w1, uint64_t w2, uint64_t w3, void **fr, int n, int exact_first) {
-    int h = type == PF_S_USAMPLE ? 5 : 4;
+static void put_stack(int type, uint64_t w1, uint64_t w2, uint64_t w3, void **fr, int n, int exact_first,
+                      const uint64_t *extra) {
+    int h = type == PF_S_WSAMPLE ? 7 : type == PF_S_USAMPLE ? 5 : 4;
     if (n > PF_MAXDEPTH) n = PF_MAXDEPTH;
     if (n < 0) n = 0;
     if (g.nsmp + h + n > PF_SMPBUF) flush_smp();
@@ -188,12 +193,51 @@ static void put_stack(int type, uint64_t w1, uint64_t w2, uint64_t w3, void **fr
     w[1] = w1;
     w[2] = w2;
     w[3] = w3;
-    if (h == 5) w[4] = pf_utop;
+    if (h >= 5) w[4] = pf_utop;
+    if (h == 7) {
+        w[5] = extra[0];
+        w[6] = extra[1];
+    }
     for (int i = 0; i < n; i++) w[h + i] = (uint64_t)(uintptr_t)fr[i] - ((i == 0 && exact_first) ? 0 : 1);
     g.nsmp += h + n;
     if (type != PF_S_CTX) pf_nsamples++;
 }
 
+static double thread_cpu(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0.0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Start (on) or stop the sampling timer. An MPI call during which the timer expires stops it (a long
+ * wait would otherwise take a signal every period, and each wakes a blocked thread); the end of the call
+ * starts it again. */
+static void arm_timer(int on, long first_ns) {
+    long ns = on ? g.period_ns : 0, f = on ? (first_ns > 0 ? first_ns : g.period_ns) : 0;
+    if (g.timer_kind == 1 || g.timer_kind == 2) {
+        struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {f / 1000000000L, f % 1000000000L}};
+        timer_settime(g.timer, 0, &its, NULL);
+    } else if (g.timer_kind == 3) {
+        struct itimerval it = {{ns / 1000000000L, (ns % 1000000000L) / 1000}, {f / 1000000000L, (f % 1000000000L) / 1000}};
+        setitimer(ITIMER_PROF, &it, NULL);
+    }
+}
+
+/* Start the timer again after an MPI call (or hook) during which it expired at `tick`: the next expiry
+ * where the stopped timer would have had it, so that short stretches between MPI calls keep their samples. */
+static void rearm_after(double tick, double now) {
+    double late = now - tick, p = g.period;
+    long first = (long)(1e9 * (p - (late - p * (double)(long)(late / p))));
+    arm_timer(1, first < 1000 ? 1000 : first);
+}
+
+/* A sample: the stack, and how the time since the previous one was spent. Its
+ * header holds the time stamp, its weight (the timer periods it stands for:
+ * one plus the expiries merged into this signal), the region records before
+ * it, the innermost recorded user function and the start of its window (the
+ * previous sample, or the end of an MPI call during which the timer expired)
+ * with the thread's CPU time in that window, so that the trace builder can
+ * split the window into time on and off the CPU. */
 static void on_prof(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
@@ -202,11 +246,18 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
         pf_thr_prof(si, ucv);
         goto out;
     }
-    if (g.timer_kind == 2 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
-    if (g.in_mpi || g.omp_wait) goto out; /* that CPU time is the MPI call's (or an OpenMP wait's) */
-    /* each expiry stands for one period of the thread's CPU time (plus any
-     * expiries that were merged into this signal) */
-    double w = g.period * (1.0 + (g.timer_kind == 1 && si && si->si_overrun > 0 ? si->si_overrun : 0));
+    if (g.timer_kind == 3 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
+    if (g.in_mpi) { /* that time is the MPI call's: no more ticks until it ends, when the window restarts */
+        if (!g.tick_in_mpi) {
+            arm_timer(0, 0);
+            g.mpi_tick_w = pf_now(); /* from here to the end of the call: how much of it ran */
+            g.mpi_tick_c = thread_cpu();
+        }
+        g.tick_in_mpi = 1;
+        goto out;
+    }
+    if (g.omp_wait) goto out; /* waiting in OpenMP: that time is the wait's (the next window includes it) */
+    double w = g.period * (1.0 + (g.timer_kind != 3 && si && si->si_overrun > 0 ? si->si_overrun : 0));
     void *fr[PF_MAXDEPTH + 8];
     int n = backtrace(fr, PF_MAXDEPTH + 8), s = 2;
     uintptr_t pc = uc_pc(ucv);
@@ -216,11 +267,18 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
             break;
         }
     if (s > n) s = n;
-    put_stack(PF_S_USAMPLE, dbits(pf_now()), dbits(w), g.nregion, fr + s, n - s, 1);
+    double now = pf_now(), cpu = thread_cpu();
+    uint64_t extra[2] = {dbits(g.ref_w), dbits(cpu - g.ref_c)};
+    g.ref_w = now;
+    g.ref_c = cpu;
+    put_stack(PF_S_WSAMPLE, dbits(now), dbits(w), g.nregion, fr + s, n - s, 1, extra);
 out:
     errno = saved;
 }
 
+/* PERFLOW_RECORD_CLOCK: "wall" (default) a timer on the monotonic clock (high resolution; the thread is
+ * interrupted whether it runs or not), "cpu" a timer on the thread's CPU-time clock (checked at the
+ * kernel's tick; a blocked thread is not interrupted). */
 static void start_sampling(void) {
     struct sigaction sa, old;
     if (g.hz <= 0) return;
@@ -228,6 +286,8 @@ static void start_sampling(void) {
         txt("warning SIGPROF already handled by the program; sampling disabled\n");
         return;
     }
+    const char *clk = getenv("PERFLOW_RECORD_CLOCK");
+    int wall = !(clk && strcmp(clk, "cpu") == 0);
     void *warm[4];
     backtrace(warm, 4); /* loads libgcc_s outside the handler */
     memset(&sa, 0, sizeof sa);
@@ -235,33 +295,35 @@ static void start_sampling(void) {
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGPROF, &sa, NULL);
-    long ns = 1000000000L / g.hz;
+    long ns = g.period_ns = 1000000000L / g.hz;
     g.period = 1e-9 * (double)ns;
+    g.ref_w = pf_now();
+    g.ref_c = thread_cpu();
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = SIGPROF;
     sev.sigev_notify_thread_id = g.tid;
-    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &g.timer) == 0) {
+    if (timer_create(wall ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID, &sev, &g.timer) == 0) {
         struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
         if (timer_settime(g.timer, 0, &its, NULL) == 0) {
-            g.timer_kind = 1;
-            txt("timer thread-cpu\n");
+            g.timer_kind = wall ? 1 : 2;
+            txt(wall ? "timer wall\n" : "timer thread-cpu\n");
             return;
         }
         timer_delete(g.timer);
     }
     struct itimerval it = {{ns / 1000000000L, (ns % 1000000000L) / 1000}, {ns / 1000000000L, (ns % 1000000000L) / 1000}};
     if (setitimer(ITIMER_PROF, &it, NULL) == 0) {
-        g.timer_kind = 2;
+        g.timer_kind = 3;
         txt("timer itimer-prof\n");
     }
 }
 
 static void stop_sampling(void) {
     g.stopping = 1;
-    if (g.timer_kind == 1) timer_delete(g.timer);
-    if (g.timer_kind == 2) {
+    if (g.timer_kind == 1 || g.timer_kind == 2) timer_delete(g.timer);
+    if (g.timer_kind == 3) {
         struct itimerval it;
         memset(&it, 0, sizeof it);
         setitimer(ITIMER_PROF, &it, NULL);
@@ -290,7 +352,7 @@ static int64_t call_ctx(void *ra, void *fp) {
             ctxtab[i].ra = a;
             ctxtab[i].fp = f;
             ctxtab[i].id = g.ctx_next++;
-            put_stack(PF_S_CTX, (uint64_t)ctxtab[i].id, 0, 0, fr + s, n - s, 0);
+            put_stack(PF_S_CTX, (uint64_t)ctxtab[i].id, 0, 0, fr + s, n - s, 0, NULL);
             return ctxtab[i].id;
         }
     }
@@ -320,19 +382,59 @@ int pf_begin(int fn, void *ra, void *fp) {
     return 1;
 }
 
+/* The end of an MPI call. When the timer expired inside it, the part of the call since then that the
+ * thread's CPU time does not account for was spent off the CPU (descheduled, or blocked in the MPI
+ * library): an OFF record, before the LEAVE; and the next sample's window starts now. */
 void pf_end(int fn) {
     tables_done();
     if (t_main == 2) {
         pf_thr_end(fn);
         return;
     }
-    *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
+    double t = pf_now();
+    if (g.tick_in_mpi) {
+        /* Two lower bounds of the time off the CPU in the call: from the expiry on (the expiry may precede
+         * the call's time stamp by the unwinding in pf_begin), and over the whole call, as if all the CPU
+         * time since the sample window's start had been spent in it (a rank descheduled on entering the
+         * call runs the handler only when it is back). */
+        double cpu = thread_cpu(), from = g.mpi_tick_w > g.t_enter ? g.mpi_tick_w : g.t_enter;
+        double off = (t - g.mpi_tick_w) - (cpu - g.mpi_tick_c), whole = (t - g.t_enter) - (cpu - g.ref_c);
+        if (whole > off) {
+            off = whole;
+            from = g.t_enter;
+        }
+        if (off > t - from) off = t - from;
+        if (off >= 0.25 * g.period) *slot() = (pf_rec){.t = from, .addr = dbits(off), .comm = -1, .type = PF_R_OFF};
+        g.ref_w = t;
+        g.ref_c = cpu;
+        g.tick_in_mpi = 0;
+        if (!g.stopping) rearm_after(g.mpi_tick_w, t);
+    }
+    *slot() = (pf_rec){.t = t, .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    /* An expiry after the check above (while the Leave was written, or a periodic flush ran) stopped the
+     * timer too; no signal comes while it is stopped, so start it again here, or the computation after
+     * this call would go unsampled until the next call ends. Its window starts now. */
+    if (g.tick_in_mpi && !g.stopping) {
+        g.ref_w = pf_now();
+        g.ref_c = thread_cpu();
+        g.tick_in_mpi = 0;
+        rearm_after(g.mpi_tick_w, g.ref_w);
+    }
 }
 
 double pf_t_enter(void) { return t_main == 2 ? pf_thr_t_enter() : g.t_enter; }
+
+/* After a hook's record: the timer, stopped by an expiry during it, runs again (the window goes on). */
+static void resume_timer(void) {
+    if (g.tick_in_mpi && !g.stopping) {
+        g.tick_in_mpi = 0;
+        rearm_after(g.mpi_tick_w, pf_now());
+    }
+}
 
 /* ---- for the user-function hooks (pfrec_inst.c) ---------------------------- */
 
@@ -357,6 +459,7 @@ uint64_t pf_region_rec(pf_rec r, double *t) {
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    resume_timer();
     return mark;
 }
 
@@ -371,6 +474,7 @@ int pf_region_unrec(uint64_t mark) {
     g.nregion--;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
+    resume_timer();
     return 1;
 }
 
@@ -752,7 +856,9 @@ const char *pf_base(void) { return g.base; }
 /* The sampling period of the initial thread's timer and its clock, 0 when worker threads cannot have timers
  * of their own (no sampling, or the process-wide ITIMER_PROF). */
 long pf_sample_period_ns(int *clock) {
-    if (g.timer_kind != 1 || g.hz <= 0) return 0;
+    /* workers sample on their CPU-time clock whichever clock the initial thread's timer has (their time
+     * off the CPU is OpenMP waiting, recorded as such) */
+    if ((g.timer_kind != 1 && g.timer_kind != 2) || g.hz <= 0) return 0;
     *clock = CLOCK_THREAD_CPUTIME_ID;
     return 1000000000L / g.hz;
 }
@@ -777,6 +883,7 @@ void pf_main_put(pf_rec r, int wait) {
     if (wait >= 0) g.omp_wait = wait;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = was;
+    if (!was) resume_timer(); /* an expiry while the record was written stopped the timer */
 }
 
 /* The call context of an OpenMP construct met on the initial thread (as for an MPI call). */
@@ -831,7 +938,7 @@ __attribute__((constructor)) static void pf_ctor(void) {
     g.tid = (pid_t)syscall(SYS_gettid);
     g.main = pthread_self();
     g.comm_next = 2;
-    g.hz = hz ? atoi(hz) : 100;
+    g.hz = hz ? atoi(hz) : PF_DEFAULT_HZ;
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     struct timespec m1, r, m2;
