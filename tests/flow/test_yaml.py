@@ -322,7 +322,7 @@ def flows(draw) -> Flow:
             f.step(name, "t_const", value=draw(st.integers(-100, 100)), doc=draw(texts))
             values.append(name)
         elif kind == "inc":
-            f.step(name, "t_inc", draw(st.sampled_from(values)), by=draw(st.integers()))
+            f.step(name, "t_inc", draw(st.sampled_from(values)), by=draw(st.integers(-(10**18) + 1, 10**18 - 1)))
             values.append(name)
         elif kind == "add":
             f.step(name, "t_add", draw(st.sampled_from(values)), draw(st.sampled_from(values)))

