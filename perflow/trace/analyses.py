@@ -115,12 +115,13 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
     )
 
 
-def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
+def _waits_program(built: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
+    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
     from .waitparts import program
 
     roles, regions = vertex_roles(pag)
     return program(
-        handle,
+        built,
         _names(pag),
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
