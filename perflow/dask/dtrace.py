@@ -138,6 +138,10 @@ class DistTrace:
         """The PAG's attributes (nothing is gathered)."""
         return P.pag_attrs(self.built)
 
+    def gathered(self, table: str) -> bool:
+        """Whether ``table`` (``"metrics"``, ``"trace"``) has been gathered to the client."""
+        return table in self._cache
+
     def locations(self) -> pd.DataFrame:
         """The (process, thread) locations with metric rows, sorted (only their keys are gathered)."""
         if "locations" not in self._cache:

@@ -154,13 +154,19 @@ class Engine:
 
         Called by :func:`perflow.read` when this engine runs a flow; other
         formats are read locally (they are profiles, or traces that need a
-        whole-file reader).
+        whole-file reader). Declining logs why (at INFO, ``perflow.dask.engine``).
         """
-        if format not in (None, "otf2") or not isinstance(path, str | os.PathLike):
+        if not isinstance(path, str | os.PathLike):
+            log.info("the Dask engine declines to read %r: not a path; reading it here", path)
+            return None
+        if format not in (None, "otf2"):
+            log.info("the Dask engine declines to read %s: it reads OTF2 traces, not %s data; reading it here",
+                     path, format)  # fmt: skip
             return None
         from ..readers.otf2 import is_otf2
 
         if not is_otf2(path):
+            log.info("the Dask engine declines to read %s: not an OTF2 archive; reading it here", path)
             return None
         opts = {**self.load_options, **{k: v for k, v in options.items() if k in ("close_open", "infer_collectives")}}
         log.info("reading %s on the Dask engine", path)

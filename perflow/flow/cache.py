@@ -49,6 +49,7 @@ from typing import Any
 from .._atomic import atomic_dir, temp_sibling, write_text
 from ..errors import CacheError
 from .fingerprint import digest_of
+from .types import PAGType
 
 __all__ = ["Cache", "task_key", "CACHE_FORMAT", "FileHashes"]
 
@@ -272,7 +273,7 @@ class Cache:
             with atomic_dir(self._entry(key)) as tmp:
                 files = {}
                 for i, (name, value) in enumerate(outputs.items()):
-                    if type(value).__name__ == "PAG" and hasattr(value, "save"):
+                    if isinstance(value, PAGType):
                         value.save(tmp / f"{i}.pag")
                         files[name] = {"kind": "pag", "file": f"{i}.pag", "digest": _folder_digest(tmp / f"{i}.pag")}
                     else:

@@ -19,8 +19,12 @@ anything else                          ``NAME.txt`` (its repr)
 
 :func:`write_outputs` writes every output of a run and ``index.html``, one
 self-contained page with the reports, tables, figures, call tree and (for a
-trace) the interactive timeline (the ``report_page`` pass of the pass library,
-found by name: this layer does not import the passes).
+trace) the interactive timeline. :func:`run_page` is the one place that page
+is assembled (``FlowResult.to_html``, ``perflow run --output`` and
+``perflow view`` use it): the run's values and its input PAG (any
+:class:`~perflow.PAG`, an engine's included) handed to the ``page`` hook of
+the pass library (:func:`perflow.flow.registry.library_hook`: this layer
+names no pass and imports none).
 
 :func:`as_text` fits tables to the terminal: columns that do not fit are left
 out, and a note names them.
@@ -28,23 +32,39 @@ out, and a note names them.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflow.units import column_labels
-
 from .._atomic import atomic_path, write_text
 from .._json import json_default
+from ..errors import FlowError
+from ..pag.pag import PAG
+from ..units import column_labels
+from .registry import library_hook
 
-__all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
+__all__ = [
+    "write_value",
+    "write_outputs",
+    "write_index",
+    "run_page",
+    "result_page",
+    "input_pag",
+    "html_fragment",
+    "as_text",
+    "text_suffix",
+    "fit_width",
+    "SMALL_TABLE_ROWS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +98,7 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
-    if type(value).__name__ == "PAG" and hasattr(value, "save"):
+    if isinstance(value, PAG):
         return Path(value.save(d / f"{safe}.pag"))
     frame = _frame(value)
     if frame is not None:
@@ -105,23 +125,50 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     return write_text(d / f"{safe}.txt", repr(value) + "\n")
 
 
-def write_index(
-    values: dict[str, Any],
-    directory: str | os.PathLike[str],
+def run_page(
+    values: Mapping[str, Any],
+    pag: PAG | None = None,
+    steps: pd.DataFrame | None = None,
     *,
     title: str = "perflow report",
     subtitle: str = "",
-    steps: pd.DataFrame | None = None,
-    pag: Any = None,
-) -> Path:
-    """Write ``directory/index.html``: the self-contained page of a run (the ``report_page`` pass)."""
-    from .registry import get_pass
+) -> str:
+    """The self-contained HTML page of a run: its values, the call tree and timeline of ``pag``, its steps.
 
+    Assembled by the ``page`` hook of the pass library (see the module docstring).
+
+    Raises
+    ------
+    FlowError
+        When no pass library provides a page (a broken install).
+    """
+    page = library_hook("page")
+    if page is None:
+        raise FlowError("no pass library provides a report page (is perflow installed? see `perflow passes`)")
+    return str(page(dict(values), pag, steps, title=title, subtitle=subtitle))
+
+
+def input_pag(result: Any) -> PAG | None:
+    """The first PAG among a run's inputs (shown as the page's call tree and timeline), if any."""
+    return next((v for v in getattr(result, "inputs", {}).values() if isinstance(v, PAG)), None)
+
+
+def result_page(result: Any) -> str:
+    """The page of a :class:`~perflow.flow.result.FlowResult` (what its ``index.html`` holds)."""
+    return run_page(
+        result.outputs,
+        input_pag(result),
+        result.steps,
+        title=f"perflow: {result.flow.name}",
+        subtitle=result.summary(),
+    )
+
+
+def write_index(result: Any, directory: str | os.PathLike[str]) -> Path:
+    """Write ``directory/index.html``: the page of a run (:func:`result_page`)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    p = d / "index.html"
-    page = get_pass("report_page")(values, pag, steps, title=title, subtitle=subtitle)
-    write_text(p, page)
+    p = write_text(d / "index.html", result_page(result))
     log.info("wrote %s", p)
     return p
 
@@ -130,16 +177,16 @@ def write_outputs(result: Any, directory: str | os.PathLike[str], *, index: bool
     """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``."""
     paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
     if index:
-        pag = next((v for v in getattr(result, "inputs", {}).values() if type(v).__name__ == "PAG"), None)
-        paths["index"] = write_index(
-            result.outputs,
-            directory,
-            title=f"perflow: {result.flow.name}",
-            subtitle=result.summary(),
-            steps=result.steps,
-            pag=pag,
-        )
+        paths["index"] = write_index(result, directory)
     return paths
+
+
+def html_fragment(value: Any, name: str = "", *, max_rows: int = 20) -> str:
+    """One value as an HTML fragment for a notebook (the pass library's ``fragment`` hook; else its repr)."""
+    fragment = library_hook("fragment")
+    if fragment is None:
+        return f"<pre>{html.escape(repr(value)[:2000])}</pre>"
+    return str(fragment(value, name=name, max_rows=max_rows))
 
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")

@@ -53,6 +53,7 @@ __all__ = [
     "is_compatible",
     "load_builtin_passes",
     "pass_infos",
+    "library_hook",
 ]
 
 log = logging.getLogger(__name__)
@@ -329,6 +330,24 @@ def load_builtin_passes() -> None:
                 _LAZY.setdefault(name, rec)
         elif callable(obj) and not isinstance(obj, type) and not hasattr(obj, "__perflow_pass__"):
             pass_(obj, name=ep_name)
+
+
+def library_hook(name: str) -> Callable[..., Any] | None:
+    """The function ``name`` of the first pass library that provides one (perflow's own first), else None.
+
+    Pass libraries may provide hooks the framework calls without naming a
+    pass: ``page(values, pag, steps, *, title, subtitle) -> str`` (the HTML
+    page of a run, :func:`perflow.flow.outputs.run_page`) and
+    ``fragment(value, *, name, max_rows) -> str`` (one value as HTML for a
+    notebook). perflow's own library (:mod:`perflow.passes`) provides both.
+    """
+    from .plugins import load_group
+
+    for obj in load_group("perflow.passes").values():
+        fn = getattr(obj, name, None) if isinstance(obj, types.ModuleType) else None
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    return None
 
 
 def _load_lazy(name: str) -> PassSpec | None:

@@ -22,7 +22,7 @@ import html
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .partitioned import Executor
     from .sets import Vertex, VertexSet
 
-__all__ = ["PAG", "MetricInfo", "VERTEX_COLUMNS", "normalize_vertices"]
+__all__ = ["PAG", "MetricInfo", "LazyTables", "VERTEX_COLUMNS", "normalize_vertices"]
 
 
 def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it checks
@@ -80,6 +80,61 @@ DEFAULT_METRICS = {
 }
 
 
+@runtime_checkable
+class LazyTables(Protocol):
+    """The tables of a PAG whose data live elsewhere (an engine's workers), materialised on first use.
+
+    An engine builds its PAGs with ``PAG(vertices, tables=..., executor=...)``:
+    the vertex table is here from the start; the PAG asks ``tables`` for the
+    rest each time it needs them, so an implementation materialises each
+    table once and keeps it (the Dask engine's gathers the metrics table, and
+    the instance tables, from its workers). ``metric_names``,
+    ``metric_info`` and ``locations`` must be cheap: listings and checks use
+    them without touching the metrics.
+    """
+
+    def metric_names(self) -> list[str]:
+        """The metric columns, known without materialising the metrics table."""
+        ...
+
+    def metric_info(self) -> dict[str, MetricInfo]:
+        """Description of each metric."""
+        ...
+
+    def metrics(self) -> pd.DataFrame:
+        """The metrics table (as :func:`perflow.pag.frames.make_metrics` makes it)."""
+        ...
+
+    def trace(self) -> Trace | None:
+        """The instance tables (a :class:`~perflow.pag.instances.Trace`, which may gather its own lazily), or None."""
+        ...
+
+    def locations(self) -> pd.DataFrame:
+        """The (process, thread) locations with data, sorted (columns ``process``, ``thread``)."""
+        ...
+
+
+class _Table:
+    """A table slot of a PAG: the value the constructor got, else its :class:`LazyTables`' (asked on each use)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot, self.method = f"_given{name}", name.lstrip("_")
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        if self.slot in d:
+            return d[self.slot]
+        tables = d.get("_tables")
+        if tables is None:
+            raise AttributeError(self.method)
+        return getattr(tables, self.method)()
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
+
+
 class PAG(Arithmetic):
     """A Program Abstraction Graph: top-down view, parallel view, and (for traces) instance data.
 
@@ -105,23 +160,49 @@ class PAG(Arithmetic):
         ``time``, ``wait``).
     attrs : mapping, optional
         Metadata: ``source``, ``format``, ``nprocs``, run metadata, ...
+    tables : LazyTables, optional
+        Instead of ``metrics``, ``metric_info`` and ``trace``: where to get
+        them when they are first needed (a PAG whose data live on an
+        engine; see :class:`LazyTables`).
+    executor : Executor, optional
+        Where the PAG's analyses run (:mod:`perflow.pag.partitioned`;
+        default: here, their local forms). An engine gives its PAGs its own.
     """
+
+    _metrics = _Table()
+    _metric_info = _Table()
+    _trace = _Table()
 
     def __init__(
         self,
         vertices: pd.DataFrame,
-        metrics: pd.DataFrame,
+        metrics: pd.DataFrame | None = None,
         *,
         metric_info: Mapping[str, MetricInfo] | None = None,
         trace: Trace | None = None,
         comm: pd.DataFrame | None = None,
         attrs: Mapping[str, Any] | None = None,
+        tables: LazyTables | None = None,
+        executor: Executor | None = None,
     ) -> None:
         if not is_normalized(vertices):
             vertices = normalize_vertices(vertices)
+        self._vertices = vertices
+        self._comm = comm
+        self._executor = executor
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        if tables is not None:
+            if metrics is not None or metric_info is not None or trace is not None:
+                raise PAGError("a PAG takes its tables either as frames or from LazyTables, not both")
+            if not isinstance(tables, LazyTables):
+                raise PAGError(f"{type(tables).__name__} is not LazyTables (see perflow.pag.pag.LazyTables)")
+            self._tables: LazyTables | None = tables
+            return
+        if metrics is None:
+            raise PAGError("a PAG needs a metrics table (or LazyTables)")
+        self._tables = None
         if len(metrics.columns) and list(metrics.columns) != canonical_order(metrics.columns):
             metrics = metrics[canonical_order(metrics.columns)]
-        self._vertices = vertices
         self._metrics = metrics
         info = dict(metric_info or {})
         for m in metrics.columns:
@@ -129,8 +210,6 @@ class PAG(Arithmetic):
                 info[m] = DEFAULT_METRICS.get(m, MetricInfo(m))
         self._metric_info = {m: info[m] for m in metrics.columns}
         self._trace = trace
-        self._comm = comm
-        self.attrs: dict[str, Any] = dict(attrs or {})
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -200,8 +279,15 @@ class PAG(Arithmetic):
 
     @property
     def metric_names(self) -> list[str]:
-        """Names of the metric columns."""
+        """Names of the metric columns (known without materialising lazy tables)."""
+        if self._tables is not None:
+            return list(self._tables.metric_names())
         return list(self._metrics.columns)
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the tables come from :class:`LazyTables` (data that live on an engine)."""
+        return self._tables is not None
 
     @property
     def metric_info(self) -> dict[str, MetricInfo]:
@@ -221,6 +307,8 @@ class PAG(Arithmetic):
     @functools.cached_property
     def locations(self) -> pd.DataFrame:
         """The (process, thread) pairs that have data, sorted."""
+        if self._tables is not None:
+            return self._tables.locations()
         idx = self._metrics.index
         plev = idx.levels[1].to_numpy().astype(np.int64)
         tlev = idx.levels[2].to_numpy().astype(np.int64)
@@ -264,14 +352,13 @@ class PAG(Arithmetic):
         return MetricRows.of(self)
 
     def _check_metric(self, metric: str) -> None:
-        if metric not in self._metrics.columns:
+        names = self.metric_names
+        if metric not in names:
             from difflib import get_close_matches
 
-            close = get_close_matches(metric, [str(c) for c in self._metrics.columns], n=1)
+            close = get_close_matches(metric, [str(c) for c in names], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise MetricError(
-                f"unknown metric {metric!r}{hint} (metrics: {', '.join(map(str, self._metrics.columns))})"
-            )
+            raise MetricError(f"unknown metric {metric!r}{hint} (metrics: {', '.join(map(str, names))})")
 
     def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
         """One metric aggregated across processes and threads, per vertex.
@@ -338,9 +425,6 @@ class PAG(Arithmetic):
         if len(ids) > 1:
             raise PAGError(f"{len(ids)} vertices are named {key!r} (ids {ids[:5].tolist()}...); use an id or path")
         return Vertex(self, int(ids[0]))
-
-    #: the executor of this PAG's analyses (None: this process); an engine's PAGs set their own
-    _executor: Executor | None = None
 
     @functools.cached_property
     def analyses(self) -> AnalysisManager:
@@ -450,6 +534,31 @@ class PAG(Arithmetic):
         from .persist import save
 
         return save(self, path, overwrite=overwrite)
+
+    def content(self) -> list[tuple[str, Any]]:
+        """What the PAG holds, part by part: ``(name, table or value)`` (for content fingerprints).
+
+        The vertex table, the metrics table, the metric descriptions, and
+        for a trace its intervals, messages, collectives and communicators,
+        and the communication edges of a source without a trace. Two PAGs
+        with equal parts hold the same data. The tables are the PAG's own
+        (read them, do not change them); a lazy PAG materialises them.
+        """
+        parts: list[tuple[str, Any]] = [
+            ("vertices", self._vertices),
+            ("metrics", self._metrics),
+            ("metric_info", repr(sorted((k, repr(v)) for k, v in self._metric_info.items()))),
+        ]
+        tr = self._trace
+        if tr is not None:
+            parts += [("intervals", tr.intervals), ("messages", tr.messages), ("collectives", tr.collectives)]
+            parts += [
+                ("comms", {int(k): np.asarray(v) for k, v in tr.comms.items()}),
+                ("comm_names", repr(sorted(tr.comm_names.items()))),
+            ]
+        if self._comm is not None:
+            parts.append(("comm", self._comm))
+        return parts
 
     # ------------------------------------------------------------------ display
     def summary(self) -> dict[str, Any]:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
 
 from ._render import as_frame, column_units, format_column, write_text
 
@@ -133,7 +134,7 @@ def figure_html(fig: Any, alt: str) -> str:
 
 
 def _is_trace_pag(v: Any) -> bool:
-    return type(v).__name__ == "PAG" and getattr(v, "trace", None) is not None and len(v.trace.intervals) > 0
+    return isinstance(v, PAG) and v.trace is not None and v.trace.n_intervals > 0
 
 
 def find_overlays(values: Mapping[str, Any]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
@@ -165,7 +166,7 @@ def _section(name: str, value: Any, anchors: list[tuple[str, str]], parts: list[
         body = table_html(value)
     elif hasattr(value, "savefig"):
         body = figure_html(value, name)
-    elif type(value).__name__ == "PAG":
+    elif isinstance(value, PAG):
         page["pags"].append((name, value))
         return
     elif type(value).__name__ == "Styler":

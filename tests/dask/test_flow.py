@@ -165,3 +165,46 @@ def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  #
     )
     assert capsys.readouterr().out == local
     assert "wait_barrier" in local
+
+
+def _stable(page: str) -> str:
+    """The page with Bokeh's per-render ids (UUIDs, ``p1234`` model ids) numbered in order of appearance."""
+    import re
+
+    seen: dict[str, str] = {}
+
+    def number(m: re.Match[str]) -> str:
+        return seen.setdefault(m.group(0), f"<id{len(seen)}>")
+
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\bp\d{3,}\b", number, page)
+
+
+def test_the_report_page_is_the_same_on_both_engines(engine) -> None:  # type: ignore[no-untyped-def]
+    import perflow
+    from perflow.flow.outputs import input_pag, run_page
+
+    raw = raw_trace(nprocs=4, iterations=4, late_sender=0.2, seed=3)
+    local = build_pag(raw)
+    dist = engine.load(raw, n_partitions=2).pag()
+    pages = []
+    for pag in (local, dist):
+        res = perflow.run("wait_states", pag=pag, jobs=1)
+        assert input_pag(res) is pag  # an engine's PAG is the run's input PAG too
+        pages.append(_stable(run_page(res.outputs, pag, title="t", subtitle="s")))
+    assert "Interactive timeline" in pages[0] and "Call tree (input)" in pages[0]
+    assert pages[1] == pages[0]
+
+
+def test_the_engine_says_why_it_declines(engine, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    prof = tmp_path / "profile.cubex"
+    prof.write_bytes(b"")
+    with caplog.at_level(logging.INFO, logger="perflow.dask.engine"):
+        assert engine.read(prof, "cube") is None
+        assert engine.read(tmp_path, None) is None
+    said = [r.getMessage() for r in caplog.records if r.name == "perflow.dask.engine"]
+    assert said == [
+        f"the Dask engine declines to read {prof}: it reads OTF2 traces, not cube data; reading it here",
+        f"the Dask engine declines to read {tmp_path}: not an OTF2 archive; reading it here",
+    ]
