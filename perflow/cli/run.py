@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["register", "run", "parse_inputs", "parse_settings", "shown_outputs", "Progress"]
+__all__ = ["register", "run", "parse_inputs", "parse_settings", "sort_steps", "shown_outputs", "Progress"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,12 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="let the flow's steps write files into DIR too (repeatable); by default they write only "
         "inside --output (see docs/security.md)",
+    )
+    p.add_argument(
+        "--sort",
+        metavar="COLUMN",
+        help="rank the findings by COLUMN, e.g. gain (the predicted saving): sets the 'sort' setting of every "
+        "step whose pass has one (root_cause, critical_path_imbalance)",
     )
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="steps to run at once (default: CPUs)")
     p.add_argument("--cache", metavar="DIR", help="reuse step results cached in DIR across runs")
@@ -126,6 +132,27 @@ def parse_inputs(flow: Any, items: list[str]) -> dict[str, Any]:
         else:
             out[name] = parsed
     return out
+
+
+def sort_steps(flow: Any, column: str) -> list[str]:
+    """``--sort COLUMN``: set ``sort`` on every step of ``flow`` whose pass has that setting; the steps set."""
+    from ..errors import ValidationError
+    from ..flow.registry import pass_infos
+
+    infos = pass_infos()
+    done = []
+    for name, step in flow.steps.items():
+        info = infos.get(step.target) if isinstance(step.target, str) else None
+        if info is not None and any(s[0] == "sort" for s in info.settings):
+            flow.set(f"{name}.sort", column)
+            done.append(name)
+    if not done:
+        have = sorted(n for n, i in infos.items() if any(s[0] == "sort" for s in i.settings))
+        raise ValidationError(
+            [f"--sort: no step of flow {flow.name!r} can be sorted (passes with a sort setting: {', '.join(have)})"],
+            flow.source,
+        )
+    return done
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:
@@ -208,6 +235,8 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         if isinstance(exc, ValidationError):
             raise
         raise ValidationError([f"--set: {exc}"], flow.source) from None
+    if getattr(args, "sort", None):
+        sort_steps(flow, args.sort)
     inputs = parse_inputs(flow, args.input)
     show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)
     if args.jobs is not None and args.jobs < 1:

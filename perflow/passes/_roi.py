@@ -55,8 +55,7 @@ def trace_window(
     trace = require_trace(pag, pass_name)
     if region is not None and window is not None:
         raise PassError(f"pass {pass_name!r}: give a region or a window, not both")
-    t_start, t_end = trace.span
-    iv = trace.intervals
+    t_start, t_end = trace.span  # (reduced where the trace lives; its intervals are read only when needed)
     if window is not None:
         if len(window) != 2 or not float(window[1]) > float(window[0]):
             raise PassError(f"pass {pass_name!r}: window must be [start, end] with start < end, got {list(window)!r}")
@@ -67,6 +66,7 @@ def trace_window(
             )
         return t0, t1, f"time window [{t0:.9g}, {t1:.9g}] s"
     if region is not None:
+        iv = trace.intervals
         sel = _intervals_of(trace, region_vertices(pag, region, pass_name))
         if not sel.any():
             raise PassError(f"pass {pass_name!r}: region={region!r} has no instances in the trace")
@@ -75,6 +75,7 @@ def trace_window(
     check_choice(pass_name, "span", span, SPANS)
     if span == "run":
         return t_start, t_end, f"whole run [{t_start:.9g}, {t_end:.9g}] s"
+    iv = trace.intervals
     names = pag.vertex_table["name"].astype(str).str.lower().to_numpy()
     vname = names[iv["vertex"].to_numpy()] if len(iv) else np.zeros(0, dtype=object)
     init = np.isin(vname, _INIT)

@@ -29,17 +29,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.settings import settings_keywords
-from perflow.trace.analyses import ReplaySettings
 from perflow.trace.waits import WaitSettings
 
 from ._common import grouped
+from ._gains import balance_gains
 from ._render import declare_aggregates
 from ._tracekit import (
     OUTSIDE,
     call_path_column,
+    check_choice,
     cp_for,
     exclusive_by_vertex,
     mpi_vertex_mask,
@@ -50,6 +52,7 @@ from ._tracekit import (
 )
 from ._waittime import charged_per_process
 from .pop import ideal_runtime
+from .whatif import GAIN
 
 __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 
@@ -117,7 +120,7 @@ def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings |
             "start": [cp.start],
             "end": [cp.end],
             "runtime": [t1 - t0],
-            "ideal_runtime": [ideal_runtime(pag, pass_name, replay_settings=ReplaySettings(ws.late_receiver))],
+            "ideal_runtime": [ideal_runtime(pag, pass_name)],  # the replay POP uses (its plan is shared)
             "mpi_on_path": [mpi_on_path],
             "hops": [len(cp.hops)],
             "processes_on_path": [int(cp.hops["process"].nunique()) if len(cp.hops) else 0],
@@ -163,22 +166,39 @@ def critical_path(pag: PAG, *, wait_settings: WaitSettings) -> dict[str, pd.Data
 
 @pass_(version="4", tags=("trace", "critical-path", "imbalance"))
 @settings_keywords(WaitSettings, "wait_settings")
-def critical_path_imbalance(pag: PAG, *, min_percent: float = 0.0, wait_settings: WaitSettings) -> pd.DataFrame:
+def critical_path_imbalance(
+    pag: PAG, *, min_percent: float = 0.0, gains: int = 20, sort: str = "cpi", wait_settings: WaitSettings
+) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 
     The ``profile`` output of ``critical_path`` sorted by ``cpi`` (critical-path
     imbalance ``max(0, CP(c) - (time(c) - waits(c)) / N)``, in seconds), with
-    ``cpi_percent`` (of the path length) added; rows with ``cpi_percent`` below
+    ``cpi_percent`` (of the path length) and ``gain [s]`` added: the
+    predicted saving in runtime if the call path's work were balanced over
+    the locations (the what-if replay, :mod:`perflow.passes.whatif`; the cpi
+    is the critical path's estimate of it, the gain the replay's, which
+    accounts for the next-longest path); rows with ``cpi_percent`` below
     ``min_percent`` are left out.
 
     Parameters
     ----------
     min_percent : float
         Smallest critical-path imbalance, in percent of the path length, to report.
+    gains : int
+        Rows (from the top) whose gain is predicted (-1: all, 0: none).
+    sort : str
+        Order of the rows: by "cpi" or by predicted "gain".
     """
+    check_choice("critical_path_imbalance", "sort", sort, ("cpi", "gain"))
+    if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
+        raise PassError(f"pass 'critical_path_imbalance': gains={gains!r} must be a number of rows (-1: all, 0: none)")
     t = critical_path_tables(pag, "critical_path_imbalance", wait_settings)
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)
     prof = prof[(prof["cpi"] > 0) & (prof["cpi_percent"] >= min_percent)]
-    return prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)
+    prof = prof.sort_values("cpi", ascending=False, kind="stable").reset_index(drop=True)
+    prof[GAIN] = balance_gains(pag, prof["vertex"].to_numpy(), None, "critical_path_imbalance", rows=gains)
+    if sort == "gain":
+        prof = prof.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    return prof

@@ -17,19 +17,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.settings import settings_keywords
 from perflow.trace.analyses import DELAY_COSTS, DelaySettings
 
-from ._tracekit import call_path_column, name_column, require_trace, source_column
+from ._gains import balance_gains
+from ._tracekit import call_path_column, check_choice, name_column, require_trace, source_column
+from .whatif import GAIN
 
 __all__ = ["root_cause", "delay_tables"]
 
 
-def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None = None) -> dict[str, Any]:
+def delay_tables(
+    pag: PAG, pass_name: str, delay_settings: DelaySettings | None = None, *, gains: int = 20, sort: str = "total"
+) -> dict[str, Any]:
     """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
     require_trace(pag, pass_name)
+    check_choice(pass_name, "sort", sort, ("total", "gain"))
+    if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
+        raise PassError(f"pass {pass_name!r}: gains={gains!r} must be a number of rows (-1: all, 0: none)")
     ds = delay_settings or DelaySettings()
     long_term = ds.long_term
     res = pag.analyses.get(DELAY_COSTS, ds, owner=f"pass {pass_name!r}")
@@ -73,6 +81,11 @@ def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None 
     causes.insert(3, "source", source_column(pag, v))
     causes = causes[[*cols, "top_process", "top_process_cost", "causes"]]
     causes = causes.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    causes.insert(
+        cols.index("percent") + 1, GAIN, balance_gains(pag, causes["vertex"].to_numpy(), None, pass_name, rows=gains)
+    )
+    if sort == "gain":
+        causes = causes.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
     bp["percent"] = 100.0 * bp["total"] / total
     bp = bp.reset_index()
     v = bp["vertex"].to_numpy()
@@ -99,7 +112,9 @@ def delay_tables(pag: PAG, pass_name: str, delay_settings: DelaySettings | None 
     outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
 )
 @settings_keywords(DelaySettings, "delay_settings")
-def root_cause(pag: PAG, *, delay_settings: DelaySettings) -> dict[str, pd.DataFrame]:
+def root_cause(
+    pag: PAG, *, gains: int = 20, sort: str = "total", delay_settings: DelaySettings
+) -> dict[str, pd.DataFrame]:
     """The call paths that cause the waiting: delay costs of every idle wait state.
 
     For each wait state, the call paths on the delaying process that took
@@ -116,6 +131,9 @@ def root_cause(pag: PAG, *, delay_settings: DelaySettings) -> dict[str, pd.DataF
         ``vertex``, ``name``, ``call_path``, ``cost`` (direct delay cost, s),
         ``propagating`` (cost through its own waiting; 0 with long-term
         costs), ``total``, ``percent`` (of all waiting time analysed),
+        ``gain [s]`` (the predicted saving in runtime if the call path's
+        work were balanced over the locations: the what-if replay,
+        :mod:`perflow.passes.whatif`; NaN beyond the first ``gains`` rows),
         ``top_process`` / ``top_process_cost`` (the delaying process with the
         largest share), ``causes`` (the wait kinds it caused, "kind:seconds";
         with long-term costs, the kind of the first wait of each chain).
@@ -125,5 +143,12 @@ def root_cause(pag: PAG, *, delay_settings: DelaySettings) -> dict[str, pd.DataF
         One row: ``mode``, ``total_wait``, ``attributed``, ``propagating``,
         ``unattributed`` (waits with no positive delay), ``lost`` (long-term
         shares with no later wait to go to).
+
+    Parameters
+    ----------
+    gains : int
+        Causes (from the top) whose gain is predicted (-1: all, 0: none).
+    sort : str
+        Order of ``causes``: by "total" cost or by predicted "gain".
     """
-    return delay_tables(pag, "root_cause", delay_settings)
+    return delay_tables(pag, "root_cause", delay_settings, gains=gains, sort=sort)

@@ -54,6 +54,7 @@ from perflow.trace.analyses import ReplaySettings, ideal_replay
 
 from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
 from ._tracekit import check_choice, non_useful_mask, require_trace
+from .whatif import GAIN
 
 __all__ = [
     "pop_efficiencies",
@@ -261,7 +262,7 @@ def ideal_runtime(
     useful = ~non_useful_mask(pag, tuple(non_useful))
     w = None if window is None else (float(window[0]), float(window[1]))
     rs = replay_settings or ReplaySettings()
-    return ideal_replay(pag, useful, window=w, late_receiver=rs.late_receiver).ideal_runtime
+    return ideal_replay(pag, useful, window=w, settings=rs).ideal_runtime
 
 
 def _run_numbers(
@@ -273,10 +274,11 @@ def _run_numbers(
     window: Sequence[float] | None = None,
     span: str = "init_finalize",
     replay_settings: ReplaySettings,
+    gains: bool = False,
 ) -> tuple[dict[str, float], dict[str, Any]]:
     if not isinstance(pag, PAG):
         raise PassError(f"pass {pass_name!r} needs PAGs as input, got {type(pag).__name__}")
-    if pag.trace is None or not len(pag.trace.intervals):
+    if pag.trace is None or not pag.trace.n_intervals:
         if window is not None:
             raise PassError(f"pass {pass_name!r}: a time window needs a trace; this PAG is a profile")
         check_choice(pass_name, "span", span, SPANS)
@@ -284,12 +286,15 @@ def _run_numbers(
         e = pop_efficiencies(u, runtime, None)
         e.update(window_start=np.nan, window_end=np.nan)
         return e, {"region": desc}
+    from ._gains import pop_replays
+
     t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
     useful = ~non_useful_mask(pag, tuple(non_useful))
-    r = ideal_replay(pag, useful, window=(t0, t1), late_receiver=replay_settings.late_receiver)
-    e = pop_efficiencies(r.locations["useful"].to_numpy(), r.runtime, r.ideal_runtime)
+    u, ideal, g, plan = pop_replays(pag, useful, (t0, t1), pass_name, replay_settings, gains)
+    e = pop_efficiencies(u, t1 - t0, ideal)
     e.update(window_start=t0, window_end=t1)
-    return e, {"region": desc, "dependencies": r.dependencies, "dependencies_skipped": r.skipped}
+    info = {"region": desc, "dependencies": plan.dependencies, "dependencies_skipped": plan.skipped, "gains": g}
+    return e, info
 
 
 @pass_(version="3", tags=("trace", "profile", "pop"))
@@ -307,7 +312,15 @@ def pop_metrics(
 
     One row per metric with ``metric``, ``value``, ``level`` (0 parallel
     efficiency, 1 its factors, 2 the factors of communication efficiency,
-    -1 raw numbers), ``unit`` and ``description``. Useful time is time outside
+    -1 raw numbers), ``unit``, ``gain [s]`` and ``description``. The gain is
+    the predicted saving in runtime (the what-if replay,
+    :mod:`perflow.passes.whatif`, over the region of interest) if the
+    factor's loss were fixed: every location's computation balanced
+    (load balance), an ideal network (transfer and communication
+    efficiency: the part of the loss a faster network recovers), both
+    (parallel efficiency); NaN for serialisation (no change of durations
+    removes it: it needs other dependencies) and the raw numbers, and for
+    profiles. Useful time is time outside
     MPI calls (and their callees), OpenMP and threading calls, per (process,
     thread), inside the region of interest (``attrs["region"]`` says which).
     For traces the ideal runtime comes from an ideal-network replay
@@ -333,10 +346,11 @@ def pop_metrics(
     """
     nu = tuple(non_useful) if non_useful is not None else DEFAULT_NON_USEFUL
     e, info = _run_numbers(
-        pag, "pop_metrics", nu, region=region, window=window, span=span, replay_settings=replay_settings
+        pag, "pop_metrics", nu, region=region, window=window, span=span, replay_settings=replay_settings, gains=True
     )
-    rows = [(k, e[k], lvl, _unit(k), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
-    df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", "description"])
+    g = info.pop("gains", {})
+    rows = [(k, e[k], lvl, _unit(k), g.get(k, np.nan), d) for k, (lvl, d) in _DESCRIPTIONS.items()]
+    df = pd.DataFrame(rows, columns=["metric", "value", "level", "unit", GAIN, "description"])
     df.attrs.update(info)
     note = f"Region of interest: {info['region']}."
     if info.get("dependencies_skipped"):

@@ -7,26 +7,28 @@ passes ask for them instead of recomputing, so the wait-state table that the
 is computed once. :class:`~perflow.trace.waits.WaitSettings` declares the
 wait-state settings (choices, defaults, checks) in one place.
 
-The wait-state instances have a partitioned form
-(:func:`perflow.trace.waitparts.program`) that an engine runs where the
-trace's partitions live; the others run on the gathered trace.
+The wait-state instances and the replay plan have partitioned forms
+(:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.replayparts.program`)
+that an engine runs where the trace's partitions live; the others run on the
+gathered trace.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from ..errors import PAGError
 from ..pag.analysis import Analysis, Settings
-from ..pag.edges import LateReceiver
 from ..pag.instances import Trace
+from ..pag.settings import SettingsError
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
+from .replaydeps import ReplayMode
 from .waits import WaitSettings, wait_instances
 
 __all__ = [
@@ -41,8 +43,7 @@ __all__ = [
     "DELAY_COSTS",
     "EXCLUSIVE_BY_VERTEX",
     "ReplaySettings",
-    "REPLAY_POINTS",
-    "REPLAY_COLLECTIVES",
+    "REPLAY_PLAN",
     "ideal_replay",
 ]
 
@@ -196,40 +197,63 @@ EXCLUSIVE_BY_VERTEX = Analysis(
 
 @dataclass(frozen=True)
 class ReplaySettings(Settings):
-    """Which sends wait for their receive to be posted in the ideal-network replay (as in the wait states).
+    """Settings of the replay plan (:func:`perflow.trace.replayplan.build_plan`), and so of every replay: the
+    ideal network of the POP metrics, the critical path's ideal runtime and the what-if predictions.
 
     Attributes
     ----------
-    late_receiver : {"blocking", "synchronous", "none"}
-        In the ideal-network replay, the sends that wait for their receive
-        to be posted: those completed in a blocking call ("blocking", as the
-        wait states count Late Receiver), synchronous ones only, or none.
+    late_receiver : {"auto", "blocking", "synchronous", "none"}
+        Sends that wait for their receive to be posted in the replay: "auto"
+        (synchronous ones, and standard or non-blocking ones of a size the
+        trace shows to use the rendezvous protocol: the replay asks which
+        sends would wait if the receiver were later, not which did),
+        "blocking", "synchronous" or "none" (as the wait states count Late Receiver).
+    early_reduce : {"latest", "earliest"}
+        The root of an N-to-1 collective waits for the "latest" sender, or the "earliest".
+    eager_limit : int
+        With "auto": bytes above which a send whose size the trace says nothing about is rendezvous.
     """
 
-    late_receiver: LateReceiver = WaitSettings.late_receiver
+    late_receiver: ReplayMode = "auto"
+    early_reduce: Literal["latest", "earliest"] = "latest"
+    eager_limit: int = 65536
+
+    def check(self) -> None:
+        if self.eager_limit < 0:
+            raise SettingsError(f"setting eager_limit must be >= 0, got {self.eager_limit}")
 
 
-def _replay_points(pag: Any, s: ReplaySettings) -> tuple[np.ndarray, ...]:
-    from .replay import replay_points
+def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
+    from .replayplan import build_plan
 
-    return replay_points(trace_of(pag), s.late_receiver, pag.analyses.get(LOCATIONS), _names(pag))
+    roles, regions = vertex_roles(pag)
+    return build_plan(
+        trace_of(pag),
+        names=_names(pag),
+        late_receiver=s.late_receiver,
+        early_reduce=s.early_reduce,
+        eager_limit=s.eager_limit,
+        roles=roles,
+        regions=regions,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+    )
 
 
-def _replay_collectives(pag: Any, s: Settings) -> tuple[np.ndarray, ...]:
-    from .replay import collective_classes
+def _replay_plan_program(handle: Any, pag: Any, s: ReplaySettings) -> Any:
+    from .replayparts import program
 
-    return collective_classes(trace_of(pag))
+    roles, regions = vertex_roles(pag)
+    return program(handle, _names(pag), s, roles=roles, regions=regions)
 
 
-REPLAY_POINTS = Analysis(
-    "trace.replay_points",
-    compute=_replay_points,
+REPLAY_PLAN = Analysis(
+    "trace.replay_plan",
+    compute=_replay_plan,
+    program=_replay_plan_program,
     settings=ReplaySettings,
-    uses=_TRACE,
-    doc="the ideal-network replay's dependency points, sorted by time",
-)
-REPLAY_COLLECTIVES = Analysis(
-    "trace.replay_collectives", compute=_replay_collectives, uses=_TRACE, doc="collective instances by pattern"
+    uses=_TRACE_V,
+    doc="the replay's dependency points and the work between them (perflow.trace.replay.Plan)",
 )
 
 
@@ -239,17 +263,17 @@ def ideal_replay(
     *,
     window: tuple[float, float] | None = None,
     late_receiver: str = ReplaySettings.late_receiver,
+    settings: ReplaySettings | None = None,
 ) -> Any:
-    """:func:`perflow.trace.replay.replay` of a PAG's trace, with the pieces it needs from the PAG's analyses."""
+    """:func:`perflow.trace.replay.replay` of a PAG's trace, on the plan the PAG caches (``settings``, else
+    the default ones with ``late_receiver``)."""
     from .replay import replay
 
+    s = settings if settings is not None else ReplaySettings(late_receiver=late_receiver)
     return replay(
         trace_of(pag),
         useful_vertex,
         window=window,
-        late_receiver=late_receiver,
-        locs=pag.analyses.get(LOCATIONS),
-        flat=pag.analyses.get(FLAT_TIMELINE),
-        points=pag.analyses.get(REPLAY_POINTS, late_receiver=late_receiver),
-        collectives=pag.analyses.get(REPLAY_COLLECTIVES),
+        late_receiver=s.late_receiver,
+        plan=pag.analyses.get(REPLAY_PLAN, s),
     )

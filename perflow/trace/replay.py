@@ -1,64 +1,246 @@
-"""Ideal-network replay of a trace: the runtime the run would have with instantaneous communication.
+"""The replay of a trace: its recorded run with other durations, every dependency kept.
 
-The replay keeps each location's computation, in program order and with its
-measured durations, and lets every MPI operation take no time except waiting
-for what it depends on:
+One engine serves the ideal-network replay behind the POP metrics, the
+what-if predictions and the critical path of a predicted run:
 
-* a receive completes once its matching send has been issued (in the replay);
-* a synchronous send, and a send completed in a blocking call that left
-  after its receive was posted (``late_receiver="blocking"``, the default, as
-  the wait states count Late Receiver), completes once its matching receive
-  has been posted;
-* a synchronising collective completes once the participants it depends on
-  have arrived: every participant for a barrier or an all-to-all operation and
-  for the root of an N-to-1 operation, the root for the other participants of
-  a 1-to-N operation, the lower ranks in a scan. A data collective that moves
-  no bytes is no synchronisation point (as in :mod:`perflow.trace.collwaits`).
+1. A **plan** (:func:`perflow.trace.replayplan.build_plan`, computed once per trace and settings;
+   :data:`perflow.trace.analyses.REPLAY_PLAN`) holds the dependencies of
+   the run (:mod:`perflow.trace.replaydeps`: messages, rendezvous and
+   synchronous sends, collectives, OpenMP barriers, locks, fork and join) as
+   issue and wait points in the order of their timestamps, and each
+   location's work between consecutive points as pieces (start, length,
+   vertex) with its waiting removed (:func:`~perflow.trace.replaykernels.cut_pieces`).
+2. A **run** (:func:`run_plan`) replays the points for one set of
+   :class:`Rates` (how fast each vertex's work goes on each location, and
+   the time outside every region): each location advances by its rated work,
+   in program order; a wait point happens no earlier than the points it
+   waits for. Local order, eager versus rendezvous sends and the recorded
+   order of lock acquisitions are kept; waiting is recomputed.
+3. The **critical path** of a run (:func:`replay_path`) follows the binding
+   waits back from the location that ends last.
 
-"Computation" is time spent in a vertex that the caller marks useful
-(:func:`replay` takes the mask; the POP pass marks everything outside MPI,
-OpenMP and threading calls), so the replay's runtime ``T_ideal`` is at least
-the largest computation time of a location. Dependencies are replayed in the
-order of their real timestamps, and only those the trace shows were honoured
-(a message received after it was sent, a participant leaving after the one it
-depends on arrived); each replayed event therefore happens no later than its
-real counterpart (relative to the start of the window) and ``T_ideal`` is at
-most the real runtime. Both bounds hold by construction, which keeps POP's
-serialisation and transfer efficiencies within [0, 1].
+With every rate 1 the replay reproduces the recorded timestamps (up to
+dependencies the trace shows were not honoured, which are left out and
+counted). The ideal network (:func:`replay`) is the run where communication
+and synchronisation calls take no time but their waiting: rate 1 for
+computation, 0 for everything else.
 
-A time window ``[t0, t1]`` restricts the replay to a region of interest:
-every location starts at ideal time 0 at ``t0`` (what happened before is
-taken as done), only computation inside the window counts, and the replay
-ends at ``t1``. At equal timestamps an operation that issues something (a
-send, an arrival at a collective, a posted receive) is replayed before one
-that waits.
+A time window ``[t0, t1]`` restricts a run to a region of interest: every
+location starts at replayed time 0 at ``t0`` (plus its time before its first
+event, when that is counted), only work inside the window counts, and the
+run ends at ``t1``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ..pag.edges import LATE_RECEIVER_MODES, late_receiver_sends
 from ..pag.instances import Trace
-from .collwaits import _PATTERNS, _comm_rank
-from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
-from .waits import WaitSettings
+from . import replaykernels as K
+from .flat import FlatTimeline, Locations
+from .replaydeps import SEND_MODES
 
-__all__ = ["Replay", "replay", "LATE_RECEIVER_MODES"]
+__all__ = [
+    "Plan",
+    "Rates",
+    "Run",
+    "Replay",
+    "ReplayPath",
+    "run_plan",
+    "run_many",
+    "replay_path",
+    "replay",
+    "LATE_RECEIVER_MODES",
+]
 
-# point kinds of the replay (issuers sort before waiters at equal times)
-_SEND, _ARRIVE, _POST = 0, 1, 2  # issue points
-_RECV, _COMPLETE, _SSEND = 3, 4, 5  # waiting points
-# dependency classes of a collective participant
-_NONE, _ALL, _ROOT, _SCAN = 0, 1, 2, 3
+#: Which sends wait for their receive to be posted (``auto``: synchronous ones, and rendezvous sends by size).
+LATE_RECEIVER_MODES = SEND_MODES
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The dependency points and the work between them of a trace (see the module docstring).
+
+    Points (in replay order): ``ptime`` (trace time), ``pkind`` (bits:
+    :data:`~perflow.trace.replaykernels.WAIT`, ``MIN`` -- a channel that keeps
+    the earliest issue --, ``FIRST`` -- the channel's first point), ``ploc``,
+    ``pslot`` (the channel's slot: channels that are no longer needed hand
+    their slot on, so the replay's state stays small), ``plag``, ``pseg`` (the
+    segment that ends at the point). Pieces: ``soff`` (CSR by segment),
+    ``xs``, ``xd``, ``xv``. Per location (sorted by process, thread): ``process``, ``thread``,
+    ``lseg``/``lnseg`` (its segments), ``lpts``/``lpt0`` (its points in
+    order), ``lstart``/``lend`` (first and last event), ``pre_wait`` (its
+    time before the first event is waiting: a forked thread).
+    """
+
+    process: np.ndarray
+    thread: np.ndarray
+    ptime: np.ndarray
+    pkind: np.ndarray
+    ploc: np.ndarray
+    pslot: np.ndarray
+    plag: np.ndarray
+    pseg: np.ndarray
+    n_slots: int
+    soff: np.ndarray
+    xs: np.ndarray
+    xd: np.ndarray
+    xv: np.ndarray
+    lseg: np.ndarray
+    lnseg: np.ndarray
+    lpts: np.ndarray
+    lpt0: np.ndarray
+    lstart: np.ndarray
+    lend: np.ndarray
+    pre_wait: np.ndarray
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_locations(self) -> int:
+        """Locations replayed."""
+        return len(self.process)
+
+    @property
+    def skipped(self) -> int:
+        """Dependencies left out because the trace shows they were not honoured."""
+        return sum(v for k, v in self.counts.items() if k.startswith("skipped "))
+
+    @property
+    def dependencies(self) -> int:
+        """Wait points (dependencies carried)."""
+        return int(((self.pkind & K.WAIT) != 0).sum())
+
+    def pre(self, t0: float, t1: float) -> np.ndarray:
+        """Each location's time before its first event inside ``[t0, t1]`` (0 where it is waiting)."""
+        x = np.clip(np.minimum(self.lstart, t1) - t0, 0.0, None)
+        return np.where(self.pre_wait | (self.lnseg == 0), 0.0, x)
+
+    def memory_bytes(self) -> int:
+        """Bytes held by the plan's arrays."""
+        return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """How fast work goes in a run: ``vfac[v] * F[vmap[v], loc]`` per second of vertex ``v`` (``F`` where
+    ``vmap[v] >= 0``), ``ofac`` outside every region; ``useful`` marks the vertices whose work is computation."""
+
+    vfac: np.ndarray
+    vmap: np.ndarray
+    F: np.ndarray
+    ofac: float
+    useful: np.ndarray
+
+    @classmethod
+    def uniform(cls, vfac: np.ndarray, ofac: float, useful: np.ndarray | None = None) -> Rates:
+        """Rates that are the same on every location."""
+        vfac = np.asarray(vfac, dtype=np.float64)
+        u = vfac > 0 if useful is None else np.asarray(useful, dtype=bool)
+        return cls(vfac, np.full(len(vfac), -1, np.int64), np.ones((1, 1)), float(ofac), u)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a plan: ``ends`` and ``useful`` per location (s after ``t0``), ``runtime`` (the latest end)."""
+
+    t0: float
+    t1: float
+    ends: np.ndarray
+    useful: np.ndarray
+    carried: int
+    bind: np.ndarray
+    lastp: np.ndarray
+
+    @property
+    def runtime(self) -> float:
+        """The run's runtime: the latest replayed end of a location."""
+        return float(self.ends.max()) if len(self.ends) else 0.0
+
+
+def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: bool = False) -> Run:
+    """Replay ``plan`` with ``rates`` over ``window`` (``path``: keep what :func:`replay_path` needs)."""
+    t0, t1 = float(window[0]), float(window[1])
+    F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
+    ends, useful, carried, bind, lastp = K.run(
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1),
+        rates.vfac, rates.vmap, np.ascontiguousarray(F, dtype=np.float64), float(rates.ofac), rates.useful,
+        t0, t1, bool(path),
+    )  # fmt: skip
+    return Run(t0, t1, ends, useful, int(carried), bind, lastp)
+
+
+def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.ndarray:
+    """The runtimes of several runs of ``plan`` over ``window`` in one pass (one per set of rates)."""
+    S, L = len(rates), plan.n_locations
+    if not S:
+        return np.zeros(0)
+    nv = max(len(r.vfac) for r in rates)
+    R = max(r.F.shape[0] for r in rates)
+    vfac = np.ones((S, nv))
+    vmap = np.full((S, nv), -1, np.int64)
+    F = np.ones((S, R, max(L, 1)))
+    ofac = np.zeros(S)
+    for i, r in enumerate(rates):
+        vfac[i, : len(r.vfac)] = r.vfac
+        vmap[i, : len(r.vmap)] = r.vmap
+        if r.F.shape[1] == L:
+            F[i, : r.F.shape[0]] = r.F
+        ofac[i] = r.ofac
+    t0, t1 = float(window[0]), float(window[1])
+    ends = K.run_many(
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff,
+        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1), vfac, vmap, F, ofac, t0, t1,
+    )  # fmt: skip
+    return ends.max(axis=1) if L else np.zeros(S)
+
+
+@dataclass(frozen=True)
+class ReplayPath:
+    """The critical path of a run: ``stretches`` (``process``, ``thread``, ``start``, ``end`` in trace time,
+    ``time``: replayed work there, in path order), ``by_vertex`` (replayed work per vertex; index
+    ``n_vertices``: outside every region and lags), ``by_location`` (per location)."""
+
+    stretches: pd.DataFrame
+    by_vertex: np.ndarray
+    by_location: np.ndarray
+
+
+def replay_path(plan: Plan, run: Run, rates: Rates, n_vertices: int) -> ReplayPath:
+    """The critical path of ``run`` (made with ``path=True``)."""
+    L = plan.n_locations
+    if not L or not len(run.bind) and len(plan.ptime):
+        z = np.zeros(0)
+        st = pd.DataFrame({"process": z, "thread": z, "start": z, "end": z, "time": z})
+        return ReplayPath(st, np.zeros(n_vertices + 1), np.zeros(L))
+    start = int(np.argmax(run.ends))
+    hl, ha, hb, hp = K.walk(
+        plan.ploc, plan.pkind, plan.pseg, run.bind, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, run.lastp, start
+    )
+    F = rates.F if rates.F.shape[1] == L else np.ones((max(rates.F.shape[0], 1), L))
+    cpv, cpl, cph = K.charge(
+        hl, ha, hb, plan.soff, plan.xs, plan.xd, plan.xv, rates.vfac, rates.vmap, np.ascontiguousarray(F),
+        float(rates.ofac), run.t0, run.t1, int(n_vertices), L,
+    )  # fmt: skip
+    hl, hp, cph = hl[::-1], hp[::-1], cph[::-1]
+    pt = plan.ptime if len(plan.ptime) else np.zeros(1)
+    begin = np.where(hp >= 0, pt[np.maximum(hp, 0)], np.maximum(plan.lstart[hl], run.t0))
+    nxt = np.r_[hp[1:], -1]
+    src = run.bind[np.maximum(nxt, 0)] if len(run.bind) else np.zeros(len(nxt), np.int64)
+    stop = np.where(nxt >= 0, pt[np.maximum(src, 0)], np.minimum(plan.lend[hl], run.t1))
+    rest = run.runtime - float(cpv.sum())  # lags and time before the first event: outside the path's pieces
+    cpv[n_vertices] += max(rest, 0.0)
+    st = pd.DataFrame(
+        {"process": plan.process[hl], "thread": plan.thread[hl], "start": begin, "end": stop, "time": cph}
+    )
+    return ReplayPath(st, cpv, cpl)
 
 
 @dataclass(frozen=True)
 class Replay:
-    """Result of :func:`replay`.
+    """Result of :func:`replay` (the ideal network).
 
     Attributes
     ----------
@@ -71,7 +253,7 @@ class Replay:
         (computation inside the window, s), ``ideal_end`` (when the location
         finishes in the replay, s after ``t0``).
     dependencies : int
-        Dependencies the replay carried (messages, synchronous sends, collective participants).
+        Dependencies the replay carried.
     skipped : int
         Dependencies left out because the trace shows they were not honoured (clock violations).
     """
@@ -89,278 +271,48 @@ class Replay:
         return self.t1 - self.t0
 
 
-@njit
-def _useful_at(time, cum, slot_useful, lo, hi, t):  # type: ignore[no-untyped-def]
-    """Computation time of one location (events ``lo:hi``) before time ``t``."""
-    if hi <= lo or t <= time[lo]:
-        return 0.0
-    a = lo
-    b = hi
-    while a < b:  # first event after t
-        m = (a + b) >> 1
-        if time[m] <= t:
-            a = m + 1
-        else:
-            b = m
-    k = a - 1
-    if k >= hi - 1:
-        return cum[hi - 1]
-    return cum[k] + (t - time[k]) * slot_useful[k]
-
-
-@njit
-def _run(  # type: ignore[no-untyped-def]
-    ptime,
-    pkind,
-    ploc,
-    pref,
-    time,
-    cum,
-    slot_useful,
-    offsets,
-    t0,
-    t1,
-    n_msg,
-    coll_inst,
-    coll_class,
-    coll_rank,
-    members,
-    inst_start,
-    root_row,
-):
-    L = offsets.shape[0] - 1
-    last_ideal = np.zeros(L)
-    last_u = np.zeros(L)
-    for q in range(L):
-        last_u[q] = _useful_at(time, cum, slot_useful, offsets[q], offsets[q + 1], t0)
-    sent = np.full(n_msg, -1.0)  # ideal issue time of each message's send, -1 before it is replayed
-    posted = np.full(n_msg, -1.0)
-    n_coll = coll_inst.shape[0]
-    arrived = np.full(n_coll, -1.0)
-    n_inst = inst_start.shape[0] - 1
-    inst_max = np.full(max(n_inst, 1), -1.0)
-    carried = 0
-    skipped = 0
-    for i in range(ptime.shape[0]):
-        t = ptime[i]
-        if t > t1:
-            break
-        loc = ploc[i]
-        tc = max(t, t0)
-        u = _useful_at(time, cum, slot_useful, offsets[loc], offsets[loc + 1], tc)
-        ideal = last_ideal[loc] + (u - last_u[loc])
-        k = pkind[i]
-        r = pref[i]
-        if k == _SEND:
-            sent[r] = ideal
-        elif k == _POST:
-            posted[r] = ideal
-        elif k == _ARRIVE:
-            arrived[r] = ideal
-            g = coll_inst[r]
-            if ideal > inst_max[g]:
-                inst_max[g] = ideal
-        elif k == _RECV:
-            if sent[r] >= 0.0:
-                ideal = max(ideal, sent[r])
-                carried += 1
-            else:
-                skipped += 1
-        elif k == _SSEND:
-            if posted[r] >= 0.0:
-                ideal = max(ideal, posted[r])
-                carried += 1
-            else:
-                skipped += 1
-        else:  # collective completion
-            c = coll_class[r]
-            g = coll_inst[r]
-            if c == _ALL:
-                ideal = max(ideal, inst_max[g])
-                carried += 1
-            elif c == _ROOT:
-                rr = root_row[g]
-                if rr >= 0 and arrived[rr] >= 0.0:
-                    ideal = max(ideal, arrived[rr])
-                    carried += 1
-                else:
-                    skipped += 1
-            elif c == _SCAN:
-                for q in range(inst_start[g], inst_start[g + 1]):
-                    j = members[q]
-                    if coll_rank[j] < coll_rank[r] and arrived[j] >= 0.0:
-                        ideal = max(ideal, arrived[j])
-                carried += 1
-        last_ideal[loc] = ideal
-        last_u[loc] = u
-    ends = np.zeros(L)
-    useful = np.zeros(L)
-    for q in range(L):
-        u1 = _useful_at(time, cum, slot_useful, offsets[q], offsets[q + 1], t1)
-        ends[q] = last_ideal[q] + (u1 - last_u[q])
-        useful[q] = u1 - _useful_at(time, cum, slot_useful, offsets[q], offsets[q + 1], t0)
-    return ends, useful, carried, skipped
-
-
-def collective_classes(trace: Trace) -> tuple[np.ndarray, ...]:
-    """Per collective row: instance number, dependency class, rank in its communicator; then the rows
-    grouped by instance (``members``), where each instance starts in ``members``, and its root row."""
-    c0 = trace.collectives
-    n = len(c0)
-    if not n:
-        z = np.zeros(0, np.int64)
-        return z, z, z, z, np.zeros(1, np.int64), z
-    members = np.argsort(c0["instance"].to_numpy(), kind="stable").astype(np.int64)
-    c = c0.iloc[members]
-    inst = c["instance"].to_numpy().astype(np.int64)
-    proc = c["process"].to_numpy().astype(np.int64)
-    op = c["op"].to_numpy().astype(np.int64)
-    pat = np.where((op >= 0) & (op < len(_PATTERNS)), _PATTERNS[np.clip(op, 0, len(_PATTERNS) - 1)], -1)
-    first = np.r_[True, inst[1:] != inst[:-1]]
-    starts = np.flatnonzero(first)
-    gid = np.cumsum(first) - 1
-    moved = np.add.reduceat((c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), starts)
-    sync = (pat == 0) | ((pat > 0) & (moved[gid] > 0))
-    root = c["root"].to_numpy().astype(np.int64)
-    is_root = (root >= 0) & (proc == root)
-    rows = np.arange(n)
-    rc = np.where(is_root, rows, n)
-    root_row = np.minimum.reduceat(rc, starts)
-    root_row = np.where(root_row < n, members[np.minimum(root_row, n - 1)], -1)
-    cls = np.full(n, _NONE, dtype=np.int64)
-    cls[sync & ((pat == 0) | (pat == 1))] = _ALL
-    cls[sync & (pat == 2) & ~is_root] = _ROOT
-    cls[sync & (pat == 3) & is_root] = _ALL
-    cls[sync & (pat == 4)] = _SCAN
-    rank = _comm_rank(trace, c["comm"].to_numpy().astype(np.int64), proc)
-    back = np.empty(n, np.int64)  # from the grouped order back to table rows
-    back[members] = np.arange(n)
-    return (
-        gid[back].astype(np.int64),
-        cls[back],
-        rank[back].astype(np.int64),
-        members,
-        np.r_[starts, n].astype(np.int64),
-        root_row.astype(np.int64),
-    )
-
-
-def replay_points(
-    trace: Trace, late_receiver: str, locs: Locations | None = None, names: np.ndarray | None = None
-) -> tuple[np.ndarray, ...]:
-    """The replay's points (time, kind, location, reference), sorted by time with issuers first.
-
-    The sends that wait for their receive to be posted are those of the wait
-    states (:func:`perflow.pag.edges.late_receiver_sends`; ``names``: the vertex names).
-    """
-    locs = locs if locs is not None else locations(trace)
-    m = trace.messages
-    times, kinds, locs_, refs = [], [], [], []
-
-    def add(t: np.ndarray, kind: int, loc: np.ndarray, ref: np.ndarray) -> None:
-        ok = loc >= 0
-        times.append(np.asarray(t, np.float64)[ok])
-        kinds.append(np.full(int(ok.sum()), kind, np.int64))
-        locs_.append(loc[ok].astype(np.int64))
-        refs.append(ref[ok].astype(np.int64))
-
-    if len(m):
-        rows = np.arange(len(m))
-        sloc = locs.lookup(m["send_process"].to_numpy(), m["send_thread"].to_numpy())
-        rloc = locs.lookup(m["recv_process"].to_numpy(), m["recv_thread"].to_numpy())
-        add(m["send_time"].to_numpy(), _SEND, sloc, rows)
-        add(m["recv_time"].to_numpy(), _RECV, rloc, rows)
-        sel = late_receiver_sends(trace, names, late_receiver)
-        if sel.any():
-            sc = m["send_complete_interval"].to_numpy().astype(np.int64)
-            rq = m["recv_post_interval"].to_numpy().astype(np.int64)
-            iv = trace.intervals
-            enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
-            # a synchronous send always waits for the posted receive; another blocking send only where the
-            # trace shows it did (it left after the receive was posted: Late Receiver by timing)
-            k = np.flatnonzero(sel)
-            k = k[(m["mode"].to_numpy()[k] == 1) | (leave[sc[k]] > enter[rq[k]])]
-            add(enter[rq[k]], _POST, rloc[k], k)
-            add(leave[sc[k]], _SSEND, sloc[k], k)
-    c = trace.collectives
-    if len(c):
-        cloc = locs.lookup(c["process"].to_numpy(), c["thread"].to_numpy())
-        rows = np.arange(len(c))
-        add(c["begin"].to_numpy(), _ARRIVE, cloc, rows)
-        add(c["end"].to_numpy(), _COMPLETE, cloc, rows)
-    if not times:
-        z = np.zeros(0, np.int64)
-        return np.zeros(0), z, z, z
-    t = np.concatenate(times)
-    k = np.concatenate(kinds)
-    lo = np.concatenate(locs_)
-    r = np.concatenate(refs)
-    issuer = (k >= _RECV).astype(np.int64)
-    order = np.lexsort((issuer, t))
-    return t[order], k[order], lo[order], r[order]
-
-
 def replay(
     trace: Trace,
     useful_vertex: np.ndarray,
     *,
     window: tuple[float, float] | None = None,
-    late_receiver: str = WaitSettings.late_receiver,
+    late_receiver: str = "auto",
+    plan: Plan | None = None,
+    names: np.ndarray | None = None,
     locs: Locations | None = None,
     flat: FlatTimeline | None = None,
-    points: tuple[np.ndarray, ...] | None = None,
-    collectives: tuple[np.ndarray, ...] | None = None,
 ) -> Replay:
-    """Replay ``trace`` on an ideal network (see the module docstring).
+    """Replay ``trace`` on an ideal network: computation (``useful_vertex``) at its recorded speed, every
+    other call and the time outside every region taking no time but its waiting.
 
     Parameters
     ----------
     trace : Trace
     useful_vertex : numpy.ndarray of bool
-        Per top-down vertex: is its exclusive time computation. Time outside
-        every region is not.
+        Per top-down vertex: is its exclusive time computation.
     window : (float, float), optional
         The region of interest ``[t0, t1]`` in trace time (default: the trace's span).
-    late_receiver : {"blocking", "synchronous", "none"}
-        Which sends wait for their receive to be posted (as in the wait
-        states: :func:`perflow.pag.edges.late_receiver_sends`).
-    locs, flat, points, collectives : optional
-        ``locations(trace)``, ``flat_timeline(trace)``,
-        ``replay_points(trace, late_receiver)`` and
-        ``collective_classes(trace)`` when already at hand (a PAG caches them:
-        :data:`perflow.trace.analyses.REPLAY_POINTS`, ...).
-
-    Returns
-    -------
-    Replay
+    late_receiver : {"synchronous", "blocking", "none", "auto"}
+        Which sends wait for their receive to be posted.
+    plan : Plan, optional
+        :func:`~perflow.trace.replayplan.build_plan` of the trace with that ``late_receiver``, when at hand
+        (a PAG caches it).
+    names, locs, flat : optional
+        Vertex names, ``locations(trace)`` and ``flat_timeline(trace)`` for building the plan.
     """
     if late_receiver not in LATE_RECEIVER_MODES:
         raise ValueError(f"late_receiver must be one of {LATE_RECEIVER_MODES}, not {late_receiver!r}")
-    useful_vertex = np.asarray(useful_vertex, dtype=bool)
     span = trace.span
     t0, t1 = (float(span[0]), float(span[1])) if window is None else (float(window[0]), float(window[1]))
     if not t1 >= t0:
         raise ValueError(f"the replay window ends before it starts: [{t0}, {t1}]")
-    locs = locs if locs is not None else locations(trace)
-    flat = flat if flat is not None else flat_timeline(trace, locs)
-    n = len(flat.time)
-    vtx = flat.vertex
-    inside = (vtx >= 0) & (vtx < len(useful_vertex))
-    slot_useful = np.zeros(n)
-    slot_useful[inside] = useful_vertex[vtx[inside]]
-    last = flat.offsets[1:] - 1
-    slot_useful[last[last >= 0]] = 0.0  # no slot after a location's last event
-    dur = np.r_[np.diff(flat.time), 0.0] if n else np.zeros(0)
-    inc = np.maximum(dur, 0.0) * slot_useful
-    before = np.cumsum(inc) - inc  # useful time before each event, from the first event of the trace
-    base = np.r_[before, 0.0][flat.offsets[:-1]]
-    cum = before - np.repeat(base, np.diff(flat.offsets))  # ... from the first event of its location
-    pts = points if points is not None else replay_points(trace, late_receiver, locs)
-    coll = collectives if collectives is not None else collective_classes(trace)
-    ends, useful, carried, skipped = _run(
-        *pts, flat.time, cum, slot_useful, flat.offsets.astype(np.int64), t0, t1, len(trace.messages), *coll
-    )
+    if plan is None:
+        from .replayplan import build_plan
+
+        plan = build_plan(trace, names=names, late_receiver=late_receiver, locs=locs, flat=flat)
+    useful = np.asarray(useful_vertex, dtype=bool)
+    r = run_plan(plan, Rates.uniform(useful.astype(np.float64), 0.0, useful), (t0, t1))
     table = pd.DataFrame(
-        {"process": locs.process, "thread": locs.thread, "useful": useful, "ideal_end": ends}, copy=False
+        {"process": plan.process, "thread": plan.thread, "useful": r.useful, "ideal_end": r.ends}, copy=False
     )
-    return Replay(t0, t1, float(ends.max()) if len(ends) else 0.0, table, int(carried), int(skipped))
+    return Replay(t0, t1, r.runtime, table, r.carried, plan.skipped)

@@ -37,7 +37,7 @@ import pandas as pd
 from .pieces import previous_max
 from .waits import _frame, empty_waits
 
-__all__ = ["thread_waits", "barrier_waits", "lock_waits", "parallel_teams", "BARRIER_ROLES"]
+__all__ = ["thread_waits", "barrier_waits", "barrier_instances", "lock_waits", "parallel_teams", "BARRIER_ROLES"]
 
 #: region roles of barriers and their wait kinds
 BARRIER_ROLES = {"barrier": "omp_barrier_wait", "implicit_barrier": "omp_ibarrier_wait"}
@@ -94,6 +94,36 @@ def parallel_teams(
     return anc, team
 
 
+def barrier_instances(
+    iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The barrier rows of ``iv`` (local rows) and the barrier instance of each (see the module docstring).
+
+    Arguments as in :func:`barrier_waits`; instances are numbered from 0 within ``iv``.
+    """
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    vrole = np.asarray(role, dtype=object)
+    is_bar_v = np.isin(vrole, list(BARRIER_ROLES))
+    z = np.zeros(0, dtype=np.int64)
+    if not len(vtx) or not is_bar_v.any():
+        return z, z
+    ok_v = (vtx >= 0) & (vtx < len(vrole))
+    B = np.flatnonzero(ok_v & is_bar_v[np.where(ok_v, vtx, 0)])
+    if not len(B):
+        return z, z
+    proc = iv["process"].to_numpy().astype(np.int64)
+    thr = iv["thread"].to_numpy().astype(np.int64)
+    anc, team = parallel_teams(iv, vrole, region, gid, B)
+    n_team = int(team.max()) + 1 if len(team) else 0
+    inside = anc >= 0
+    bteam = np.where(inside, team[np.maximum(anc, 0)], n_team + proc[B])  # outside every region: one per process
+    # the k-th barrier of each thread's parallel instance (or, outside, of each thread)
+    holder = np.where(inside, anc, -1 - (proc[B] * (1 << 20) + thr[B]))
+    k = _rank_in_runs(holder)
+    _, inst = np.unique(np.stack([bteam, k]), axis=1, return_inverse=True)
+    return B, np.asarray(inst).ravel().astype(np.int64)
+
+
 def barrier_waits(
     iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None = None
 ) -> pd.DataFrame:
@@ -111,28 +141,14 @@ def barrier_waits(
         partition's part of the intervals; the ``parent`` column and the
         result use global rows. None: ``iv`` is the whole table.
     """
-    vtx = iv["vertex"].to_numpy().astype(np.int64)
-    vrole = np.asarray(role, dtype=object)
-    is_bar_v = np.isin(vrole, list(BARRIER_ROLES))
-    if not len(vtx) or not is_bar_v.any():
-        return empty_waits()
-    ok_v = (vtx >= 0) & (vtx < len(vrole))
-    is_bar = ok_v & is_bar_v[np.where(ok_v, vtx, 0)]
-    B = np.flatnonzero(is_bar)
+    B, inst = barrier_instances(iv, role, region, gid)
     if not len(B):
         return empty_waits()
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    vrole = np.asarray(role, dtype=object)
     proc = iv["process"].to_numpy().astype(np.int64)
     thr = iv["thread"].to_numpy().astype(np.int64)
     enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
-    anc, team = parallel_teams(iv, vrole, region, gid, B)
-    n_team = int(team.max()) + 1 if len(team) else 0
-    inside = anc >= 0
-    bteam = np.where(inside, team[np.maximum(anc, 0)], n_team + proc[B])  # outside every region: one per process
-    # the k-th barrier of each thread's parallel instance (or, outside, of each thread)
-    holder = np.where(inside, anc, -1 - (proc[B] * (1 << 20) + thr[B]))
-    k = _rank_in_runs(holder)
-    _, inst = np.unique(np.stack([bteam, k]), axis=1, return_inverse=True)
-    inst = np.asarray(inst).ravel()
     srt = np.lexsort((thr[B], proc[B], inst))
     b, g = B[srt], inst[srt]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])

@@ -19,7 +19,7 @@ from tests.recorder.conftest import build, recorded, toolchain, workdir  # noqa:
 
 #: the shipped flows that analyse one trace
 FLOWS = ("wait_states", "critical_path", "root_cause", "pop", "variance", "mpi_profiler", "comm_pattern",
-         "hotspot", "imbalance", "backtracking")  # fmt: skip
+         "hotspot", "imbalance", "backtracking", "what_if")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,9 @@ def test_every_trace_flow_on_both_engines(engine, raws, dataset: str) -> None:  
     local = build_pag(raw)
     dist = engine.load(raw, n_partitions=min(3, local.n_processes)).pag()
     assert dist.gathered == set()
+    # the what-if replay runs on the partitions: its plan and predictions gather no instance table
+    got = perflow.run("what_if", pag=dist, jobs=1)
+    assert got.ok and "trace" not in dist.gathered, got.errors
     for flow in FLOWS:
         exp = perflow.run(flow, pag=local, jobs=1)
         got = perflow.run(flow, pag=dist, jobs=1)
