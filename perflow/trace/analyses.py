@@ -240,11 +240,12 @@ def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
     )
 
 
-def _replay_plan_program(handle: Any, pag: Any, s: ReplaySettings) -> Any:
+def _replay_plan_program(built: Any, pag: Any, s: ReplaySettings) -> Any:
+    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
     from .replayparts import program
 
     roles, regions = vertex_roles(pag)
-    return program(handle, _names(pag), s, roles=roles, regions=regions)
+    return program(built, _names(pag), s, roles=roles, regions=regions)
 
 
 REPLAY_PLAN = Analysis(
