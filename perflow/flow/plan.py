@@ -20,7 +20,7 @@ from ..errors import FlowError
 from .flow import MISSING, Flow, FlowInput, Ref
 from .registry import PassSpec
 from .types import coerce_value
-from .validate import Analysis, validate
+from .validate import FlowCheck, validate
 
 __all__ = ["Task", "Plan", "compile_flow", "select_outputs", "Source"]
 
@@ -107,7 +107,7 @@ class _Builder:
                 self.signatures[sig] = t.index
         return t.index
 
-    def flow(self, an: Analysis, prefix: str, inputs: dict[str, Source]) -> dict[str, Source]:
+    def flow(self, an: FlowCheck, prefix: str, inputs: dict[str, Source]) -> dict[str, Source]:
         f = an.flow
         produced: dict[str, dict[str, Source]] = {}
 
