@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG
 
 from ._binned import TimelineData, share_pixels
 

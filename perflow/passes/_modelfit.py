@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflow.errors import PassError
+from perflow.sdk import PassError
 
 from ._modelquality import loo_quality
 from .models import CHUNK, Models, _term_values, building_blocks, evaluate, smape

@@ -16,12 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-from perflow.pag.tree import ancestors_mask, descendants_mask, tree_index
-
-from ._render import aggregate_label, as_frame, guess_unit, numeric, require_columns
+from perflow.sdk import PAG, PassError, VertexSet
+from perflow.sdk.profile import ancestors_mask, descendants_mask, tree_index
+from perflow.sdk.render import aggregate_label, as_frame, guess_unit, numeric, require_columns
 
 __all__ = ["TreeView", "tree_view", "LEVELS", "level_of"]
 

@@ -34,15 +34,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.kinds import CollectiveOp
-from perflow.pag.analysis import Analysis, NoSettings
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.waits import WaitSettings
+from perflow.sdk import PAG, Analysis, CollectiveOp, NoSettings, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.profile import as_pag, edge_mask
 
-from ._common import as_pag, edge_mask
 from ._pattern import classify_pattern
 
 __all__ = [
@@ -196,7 +190,7 @@ def rma_traffic(pag: PAG) -> pd.DataFrame:
     A put moves ``bytes`` origin -> target, a get ``received`` target ->
     origin; an atomic both. Transfers with an unknown target are left out.
     """
-    from perflow.trace.rma import TRANSFERS
+    from perflow.sdk.trace import TRANSFERS
 
     cols = {"src": np.int64, "dst": np.int64, "count": np.int64, "bytes": np.int64}
     tr = pag.trace
@@ -424,7 +418,7 @@ def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
             np.int64
         )
         if len(tr.rma):
-            from perflow.trace.rma import TRANSFERS
+            from perflow.sdk.trace import TRANSFERS
 
             r = tr.rma
             sel = np.isin(r["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8))

@@ -18,15 +18,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.frames import AGGREGATIONS
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-from perflow.pag.stats import VERTEX_STATS
-
-from ._common import as_pag, resolve_metric, selected_vertices, vertex_columns
-from ._render import declare_aggregates
+from perflow.sdk import PAG, VERTEX_STATS, PassError, VertexSet, pass_
+from perflow.sdk.profile import AGGREGATIONS, as_pag, resolve_metric, selected_vertices, vertex_columns
+from perflow.sdk.render import declare_aggregates
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
 

@@ -35,10 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-
-from ._render import as_frame, column_units, format_column, write_text
+from perflow.sdk import PAG, pass_
+from perflow.sdk.render import as_frame, column_units, format_column, write_text
 
 __all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
@@ -127,7 +125,7 @@ def markdown_html(text: str) -> str:
 
 
 def figure_html(fig: Any, alt: str) -> str:
-    from ._mplfig import figure_png
+    from perflow.sdk.mplfig import figure_png
 
     data = base64.b64encode(figure_png(fig, dpi=110)).decode()
     return f'<img class="pf-fig" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'

@@ -23,13 +23,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
+from perflow.sdk.render import write_text
 
 from ._binned import path_rows, path_runs, span_cover, timeline_data
 from ._lod import IDLE, LOD_JS, SUB, TIME_JS, complete_instances, longest, pyramid
-from ._render import write_text
 from .timeline import overlay_table
 
 __all__ = ["timeline_html", "timeline_model", "BOKEH_JS"]

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG
+from perflow.sdk.profile import grouped
+from perflow.sdk.render import format_value, guess_unit
 
-from ._common import grouped, vertex_stats
-from ._render import format_value, guess_unit
 from ._treeview import LEVELS, level_of, tree_view
 
 __all__ = ["calltree_html", "AGGREGATIONS"]
@@ -86,7 +86,7 @@ def calltree_html(
     cols = _metrics(pag, metrics)
     if not cols:
         return "<p>(the PAG has no metrics)</p>"
-    stats = {m: vertex_stats(grouped(pag, m)) for m in cols}
+    stats = {m: grouped(pag, m).stats() for m in cols}
     units = {m: (pag.metric_info[m].unit if m in pag.metric_info else guess_unit(m)) for m in cols}
     first = stats[cols[0]]["sum"]
     thr = threshold

@@ -34,15 +34,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.sets import VertexSet
-from perflow.pag.stats import VERTEX_STATS
-
-from ._common import Grouped, as_pag, grouped, resolve_metric, selected_vertices, vertex_columns, vertex_stats
+from perflow.sdk import PAG, VERTEX_STATS, ParallelVertexSet, PassError, VertexSet, pass_
+from perflow.sdk.profile import (
+    IMBALANCE_CRITERIA,
+    Grouped,
+    as_pag,
+    grouped,
+    imbalance_measures,
+    resolve_metric,
+    selected_vertices,
+    vertex_columns,
+)
 
 __all__ = [
     "imbalance",
@@ -207,7 +209,7 @@ def _outlier_rows(
     pag: PAG, col: str, across: str, k: float, min_value: float, ids: np.ndarray | None
 ) -> tuple[pd.DataFrame, Grouped]:
     g = grouped(pag, col, across)
-    st = vertex_stats(g)
+    st = g.stats()
     mean_r = st["mean"][g.vertex]
     hit = (g.value > k * mean_r) & (g.value > _floor(st, min_value))
     if ids is not None:

@@ -80,7 +80,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
+from perflow.sdk import PassError
 
 __all__ = [
     "POLY_EXPONENTS",

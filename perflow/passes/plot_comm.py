@@ -12,12 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-
-from ._figure import Figure, new_figure, save_figure, unit_label
-from ._render import as_frame, format_value, guess_unit, numeric, require_columns
+from perflow.sdk import PAG, PassError, pass_
+from perflow.sdk.figures import Figure, new_figure, save_figure, unit_label
+from perflow.sdk.render import as_frame, format_value, guess_unit, numeric, require_columns
 
 __all__ = ["plot_comm_matrix", "comm_matrix_array"]
 

@@ -18,11 +18,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-
-from ._figure import Figure, new_figure, palette, save_figure
-from ._render import as_frame, format_value, numeric, require_columns
+from perflow.sdk import PassError, pass_
+from perflow.sdk.figures import Figure, new_figure, palette, save_figure
+from perflow.sdk.render import as_frame, format_value, numeric, require_columns
 
 __all__ = ["plot_scaling", "fit_log2"]
 

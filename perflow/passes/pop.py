@@ -45,15 +45,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import ReplaySettings, ideal_replay
+from perflow.sdk import PAG, PassError, pass_, settings_keywords
+from perflow.sdk.profile import descendants_mask
+from perflow.sdk.trace import ReplaySettings, check_choice, ideal_replay, non_useful_mask, require_trace
 
 from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
-from ._tracekit import check_choice, non_useful_mask, require_trace
 from .whatif import GAIN
 
 __all__ = [

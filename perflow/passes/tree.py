@@ -26,11 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
+from perflow.sdk import PAG, VertexSet, pass_
+from perflow.sdk.render import format_value, write_text
 
-from ._render import format_value, write_text
 from ._treeview import LEVELS, TreeView, level_of, tree_view
 
 __all__ = ["tree_text", "tree_dot", "tree_html"]

@@ -7,7 +7,7 @@ import pytest
 
 import perflow
 from perflow.pag.sites import call_site_paths
-from perflow.passes._tracekit import call_path_column
+from perflow.sdk.trace import call_path_column
 from perflow.passes.breakdown import breakdown
 from perflow.passes.hotspot import hotspot
 from perflow.passes.report import render_table
