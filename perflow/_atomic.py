@@ -19,6 +19,16 @@ whole new content after it.
 A target that is a symbolic link is replaced by the new file, never written
 through.
 
+Confined writes (:func:`confined`, set by a flow run's write policy,
+:mod:`perflow.flow.writes`): a target inside one of the confinement's roots
+is reached from the root's descriptor (opened once), one folder at a time
+with ``O_NOFOLLOW`` (``openat``), and written, renamed and swapped through
+the descriptor of its folder (``/proc/self/fd/N/...`` for libraries that take
+a path). A folder swapped for a symbolic link after the policy checked the
+path cannot redirect the write: the walk meets the link and refuses
+(:class:`~perflow.errors.WriteRefused`), or the write lands in the folder it
+already holds.
+
 Temporary names are ``.NAME.tmp-HOST-PID-RANDOM`` (plus the target's suffix
 for files); a swapped-out folder waits as ``.NAME.old-HOST-PID-RANDOM`` until
 it is removed. A killed writer leaves its temporary behind: every write to
@@ -30,6 +40,7 @@ dead (their process is gone on this host) or old (a day, for other hosts).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import errno
 import logging
@@ -39,10 +50,22 @@ import secrets
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["write_text", "write_bytes", "atomic_path", "atomic_dir", "clean_stale", "temp_sibling", "STALE_SECONDS"]
+from .errors import WriteRefused
+
+__all__ = [
+    "write_text",
+    "write_bytes",
+    "atomic_path",
+    "atomic_dir",
+    "clean_stale",
+    "temp_sibling",
+    "confined",
+    "all_or_nothing",
+    "STALE_SECONDS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +75,128 @@ STALE_SECONDS = 24 * 3600
 _HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
+
+
+#: (root folder, opener of its descriptor) pairs of the running confinement (see :func:`confined`)
+_CONFINE: contextvars.ContextVar[tuple[tuple[Path, Callable[[], int]], ...]] = contextvars.ContextVar(
+    "perflow_confine", default=()
+)
+_PINNED = os.path.isdir("/proc/self/fd")
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@contextlib.contextmanager
+def confined(roots: Sequence[tuple[Path, Callable[[], int]]]) -> Iterator[None]:
+    """Inside the block, writes to targets under these roots go through the roots' descriptors (see above).
+
+    ``roots``: ``(resolved folder, opener)`` pairs; the opener returns the
+    folder's descriptor (opened once by its owner, who closes it).
+    """
+    token = _CONFINE.set(tuple(roots))
+    try:
+        yield
+    finally:
+        _CONFINE.reset(token)
+
+
+def _walk(target: Path) -> tuple[int, str] | None:
+    """(descriptor of the target's folder, its name) reached from a confinement root; None when not confined."""
+    roots = _CONFINE.get()
+    if not roots or not _PINNED:
+        return None
+    for root, opener in roots:
+        if target == root or not target.is_relative_to(root):
+            continue
+        parts = target.relative_to(root).parts
+        fd = os.dup(opener())
+        try:
+            for i, part in enumerate(parts[:-1]):
+                try:
+                    try:
+                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(part, dir_fd=fd)
+                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
+                        where = root.joinpath(*parts[: i + 1])
+                        raise WriteRefused(
+                            f"{target}: {where} is no longer a folder (a symbolic link or a file took its place "
+                            "after the run checked the path); not written"
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = nfd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, parts[-1]
+    return None
+
+
+@contextlib.contextmanager
+def _pinned(target: Path) -> Iterator[Path]:
+    """``target``, or under a confinement the same file reached through its folder's descriptor."""
+    walked = _walk(target)
+    if walked is None:
+        yield target
+        return
+    fd, name = walked
+    batch = _BATCH.get()
+    try:
+        yield Path(f"/proc/self/fd/{fd}") / name
+    finally:
+        if batch is not None:
+            batch.append(("fd", None, None, fd))  # the rename of a set happens later, through this folder
+        else:
+            os.close(fd)
+
+
+#: the set of writes of the running :func:`all_or_nothing` block: (kind, temporary, target, descriptor)
+_BATCH: contextvars.ContextVar[list[tuple[str, Path | None, Path | None, int | None]] | None] = contextvars.ContextVar(
+    "perflow_atomic_batch", default=None
+)
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """The files and folders written inside the block replace their targets together, or none does.
+
+    Each write goes to its temporary as usual; the renames (and folder swaps)
+    are done when the block ends without an error. When it raises (a full
+    disk while writing the fifth of eight outputs), every temporary is removed
+    and the previous outputs stay as they were, as a set.
+    """
+    if _BATCH.get() is not None:  # nested: part of the enclosing set
+        yield
+        return
+    batch: list[tuple[str, Path | None, Path | None, int | None]] = []
+    token = _BATCH.set(batch)
+    try:
+        yield
+    except BaseException:
+        for kind, tmp, _t, fd in batch:
+            if kind == "file" and tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            elif kind == "dir" and tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+            elif kind == "fd" and fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        _BATCH.reset(token)
+        fds = [fd for kind, _tmp, _t, fd in batch if kind == "fd" and fd is not None]
+    try:
+        for kind, tmp, t, _fd in batch:
+            if kind == "file":
+                os.replace(tmp, t)  # type: ignore[arg-type]
+            elif kind == "dir":
+                _swap_into_place(tmp, t)  # type: ignore[arg-type]
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def temp_sibling(target: str | os.PathLike[str], kind: str = "tmp", *, suffix: bool = True) -> Path:
@@ -128,20 +273,26 @@ def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterat
     file under the target's name. When the block raises, the temporary is
     removed and ``target`` keeps its previous content.
     """
-    t = Path(target)
-    t.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(t)
-    tmp = temp_sibling(t)
-    try:
-        yield tmp
-        if fsync:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        os.replace(tmp, t)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with _pinned(Path(os.path.abspath(target))) as t:
+        t.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(t)
+        tmp = temp_sibling(t)
+        try:
+            yield tmp
+            if fsync:
+                with open(tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+            batch = _BATCH.get()
+            if batch is not None:
+                batch.append(("file", tmp, t, None))  # renamed with the rest of the set
+            else:
+                os.replace(tmp, t)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError) and not isinstance(exc, WriteRefused):
+                raise _named(exc, target, pinned=t != Path(os.path.abspath(target))) from exc
+            raise
 
 
 def write_bytes(target: str | os.PathLike[str], data: bytes, *, fsync: bool = True) -> Path:
@@ -236,14 +387,31 @@ def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     the swap. When the block raises, the temporary folder is removed and
     ``target`` is untouched.
     """
-    t = Path(target)
-    t.parent.mkdir(parents=True, exist_ok=True)
-    clean_stale(t)
-    tmp = temp_sibling(t, suffix=False)
-    tmp.mkdir()
-    try:
-        yield tmp
-        _swap_into_place(tmp, t)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with _pinned(Path(os.path.abspath(target))) as t:
+        t.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(t)
+        tmp = temp_sibling(t, suffix=False)
+        tmp.mkdir()
+        try:
+            yield tmp
+            batch = _BATCH.get()
+            if batch is not None:
+                batch.append(("dir", tmp, t, None))  # swapped with the rest of the set
+            else:
+                _swap_into_place(tmp, t)
+        except BaseException as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError) and not isinstance(exc, WriteRefused):
+                raise _named(exc, target, pinned=t != Path(os.path.abspath(target))) from exc
+            raise
+
+
+def _named(exc: OSError, target: str | os.PathLike[str], *, pinned: bool = False) -> OSError:
+    """The error of a failed write, naming the file being written (not its temporary): ``out/r.md: No space ...``.
+
+    Under a confinement (``pinned``), a folder that vanished under the write was removed or swapped away
+    while the run wrote: that is a refusal, not a missing file.
+    """
+    if pinned and exc.errno == errno.ENOENT:
+        return WriteRefused(f"{target}: its folder was removed or replaced while the run wrote it; not written")
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(target)) if exc.errno else OSError(str(exc))

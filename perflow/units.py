@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "show",
     "guess_unit",
     "format_value",
     "format_column",
@@ -51,6 +52,21 @@ _TIME_NAMES = {"time", "wait", "duration", "start", "end", "enter", "leave", "se
 _COUNT_NAMES = {"visits", "count", "calls", "messages", "instances"}
 #: How a unit is written in a column header.
 UNIT_SYMBOLS = {"s": "s", "bytes": "B", "%": "%", "ratio": "fraction", "count": "count"}
+
+
+def show(x: Any) -> str:
+    """A number as a user reads it: ``-100``, ``1e+300``, ``nan``, ``-1.32e+07`` (never ``np.float64(...)``)."""
+    if isinstance(x, bool | np.bool_):
+        return str(bool(x))
+    if isinstance(x, int | np.integer):
+        return str(int(x))
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return repr(x)
+    if math.isfinite(f) and f == int(f) and abs(f) < 1e16:
+        return str(int(f))
+    return repr(f)  # the shortest text that reads back as the same double: '1e+300', '0.1', 'nan'
 
 
 def guess_unit(column: Any) -> str:

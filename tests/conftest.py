@@ -53,5 +53,8 @@ def import_hatchet():
     import pandas as pd
 
     if int(pd.__version__.split(".")[0]) >= 3:
-        pytest.skip(f"llnl-hatchet requires pandas < 3 (here {pd.__version__}); .ci/run runs it in its Hatchet venv")
+        pytest.skip(
+            f"llnl-hatchet requires pandas < 3 (here {pd.__version__}); .ci/run runs it in its Hatchet venv",
+            allow_module_level=True,
+        )
     return pytest.importorskip("hatchet", reason="llnl-hatchet is not installed (pip install llnl-hatchet)")

@@ -59,6 +59,12 @@ def describe(pag: Any, *, top: int = 10) -> str:
             n = int(pag.attrs.get(key, 0) or 0)
             if n:
                 lines.append(f"warning     {n} {what}")
+    for kind, n in sorted((pag.attrs.get("damage") or {}).items()):
+        lines.append(f"warning     {int(n)} {kind}")
+    if pag.attrs.get("stopped"):  # perflow record stopped the run (time limit, Ctrl-C, killed)
+        lines.append(f"incomplete  {pag.attrs['stopped']}")
+    for note in str(pag.attrs.get("incomplete") or "").splitlines():  # an interrupted or crashed recording
+        lines.append(f"incomplete  {note}")
     metric = next((m for m in ("time_exc", "time_inc") if m in pag.metric_names), None)
     if metric and pag.n_vertices:
         hot = pag.vertices.sort_by(metric, agg="sum").top(top)

@@ -17,6 +17,7 @@ completion bash|zsh|fish`` prints the script to source (argcomplete).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -25,6 +26,7 @@ import traceback
 from collections.abc import Sequence
 
 from ..errors import FlowError, FormatError, PAGError, PassError, PerflowError, TraceError, ValidationError
+from ._term import EscapingStream, printable
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILED", "EXIT_USAGE"]
 
@@ -109,9 +111,28 @@ class _StderrHandler(logging.StreamHandler):
 
 
 def _usage_error(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+        return True  # a missing, unreadable or unwritable file, a full disk: the user's to fix
+    if isinstance(exc, FlowError) and isinstance(getattr(exc, "error", None), OSError | FormatError | PerflowError):
+        return True  # a step failed on the user's data or files
     return isinstance(exc, ValidationError | FormatError | PassError | PAGError | TraceError | FileNotFoundError) or (
         isinstance(exc, PerflowError) and not isinstance(exc, FlowError)
     )
+
+
+def _one_line(exc: BaseException) -> str:
+    """The error as one line: an OSError names its file first (``out/r.md: No space left on device``)."""
+    if isinstance(exc, OSError) and not isinstance(exc, PerflowError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        also = f" (and {exc.filename2})" if getattr(exc, "filename2", None) else ""
+        msg = f"{where}{exc.strerror}{also}"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            msg += " (while writing it: the previous outputs are kept as they were)"
+        return msg
+    msg = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, PerflowError | FileNotFoundError):
+        msg = f"{type(exc).__name__}: {msg}"
+    return msg
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .. import progress
 
     progress.enable(sys.stderr, quiet=args.quiet)
+    real_stdout = sys.stdout
+    sys.stdout = EscapingStream(real_stdout)  # type: ignore[assignment] # names from data never drive the terminal
     try:
         status = args.func(args)
     except KeyboardInterrupt:
@@ -143,12 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             traceback.print_exc()
-        msg = str(exc).strip() or type(exc).__name__
-        if not isinstance(exc, PerflowError | FileNotFoundError):
-            msg = f"{type(exc).__name__}: {msg}"
-        print(f"perflow: error: {msg}", file=sys.stderr)
+        print(f"perflow: error: {printable(_one_line(exc))}", file=sys.stderr)
         return EXIT_USAGE if _usage_error(exc) else EXIT_FAILED
     finally:
+        sys.stdout = real_stdout
         progress.disable()
     return EXIT_OK if status is None else int(status)
 

@@ -7,6 +7,8 @@ import logging
 import sys
 from typing import Any
 
+from ._term import printable
+
 __all__ = ["register", "run", "parse_inputs", "parse_settings", "sort_steps", "shown_outputs", "Progress"]
 
 log = logging.getLogger(__name__)
@@ -288,7 +290,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     for err in result.errors.values():
         if args.debug:
             traceback.print_exception(err)
-        print(f"perflow: error: {err}", file=sys.stderr)
+        print(f"perflow: error: {printable(str(err))}", file=sys.stderr)
     if result.ok:
         return 0
     from .main import EXIT_FAILED, EXIT_USAGE, _usage_error

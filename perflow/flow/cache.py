@@ -215,7 +215,7 @@ class Cache:
         """The entry's verified description, or None (missing; a forged or damaged one is removed)."""
         d = self._entry(key)
         try:
-            doc = json.loads((d / "meta.json").read_bytes())
+            doc = json.loads(_regular(d / "meta.json").read_bytes())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
@@ -228,12 +228,37 @@ class Cache:
         return body
 
     def _drop(self, d: Path, why: str) -> None:
+        if not d.exists() and not d.is_symlink():
+            return
         log.warning("cache entry %s is ignored: %s; recomputing", d, why)
         if d.is_dir() and not d.is_symlink():
             shutil.rmtree(d, ignore_errors=True)
 
     def __contains__(self, key: str) -> bool:
         return self._meta(key) is not None
+
+    def check(self, key: str) -> bool:
+        """Whether the entry is there and whole: its description signed and every file matching its digest.
+
+        A damaged entry is removed (with the warning that it is recomputed), so
+        that a run plans to compute it instead of failing when it loads it.
+        """
+        meta = self._meta(key)
+        if meta is None:
+            return False
+        d = self._entry(key)
+        try:
+            for info in meta["outputs"].values():
+                if not _NAME.match(str(info["file"])):
+                    raise ValueError(f"bad file name {info['file']!r}")
+                f = d / info["file"]
+                got = _folder_digest(f) if info["kind"] == "pag" else _bytes_digest(_regular(f).read_bytes())
+                if got != info["digest"]:
+                    raise ValueError(f"{f.name} does not match its signed digest")
+        except Exception as exc:  # noqa: BLE001 - damaged in any way: recompute
+            self._drop(d, str(exc))
+            return False
+        return True
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The outputs stored under ``key``, or ``None`` (a miss, or an entry that fails verification)."""
@@ -254,7 +279,7 @@ class Cache:
                         raise ValueError(f"{f.name} does not match its signed digest")
                     out[name] = load(f)
                 elif info["kind"] == "pickle":
-                    data = f.read_bytes()
+                    data = _regular(f).read_bytes()
                     if _bytes_digest(data) != info["digest"]:
                         raise ValueError(f"{f.name} does not match its signed digest")
                     out[name] = pickle.loads(data)  # noqa: S301 -- signed by this user's key, checked above
@@ -300,3 +325,13 @@ class Cache:
 
     def __len__(self) -> int:
         return sum(1 for _ in self.root.glob("*/*/meta.json"))
+
+
+def _regular(p: Path) -> Path:
+    """``p`` when it is a regular file (a FIFO or a device in a cache entry would block the read: OSError)."""
+    import stat as _stat
+
+    st = os.stat(p)
+    if not _stat.S_ISREG(st.st_mode):
+        raise OSError(f"{p.name} is not a regular file")
+    return p

@@ -174,7 +174,18 @@ def write_index(result: Any, directory: str | os.PathLike[str]) -> Path:
 
 
 def write_outputs(result: Any, directory: str | os.PathLike[str], *, index: bool = True) -> dict[str, Path]:
-    """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``."""
+    """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``.
+
+    All or nothing (:func:`perflow._atomic.all_or_nothing`): when one cannot
+    be written (a full disk), none replaces the previous outputs.
+    """
+    from .._atomic import all_or_nothing
+
+    with all_or_nothing():
+        return _write_all(result, directory, index=index)
+
+
+def _write_all(result: Any, directory: str | os.PathLike[str], *, index: bool) -> dict[str, Path]:
     paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
     if index:
         paths["index"] = write_index(result, directory)

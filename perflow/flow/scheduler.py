@@ -253,7 +253,8 @@ class _Run:
         needed = set(self.active)
         if self.cache is not None:
             self.static_keys()
-            hit = {i for i in self.active if self.keys[i] is not None and self.keys[i] in self.cache}
+            # whole entries only: a damaged one is dropped now and computed, not found missing when loaded
+            hit = {i for i in self.active if self.keys[i] is not None and self.cache.check(self.keys[i])}
             needed = set()
             for i in reversed(self.active):
                 t = tasks[i]

@@ -14,7 +14,13 @@ user's login script. So every pass that writes a file asks
   folder allowed explicitly (``--allow-write DIR``, ``allow_write=[DIR]``);
 * anything else is refused with :class:`~perflow.errors.WriteRefused`,
   naming the setting and the folders allowed (the step failing names the
-  step). A run without an output folder writes nowhere unless allowed.
+  step). A run without an output folder writes nowhere unless allowed;
+* the check cannot be raced: each allowed folder is opened once (its
+  descriptor held for the run) and every write below it walks down from that
+  descriptor one folder at a time with ``O_NOFOLLOW`` and writes through the
+  descriptor of the last one (:func:`perflow._atomic.confined`), so a folder
+  swapped for a symbolic link between the check and the write is refused,
+  never followed.
 
 Called directly from Python (no flow running), a pass writes where its
 caller says: :func:`output_path` returns the path unchanged. The policy of
@@ -26,11 +32,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._atomic import confined
 from ..errors import WriteRefused
 
 __all__ = ["WritePolicy", "output_path", "write_policy", "current_write_policy"]
@@ -50,6 +59,8 @@ class WritePolicy:
 
     output_dir: Path | None = None
     allowed: tuple[Path, ...] = ()
+    _fds: dict[Path, int] = field(default_factory=dict, compare=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     @classmethod
     def make(
@@ -62,6 +73,35 @@ class WritePolicy:
     def roots(self) -> tuple[Path, ...]:
         """Every folder writes may go to."""
         return ((self.output_dir,) if self.output_dir is not None else ()) + self.allowed
+
+    def descriptor(self, root: Path) -> int:
+        """The descriptor of an allowed folder, opened (and created) on first use and held until :meth:`close`."""
+        with self._lock:
+            fd = self._fds.get(root)
+            if fd is None:
+                root.mkdir(parents=True, exist_ok=True)
+                flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+                try:
+                    fd = os.open(root, flags | getattr(os, "O_CLOEXEC", 0))
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise WriteRefused(
+                            f"{root}: the output folder was replaced by a symbolic link or a file"
+                        ) from None
+                    raise
+                self._fds[root] = fd
+            return fd
+
+    def openers(self) -> list[tuple[Path, Callable[[], int]]]:
+        """(folder, opener) pairs for :func:`perflow._atomic.confined`."""
+        return [(r, lambda r=r: self.descriptor(r)) for r in self.roots()]
+
+    def close(self) -> None:
+        """Close the folders' descriptors."""
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
 
     def resolve(self, path: str | os.PathLike[str], setting: str = "path") -> Path:
         """The path to write for the value of ``setting``, or raise :class:`WriteRefused`."""
@@ -78,7 +118,13 @@ class WritePolicy:
             p = self.output_dir / p
         # realpath resolves '..' and every symbolic link already on disk (a link planted inside the
         # output folder that points outside it leads outside and is refused)
-        real = Path(os.path.realpath(p))
+        try:
+            real = Path(os.path.realpath(p))
+        except OSError as exc:  # a component changed while it was resolved (a folder swapped for a link)
+            raise WriteRefused(
+                f"setting {setting}={raw!r}: {exc.filename or p} changed while the path was checked "
+                f"({exc.strerror}); not written"
+            ) from None
         roots = self.roots()
         if real in roots:
             raise WriteRefused(f"setting {setting}={raw!r} names the folder {real} itself, not a file in it")
@@ -104,11 +150,14 @@ def write_policy(
     output_dir: str | os.PathLike[str] | None, allow_write: Iterable[str | os.PathLike[str]] = ()
 ) -> Iterator[WritePolicy]:
     """Apply a :class:`WritePolicy` to the passes run inside the block."""
-    token = _POLICY.set(WritePolicy.make(output_dir, allow_write))
+    policy = WritePolicy.make(output_dir, allow_write)
+    token = _POLICY.set(policy)
     try:
-        yield _POLICY.get()  # type: ignore[misc]
+        with confined(policy.openers()):
+            yield policy
     finally:
         _POLICY.reset(token)
+        policy.close()
 
 
 def output_path(path: str | os.PathLike[str] | None, *, setting: str = "path") -> Path | None:

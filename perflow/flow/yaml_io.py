@@ -71,6 +71,8 @@ MAX_FLOW_BYTES = 2 << 20
 MAX_FLOW_NODES = 100_000
 #: The deepest nesting of mappings and lists in a flow.
 MAX_FLOW_DEPTH = 64
+#: Longest integer a flow may hold (digits): every count, size and setting perflow takes fits (Python refuses >4,300).
+MAX_INT_DIGITS = 18
 
 
 class _TooLarge(Exception):
@@ -169,8 +171,24 @@ class FlowLoader(yaml.SafeLoader):
                 items.append(self._convert(item, ipath, locs, problems, active))
             active.discard(id(node))
             return items
+        if node.tag == "tag:yaml.org,2002:int" and sum(c.isdigit() for c in str(node.value)) > MAX_INT_DIGITS:
+            m = node.start_mark
+            n = sum(c.isdigit() for c in str(node.value))
+            problems.append(
+                Problem(
+                    path,
+                    f"an integer of {n} digits: flows hold integers of at most {MAX_INT_DIGITS} digits",
+                    m.line + 1,
+                    m.column + 1,
+                )
+            )
+            return INVALID
         try:
             return self.construct_object(node, deep=True)
+        except ValueError as exc:  # e.g. a number Python cannot convert
+            m = node.start_mark
+            problems.append(Problem(path, f"cannot read this value: {exc}", m.line + 1, m.column + 1))
+            return INVALID
         except yaml.YAMLError as exc:
             m = node.start_mark
             problems.append(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ..errors import ExpressionError
 from .expr import BoolOp, Check, Compare, Expr, Leaf, Name, Num, Reduce, Str, TextTest, Unary
 from .lexer import QUERY_NUMBER, Token, tokenize
+from .patterns import MAX_QUANTIFIER
 from .query import QUANTIFIERS, CompoundQuery, Query, QueryNode
 
 __all__ = ["parse_cypher", "MAX_QUERY_LENGTH"]
@@ -166,6 +167,9 @@ class _Parser:
             if t.kind == "str" and t.value in QUANTIFIERS:
                 quant = str(t.value)
             elif t.kind == "num" and float(t.value).is_integer() and float(t.value) >= 0 and t.text.isdigit():  # type: ignore[arg-type]
+                if len(t.text) > 6 or int(t.text) > MAX_QUANTIFIER:
+                    raise self.fail(f"a count quantifier is at most {MAX_QUANTIFIER} (deeper than any call path), "
+                                    f"not {t.text}")  # fmt: skip
                 quant = int(t.text) or "."  # Hatchet reads a count of 0 as "."
             else:
                 raise self.fail("a query node is (quantifier), (quantifier, variable) or (variable); "

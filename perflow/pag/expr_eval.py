@@ -10,7 +10,6 @@ rest. Every type error names the offending part's column.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,6 +38,7 @@ from .expr import (
     Unary,
     parse,
 )
+from .patterns import compile_pattern
 
 __all__ = ["Text", "Columns", "FrameColumns", "evaluate", "eval_mask", "text_of"]
 
@@ -316,9 +316,9 @@ class _Eval:
             test: Callable[[str], bool] = lambda s: fn(s, n.pattern)  # noqa: E731
         else:
             try:
-                rx = re.compile(n.pattern)
-            except re.error as exc:
-                raise self.fail(n, f"invalid regular expression {n.pattern!r}: {exc}") from None
+                rx = compile_pattern(n.pattern)  # linear time (RE2): a user's pattern cannot hang the query
+            except PAGError as exc:
+                raise self.fail(n, str(exc)) from None
             test = (
                 (lambda s: rx.fullmatch(s) is not None) if n.op == "fullmatch" else (lambda s: rx.match(s) is not None)
             )

@@ -119,8 +119,11 @@ def _pivot(cells: dict[str, list[tuple[int, int, int, float]]]) -> pd.DataFrame:
         )
     if not frames:
         return pd.DataFrame({"vertex": [], "process": [], "thread": []}, dtype=np.int64)
-    df = pd.concat(frames, axis=1).fillna(0.0)
-    return df.reset_index()
+    union = frames[0].index
+    for f in frames[1:]:
+        union = union.union(f.index, sort=False)
+    # absent cells are 0; a NaN given stays NaN (a reader's value checks refuse it)
+    return pd.concat([f.reindex(union, fill_value=0.0) for f in frames], axis=1).reset_index()
 
 
 def complete_time_metrics(pag: PAG) -> PAG:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import pandas as pd
 from .._atomic import atomic_dir
 from .._json import json_default
 from ..errors import FormatError
+from .checks import check_tables
 from .frames import make_metrics
 from .instances import Trace
 from .manifest import check_manifest
@@ -166,6 +168,14 @@ def _read_parquet(path: Path, rows: int) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FormatError(path, "missing table file (the saved PAG is incomplete)") from None
+    except OSError as exc:
+        raise FormatError(path, f"cannot open the table ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block the read or never end
+        raise FormatError(path, "is not a regular file (a FIFO, a device or a folder): not read")
+    try:
         pf = pq.ParquetFile(path)
         if pf.schema_arrow.pandas_metadata is not None:
             df = pf.read().to_pandas()
@@ -233,6 +243,7 @@ def _load_once(p: Path) -> PAG:
     check_manifest(manifest, mf, version=FORMAT_VERSION)
     tabs = manifest["tables"]
     frames = {name: _read_parquet(p / info["file"], info["rows"]) for name, info in tabs.items()}
+    check_tables(frames, {name: p / info["file"] for name, info in tabs.items()}, manifest)
     vt = frames["vertices"]
     vt.index = pd.RangeIndex(len(vt), name="vertex")
     mdf = frames["metrics"]

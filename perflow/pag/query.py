@@ -38,6 +38,7 @@ from .columns import HATCHET_ALIASES, VertexColumns
 from .expr import AGGREGATIONS, BoolOp, Compare, Expr, Leaf, Name, Num, Reduce, TextTest, parse
 from .expr_eval import Text, eval_mask
 from .pathmatch import levels, match_paths
+from .patterns import MAX_QUANTIFIER
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
@@ -91,6 +92,8 @@ def _quantifier(q: Any, text: str) -> str | int:
         raise _bad(text, f"a quantifier is '.', '*', '+' or a count, not {q!r}")
     if isinstance(q, int) and q < 0:
         raise _bad(text, f"a count quantifier must be >= 0, not {q}")
+    if isinstance(q, int) and q > MAX_QUANTIFIER:
+        raise _bad(text, f"a count quantifier is at most {MAX_QUANTIFIER} (deeper than any call path), not {q}")
     if isinstance(q, str) and q not in QUANTIFIERS:
         raise _bad(text, f"a quantifier is '.', '*', '+' or a count, not {q!r}")
     return q

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PAGError
+from .patterns import compile_pattern
 
 __all__ = ["Selection", "name_mask"]
 
@@ -35,7 +36,7 @@ def name_mask(names: pd.Series, name: str | Iterable[str] | None, regex: str | r
         pats = [re.compile(fnmatch.translate(g)) for g in globs]
         ok &= np.array([any(p.match(c) for p in pats) for c in cats], dtype=bool)
     if regex is not None:
-        rx = regex if isinstance(regex, re.Pattern) else re.compile(regex)
+        rx = regex if isinstance(regex, re.Pattern) else compile_pattern(regex, "regex")
         ok &= np.array([rx.search(c) is not None for c in cats], dtype=bool)
     codes = cat.cat.codes.to_numpy()
     return np.where(codes >= 0, np.r_[ok, False][codes], False)

@@ -18,16 +18,18 @@ one run is read, several are an error listing them); ``format="otf2"`` or
 
 from __future__ import annotations
 
+import errno
 import importlib
 import logging
 import os
+import stat
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from ..errors import FormatError, PerflowError
 
-__all__ = ["read", "formats", "reader_module", "detect_format", "READER_MODULES"]
+__all__ = ["read", "formats", "reader_module", "detect_format", "check_input", "READER_MODULES"]
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +99,78 @@ def formats() -> list[str]:
     return out
 
 
+#: What a non-regular input is called in an error.
+_FILE_TYPES = {
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+#: How many entries of an input folder are looked at for non-regular members (deeper or further ones are not).
+_SCAN_ENTRIES = 20_000
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular, non-folder file is (None: a regular file or a folder)."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return _FILE_TYPES.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def check_input(path: str | os.PathLike[str]) -> Path:
+    """Refuse, before anything is read, an input that is not a regular file or a folder of them.
+
+    A FIFO, a device (``/dev/zero``), a socket, or a folder holding one (up to
+    :data:`_SCAN_ENTRIES` entries deep) is a :class:`FormatError` naming it:
+    reading one would block forever or never end. A missing path is a
+    FileNotFoundError; a symbolic link loop is a FormatError saying so.
+    """
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if os.path.islink(p):
+            raise FileNotFoundError(f"{p}: a dangling symbolic link (to {os.readlink(p)!r})") from None
+        raise FileNotFoundError(f"{p}: no such file or directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FormatError(p, "a loop of symbolic links (the path never ends in a file)") from None
+        raise
+    what = _kind(st.st_mode)
+    if what:
+        raise FormatError(p, f"is {what}, not a file or folder of performance data: not read")
+    if stat.S_ISDIR(st.st_mode):
+        _scan_folder(p)
+    return p
+
+
+def _scan_folder(root: Path) -> None:
+    seen = 0
+    stack = [root]
+    while stack and seen < _SCAN_ENTRIES:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue  # unreadable: the reader reports it where it needs it
+        for e in entries:
+            seen += 1
+            try:
+                mode = e.stat(follow_symlinks=True).st_mode
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise FormatError(e.path, "a loop of symbolic links inside the input folder") from None
+                continue  # a dangling link: no data to read there
+            what = _kind(mode)
+            if what:
+                raise FormatError(e.path, f"is {what} inside the input folder {root}: not read")
+            if stat.S_ISDIR(mode) and not e.is_symlink():
+                stack.append(Path(e.path))
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Name of the format of ``path``, by asking each reader's ``detect`` (importing readers until one says yes)."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file or directory")
+    p = check_input(path)
     for f in [*READER_MODULES, *_plugin_readers()]:
         try:
             mod = reader_module(f)
@@ -149,6 +218,11 @@ def _read_guarded(mod: ModuleType, fmt: str, path: Path, options: dict[str, Any]
         return mod.read(path, **options)
     except FormatError:
         raise
+    except IsADirectoryError as exc:
+        where = exc.filename or path
+        raise FormatError(where, f"is a folder: the {fmt} reader reads a file here (name the file)") from None
+    except NotADirectoryError as exc:
+        raise FormatError(path, f"is a file: the {fmt} reader reads a folder (name the folder that holds it)") from exc
     except _PASS_ON:
         raise
     except PerflowError as exc:
@@ -166,7 +240,11 @@ def _unexpected(path: Path, fmt: str, exc: BaseException) -> FormatError:
     if len(msg) > 300:
         msg = msg[:300] + "..."
     log.debug("reading %s as %s failed", path, fmt, exc_info=exc)
-    err = FormatError(path, f"cannot read this {fmt} data ({type(exc).__name__}{': ' + msg if msg else ''})")
+    err = FormatError(
+        path,
+        f"cannot read this {fmt} data ({type(exc).__name__}{': ' + msg if msg else ''}): the file is damaged or "
+        "holds something this reader does not handle (--debug shows where)",
+    )
     err.unexpected = True  # type: ignore[attr-defined]
     return err
 
@@ -191,9 +269,7 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     -------
     PAG
     """
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file or directory")
+    p = check_input(path)  # before any reader touches it, forced format or not
     if format in ("otf2", "cube") and p.is_dir():
         from .scorep import detect as is_experiment
 

@@ -30,6 +30,8 @@ __all__ = [
     "TreeBuilder",
     "MetricRows",
     "build_profile",
+    "build_trace",
+    "checked_profile",
     "reader_errors",
     "head_bytes",
     "clean_text",
@@ -200,18 +202,21 @@ class MetricRows:
         """A wide table: one row per (vertex, process, thread), absent cells are 0."""
         frames = []
         for m, (v, p, t, x) in self._cells.items():
-            df = pd.DataFrame(
-                {
-                    "vertex": np.asarray(v, np.int64),
-                    "process": np.asarray(p, np.int64),
-                    "thread": np.asarray(t, np.int64),
-                    m: np.asarray(x, np.float64),
-                }
+            keys = pd.MultiIndex.from_arrays(
+                [np.asarray(v, np.int64), np.asarray(p, np.int64), np.asarray(t, np.int64)],
+                names=["vertex", "process", "thread"],
             )
-            frames.append(df.groupby(["vertex", "process", "thread"], sort=False)[m].sum())
+            codes, uniq = pd.factorize(keys)
+            total = np.zeros(len(uniq))
+            np.add.at(total, codes, np.asarray(x, np.float64))  # a NaN stays NaN (the value checks then see it)
+            frames.append(pd.Series(total, index=pd.MultiIndex.from_tuples(uniq, names=keys.names), name=m))
         if not frames:
             return pd.DataFrame({"vertex": [], "process": [], "thread": []}, dtype=np.int64)
-        return pd.concat(frames, axis=1).fillna(0.0).reset_index()
+        union = frames[0].index
+        for f in frames[1:]:
+            union = union.union(f.index, sort=False)
+        # absent cells are 0; a NaN read from the file stays NaN (and is refused by the value checks)
+        return pd.concat([f.reindex(union, fill_value=0.0) for f in frames], axis=1).reset_index()
 
 
 def build_profile(
@@ -221,13 +226,61 @@ def build_profile(
     info: Mapping[str, MetricInfo] | None = None,
     attrs: Mapping[str, Any] | None = None,
     complete: bool = True,
+    source: Path | str | None = None,
 ) -> PAG:
-    """Build a profile PAG; with ``complete``, derive the missing one of time_inc/time_exc."""
+    """Build a profile PAG; with ``complete``, derive the missing one of time_inc/time_exc.
+
+    The values are then checked (:func:`perflow.readers._values.check_profile`): a negative,
+    non-finite or inconsistent time, count or byte value is a FormatError naming ``source``
+    (default ``attrs["source"]``), the call path, the location and the value.
+    """
     vt = tree.frame() if isinstance(tree, TreeBuilder) else tree
     mt = metrics.frame() if isinstance(metrics, MetricRows) else metrics
     pag = PAG.from_frames(vt, mt, metric_info=info, attrs=attrs)
+    return checked_profile(pag, source if source is not None else (attrs or {}).get("source"), complete=complete)
+
+
+def checked_profile(pag: PAG, source: Path | str | None, *, complete: bool = True) -> PAG:
+    """Check a profile's values (:func:`perflow.readers._values.check_profile`), then complete its times.
+
+    With ``complete``, the missing one of time_inc/time_exc is derived; an
+    exclusive time derived by subtraction is checked again (children whose
+    inclusive time exceeds their parent's).
+    """
+    from ._values import check_profile
+
+    check_profile(pag, source)
     if complete:
         from ..pag.literal import complete_time_metrics
 
+        had = set(pag.metric_names)
         pag = complete_time_metrics(pag)
+        if "time_inc" in had and "time_exc" not in had and "time_exc" in pag.metric_names:
+            check_profile(pag, source, derived={"time_exc": True})
+    return pag
+
+
+def build_trace(
+    raw: Any,
+    source: Path | str | None = None,
+    *,
+    mpi_inside_calls: bool = False,
+    placement: bool = True,
+    damage: Any = None,
+    **options: Any,
+) -> PAG:
+    """Check a decoded trace's values (:func:`perflow.readers._values.check_trace`) and build its PAG.
+
+    ``options`` go to :func:`perflow.trace.build.build_pag`; ``damage`` (a
+    :class:`~perflow.readers._values.Damage`) is reported in ``attrs["damage"]``.
+    """
+    from ..trace.build import build_pag
+    from ._values import check_trace
+
+    if source is None:
+        source = raw.attrs.get("source", "trace")
+    check_trace(raw, source, mpi_inside_calls=mpi_inside_calls, placement=placement)
+    pag = build_pag(raw, **options)
+    if damage is not None:
+        damage.attach(pag, source)
     return pag

@@ -50,10 +50,10 @@ import pandas as pd
 from ..errors import TraceError
 from ..kinds import GPU_IDLE, P2P
 from ..pag.pag import PAG
-from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ..trace.scan import scan_regions
 from ._chrome_nest import nest_intervals
+from ._common import build_trace
 
 __all__ = ["Timeline", "timeline_raw", "timeline_pag", "is_waiting_call", "HOST_COLUMNS", "GPU_COLUMNS", "GPU_COMM"]
 
@@ -489,4 +489,4 @@ def _byte_samples(gpu, gloc, enter_ev, leave_ev, o_inst, ev_time) -> tuple[dict[
 def timeline_pag(tl: Timeline) -> PAG:
     """Build the PAG of a :class:`Timeline` (MPI calls recorded as ranges are collectives by name)."""
     raw = timeline_raw(tl)
-    return build_pag(raw, infer_collectives=True)
+    return build_trace(raw, infer_collectives=True)

@@ -104,7 +104,8 @@ def _location_id(kv: dict[str, Any], names: tuple[str, ...], where: str) -> int:
 
 
 class _Collector:
-    def __init__(self, factor: float, units: dict[str, str]) -> None:
+    def __init__(self, factor: float, units: dict[str, str], source: Path) -> None:
+        self.source = source
         self.tree = TreeBuilder()
         self.rows = MetricRows()
         self.outside: dict[str, float] = {}
@@ -186,7 +187,7 @@ def _finish(col: _Collector, meta: dict[str, Any], fmt: str) -> PAG:
     for k, v in meta.items():
         if isinstance(v, str | int | float | bool) and k not in attrs:
             attrs[k] = v
-    return build_profile(col.tree, frame, info=info, attrs=attrs)
+    return build_profile(col.tree, frame, info=info, attrs=attrs, source=col.source)
 
 
 def _read_cali(path: Path, time_unit: str | None) -> PAG:
@@ -200,7 +201,7 @@ def _read_cali(path: Path, time_unit: str | None) -> PAG:
     version = str(meta.get("cali.caliper.version", "2"))
     factor = TIME_UNITS[time_unit] if time_unit else (1e-6 if version[:1] in ("0", "1") else 1.0)
     units: dict[str, str] = {}
-    col = _Collector(factor, units)
+    col = _Collector(factor, units, path)
     records = [(_expand(cali, path, r), r[3]) for r in cali.ctx]
     # attribute.unit metadata: a node of attribute 'attribute.unit' above the attribute's definition
     unit_attr = next((i for i, (at, d, _) in cali.nodes.items() if at == 8 and d == "attribute.unit"), None)
@@ -274,7 +275,7 @@ def _read_json(path: Path, time_unit: str | None) -> PAG:
             None,
         )
     factor = TIME_UNITS[time_unit] if time_unit else 1e-6
-    col = _Collector(factor, {})
+    col = _Collector(factor, {}, path)
     node_path = _json_paths(path, nodes, path_col)
     pi = cols.index(path_col) if path_col else -1
     for ri, row in enumerate(doc["data"]):

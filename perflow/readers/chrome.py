@@ -51,10 +51,10 @@ from .._inflate import inflate
 from ..errors import FormatError, TraceError
 from ..kinds import P2P, mpi_class
 from ..pag.pag import PAG
-from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ._chrome_nest import nest_intervals, pair_begin_end
-from ._common import clean_text, head_bytes, reader_errors
+from ._common import build_trace, clean_text, head_bytes, reader_errors
+from ._values import MAX_SECONDS, Damage, Values
 
 FORMAT = "chrome"
 DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAspect .pfw), one file or one per rank"
@@ -214,7 +214,9 @@ def _ids(col: pd.Series) -> np.ndarray:
         return num.to_numpy().astype(np.int64).astype(object)
     return np.asarray(
         [
-            x if isinstance(x, int | np.integer) else (int(x) if isinstance(x, float) and x == x else str(x))
+            x
+            if isinstance(x, int | np.integer)
+            else (int(x) if isinstance(x, float) and np.isfinite(x) and x == int(x) else str(x))
             for x in col.tolist()
         ],
         dtype=object,
@@ -327,6 +329,7 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
             where=f"event {int(df['order'].iat[i])}",
         )
     ts = _num(span["ts"], Path(src), "ts")
+    _check_times(span, ts, df)
     t0 = float(ts.min())
     span["t"] = ts - t0  # microseconds until the nesting is done
     loc_keys = span[["process", "thread"]].drop_duplicates().sort_values(["process", "thread"]).reset_index(drop=True)
@@ -335,7 +338,8 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     # complete events
     x = span[span["ph"] == "X"]
     dur = pd.to_numeric(x["dur"], errors="coerce").fillna(0.0).to_numpy(dtype=np.float64)
-    xs, xe = x["t"].to_numpy(), x["t"].to_numpy() + np.maximum(dur, 0.0)
+    _event_values(x, df).column(dur, "dur", lo=0.0, hi=MAX_SECONDS * 1e6)
+    xs, xe = x["t"].to_numpy(), x["t"].to_numpy() + dur
     # begin/end pairs, per location in stream order (stable by time, then file order)
     be = span[span["ph"].isin(["B", "E"])].sort_values(["loc", "t", "order"], kind="stable")
     bs, bend, bidx, unmatched = pair_begin_end(
@@ -351,7 +355,8 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     rid, regions = _regions(name, cat)
     order = np.lexsort((-end, start, loc))
     ev_loc, ev_t, ev_k, ev_r = nest_intervals(loc[order], start[order], end[order], rid[order])
-    p2p = _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t)
+    damage = Damage()
+    p2p = _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage)
     ev_t = ev_t * 1e-6
     p2p["time"] = p2p["time"] * 1e-6
     t0 *= 1e-6
@@ -378,10 +383,42 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
         comm_names={0: "MPI_COMM_WORLD"},
         attrs={"source": src, "time_offset": t0, "unmatched_end_events": int(unmatched)},
     )
-    pag = build_pag(raw, infer_collectives=True, close_open=True)
+    pag = build_trace(raw, src, damage=damage, infer_collectives=True, close_open=True)
     pag.attrs["pid_map"] = {str(k[1]): v for k, v in proc.items()}
     pag.attrs["tid_map"] = {f"{k[1]}/{k[2]}": v for k, v in thr.items()}
     return pag
+
+
+class _EventValues(Values):
+    """Value checks of events from one or several files: an error names the event's own file and number."""
+
+    def __init__(self, rows: pd.DataFrame, df: pd.DataFrame) -> None:
+        super().__init__(df["src"].iat[0])
+        self.rows, self.df = rows, df
+
+    def fail(self, record: str, message: str) -> Any:
+        i = int(record)
+        row = self.rows.index[i]
+        order = int(self.df["order"].iat[row])
+        raise FormatError(
+            self.df["src"].iat[row],
+            f"event {order} ({self.df['ph'].iat[row]} {clean_text(str(self.df['name'].iat[row]))!r}): {message}",
+            where=f"event {order}",
+        )
+
+    def column(self, x: Any, field: str, record: Any = str, **kw: Any) -> np.ndarray:  # type: ignore[override]
+        return super().column(x, field, str, **kw)
+
+
+def _event_values(rows: pd.DataFrame, df: pd.DataFrame) -> _EventValues:
+    return _EventValues(rows, df)
+
+
+def _check_times(span: pd.DataFrame, ts: np.ndarray, df: pd.DataFrame) -> None:
+    """Time stamps finite and not isolated from the rest of the run (a ts of -1e18 would collapse every duration)."""
+    chk = _event_values(span, df)
+    chk.column(ts, "ts", lo=None)
+    chk.span(ts, str, unit=1e-6, field="ts")
 
 
 def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
@@ -410,7 +447,7 @@ def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFram
     return codes.astype(np.int64), pd.DataFrame(rows, columns=["name", "role", "paradigm", "file", "line", "module"])
 
 
-def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
     fl = df[df["ph"].isin(["s", "f"]) & (df["cat"] == "message")].copy()
     cols = ("location", "time", "kind", "peer", "comm", "tag", "bytes", "request", "pos")
     empty = {c: np.zeros(0) for c in cols}  # times in microseconds since t0 until the caller converts
@@ -428,12 +465,24 @@ def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t) -> dict[str, np.
     s = fl[fl["ph"] == "s"].drop_duplicates("key")
     f = fl[fl["ph"] == "f"].drop_duplicates("key")
     m = s.merge(f, on="key", suffixes=("_s", "_f"))
-    m = m[(m["loc_s"] >= 0) & (m["loc_f"] >= 0) & m["t_s"].notna() & m["t_f"].notna()]
+    damage.add("message flows without a start or an end dropped", len(s) + len(f) - 2 * len(m))
+    good = (m["loc_s"] >= 0) & (m["loc_f"] >= 0) & m["t_s"].notna() & m["t_f"].notna()
+    damage.add("message flows without a time stamp or outside every thread's events dropped", int((~good).sum()))
+    m = m[good]
     if m.empty:
         return empty
 
     def arg(col: pd.Series, k: str) -> np.ndarray:
-        return np.asarray([int(a.get(k, 0)) if isinstance(a, dict) else 0 for a in col], dtype=np.int64)
+        vals = [a.get(k, 0) if isinstance(a, dict) else 0 for a in col]
+        bad = [i for i, v in enumerate(vals) if isinstance(v, bool) or not isinstance(v, int | float)]
+        if bad:
+            raise FormatError(
+                m["src_s"].iat[bad[0]], f"message flow {m['key'].iat[bad[0]]!r}: args.{k} is not a number"
+            )
+        src = m["src_s"].iat[0]
+        return Values(src).int_column(
+            np.asarray(vals, dtype=np.float64), f"args.{k}", lambda i: f"flow {m['key'].iat[i]!r}", lo=None
+        )
 
     nb = arg(m["args_s"], "bytes")
     tag = arg(m["args_s"], "tag")

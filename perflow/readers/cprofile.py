@@ -34,6 +34,7 @@ from ..pag.pag import PAG
 from . import _marshal
 from ._callgraph import expand_call_graph
 from ._common import MetricRows, TreeBuilder, build_profile, head_bytes
+from ._values import Values, show
 
 FORMAT = "cprofile"
 DESCRIPTION = "Python cProfile/pstats files (one, or a directory/glob of one per rank)"
@@ -96,15 +97,37 @@ def _entry(f: Path, k: Any, v: Any) -> tuple[Any, ...]:
     if not (isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict) and all(_num(x) for x in v[:4])):
         raise FormatError(f, f"not a pstats file: bad statistics {str(v)[:80]} for {str(k)[:80]}")
     cc, nc, tt, ct, callers = v
+    chk = Values(f)
+    rec = f"function {_label(k)}"
+    _stats(chk, rec, cc, nc, tt, ct)
     edges = {}
     for c, e in callers.items():
         if _num(e):  # the pure-Python profile module records call counts only: share the times by calls
+            chk.count(e, f"{rec}, called by {_label(c)}", "calls")
             share = e / nc if nc else 0.0
             e = (e, e, tt * share, ct * share)
         elif not (isinstance(e, tuple) and len(e) == 4 and all(_num(x) for x in e)):
             raise FormatError(f, f"bad caller statistics {str(e)[:80]} for {str(k)[:80]}")
+        else:
+            _stats(chk, f"{rec}, called by {_label(c)}", e[1], e[0], e[2], e[3])
         edges[_func(f, c)] = e
     return cc, nc, tt, ct, edges
+
+
+def _label(k: Any) -> str:
+    if isinstance(k, tuple) and len(k) == 3:
+        return f"{str(k[2])[:80]!r} ({str(k[0])[-60:]}:{k[1]})"
+    return repr(k)[:80]
+
+
+def _stats(chk: Values, rec: str, cc: float, nc: float, tt: float, ct: float) -> None:
+    """Calls are whole numbers >= 0, times seconds >= 0, the own time at most the inclusive time."""
+    chk.count(cc, rec, "primitive calls")
+    chk.count(nc, rec, "calls")
+    chk.seconds(tt, rec, "own time")
+    chk.seconds(ct, rec, "inclusive time")
+    if tt > ct * (1 + 1e-6) + 1e-6:
+        chk.fail(rec, f"own time {show(tt)} s exceeds the inclusive time {show(ct)} s")
 
 
 def _name(func: Func) -> tuple[str, str, int, str]:
@@ -143,4 +166,6 @@ def read(path: Path | str | Sequence[Path | str], *, max_vertices: int = 100_000
     for f, r in zip(files, ranks):
         expand_call_graph(_load(f), tree, rows, r, max_vertices=max_vertices, label=_name, what="cProfile")
     attrs = {"nprocs": len(files), "approximation": "calling contexts derived from the caller->callee graph"}
-    return build_profile(tree, rows, attrs=attrs, complete=False)
+    return build_profile(
+        tree, rows, attrs=attrs, complete=False, source=files[0] if len(files) == 1 else files[0].parent
+    )

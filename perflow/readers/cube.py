@@ -421,4 +421,4 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
     df = df[keep]
     attrs: dict[str, Any] = {a.get("key"): a.get("value") for a in root.findall("attr")}
     attrs = {"metadata": attrs, "nprocs": int(len(np.unique(procs))), "creator": attrs.get("Creator", "")}
-    return build_profile(pd.DataFrame(vrows), df, info=info, attrs=attrs)
+    return build_profile(pd.DataFrame(vrows), df, info=info, attrs=attrs, source=path)

@@ -208,4 +208,4 @@ def read(path: Path | str, *, total_time: float | None = None, max_vertices: int
         # inclusive times are re-derived from the exclusive ones: the tool's are rounded (and, for gprof2dot,
         # include the nodes it dropped), so they need not add up over the tree
         frame = rows.frame().drop(columns=["time_inc"])
-        return build_profile(tree, frame, attrs=attrs, complete=True)
+        return build_profile(tree, frame, attrs=attrs, complete=True, source=path)

@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import FormatError, PAGError
 from ..pag.literal import _HATCHET_NAMES, from_literal
 from ..pag.pag import PAG, MetricInfo
-from ._common import TIME_UNITS, head_bytes, load_json, reader_errors
+from ._common import TIME_UNITS, checked_profile, clean_text, head_bytes, load_json, reader_errors
 
 FORMAT = "hatchet"
 DESCRIPTION = "Hatchet JSON: a graph literal (to_literal) or a GraphFrame's to_json"
@@ -61,6 +61,7 @@ def detect(path: Path) -> bool:
 
 
 def _number(x: Any) -> bool:
+    """A metric value (NaN and infinities included: the value checks refuse them, they are not skipped)."""
     return isinstance(x, int | float) and not isinstance(x, bool)
 
 
@@ -99,7 +100,11 @@ def _from_graph_literal(roots: list[Any], path: Path) -> tuple[list[dict[str, An
                     continue
                 kept[_HATCHET_NAMES.get(k, k)] = v
                 names.add(k)
-            new = {"name": name, "metrics": kept, "kind": frame.get("type")}
+            new = {
+                "name": clean_text(str(name)) if name is not None else name,
+                "metrics": kept,
+                "kind": frame.get("type"),
+            }
             if frame.get("file") is not None:
                 new["file"] = str(frame["file"])
             line = frame.get("line")
@@ -167,7 +172,7 @@ def _from_graphframe_json(d: Mapping[str, Any], path: Path) -> tuple[list[dict[s
         name = frame.get("name")
         if name is None:
             name = f"{frame.get('file')}:{frame.get('line')}" if frame.get("file") is not None else f"node {nid}"
-        node: dict[str, Any] = {"name": str(name), "kind": frame.get("type"), "metrics": cells.get(nid, {})}
+        node: dict[str, Any] = {"name": clean_text(str(name)), "kind": frame.get("type"), "metrics": cells.get(nid, {})}
         if frame.get("file") is not None:
             node["file"] = str(frame["file"])
         if isinstance(frame.get("line"), int):
@@ -225,7 +230,6 @@ def read(path: Path | str, *, time_unit: str | None = None, **options: Any) -> P
 
 def _finish(pag: PAG, unit: str, dropped: int, inc: set[str]) -> PAG:
     """Scale the times to seconds, set metric modes, re-derive time_inc for a graph that was not a tree."""
-    from ..pag.literal import complete_time_metrics
 
     scale = TIME_UNITS[unit]
     m = pag.metrics
@@ -252,4 +256,4 @@ def _finish(pag: PAG, unit: str, dropped: int, inc: set[str]) -> PAG:
         info.pop("time_inc", None)
     attrs = {**pag.attrs, "nprocs": nprocs}
     out = PAG.from_frames(pag.vertex_table, metrics.reset_index(), metric_info=info, attrs=attrs)
-    return complete_time_metrics(out)
+    return checked_profile(out, attrs.get("source"))

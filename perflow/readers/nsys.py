@@ -33,8 +33,10 @@ call paths and messages built from these tables.
 from __future__ import annotations
 
 import glob as _glob
+import os
 import re
 import sqlite3
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,12 +48,26 @@ from ..errors import FormatError, TraceError
 from ..pag.pag import PAG
 from ._common import head_bytes
 from ._gputrace import Timeline, is_waiting_call, timeline_pag
+from ._values import Values
 
 FORMAT = "nsys"
 DESCRIPTION = "Nsight Systems SQLite export (nsys export --type sqlite): CUDA work, runtime API, NVTX, OS runtime"
 
 _MAGIC = b"SQLite format 3\x00"
 _MARKERS = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS", "OSRT_API")
+#: every table the reader reads (each must be a table: nsys writes no views)
+_READ_TABLES = (
+    *_MARKERS,
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "ENUM_CUDA_MEMCPY_OPER",
+    "StringIds",
+    "TARGET_INFO_GPU",
+    "TARGET_INFO_SESSION_START_TIME",
+    "ThreadNames",
+    "META_DATA_EXPORT",
+)
 _RANK_RE = re.compile(r"rank\D{0,3}(\d+)", re.IGNORECASE)
 #: copyKind (CUPTI_ACTIVITY_MEMCPY_KIND) labels when the file has no ENUM_CUDA_MEMCPY_OPER table
 _COPY_KINDS = {
@@ -84,8 +100,12 @@ def _files(path: Path | str | Sequence[Path | str]) -> list[Path]:
 
 
 def _connect(f: Path) -> sqlite3.Connection:
+    """Open ``f`` read-only through a URI that names exactly it (``%``, ``#``, ``?`` in the name are quoted)."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(f), safe="/") + "?mode=ro&immutable=1"
     try:
-        return sqlite3.connect(f"file:{f}?mode=ro&immutable=1", uri=True)
+        con = sqlite3.connect(uri, uri=True)
+        con.text_factory = lambda b: b.decode("utf-8", "backslashreplace")  # damaged text is shown, not fatal
+        return con
     except sqlite3.Error as exc:  # pragma: no cover - only for paths sqlite cannot open at all
         raise FormatError(f, f"cannot open as SQLite ({exc})") from None
 
@@ -95,12 +115,20 @@ def _tables(f: Path) -> set[str]:
     try:
         con = _connect(f)
         try:
-            names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            objects = dict(con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"))
         finally:
             con.close()
+    except UnicodeDecodeError:  # sqlite's own message quotes the damaged schema, which is not UTF-8
+        raise FormatError(f, "damaged SQLite schema (its text is not UTF-8)") from None
     except (sqlite3.Error, FormatError):
         return set()
-    return names if "StringIds" in names and any(m in names for m in _MARKERS) else set()
+    names = {n for n, t in objects.items() if t == "table"}
+    if not ("StringIds" in names and any(m in objects for m in _MARKERS)):
+        return set()
+    views = sorted(n for n, t in objects.items() if t == "view" and (n in _MARKERS or n in _READ_TABLES))
+    if views:  # nsys writes tables: a view in their place can hide or invent rows
+        raise FormatError(f, f"{views[0]} is a view, not a table: this is not an export as nsys writes it")
+    return names
 
 
 def detect(path: Path) -> bool:
@@ -139,16 +167,21 @@ def _ints(df: pd.DataFrame, col: str, f: Path, table: str, default: int | None =
     if default is None and v.isna().any():
         r = _row(df, int(np.flatnonzero(v.isna().to_numpy())[0]))
         raise FormatError(f, f"table {table}, {r}: {col} is missing or not a number", where=f"{table} {r}")
-    return v.fillna(-1 if default is None else default).to_numpy(np.int64)
+    v = v.fillna(-1 if default is None else default)
+    # exactly: a REAL 1e300 or 1.5 in an INTEGER column is refused, never cast (and wrapped) to int64
+    return Values(f).int_column(v.to_numpy(), f"{col}", lambda i: f"table {table}, {_row(df, i)}", lo=None)
 
 
 def _times(df: pd.DataFrame, f: Path, table: str) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (whole nanoseconds since the session started: >= 0, start <= end)."""
     s, e = _ints(df, "start", f, table), _ints(df, "end", f, table)
-    bad = np.flatnonzero(e < s)
-    if len(bad):
-        i = int(bad[0])
-        r = _row(df, i)
-        raise FormatError(f, f"table {table}, {r}: ends ({e[i]}) before it starts ({s[i]})", where=f"{table} {r}")
+    chk = Values(f)
+
+    def rec(i: int) -> str:
+        return f"table {table}, {_row(df, i)}"
+
+    chk.int_column(s, "start", rec)
+    chk.intervals(s, e, rec)
     return s, e
 
 
@@ -178,6 +211,8 @@ def _read_file(f: Path, kernel_names: str, nvtx: bool, osrt: bool) -> dict[str, 
         return _read_tables(con, f, have, kernel_names, nvtx, osrt)
     except sqlite3.Error as exc:
         raise FormatError(f, f"corrupt SQLite data ({exc})") from None
+    except UnicodeDecodeError:
+        raise FormatError(f, "corrupt SQLite data (text that is not UTF-8 where SQLite keeps its own)") from None
     finally:
         con.close()
 

@@ -42,11 +42,10 @@ from .._inflate import inflate
 from ..errors import FormatError, TraceError
 from ..kinds import P2P
 from ..pag.pag import PAG
-from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ..trace.scan import scan_regions
 from ._chrome_nest import nest_intervals, pair_begin_end
-from ._common import head_bytes
+from ._common import build_trace, head_bytes
 
 FORMAT = "projections"
 DESCRIPTION = "Charm++ Projections logs (.sts and one .log/.log.gz per PE): entry methods, idle, messages"
@@ -156,6 +155,9 @@ def _read_log(f: Path, pe: int, defs: dict[str, Any]) -> dict[str, list[Any]]:
             v = [int(x) for x in tok]
         except ValueError:
             raise FormatError(f, f"a non-integer field in {line.strip()!r}", where=f"line {ln}") from None
+        big = next((x for x in v if not -(2**62) < x < 2**62), None)
+        if big is not None:
+            raise FormatError(f, f"line {ln}: field {big} is too large for any time, size or id", where=f"line {ln}")
         typ, fld = v[0], v[1:]
         if typ not in KNOWN_TYPES:
             raise FormatError(f, f"unknown record type {typ}", where=f"line {ln}")
@@ -201,7 +203,7 @@ def read(path: Path | str) -> PAG:
     logs = [_read_log(f, pe, defs) for pe, f in enumerate(files)]
     try:
         raw = _raw(defs, logs, files, sts)
-        return build_pag(raw, close_open=True)
+        return build_trace(raw, sts, placement=False, close_open=True)  # receives placed in the idle time before
     except TraceError as exc:
         raise FormatError(sts, f"inconsistent events: {exc}") from None
 

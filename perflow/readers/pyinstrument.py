@@ -163,4 +163,4 @@ def read(path: Path | str, **options: Any) -> PAG:
             "samples": MetricInfo("samples", "count", "exclusive", "samples that ended in the frame"),
         }
         attrs = {"nprocs": 1, "metadata": meta, "pyinstrument_form": "session" if session else "json"}
-        return build_profile(tree, rows, info=info, attrs=attrs)
+        return build_profile(tree, rows, info=info, attrs=attrs, source=path)

@@ -9,10 +9,13 @@ raw trace, else from the OTF2 trace.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
+
+log = logging.getLogger(__name__)
 
 FORMAT = "recording"
 DESCRIPTION = "a folder written by perflow record (run.pag, trace/traces.otf2, rawtrace.npz)"
@@ -53,7 +56,14 @@ def read(path: Path, **options: Any) -> Any:
     FormatError
         When the folder holds none of those files.
     """
-    path = Path(path)
+    pag = _read(Path(path), **options)
+    for note in [pag.attrs.get("stopped"), *str(pag.attrs.get("incomplete") or "").splitlines()]:
+        if note:  # an interrupted or crashed run: every flow reading it says what is missing
+            log.warning("%s: incomplete recording: %s", path, note)
+    return pag
+
+
+def _read(path: Path, **options: Any) -> Any:
     found = parts(path)
     if "pag" in found and not options:
         from .saved import read as read_saved
@@ -61,12 +71,12 @@ def read(path: Path, **options: Any) -> Any:
         return read_saved(found["pag"])
     if "raw" in found:
         from ..errors import TraceError
-        from ..trace.build import build_pag
         from ..trace.store import load_raw
+        from ._common import build_trace
 
         raw = load_raw(found["raw"])
         try:
-            pag = build_pag(raw, **options)
+            pag = build_trace(raw, found["raw"], mpi_inside_calls=True, **options)
         except TraceError as exc:
             raise FormatError(found["raw"], f"inconsistent events: {exc}") from exc
         pag.attrs.setdefault("source", str(path))

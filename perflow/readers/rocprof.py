@@ -43,6 +43,7 @@ from ..errors import FormatError, TraceError
 from ..pag.pag import PAG
 from ._common import head_bytes
 from ._gputrace import Timeline, is_waiting_call, timeline_pag
+from ._values import Values
 
 FORMAT = "rocprof"
 DESCRIPTION = "rocprof, rocprofv2 and rocprofv3 CSV traces: kernel dispatches, memory copies, HIP/HSA API, ROCTx"
@@ -136,15 +137,47 @@ def _num(df: pd.DataFrame, col: str | None, f: Path, default: int | None = None)
     return v.to_numpy(np.int64)
 
 
+def _line(i: int) -> str:
+    return f"line {i + 2}"
+
+
 def _times(df: pd.DataFrame, f: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end time stamps (whole nanoseconds >= 0, start <= end: checked by the value layer)."""
     cols = list(df.columns)
-    s = _num(df, _col(cols, "start"), f)
-    e = _num(df, _col(cols, "end"), f)
-    bad = np.flatnonzero(e < s)
-    if len(bad):
-        i = int(bad[0])
-        raise FormatError(f, f"a record ends ({e[i]}) before it starts ({s[i]})", where=f"line {i + 2}")
+    chk = Values(f)
+    s = chk.int_column(_floats(df, _col(cols, "start"), f), "start time stamp", _line)
+    e = chk.int_column(_floats(df, _col(cols, "end"), f), "end time stamp", _line)
+    chk.intervals(s, e, _line)
     return s, e
+
+
+def _floats(df: pd.DataFrame, col: str | None, f: Path) -> np.ndarray:
+    """A column of numbers as written (not yet cast to integers: a fraction or 1e300 must be seen)."""
+    if col is None:  # pragma: no cover - callers pass a column that _role checked
+        raise FormatError(f, "a required column is missing")
+    s = df[col].astype(str).str.strip()
+    v = pd.to_numeric(s, errors="coerce")
+    if v.isna().any():
+        i = int(np.flatnonzero(v.isna().to_numpy())[0])
+        raise FormatError(f, f"{_line(i)}: column {col!r} has a non-numeric value {s.iat[i]!r}", where=_line(i))
+    return v.to_numpy()
+
+
+def _check_span(per_file: list[tuple[Path, np.ndarray, np.ndarray]]) -> None:
+    """No time stamp far from every other of the run (a kernel of 4,828,386 s): named by its file and line."""
+    if not per_file:
+        return
+    t = np.concatenate([np.r_[s, e] for _, s, e in per_file]).astype(np.float64)
+    owner = np.concatenate([np.full(2 * len(s), k) for k, (_, s, _) in enumerate(per_file)])
+    line = np.concatenate([np.r_[np.arange(len(s)), np.arange(len(s))] for _, s, _ in per_file])
+
+    class _Run(Values):
+        def fail(self, record: str, message: str) -> Any:
+            i = int(record)
+            f = per_file[int(owner[i])][0]
+            raise FormatError(f, f"{_line(int(line[i]))}: {message}", where=_line(int(line[i])))
+
+    _Run(per_file[0][0]).span(t, str, unit=1e-9, field="time stamp")
 
 
 def _file_pid(f: Path) -> int:
@@ -240,6 +273,7 @@ def read(path: Path | str | Sequence[Path | str], *, hsa: bool = True) -> PAG:
         where = path if not isinstance(path, list | tuple) else (path[0] if path else "")
         raise FormatError(where, "no rocprof kernel, copy or API trace (CSV) found")
     gpu, host = [], []
+    spans = []
     for f, role in files:
         df = _load(f)
         if role == "kernel":
@@ -248,6 +282,7 @@ def read(path: Path | str | Sequence[Path | str], *, hsa: bool = True) -> PAG:
             gpu.append(_copies(df, f))
         else:
             host.append(_api(df, f, hsa))
+        spans.append((f, *_times(df, f)))  # every row, as numbered in the file
     g_cols = ["pid", "device", "stream", "start", "end", "name", "kind", "corr", "bytes"]
     h_cols = ["pid", "tid", "start", "end", "name", "paradigm", "corr"]
     g = pd.concat(gpu, ignore_index=True) if gpu else pd.DataFrame(columns=g_cols)
@@ -256,7 +291,9 @@ def read(path: Path | str | Sequence[Path | str], *, hsa: bool = True) -> PAG:
     if not len(g) and not len(h):
         raise FormatError(src, "the rocprof traces hold no records")
     try:
-        return timeline_pag(_timeline(h, g, src, [f for f, _ in files]))
+        tl = _timeline(h, g, src, [f for f, _ in files])
+        _check_span(spans)
+        return timeline_pag(tl)
     except TraceError as exc:
         raise FormatError(src, f"inconsistent events: {exc}") from None
 

@@ -25,6 +25,7 @@ from ..errors import FormatError
 from ..kinds import classify_region
 from ..pag.pag import PAG, MetricInfo
 from ._common import MetricRows, TreeBuilder, build_profile, head_bytes, reader_errors
+from ._values import Values, show
 
 FORMAT = "tau"
 DESCRIPTION = "TAU profiles (directory of profile.N.C.T files, flat or callpath, MULTI__ metric directories)"
@@ -89,6 +90,7 @@ def _parse_file(f: Path) -> tuple[list[tuple[str, float, float, float, float, st
             where=f"line {len(lines)}",
         )
     rows = []
+    chk = Values(f)
     for i in range(2, 2 + n):
         mm = _LINE_RE.match(lines[i])
         if not mm:
@@ -97,6 +99,13 @@ def _parse_file(f: Path) -> tuple[list[tuple[str, float, float, float, float, st
             calls, _subrs, excl, incl = (float(mm[k]) for k in (2, 3, 4, 5))
         except ValueError:
             raise FormatError(f, f"non-numeric field in timer line {lines[i][:80]!r}", where=f"line {i + 1}") from None
+        rec = f"line {i + 1}, timer {mm[1].strip()!r}"
+        chk.count(calls, rec, "calls")
+        chk.count(_subrs, rec, "subroutine calls")
+        chk.number(excl, rec, "exclusive value")
+        chk.number(incl, rec, "inclusive value")
+        if excl > incl * (1 + 1e-6) + 1e-6:
+            chk.fail(rec, f"exclusive value {show(excl)} exceeds the inclusive value {show(incl)}")
         rows.append((mm[1], calls, _subrs, excl, incl, mm[7] or ""))
     _check_tail(f, lines, 2 + n, n)
     return rows, metric, meta
@@ -214,4 +223,4 @@ def read(path: Path, **options: Any) -> PAG:
     if not found:
         raise FormatError(path, "no TAU profile.N.C.T files found")
     attrs: dict[str, Any] = {"nprocs": len(nodes), "metadata": meta0}
-    return build_profile(tree, rows, info=info, attrs=attrs)
+    return build_profile(tree, rows, info=info, attrs=attrs, source=path)

@@ -169,7 +169,7 @@ def _build(path: Path, comps: Mapping[str, Any]) -> PAG:
     for c in ("time_inc", "time_exc"):
         if c not in frame.columns:
             frame[c] = 0.0
-    return build_profile(tree, frame, info=info, attrs=attrs, complete=False)
+    return build_profile(tree, frame, info=info, attrs=attrs, complete=False, source=path)
 
 
 def _num(x: Any) -> float:

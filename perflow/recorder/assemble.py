@@ -54,6 +54,7 @@ from ..trace.raw import (
 )
 from .decode import ProcessData, read_dir
 from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA
+from .incomplete import missing
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
 
@@ -252,6 +253,11 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         **({"function_calls": {"columns": list(CALL_COLUMNS), "rows": calls}} if calls else {}),
         **(attrs or {}),
     }
+    notes = missing(procs, off, t0)
+    if notes:  # an interrupted or crashed run: say which ranks, from when
+        meta["incomplete"] = "\n".join(notes)
+        for n in notes:
+            log.warning("%s: %s", source, n)
     raw = RawTrace(
         locations=locations,
         regions=table.regions_frame(),

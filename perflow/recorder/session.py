@@ -19,6 +19,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,34 +166,108 @@ def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: di
     return argv + list(program), env
 
 
-def _run(argv: list[str], env: dict, timeout: float | None, stdout: Any = None, stderr: Any = None) -> int:
+class _Stopped(Exception):
+    """perflow record itself was asked to stop (SIGTERM, SIGHUP) while the program ran."""
+
+    def __init__(self, sig: int) -> None:
+        super().__init__(signal.Signals(sig).name)
+        self.sig = sig
+
+
+def stop_ranks(rawdir: Path | None, grace: float = 3.0) -> None:
+    """SIGTERM to each recorded rank still running, and a moment for its crash handler to flush.
+
+    The ranks are the processes that write ``rawdir/p<pid>.*`` (checked by
+    their environment); asked first, each flushes what it recorded before the
+    launcher, noticing, kills the others without warning.
+    """
+    if rawdir is None or not rawdir.is_dir():
+        return
+    mark = f"PERFLOW_RECORD_DIR={rawdir.resolve()}".encode()
+    pids = []
+    for f in rawdir.glob("p*.txt"):
+        try:
+            pid = int(f.stem[1:])
+            if mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
+        except (ValueError, OSError):
+            continue
+    t0 = time.monotonic()
+    while pids and time.monotonic() - t0 < grace:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+        time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def _kill_group(proc: subprocess.Popen, rawdir: Path | None = None) -> None:
+    """Stop the ranks (each flushing first), then the launcher and its process group: SIGTERM, then SIGKILL."""
+    stop_ranks(rawdir)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _run(
+    argv: list[str], env: dict, timeout: float | None, stdout: Any = None, stderr: Any = None, salvage: Any = None
+) -> tuple[int, str]:
+    """Run the launcher in its own process group; (exit status, why it was stopped: "" when it was not).
+
+    The launcher and its ranks are stopped when the time limit passes, on
+    Ctrl-C, and when perflow record receives SIGTERM or SIGHUP; a watchdog
+    process (:mod:`perflow.recorder.watchdog`) stops them, and assembles what
+    they recorded, when perflow record is killed outright (SIGKILL).
+    ``salvage``: (output folder, attributes) for the watchdog.
+    """
     log.debug("running %s", " ".join(argv))
     try:
         proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
     except OSError as exc:
         raise RecordError(f"cannot start {argv[0]}: {exc}") from None
+    from .watchdog import Watchdog
 
-    def kill() -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=5)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+    dog = Watchdog.start(proc.pid, *(salvage or (None, None)))
+    rawdir = Path(salvage[0]) / "raw" if salvage and salvage[0] else None
 
+    def stop(sig: int, frame: Any) -> None:
+        raise _Stopped(sig)
+
+    old = {}
+    if threading.current_thread() is threading.main_thread():
+        old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    why = ""
     try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill()
-        raise RecordError(f"the program did not finish within {timeout:g} s and was killed") from None
-    except KeyboardInterrupt:
-        kill()
-        raise
-    return rc if rc >= 0 else 128 - rc
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc, rawdir)
+            rc, why = 124, f"the program did not finish within {timeout:g} s and was killed"
+        except KeyboardInterrupt:
+            _kill_group(proc, rawdir)
+            rc, why = 130, "perflow record was interrupted (Ctrl-C); the program was stopped"
+        except _Stopped as exc:
+            _kill_group(proc, rawdir)
+            rc, why = 128 + exc.sig, f"perflow record received {exc}; the program was stopped"
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        dog.release()  # this process assembles the recording itself
+    if not why and rc < 0:
+        rc = 128 - rc
+    return rc, why
 
 
 def _default_outdir(program: list[str]) -> Path:
@@ -312,8 +387,6 @@ def record(
     argv, run_env = launch_command(tc, nprocs, cmd, env)
     t = time.perf_counter()
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    status = _run(argv, run_env, timeout, stdout, stderr)
-    result = RecordResult(status=status, outdir=out, elapsed=time.perf_counter() - t)
     attrs = {
         "command": list(program),
         # scalar run information (lists do not reach the PAG's attributes): for ensembles' metadata tables
@@ -322,25 +395,53 @@ def record(
         "host": platform.node(),
         "ranks_requested": nprocs,
         "mpi": tc.impl,
-        "exit_status": status,
     }
     if fmap is not None:
         attrs["filter"] = str(Path(filter).resolve())  # type: ignore[arg-type]
         attrs["filter_excluded"] = fmap.n_excluded
+    status, why = _run(argv, run_env, timeout, stdout, stderr, salvage=(out, {**attrs, "outputs": list(outputs)}))
+    result = RecordResult(status=status, outdir=out, elapsed=time.perf_counter() - t)
+    attrs["exit_status"] = status
+    if why:
+        attrs["stopped"] = why
+    try:
+        assemble_outputs(result, attrs, outputs, nprocs)
+    except RecordError:
+        if not why:
+            raise
+        result.notes.append(f"no trace assembled from {rawdir}")
+    if not is_python(program) and result.raw is not None:
+        _check_bindings(result, exe, tc.impl)
+    if why:  # the folder is readable all the same: say so, and stop as asked
+        kept = f"; what it recorded until then is in {out}" if result.raw is not None else ""
+        if status == 130:
+            log.warning("%s%s", why, kept)
+            raise KeyboardInterrupt
+        raise RecordError(f"{why}{kept}")
+    return result
+
+
+def assemble_outputs(result: RecordResult, attrs: dict, outputs: tuple[str, ...], nprocs: int) -> None:
+    """Assemble ``<outdir>/raw`` into ``result.raw`` and write ``rawtrace.npz`` and the outputs.
+
+    Also what the watchdog does for a perflow record that was killed
+    (:mod:`perflow.recorder.watchdog`). A run that left nothing usable is a
+    RecordError when it exited normally, a note otherwise.
+    """
+    rawdir = result.outdir / "raw"
     try:
         result.raw = load_recording(rawdir, attrs=attrs)
     except PerflowError as exc:
-        if status == 0:
+        if result.status == 0 and "stopped" not in attrs:
             raise RecordError(f"the run left no usable data in {rawdir}: {exc}") from exc
         result.notes.append(f"no trace assembled: {exc}")
-        return result
+        if "stopped" in attrs:
+            raise RecordError(f"no trace assembled: {exc}") from exc
+        return
     if len(result.raw.locations) < nprocs:
         result.notes.append(f"data for {len(result.raw.locations)} of {nprocs} ranks only")
-    if not is_python(program):
-        _check_bindings(result, exe, tc.impl)
-    result.files["rawtrace"] = save_raw(result.raw, out / "rawtrace.npz")
+    result.files["rawtrace"] = save_raw(result.raw, result.outdir / "rawtrace.npz")
     _write_outputs(result, outputs)
-    return result
 
 
 def _check_bindings(result: RecordResult, exe: str, impl: str) -> None:

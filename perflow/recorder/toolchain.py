@@ -39,6 +39,7 @@ _SOURCES = [
     "pfrec_rma.c",
     "pfrec_f.c",
     "pfrec_rma_f.c",
+    "pfrec_crash.c",
 ]
 
 OPENMPI = "openmpi"
@@ -231,7 +232,7 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
         return lib
     d.mkdir(parents=True, exist_ok=True)
     # (source, extra flags): under Open MPI the Fortran wrappers twice, for mpif.h/use mpi and for mpi_f08
-    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", []), ("pfrec_rma.c", [])]
+    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", []), ("pfrec_rma.c", []), ("pfrec_crash.c", [])]
     if tc.impl == OPENMPI:
         units += [(f, fl) for f in ("pfrec_f.c", "pfrec_rma_f.c") for fl in ([], ["-DPF_F08"])]
     fd, tmp = tempfile.mkstemp(prefix=".libpfrec-", suffix=".so", dir=d)

@@ -72,13 +72,16 @@ def load_raw(path: str | Path) -> RawTrace:
         with np.load(path, allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
         meta = json.loads(bytes(data.pop("meta")).decode())
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, SystemError) as exc:
+        # SystemError: numpy refuses a text array whose characters are not Unicode (a damaged member)
         raise FormatError(path, f"not a saved perflow raw trace: {exc}") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise FormatError(path, f"unknown raw trace format {meta.get('format') if isinstance(meta, dict) else meta!r}")
     try:
         return _assemble(path, data, meta)
-    except (TraceError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except FormatError:
+        raise
+    except (TraceError, ValueError, KeyError, TypeError, AttributeError, SystemError) as exc:
         raise FormatError(path, f"inconsistent saved raw trace ({type(exc).__name__}: {exc})") from exc
 
 
@@ -88,6 +91,10 @@ def _assemble(path: Path, data: dict[str, np.ndarray], meta: dict) -> RawTrace:
     for key, a in data.items():
         if ":" in key:
             name, col = key.split(":", 1)
+            if a.dtype.kind == "U" and a.size:  # text: code points that are no Unicode text (damage) are refused
+                cp = np.ascontiguousarray(a).view(np.uint32)
+                if ((cp > 0x10FFFF) | ((cp >= 0xD800) & (cp <= 0xDFFF))).any():
+                    raise FormatError(path, f"member {key}.npy holds text that is not valid Unicode")
             frames.setdefault(name, {})[col] = a
         elif "." in key:
             name, col = key.split(".", 1)

@@ -15,8 +15,11 @@ bounded. The outcome of a case is one of
   beyond the budget;
 * ``crash``: the child died without reporting (a signal);
 * ``corrupt``: a PAG came back but is structurally wrong (a call path deeper
-  than the input could describe, non-finite metric values), or the mutation
-  must be refused (a cycle, a truncated record, extra data) and was not.
+  than the input could describe, non-finite metric values), holds values no
+  run can have (:func:`value_problems`: negative or non-finite times, counts
+  or bytes, instances outside the trace's span or ending before they start,
+  a child instance outside its parent, a parent cycle), or the mutation must
+  be refused (a cycle, a truncated record, extra data) and was not.
 
 The last five are failures. :func:`campaign` runs many cases and counts the
 outcomes per target; :func:`run_case` runs one.
@@ -172,9 +175,83 @@ def classify(fmt: str, sample: Sample, options: dict) -> tuple[str, str]:
     m = pag.metrics.to_numpy(dtype=np.float64, na_value=np.nan) if pag.metrics.shape[1] else np.zeros(0)
     if sample.finite_values and m.size and not np.isfinite(m).all():
         return "corrupt", "non-finite metric values"
+    # a saved PAG's Parquet pages carry no checksum: a flipped bit in a value cannot be told from a real one
+    problem = value_problems(pag, finite=sample.finite_values, values=sample.finite_values)
+    if problem:
+        return "corrupt", problem
     if sample.must_fail:
         return "corrupt", "read without an error or a warning"
     return "parsed", f"{pag.n_vertices} vertices"
+
+
+_SIGNED_UNITS = {"s", "count", "bytes", "b"}
+#: Largest plausible time of a row or instance (ten years), as the readers' value checks define it.
+MAX_SECONDS = 10 * 365.25 * 86400.0
+
+
+def value_problems(pag, *, finite: bool = True, values: bool = True) -> str:  # type: ignore[no-untyped-def]
+    """What is wrong with the values of a parsed PAG ("" when nothing): the silent wrong answers of issue 25.
+
+    Flags negative, non-finite or absurd times, counts and bytes in the metrics; exclusive over inclusive
+    time; a parent cycle or a wrong depth in the tree; instances with leave < enter, outside the trace's span
+    (a span over ten years) or outside their parent instance; messages with negative bytes or non-finite times.
+    """
+    import numpy as np
+
+    info = pag.metric_info
+    m = pag.metrics
+    for c in m.columns if values else ():
+        mi = info.get(c)
+        unit = (getattr(mi, "unit", "") or "").lower()
+        name = str(c).lower()
+        signed = unit in _SIGNED_UNITS or name in ("time_inc", "time_exc", "visits") or "bytes" in name
+        if not signed or not len(m):
+            continue
+        a = m[c].to_numpy(dtype=np.float64, na_value=np.nan)
+        if finite and not np.isfinite(a).all():
+            return f"metric {c}: non-finite value"
+        if (a < 0).any():
+            return f"metric {c}: negative value {float(a[a < 0][0])!r}"
+        if unit == "s" and (a > MAX_SECONDS).any():
+            return f"metric {c}: {float(a.max())!r} s (over ten years)"
+    if values and "time_inc" in m.columns and "time_exc" in m.columns and len(m):
+        inc, exc = m["time_inc"].to_numpy(np.float64), m["time_exc"].to_numpy(np.float64)
+        over = exc > inc * (1 + 1e-6) + 1e-9
+        if over.any():
+            return f"time_exc {float(exc[over][0])!r} over time_inc {float(inc[over][0])!r}"
+    parent = pag.vertex_table["parent"].to_numpy(np.int64)
+    depth = pag.vertex_table["depth"].to_numpy(np.int64)
+    if len(parent):
+        if ((parent < -1) | (parent >= len(parent))).any():
+            return "a vertex parent out of range"
+        ok = parent >= 0
+        if (depth[ok] != depth[parent[ok]] + 1).any() or (depth[~ok] != 0).any():
+            return "depths do not follow the parents (a cycle or a re-parented tree)"
+    tr = pag.trace
+    if tr is None or not len(tr.intervals):
+        return ""
+    iv = tr.intervals
+    enter, leave = iv["enter"].to_numpy(np.float64), iv["leave"].to_numpy(np.float64)
+    if not (np.isfinite(enter).all() and np.isfinite(leave).all()):
+        return "an instance with a non-finite time"
+    if (leave < enter).any():
+        return "an instance that ends before it starts"
+    if float(leave.max() - enter.min()) > MAX_SECONDS:
+        return f"a trace spanning {float(leave.max() - enter.min())!r} s"
+    ip = iv["parent"].to_numpy(np.int64)
+    has = ip >= 0
+    if has.any():
+        eps = 1e-9 + 1e-12 * np.abs(leave[ip[has]])
+        if ((enter[has] < enter[ip[has]] - eps) | (leave[has] > leave[ip[has]] + eps)).any():
+            return "an instance outside its parent instance"
+    msg = tr.messages
+    if len(msg):
+        if (msg["bytes"].to_numpy() < 0).any():
+            return "a message with negative bytes"
+        for c in ("send_time", "recv_time"):
+            if not np.isfinite(msg[c].to_numpy(np.float64)).all():
+                return f"a message with a non-finite {c}"
+    return ""
 
 
 def _child(fmt: str, sample: Sample, options: dict, fd: int) -> None:  # pragma: no cover - runs in the child

@@ -121,6 +121,19 @@ def huge_count(sample: Sample, rng: random.Random) -> str:
     return f"{_rel(sample, f)}: {fmt} {v:#x} at {k}"
 
 
+def negate_number(sample: Sample, rng: random.Random) -> str:
+    """A value no run has: a number (time, duration, count, bytes, ...) made negative, NaN, infinite or absurd."""
+    f = rng.choice([p for p in sample.mutable if sample.is_text(p)] or sample.mutable)
+    text = f.read_bytes().decode("utf-8", errors="surrogateescape")
+    nums = list(re.finditer(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.])", text))
+    if not nums:
+        return f"{_rel(sample, f)}: no number"
+    m = rng.choice(nums)
+    new = rng.choice([f"-{m[0]}", f"-{m[0]}", "-1e300", "1e300", "NaN", "Infinity", "-Infinity", "nan", "-1e18"])
+    f.write_bytes((text[: m.start()] + new + text[m.end() :]).encode("utf-8", errors="surrogateescape"))
+    return f"{_rel(sample, f)}: number {m[0]!r} at {m.start()} -> {new}"
+
+
 # ----------------------------------------------------------------------------------------------- text level
 def _lines(f: Path) -> list[str]:
     return f.read_text(encoding="utf-8", errors="surrogateescape").splitlines(keepends=True)
@@ -237,7 +250,10 @@ def json_values(sample: Sample, rng: random.Random) -> str:
     if not slots:
         return f"{_rel(sample, f)}: no values"
     parent, key = rng.choice(slots)
-    new = rng.choice([None, "\udcff", "x", -1, 2**70, 1.5, 1e308, [], {}, [[]], {"a": None}, True, "nan"])
+    new = rng.choice(
+        [None, "\udcff", "x", -1, 2**70, 1.5, 1e308, [], {}, [[]], {"a": None}, True, "nan", float("nan")]
+        + [float("inf"), -1e18, -100.0]
+    )
     parent[key] = new  # type: ignore[index]
     f.write_text(json.dumps(doc, ensure_ascii=True))
     return f"{_rel(sample, f)}: value at {key!r} -> {new!r}"
@@ -523,6 +539,30 @@ def marshal_values(sample: Sample, rng: random.Random) -> str:
     return f"{_rel(sample, f)}: {where} of {k[2] if isinstance(k, tuple) and len(k) == 3 else k!r} -> {new!r}"
 
 
+def sqlite_values(sample: Sample, rng: random.Random) -> str:
+    """A time of an SQLite export (Nsight Systems) set to a value no run has: negative, REAL 1e300, fractional."""
+    import sqlite3
+
+    f = sample.read_path
+    con = sqlite3.connect(f)
+    try:
+        tables = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if {"start", "end"} <= {c[1] for c in con.execute(f'PRAGMA table_info("{r[0]}")')}
+        ]
+        if not tables:
+            return "no table with start and end"
+        t = rng.choice(sorted(tables))
+        col = rng.choice(["start", "end"])
+        new = rng.choice(["-5", "1e300", "start + 0.5", "-1e18", "end + 9e18"])
+        con.execute(f'UPDATE "{t}" SET "{col}" = {new} WHERE rowid = (SELECT min(rowid) FROM "{t}")')
+        con.commit()
+    finally:
+        con.close()
+    return f"{t}.{col} of its first row -> {new}"
+
+
 def _npz_members(f: Path) -> list[tuple[str, bytes]]:
     with zipfile.ZipFile(f) as z:
         return [(n, z.read(n)) for n in z.namelist()]
@@ -642,4 +682,15 @@ def npz_bomb(sample: Sample, rng: random.Random) -> str:
 
 
 GENERIC_BINARY: list[Mutator] = [flip, truncate, overwrite, splice, huge_count]
-GENERIC_TEXT: list[Mutator] = [flip, truncate, overwrite, splice, huge_count, dup_lines, drop_lines, bad_utf8]
+GENERIC_TEXT: list[Mutator] = [
+    flip,
+    truncate,
+    overwrite,
+    splice,
+    huge_count,
+    dup_lines,
+    drop_lines,
+    bad_utf8,
+    negate_number,
+    negate_number,
+]

@@ -153,7 +153,12 @@ def targets() -> list[Target]:
     rows: list[tuple[Path | None, Target]] = [
         (
             Path("."),
-            Target("cprofile", "cprofile", _build_pstats, [*G, M.marshal_count, M.marshal_values, M.marshal_values]),
+            Target(
+                "cprofile",
+                "cprofile",
+                _build_pstats,
+                [*G, M.marshal_count, M.marshal_values, M.marshal_values, M.marshal_values],
+            ),
         ),
         (
             sd("cprofile", "cprofile-cycle.pstats"),
@@ -273,7 +278,12 @@ def targets() -> list[Target]:
             local / "gprof2dot",
             Target("gprof2dot", "gprof2dot", _from(local / "gprof2dot" / "cg.dot", text=True), T),
         ),
-        (local / "nsys", Target("nsys", "nsys", _from(local / "nsys" / "saxpy-mpi-cuda.sqlite"), G)),
+        (
+            local / "nsys",
+            Target(
+                "nsys", "nsys", _from(local / "nsys" / "saxpy-mpi-cuda.sqlite"), [*G, M.sqlite_values, M.sqlite_values]
+            ),
+        ),
         (
             local / "rocprof",
             Target("rocprof", "rocprof", _from(local / "rocprof" / "v3-docs-two-streams", text=True), T),

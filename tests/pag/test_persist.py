@@ -236,7 +236,7 @@ def test_tables_that_contradict_the_manifest(saved):
         pa.table({"vertex": [0, 99], "process": [0, 0], "thread": [0, 0], "t": [1.0, 2.0]}), saved / "metrics.parquet"
     )
     _edit(saved, lambda m: m["tables"]["metrics"].update(rows=2))
-    with pytest.raises(FormatError, match=r"metrics.parquet: column 'vertex' holds ids outside 0\.\."):
+    with pytest.raises(FormatError, match=r"metrics.parquet: row \d+: vertex 99 is not a vertex \(ids are 0\.\."):
         perflow.load(saved)
     pq.write_table(pa.table({"vertex": [0], "t": [1.0]}), saved / "metrics.parquet")
     _edit(saved, lambda m: m["tables"]["metrics"].update(rows=1))

@@ -190,10 +190,12 @@ def test_build_library_sources_and_cache(tmp_path: Path) -> None:
     assert ompi.is_file() and mpich.is_file() and ompi != mpich
     assert ompi.parent.name.startswith("openmpi-") and mpich.parent.name.startswith("mpich-")
     lines = (tmp_path / "cc.log").read_text().splitlines()
-    # Open MPI: 8 objects (core, instrumentation hooks, C, C one-sided, Fortran and Fortran one-sided for
-    # mpif.h/use mpi and for mpi_f08) and a link; MPICH (whose Fortran bindings call the C ones): 4 objects and a link
-    assert len(lines) == 9 + 5
-    ompi_lines, mpich_lines = lines[:9], lines[9:]
+    # Open MPI: 9 objects (core, instrumentation hooks, C, C one-sided, crash safety, Fortran and Fortran
+    # one-sided for mpif.h/use mpi and for mpi_f08) and a link; MPICH (whose Fortran bindings call the C ones):
+    # 5 objects and a link
+    assert len(lines) == 10 + 6
+    ompi_lines, mpich_lines = lines[:10], lines[10:]
+    assert all("pfrec_crash.c" in "".join(x) for x in (ompi_lines, mpich_lines))
     assert sum("pfrec_f.c" in x for x in ompi_lines) == 2 and sum("pfrec_rma_f.c" in x for x in ompi_lines) == 2
     assert sum("-DPF_F08" in x for x in ompi_lines) == 2
     assert not any("pfrec_f.c" in x or "pfrec_rma_f.c" in x for x in mpich_lines)
@@ -201,7 +203,7 @@ def test_build_library_sources_and_cache(tmp_path: Path) -> None:
     assert all("pfrec_inst.c" in "".join(x) for x in (ompi_lines, mpich_lines))
     assert "-shared" in ompi_lines[-1] and "-shared" in mpich_lines[-1]
     assert build_library(Toolchain("openmpi", str(cc), show="gcc -lmpi"), cache=tmp_path / "cache") == ompi
-    assert len((tmp_path / "cc.log").read_text().splitlines()) == 14  # cached: not compiled again
+    assert len((tmp_path / "cc.log").read_text().splitlines()) == 16  # cached: not compiled again
 
 
 def test_build_library_failure_message(tmp_path: Path) -> None:

@@ -200,4 +200,4 @@ def read_classic(d: Path) -> PAG:
         "layout": "experiment.xml",
         "title": root.find("Header").get("n", "") if root.find("Header") is not None else "",
     }
-    return build_profile(vt, metrics, info=info, attrs=attrs, complete=True)
+    return build_profile(vt, metrics, info=info, attrs=attrs, complete=True, source=d)

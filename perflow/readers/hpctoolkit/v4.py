@@ -34,9 +34,8 @@ import pandas as pd
 from ...errors import FormatError, TraceError
 from ...kinds import classify_region, mpi_class
 from ...pag.pag import PAG, MetricInfo
-from ...trace.build import build_pag
 from ...trace.raw import RawTrace
-from .._common import MetricRows, TreeBuilder, build_profile
+from .._common import MetricRows, TreeBuilder, build_profile, build_trace
 from .v4meta import Blob, Context, Meta, read_meta, read_profiles
 
 __all__ = ["read_v4"]
@@ -172,7 +171,7 @@ def _profile(d: Path, meta: Meta, tree: _Tree) -> PAG:
             info[col] = MetricInfo(col, "", "inclusive" if which == "inc" else "exclusive", f"HPCToolkit {base}")
     procs = {p.ids.get("RANK", p.index - 1) for p in profiles}
     attrs: dict[str, Any] = {"nprocs": len(procs), "title": meta.title, "layout": "v4"}
-    return build_profile(tb, rows, info=info, attrs=attrs, complete=True)
+    return build_profile(tb, rows, info=info, attrs=attrs, complete=True, source=d)
 
 
 def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
@@ -265,7 +264,7 @@ def _trace(d: Path, meta: Meta, tree: _Tree) -> PAG:
         attrs={"source": str(d), "creator": "HPCToolkit", "title": meta.title},
     )
     try:
-        pag = build_pag(raw, infer_collectives=True)
+        pag = build_trace(raw, d / "trace.db", infer_collectives=True)
     except TraceError as exc:
         raise FormatError(d / "trace.db", f"inconsistent trace: {exc}") from None
     pag.attrs["layout"] = "v4"

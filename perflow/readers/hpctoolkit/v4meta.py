@@ -141,11 +141,15 @@ def read_meta(path: Path) -> Meta:
     _sz, p_met = b.section(2)
     p_metrics, n_metrics = b.u64(p_met), b.u32(p_met + 8)
     sz_metric, sz_inst = b.u8(p_met + 0x0C), b.u8(p_met + 0x0D)
+    if n_metrics * max(sz_metric, 1) > len(b.data):  # a damaged count would loop for minutes
+        raise FormatError(path, f"announces {n_metrics} metrics, more than the file can hold", where=f"offset {p_met}")
     metrics: dict[int, tuple[str, str]] = {}
     for i in range(n_metrics):
         m = p_metrics + i * sz_metric
         name = b.cstr(b.u64(m))
         p_insts, n_insts = b.u64(m + 8), b.u16(m + 0x18)
+        if n_insts * max(sz_inst, 1) > len(b.data):
+            raise FormatError(path, f"metric {i} announces {n_insts} instances, more than the file can hold")
         for j in range(n_insts):
             inst = p_insts + j * sz_inst
             scope = b.cstr(b.u64(b.u64(inst)))

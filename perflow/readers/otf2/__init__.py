@@ -44,12 +44,12 @@ def read(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | Non
     PAG
     """
     from ... import progress
-    from ...trace.build import build_pag
+    from .._common import build_trace
 
     with progress.task(f"decoding {Path(path).name}"):
         raw = decode(path, decoder=decoder, jobs=jobs)
     with progress.task("building the PAG"):
-        return build_pag(raw, **build)
+        return build_trace(raw, path, mpi_inside_calls=True, **build)
 
 
 def __getattr__(name: str) -> Any:

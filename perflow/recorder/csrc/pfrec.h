@@ -108,6 +108,11 @@ int64_t pf_rma_req_post(uint64_t key, int win);
 int pf_group(MPI_Group grp);
 int64_t pf_comm_count_win(MPI_Comm c);
 void pf_txt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* crash safety (pfrec_crash.c): periodic and fatal-signal flushes */
+void pf_txt_raw(const char *s, size_t n);
+void pf_flush_now(void);
+void pf_crash_tick(double now);
+void pf_crash_install(void);
 
 /* pfrec_rma.c: windows (for the Fortran wrappers too) */
 int pf_win_new(MPI_Comm c, MPI_Win h, int alloc);

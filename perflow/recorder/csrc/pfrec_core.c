@@ -73,17 +73,26 @@ static void write_all(int fd, const void *p, size_t n) {
     }
 }
 
+static volatile sig_atomic_t flushing; /* a flush is writing: a crash handler must not flush again */
+
 static void flush_ev(void) {
     if (getpid() != g.pid) return;
+    flushing++;
     write_all(g.fd_ev, evbuf, sizeof(pf_rec) * (size_t)g.nev);
     g.nev = 0;
+    flushing--;
 }
 
 static void flush_smp(void) {
     if (getpid() != g.pid) return;
+    flushing++;
     write_all(g.fd_smp, smpbuf, sizeof(uint64_t) * (size_t)g.nsmp);
     g.nsmp = 0;
+    flushing--;
 }
+
+/* for pfrec_crash.c: the text file as bytes (async-signal-safe) */
+void pf_txt_raw(const char *s, size_t n) { write_all(g.fd_txt, s, n); }
 
 void pf_txt(const char *fmt, ...) {
     char buf[1024];
@@ -119,6 +128,12 @@ static void flush_all(void) {
     g.in_mpi = was;
 }
 
+/* for pfrec_crash.c: everything out now, unless a flush is already writing */
+void pf_flush_now(void) {
+    if (!pf_active || flushing || getpid() != g.pid) return;
+    flush_all();
+}
+
 double pf_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -129,6 +144,7 @@ static uint64_t nwritten; /* event records so far */
 
 static inline pf_rec *slot(void) {
     if (g.nev == PF_EVBUF) flush_ev();
+    if ((nwritten & 15) == 0) pf_crash_tick(pf_now()); /* periodic flush (pfrec_crash.c) */
     nwritten++;
     return &evbuf[g.nev++];
 }
@@ -714,6 +730,7 @@ __attribute__((constructor)) static void pf_ctor(void) {
     *slot() = (pf_rec){.t = pf_now(), .n1 = -1, .comm = -1, .type = PF_R_ENTER, .fn = PF_PROGRAM};
     g.nregion++;
     start_sampling();
+    pf_crash_install(); /* flush on fatal signals and MPI_Abort (pfrec_crash.c) */
 }
 
 __attribute__((destructor)) static void pf_dtor(void) {
