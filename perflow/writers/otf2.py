@@ -197,7 +197,7 @@ def _hosts(raw: RawTrace) -> dict[int, str]:
 
 def _metric_events(raw: RawTrace, ticks: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
     """Group metric rows into OTF2 Metric events; return (matrix, group ticks, metric classes)."""
-    from ..readers.otf2._wkernel import metric_groups
+    from ..codecs.otf2.wkernel import metric_groups
 
     m = raw.metric_events
     n = len(m["location"])
@@ -246,7 +246,7 @@ def write_otf2(raw: RawTrace, path: str | os.PathLike[str], *, timer_resolution:
     TraceError
         When ``raw`` breaks the raw-trace ordering contract.
     """
-    from ..readers.otf2._archive import ArchiveWriter
+    from ..codecs.otf2.archive import ArchiveWriter
 
     raw.validate()
     res = int(timer_resolution)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import FormatError
 from ...trace.raw import RawTrace
-from . import _capi
+from ...codecs.otf2 import capi as _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import FormatError
-from . import _capi
+from ...codecs.otf2 import capi as _capi
 from . import _layout as L
 from ._arena import Arena, Spill
 
