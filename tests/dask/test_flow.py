@@ -149,8 +149,8 @@ def test_perflow_run_engine_dask(engine, archive: Path, capsys) -> None:  # type
 def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """Three ranks and a barrier, no message: the partitioner has no edge to cut; the flow runs as locally."""
     from perflow.readers.otf2 import fast_available
-    from perflow.writers.otf2 import write_otf2
     from perflow.trace.builder import TraceBuilder
+    from perflow.writers.otf2 import write_otf2
 
     if not fast_available():
         pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")

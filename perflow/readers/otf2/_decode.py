@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
 from ...trace.raw import RawTrace
-from ...codecs.otf2 import capi as _capi
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions

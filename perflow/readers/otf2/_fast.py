@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import FormatError
 from ...codecs.otf2 import capi as _capi
+from ...errors import FormatError
 from . import _layout as L
 from ._arena import Arena, Spill
 
