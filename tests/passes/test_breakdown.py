@@ -8,8 +8,8 @@ import pytest
 
 import perflow
 from perflow.errors import PassError
-from perflow.sdk.profile import CATEGORIES, categories
 from perflow.passes.breakdown import breakdown, waiting_time
+from perflow.sdk.profile import CATEGORIES, categories
 
 from .profile_data import allreduce_waits_for_rank7, literal, read_shared, slow_rank_trace
 
