@@ -13,7 +13,7 @@ from ..errors import ValidationError
 from .cache import Cache
 from .engine import using
 from .flow import MISSING, Flow
-from .plan import compile_flow
+from .plan import FromTask, compile_flow
 from .problems import did_you_mean
 from .result import FlowResult
 from .scheduler import execute
@@ -202,7 +202,9 @@ def run(
                 "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None,
             }
         )
-    out_steps = {name: (plan.tasks[src[1]].key if src[0] == "task" else "") for name, src in plan.outputs.items()}
+    out_steps = {
+        name: (plan.tasks[src.task].key if isinstance(src, FromTask) else "") for name, src in plan.outputs.items()
+    }
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
     outputs = {name: r.outputs[name] for name in plan.outputs if name in r.outputs}  # in declared order
     result = FlowResult(f, outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)

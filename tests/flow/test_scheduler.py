@@ -270,7 +270,7 @@ def test_running_a_shipped_flow_by_name(tmp_path):
 
 
 def test_scheduler_state_after_a_run():
-    from perflow.flow.plan import compile_flow
+    from perflow.flow.plan import FromTask, compile_flow
     from perflow.flow.scheduler import execute
 
     f = Flow()
@@ -283,7 +283,7 @@ def test_scheduler_state_after_a_run():
     plan = compile_flow(f)
     assert [t.key for t in plan.tasks] == ["a", "b", "bad", "after", "sum"]
     assert plan.tasks[1].same_as == 0 and plan.tasks[4].deps == {0}
-    assert plan.outputs == {"sum": ("task", 4, "result")}
+    assert plan.outputs == {"sum": FromTask(4, "result")}
     r = execute(plan, {"x": 1}, jobs=1)
     assert r.status == {0: "done", 1: "shared", 2: "failed", 3: "skipped", 4: "done"}
     assert r.outputs == {"sum": 4} and r.data == {}  # every intermediate released
