@@ -302,3 +302,24 @@ def test_a_pass_calling_sys_exit_fails_its_step():
     for jobs in (1, 2):
         r = perflow.run(f, jobs=jobs)
         assert r.failed == ["e1", "e2"] and isinstance(r.errors["e1"].__cause__, SystemExit)
+
+
+def test_the_executor_is_handed_in():
+    """execute(..., submit=fn) runs ready tasks through fn (as Dask's get_async takes submit)."""
+    from perflow.flow.plan import compile_flow
+    from perflow.flow.scheduler import execute
+
+    f = Flow()
+    x = f.input("x", int)
+    a, b = f.step("a", "t_inc", x), f.step("b", "t_inc", f.step("c", "t_add", x, x))
+    f.output("sum", f.step("sum", "t_add", a, b))
+    submitted = []
+
+    def submit(fn, *args):  # one thread per task
+        submitted.append(args[1])  # fn is the step's context's run, args[0] the work, args[1] the task
+        threading.Thread(target=fn, args=args).start()
+
+    r = execute(compile_flow(f), {"x": 1}, jobs=2, submit=submit)
+    assert r.outputs == {"sum": 5} and not r.errors  # (1 + 1) + (1 + 1 + 1)
+    # a and c could run together: both went to the executor; the rest ran alone, in the calling thread
+    assert len(submitted) == 2
