@@ -154,7 +154,8 @@ def check_tables(frames: Mapping[str, pd.DataFrame], files: Mapping[str, Path], 
         return
     loc = manifest.get("locations")
     known = None
-    if isinstance(loc, Mapping) and "process" in loc and "thread" in loc:
+    if isinstance(loc, Mapping) and "process" in loc and "thread" in loc and len(loc["process"]):
+        # an empty location table declares nothing (traces saved before locations were kept)
         known = np.asarray(loc["process"], dtype=np.int64) * (1 << 32) + np.asarray(loc["thread"], dtype=np.int64)
     iv, iwhere = frames["intervals"], files["intervals"]
     niv = len(iv)

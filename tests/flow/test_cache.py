@@ -116,9 +116,9 @@ def test_corrupt_entries_are_recomputed(tmp_path):
             if name.endswith(".pkl"):
                 with open(os.path.join(root, name), "wb") as fh:
                     fh.write(b"not a pickle")
+    # a damaged entry is found when the run is planned (its digest), dropped and recomputed
     r = perflow.run(f, x=1, cache=tmp_path)
-    assert not r.ok and "cached result vanished or is unreadable" in str(r.errors["t"])
-    assert statuses(perflow.run(f, x=1, cache=tmp_path)) == {"t": "done"}  # the bad entry was removed
+    assert r.ok and statuses(r) == {"t": "done"}
     assert statuses(perflow.run(f, x=1, cache=tmp_path)) == {"t": "cached"}
 
 

@@ -13,6 +13,7 @@
 #define PFREC_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum pf_fn {
