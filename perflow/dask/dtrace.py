@@ -25,6 +25,7 @@ from ..trace import parts as P
 from ..trace.partition import Partitioning
 from ..trace.pipeline import BuildOptions, Built, build
 from ..trace.raw import RawTrace
+from .lazy import DaskPAG, LazyTrace
 from .runtime import DaskRuntime
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,7 +204,6 @@ class DistTrace:
 
     def lazy_trace(self) -> Trace:
         """A Trace whose tables are gathered on first access (the ``trace`` of :meth:`pag`)."""
-        from .lazy import LazyTrace
 
         if "lazy_trace" not in self._cache:
             self._cache["lazy_trace"] = LazyTrace(self)
@@ -211,7 +211,6 @@ class DistTrace:
 
     def pag(self) -> DaskPAG:
         """A PAG backed by this trace: analyses run on the workers, tables are gathered when a pass reads them."""
-        from .lazy import DaskPAG
 
         if "lazy" not in self._cache:
             self._cache["lazy"] = DaskPAG(self)

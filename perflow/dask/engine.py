@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PerflowError
+from ..readers.otf2 import is_otf2
 from ..trace.partition import Partitioning, partition_ranks
 from ..trace.raw import RawTrace
 from ..trace.split import definitions_only, location_parts, split_raw, traffic
@@ -163,7 +164,6 @@ class Engine:
             log.info("the Dask engine declines to read %s: it reads OTF2 traces, not %s data; reading it here",
                      path, format)  # fmt: skip
             return None
-        from ..readers.otf2 import is_otf2
 
         if not is_otf2(path):
             log.info("the Dask engine declines to read %s: not an OTF2 archive; reading it here", path)

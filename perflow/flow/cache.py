@@ -48,6 +48,7 @@ from typing import Any
 
 from .._atomic import atomic_dir, temp_sibling, write_text
 from ..errors import CacheError
+from ..pag.persist import load
 from .fingerprint import digest_of
 from .types import PAGType
 
@@ -273,8 +274,6 @@ class Cache:
                     raise ValueError(f"bad file name {info['file']!r}")
                 f = d / info["file"]
                 if info["kind"] == "pag":
-                    from ..pag.persist import load
-
                     if _folder_digest(f) != info["digest"]:
                         raise ValueError(f"{f.name} does not match its signed digest")
                     out[name] = load(f)

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from ..errors import FormatError
 from ..pag.pag import PAG
 from ..pag.selection import Selection
 
@@ -133,7 +134,6 @@ def file_digest(path: str | os.PathLike[str]) -> tuple[str, bool]:
 
 
 def _loop(top: str, where: str, target: str) -> Exception:
-    from ..errors import FormatError
 
     return FormatError(
         top,

@@ -41,6 +41,7 @@ import html
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._atomic import write_text
 from ..errors import FlowError
 from .parts import (
     INPUT_PREFIX,
@@ -54,6 +55,7 @@ from .parts import (
     looks_like_refs,
     ref_text,
 )
+from .types import resolve_type, type_label
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -147,8 +149,6 @@ class Flow:
         if name in self.inputs:
             raise FlowError(f"flow {self.name!r} already has an input {name!r}")
         if isinstance(type, str):
-            from .types import resolve_type
-
             type = resolve_type(type)  # noqa: A001
         self.inputs[name] = FlowInput(name, type, doc, default)
         self.origin = None
@@ -308,7 +308,6 @@ class Flow:
 
     def save(self, path: Any) -> None:
         """Write the flow as YAML to ``path`` (atomically)."""
-        from .._atomic import write_text
 
         write_text(path, self.to_yaml())
 
@@ -370,7 +369,6 @@ class Flow:
         )
 
     def _repr_html_(self) -> str:
-        from .types import type_label
 
         e = html.escape
         rows = []

@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._atomic import atomic_path, write_text
+from .. import progress
+from .._atomic import all_or_nothing, atomic_path, write_text
 from .._json import json_default
 from ..errors import FlowError
 from ..pag.pag import PAG
@@ -110,8 +111,6 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
             out.to_csv(tmp, index=not isinstance(frame.index, pd.RangeIndex))
         return p
     if hasattr(value, "savefig"):
-        from .. import progress
-
         p = d / f"{safe}.png"
         with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
             value.savefig(tmp, dpi=150, bbox_inches="tight")
@@ -179,7 +178,6 @@ def write_outputs(result: Any, directory: str | os.PathLike[str], *, index: bool
     All or nothing (:func:`perflow._atomic.all_or_nothing`): when one cannot
     be written (a full disk), none replaces the previous outputs.
     """
-    from .._atomic import all_or_nothing
 
     with all_or_nothing():
         return _write_all(result, directory, index=index)

@@ -28,11 +28,12 @@ from typing import Any, get_args, get_origin
 from ..errors import ValidationError
 from ..pag.settings import SettingsError, settings_of
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
+from .loader import resolve_flow_ref
 from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
 from .registry import Port, Setting, check_value, get_pass, is_compatible
 from .types import coerce_value, shallow_check, type_label
-from .yaml_io import INVALID
+from .yaml_io import INVALID, source_dir
 
 __all__ = ["Node", "FlowCheck", "analyse", "find_problems", "validate", "Problem"]
 
@@ -124,9 +125,6 @@ class _Checker:
         if t is None:  # unreadable in the file; already reported
             return None
         if isinstance(t, str) and t.startswith("flow:"):
-            from .loader import resolve_flow_ref
-            from .yaml_io import source_dir
-
             try:
                 t = resolve_flow_ref(t[5:], source_dir(self.flow), allow_import=self.allow_import)
             except Exception as exc:  # missing file, refused import, unreadable flow

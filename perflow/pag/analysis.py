@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PerflowError
+from .partitioned import LOCAL, PAGPartition
 from .settings import NoSettings, Settings, SettingsError, settings_dict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -161,7 +162,6 @@ class Analysis:
         """The local form: ``compute``, or the one-partition run of the partitioned form."""
         if self.compute is not None:
             return self.compute(pag, settings)
-        from .partitioned import PAGPartition
 
         assert self.partial is not None and self.combine is not None and self.finish is not None
         part = self.partial(PAGPartition(pag), settings)
@@ -263,8 +263,6 @@ class AnalysisManager:
     def executor(self) -> Executor:
         """Where analyses run (the local executor unless an engine gave the PAG its own)."""
         if self._executor is None:
-            from .partitioned import LOCAL
-
             return LOCAL
         return self._executor
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -28,9 +27,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricError, PAGError
+from .analysis import AnalysisManager
 from .arith import Arithmetic
+from .base import DEFAULT_METRICS, MetricInfo
+from .faces import MetricRows, subgraph
 from .frames import aggregate, make_metrics
 from .instances import Trace
+from .parallel import ParallelView
+from .query import query as run_query
+from .sets import Vertex, VertexSet
 from .tree import TreeIndex, tree_index
 from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices
 
@@ -49,35 +54,6 @@ __all__ = ["PAG", "MetricInfo", "LazyTables", "VERTEX_COLUMNS", "normalize_verti
 def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it checks
     """Whether pandas copies on write (pandas 3; an option in pandas 2): then shallow copies protect the PAG."""
     return int(pd.__version__.split(".")[0]) >= 3 or bool(pd.get_option("mode.copy_on_write"))
-
-
-@dataclass(frozen=True)
-class MetricInfo:
-    """What a metric measures.
-
-    Attributes
-    ----------
-    name : str
-        Column name in ``pag.metrics``.
-    unit : str
-        ``"s"``, ``"bytes"``, ``"count"``, ``""``, ...
-    mode : {"exclusive", "inclusive", "count", "other"}
-        Whether the value covers only the vertex itself, or its subtree too.
-    description : str
-        One line for reports and ``perflow info``.
-    """
-
-    name: str
-    unit: str = ""
-    mode: str = "other"
-    description: str = ""
-
-
-DEFAULT_METRICS = {
-    "time_inc": MetricInfo("time_inc", "s", "inclusive", "time in the region and everything it called"),
-    "time_exc": MetricInfo("time_exc", "s", "exclusive", "time in the region itself"),
-    "visits": MetricInfo("visits", "count", "count", "number of times the region was entered"),
-}
 
 
 @runtime_checkable
@@ -262,9 +238,7 @@ class PAG(Arithmetic):
     @classmethod
     def from_literal(cls, literal: Any, **kwargs: Any) -> PAG:
         """Build a PAG from a nested literal (see :func:`perflow.pag.literal.from_literal`)."""
-        from .literal import from_literal
-
-        return from_literal(literal, **kwargs)
+        return literal_.from_literal(literal, **kwargs)
 
     # ------------------------------------------------------------------ tables
     @property
@@ -347,7 +321,6 @@ class PAG(Arithmetic):
     @functools.cached_property
     def rows(self) -> MetricRows:
         """The metrics table as read-only arrays, without copies (:class:`~perflow.pag.faces.MetricRows`)."""
-        from .faces import MetricRows
 
         return MetricRows.of(self)
 
@@ -395,7 +368,6 @@ class PAG(Arithmetic):
     @property
     def vertices(self) -> VertexSet:
         """All top-down vertices, as a :class:`~perflow.pag.sets.VertexSet`."""
-        from .sets import VertexSet
 
         return VertexSet(self, np.arange(self.n_vertices, dtype=np.int64))
 
@@ -405,13 +377,11 @@ class PAG(Arithmetic):
         >>> pag.query('MATCH (".", p)->("*") WHERE p."name" STARTS WITH "MPI_"')
         >>> pag.query([(".", {"name": "main"}), "*", (".", {"time_exc": ">= 0.5"})])
         """
-        from .query import query as run_query
 
         return run_query(self, query, agg=agg)
 
     def vertex(self, key: int | str) -> Vertex:
         """One vertex by id, by name (must be unique) or by call path ``"main/solve/MPI_Send"``."""
-        from .sets import Vertex
 
         if isinstance(key, int | np.integer):
             if not 0 <= int(key) < self.n_vertices:
@@ -429,14 +399,12 @@ class PAG(Arithmetic):
     @functools.cached_property
     def analyses(self) -> AnalysisManager:
         """The cached analyses of this PAG (see :mod:`perflow.pag.analysis`): ``pag.analyses.get(ANALYSIS, **settings)``."""
-        from .analysis import AnalysisManager
 
         return AnalysisManager(self, self._executor)
 
     @functools.cached_property
     def parallel(self) -> ParallelView:
         """The parallel view: (vertex, process, thread) vertices and communication edges."""
-        from .parallel import ParallelView
 
         return ParallelView(self)
 
@@ -523,7 +491,6 @@ class PAG(Arithmetic):
         become explicit edges (the result has no instance-level trace), and a
         vertex whose parent is dropped (``with_ancestors=False``) is a root.
         """
-        from .faces import subgraph
 
         return subgraph(
             self, np.fromiter(ids, dtype=np.int64), with_ancestors=with_ancestors, with_descendants=with_descendants
@@ -531,9 +498,7 @@ class PAG(Arithmetic):
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
         """Save to a directory in perflow's versioned on-disk format (see :mod:`perflow.pag.persist`)."""
-        from .persist import save
-
-        return save(self, path, overwrite=overwrite)
+        return persist.save(self, path, overwrite=overwrite)
 
     def content(self) -> list[tuple[str, Any]]:
         """What the PAG holds, part by part: ``(name, table or value)`` (for content fingerprints).
@@ -594,3 +559,10 @@ class PAG(Arithmetic):
             for k, v in self.summary().items()
         )
         return f"<b>PAG</b><table>{rows}</table>"
+
+
+# Reading literals and saving build on the PAG class (they import it at their
+# top): the modules, not their names, are imported here, last, so that either
+# can be imported first.
+from . import literal as literal_  # noqa: E402
+from . import persist  # noqa: E402

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.sdk import PAG, MPIClass, PassError, mpi_class
-from perflow.sdk.figures import CATEGORY_COLORS, PLOT_CATEGORIES
+from perflow.sdk.figures import CATEGORY_COLORS, PLOT_CATEGORIES, palette
 from perflow.sdk.profile import device_categories
 
 __all__ = [
@@ -71,8 +71,6 @@ def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.n
         code = {c: i for i, c in enumerate(present)}
         return np.array([code[c] for c in cats], dtype=np.int64), present, [CATEGORY_COLORS[c] for c in present]
     if color_by == "region":
-        from perflow.sdk.figures import palette
-
         tr = pag.trace
         iv = tr.intervals if tr is not None else None
         if iv is not None and len(iv):

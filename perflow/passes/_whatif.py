@@ -36,6 +36,7 @@ from perflow.sdk.trace import (
     replay_path,
     require_trace,
     run_plan,
+    vertex_time,
 )
 
 __all__ = [
@@ -345,7 +346,6 @@ def vertex_times(plan: Plan, n_vertices: int, window: tuple[float, float]) -> np
 
 
 def _vertex_time(plan: Plan, vmap: np.ndarray, R: int, window: tuple[float, float]) -> np.ndarray:
-    from perflow.sdk.trace import vertex_time
 
     return vertex_time(
         plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, vmap, R, float(window[0]), float(window[1])

@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, ParallelVertexSet, PassError, VertexSet, pass_
+from perflow.sdk import PAG, WAIT_INSTANCES, ParallelVertexSet, PassError, VertexSet, pass_
 from perflow.sdk.profile import (
     as_pag,
     categories,
@@ -58,6 +58,7 @@ from perflow.sdk.profile import (
     resolve_metric,
     source_labels,
 )
+from perflow.sdk.trace import WAIT_KINDS
 
 __all__ = ["backtrack", "predecessors", "comm_in"]
 
@@ -160,8 +161,6 @@ def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     tr = pag.trace
     if tr is None or not (len(tr.rma) or len(tr.locks) or (len(tr.intervals) and tr.intervals["thread"].max() > 0)):
         return empty
-    from perflow.sdk import WAIT_INSTANCES
-    from perflow.sdk.trace import WAIT_KINDS
 
     w = pag.analyses.get(WAIT_INSTANCES)
     kind = w["kind"].cat  # one family lookup per kind, not per wait

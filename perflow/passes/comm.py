@@ -36,8 +36,10 @@ import pandas as pd
 
 from perflow.sdk import PAG, Analysis, CollectiveOp, NoSettings, PassError, WaitSettings, pass_, settings_keywords
 from perflow.sdk.profile import as_pag, edge_mask
+from perflow.sdk.trace import TRANSFERS
 
 from ._pattern import classify_pattern
+from .waitstates import waiting_time
 
 __all__ = [
     "comm_matrix",
@@ -190,7 +192,6 @@ def rma_traffic(pag: PAG) -> pd.DataFrame:
     A put moves ``bytes`` origin -> target, a get ``received`` target ->
     origin; an atomic both. Transfers with an unknown target are left out.
     """
-    from perflow.sdk.trace import TRANSFERS
 
     cols = {"src": np.int64, "dst": np.int64, "count": np.int64, "bytes": np.int64}
     tr = pag.trace
@@ -402,8 +403,6 @@ def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
     )
     tr = pag.trace
     if tr is not None:
-        from .waitstates import waiting_time
-
         wt = waiting_time(pag, wait_settings=wait_settings)
         wp = np.searchsorted(axis, wt["process"].to_numpy())
         df["late_sender_wait"] = np.bincount(wp, weights=wt["late_sender"].to_numpy(), minlength=P)
@@ -418,8 +417,6 @@ def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
             np.int64
         )
         if len(tr.rma):
-            from perflow.sdk.trace import TRANSFERS
-
             r = tr.rma
             sel = np.isin(r["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8))
             rp = np.searchsorted(axis, r["process"].to_numpy().astype(np.int64)[sel])

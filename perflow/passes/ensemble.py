@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PassError, pass_
+from perflow.sdk import FormatError, PassError, get_pass, pass_
+from perflow.sdk.io import expand_runs, read_run_list
 from perflow.sdk.profile import DEFAULT_PERCENTILES, Ensemble
 
 from .differential import differential
@@ -49,8 +50,6 @@ def read_ensemble(runs: list[Any] | Path | str, *, format: str | None = None, pa
     pattern : str
         Glob selecting the runs inside a directory of runs.
     """
-    from perflow.sdk import FormatError
-    from perflow.sdk.io import expand_runs, read_run_list
 
     try:
         items = expand_runs(runs, pattern=pattern, format=format)
@@ -160,7 +159,6 @@ def per_run(
     metadata : list of str, optional
         Metadata columns to put beside ``run`` (e.g. ``[nprocs]``).
     """
-    from perflow.sdk import get_pass
 
     ens = _ensemble(runs)
     spec = get_pass(analysis)

@@ -36,7 +36,11 @@ import numpy as np
 import pandas as pd
 
 from perflow.sdk import PAG, pass_
+from perflow.sdk.mplfig import figure_png
 from perflow.sdk.render import as_frame, column_units, format_column, write_text
+
+from .html_timeline import timeline_model
+from .html_tree import TREE_CSS, TREE_JS, calltree_html
 
 __all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
@@ -125,7 +129,6 @@ def markdown_html(text: str) -> str:
 
 
 def figure_html(fig: Any, alt: str) -> str:
-    from perflow.sdk.mplfig import figure_png
 
     data = base64.b64encode(figure_png(fig, dpi=110)).decode()
     return f'<img class="pf-fig" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
@@ -214,14 +217,11 @@ def run_page(
         pags.insert(0, ("input", pag))
     bokeh_head = ""
     first: list[tuple[str, str, str]] = []  # (anchor, name, html) shown before the outputs
-    from .html_tree import TREE_CSS, TREE_JS, calltree_html
 
     trace_pag = next((p for _, p in pags if _is_trace_pag(p)), None)
     if timeline and trace_pag is not None:
         from bokeh.embed import components
         from bokeh.resources import INLINE
-
-        from .html_timeline import timeline_model
 
         waits, path = find_overlays(dict(items))
         doc = timeline_model(trace_pag, waits, path, title="summary timeline: processes per category")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, WAIT_INSTANCES, pass_
+from perflow.sdk import PAG, WAIT_INSTANCES, PassError, pass_
 from perflow.sdk.render import declare_aggregates
 from perflow.sdk.trace import parallel_teams, require_trace, vertex_roles
 
@@ -44,7 +44,6 @@ _REGION_COLUMNS = {
 
 
 def _no_roles(pass_name: str) -> None:
-    from perflow.sdk import PassError
 
     raise PassError(
         f"pass {pass_name!r}: this PAG's vertices have no region roles (a trace from a source without "

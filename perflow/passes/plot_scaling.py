@@ -22,6 +22,8 @@ from perflow.sdk import PassError, pass_
 from perflow.sdk.figures import Figure, new_figure, palette, save_figure
 from perflow.sdk.render import as_frame, format_value, numeric, require_columns
 
+from .models import evaluate, frame_models
+
 __all__ = ["plot_scaling", "fit_log2"]
 
 
@@ -135,8 +137,6 @@ def plot_scaling(
         flab = _label_column(fdf, label, who)
         pmnf = {"c0", "model"} <= set(fdf.columns) and a not in fdf.columns  # Extra-P models (scaling_models)
         if pmnf:
-            from .models import evaluate, frame_models
-
             coef, expo = frame_models(fdf, ["p"])
         elif a not in fdf.columns and b not in fdf.columns and {"a", "b"} <= set(fdf.columns):
             a, b = "a", "b"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from perflow.sdk import EdgeSet, ParallelEdgeSet, ParallelVertexSet, PassError, VertexSet, output_path, pass_
+from perflow.sdk import EdgeSet, Figure, ParallelEdgeSet, ParallelVertexSet, PassError, VertexSet, output_path, pass_
 from perflow.sdk.render import (
     as_frame,
     column_units,
@@ -169,7 +169,6 @@ def styled_table(
 
 # ---------------------------------------------------------------------- documents
 def _is_figure(x: Any) -> bool:
-    from perflow.sdk import Figure
 
     return isinstance(x, Figure)
 

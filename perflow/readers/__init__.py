@@ -27,6 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .. import progress
 from ..errors import FormatError, PerflowError
 
 __all__ = ["read", "formats", "reader_module", "detect_format", "check_input", "READER_MODULES"]
@@ -284,7 +285,6 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
             return read_folder(p, engine=engine, **options)
     else:
         fmt = format or detect_format(p)
-    from .. import progress
 
     with progress.task(f"reading {p.name}"):
         pag = engine.read(p, fmt, **options) if engine is not None else None

@@ -29,7 +29,10 @@ from ..errors import PerflowError, RecordError
 from ..trace.raw import RawTrace
 from ..trace.store import save_raw
 from .assemble import load_recording
+from .filtermap import map_filter
+from .filters import DEFAULT_FILTER, Filter, read_filter
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
+from .watchdog import Watchdog
 
 __all__ = ["record", "RecordResult", "is_python", "python_command", "launch_command", "program_binding"]
 
@@ -237,7 +240,6 @@ def _run(
         proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
     except OSError as exc:
         raise RecordError(f"cannot start {argv[0]}: {exc}") from None
-    from .watchdog import Watchdog
 
     dog = Watchdog.start(proc.pid, *(salvage or (None, None)))
     rawdir = Path(salvage[0]) / "raw" if salvage and salvage[0] else None
@@ -354,9 +356,6 @@ def record(
     if filter is not None and is_python(program):
         raise RecordError("--filter applies to programs built with perflow cc/cxx/fc, not to Python programs")
     if filter is not None:
-        from .filtermap import map_filter
-        from .filters import DEFAULT_FILTER, Filter, read_filter
-
         # the default's name rules first (std::, ...; its file rules act at compile time), the file's decide
         fmap = map_filter(Filter(names=list(DEFAULT_FILTER.names)) + read_filter(filter), exe)
         mapped = rawdir / "filter.map"

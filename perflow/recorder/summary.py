@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..trace.raw import ENTER, RawTrace
+from ..trace.scan import enclosing_instance, scan_regions
 
 __all__ = ["RunSummary", "summarize", "mpi_durations"]
 
@@ -67,7 +68,6 @@ class RunSummary:
 
 def _sampled_functions(raw: RawTrace) -> np.ndarray:
     """Region each sample fell in: its innermost frame, else (an empty stack) the region instance it fell in."""
-    from ..trace.scan import enclosing_instance, scan_regions
 
     smp, ev, st = raw.sample_events, raw.region_events, raw.stacks
     out = np.full(len(smp["stack"]), -1, dtype=np.int64)

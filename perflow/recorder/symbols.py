@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import PerflowError
 from .decode import Mapping
+from .filters import base_name
 
 __all__ = ["Resolver", "Frame", "is_mpi_module", "is_system_module", "clean_name"]
 
@@ -209,7 +210,6 @@ class Resolver:
 
     def _match(self, module: str, want: set[tuple[str, int]]) -> None:
         from .filtermap import function_symbols
-        from .filters import base_name
 
         if module not in self._fsyms:
             by: dict[str, list[tuple[int, str]]] = {}

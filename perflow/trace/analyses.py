@@ -28,7 +28,9 @@ from ..pag.settings import SettingsError
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
+from .replay import replay
 from .replaydeps import ReplayMode
+from .replayplan import build_plan
 from .waits import WaitSettings, wait_instances
 
 __all__ = [
@@ -224,7 +226,6 @@ class ReplaySettings(Settings):
 
 
 def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
-    from .replayplan import build_plan
 
     roles, regions = vertex_roles(pag)
     return build_plan(
@@ -268,7 +269,6 @@ def ideal_replay(
 ) -> Any:
     """:func:`perflow.trace.replay.replay` of a PAG's trace, on the plan the PAG caches (``settings``, else
     the default ones with ``late_receiver``)."""
-    from .replay import replay
 
     s = settings if settings is not None else ReplaySettings(late_receiver=late_receiver)
     return replay(

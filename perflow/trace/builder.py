@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..kinds import P2P, CollectiveOp, CollEv
+from .build import build_pag
 from .raw import COLL_COLUMNS, METRIC_COLUMNS, P2P_COLUMNS, REGION_COLUMNS, SAMPLE_COLUMNS, RawTrace
 
 __all__ = ["TraceBuilder"]
@@ -331,6 +332,5 @@ class TraceBuilder:
 
     def build(self, **kwargs: Any) -> Any:
         """Build the PAG (keyword arguments go to :func:`perflow.trace.build.build_pag`)."""
-        from .build import build_pag
 
         return build_pag(self.raw(), **kwargs)

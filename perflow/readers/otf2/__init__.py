@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ... import progress
+from .._common import build_trace
 from ._decode import decode, fast_available
 from ._paths import is_otf2
 
@@ -43,8 +45,6 @@ def read(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | Non
     -------
     PAG
     """
-    from ... import progress
-    from .._common import build_trace
 
     with progress.task(f"decoding {Path(path).name}"):
         raw = decode(path, decoder=decoder, jobs=jobs)

@@ -15,6 +15,7 @@ import numpy as np
 from ...errors import FormatError
 from ...kinds import CollEv
 from ...trace import raw
+from ...trace.match import nth_pairs
 from ._defs import Defs
 
 __all__ = ["assemble", "concat_parts", "TABLES"]
@@ -47,7 +48,6 @@ def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
     req = coll.get("request")
     if req is None or not (req >= 0).any():
         return
-    from ...trace.match import nth_pairs
 
     b = np.flatnonzero((k == CollEv.BEGIN) & (req >= 0))
     e = np.flatnonzero((k == CollEv.END) & (req >= 0))

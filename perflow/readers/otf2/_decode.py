@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..._jit import mode
 from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
-from ...trace.raw import RawTrace
+from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._defs import Defs, read_definitions
@@ -52,8 +53,6 @@ def fast_available() -> bool:
 def _fast_pays_off(anchor: str) -> bool:
     """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
     import sys
-
-    from ..._jit import mode
 
     m = mode()
     if m != "auto":
@@ -475,7 +474,6 @@ def decode_locations_of(
 
 def definitions_raw(anchor: str, defs: Defs) -> RawTrace:
     """A RawTrace with the archive's definitions and no events."""
-    from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS
 
     def dtype(t: str, c: str) -> np.dtype:
         return TABLE_SCHEMAS[t][c] if c in TABLE_SCHEMAS[t] else OPTIONAL_COLUMNS[t][c][0]
