@@ -29,6 +29,7 @@ from ..trace.partition import Partitioning, partition_ranks
 from ..trace.raw import RawTrace
 from ..trace.split import definitions_only, location_parts, split_raw, traffic
 from .dtrace import DistTrace
+from .ingest import ingest_otf2, scout_otf2
 
 __all__ = ["Engine", "require_dask"]
 
@@ -231,8 +232,6 @@ class Engine:
             defs = definitions_only(source)
             timings["scatter"] = time.perf_counter() - t0
         else:
-            from .ingest import ingest_otf2, scout_otf2
-
             src = scout_otf2(self, os.fspath(source), scout_events)
             p = self._partition(src.processes, src.weights, src.traffic, k, partition, tol, weight)
             futs = ingest_otf2(self, src, p)

@@ -55,6 +55,7 @@ from .parts import (
     looks_like_refs,
     ref_text,
 )
+from .registry import get_pass
 from .types import resolve_type, type_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -118,8 +119,6 @@ class Flow:
         if isinstance(target, Flow):
             ports = list(target.inputs)
         else:
-            from .registry import get_pass
-
             try:  # code that builds a flow in Python may import; running it still needs allow_import
                 spec = get_pass(target, allow_import=True)
             except Exception:  # unknown pass: validate() reports it

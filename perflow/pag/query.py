@@ -151,9 +151,7 @@ def parse_query(q: Any) -> Query | CompoundQuery:
     if isinstance(q, Query | CompoundQuery):
         return q
     if isinstance(q, str):
-        from .cypher import parse_cypher
-
-        return parse_cypher(q)
+        return cypher.parse_cypher(q)
     if isinstance(q, list | tuple):
         if not q:
             raise _bad("[]", "a query needs at least one query node")
@@ -330,3 +328,8 @@ def query(pag: PAG, q: Any, *, agg: str = "sum") -> VertexSet:
     """
 
     return VertexSet(pag, np.flatnonzero(query_mask(pag, q, agg=agg)))
+
+
+# The Cypher parser builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import cypher  # noqa: E402

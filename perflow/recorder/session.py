@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PerflowError, RecordError
+from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ..trace.store import save_raw
+from ..writers.otf2 import write_otf2
 from .assemble import load_recording
 from .filtermap import map_filter
 from .filters import DEFAULT_FILTER, Filter, read_filter
@@ -485,28 +487,18 @@ def program_binding(path: str | os.PathLike[str]) -> str | None:
 def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
     raw, out = result.raw, result.outdir
     if "otf2" in outputs:
+        path = out / "trace"
+        if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
+            shutil.rmtree(path)
         try:
-            from ..writers.otf2 import write_otf2  # arrives with the OTF2 writer
-        except ImportError:
-            result.notes.append("OTF2 trace not written: perflow.writers.otf2 is not available")
-        else:
-            path = out / "trace"
-            if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
-                shutil.rmtree(path)
-            try:
-                result.files["otf2"] = Path(write_otf2(raw, path))
-            except (PerflowError, OSError, ValueError) as exc:
-                log.warning("OTF2 trace not written: %s", exc)
-                result.notes.append(f"OTF2 trace not written: {exc}")
+            result.files["otf2"] = Path(write_otf2(raw, path))
+        except (PerflowError, OSError, ValueError) as exc:
+            log.warning("OTF2 trace not written: %s", exc)
+            result.notes.append(f"OTF2 trace not written: {exc}")
     if "pag" in outputs:
+        path = out / "run.pag"
         try:
-            from ..trace.build import build_pag  # arrives with the trace->PAG builder
-        except ImportError:
-            result.notes.append("PAG not saved: perflow.trace.build is not available")
-        else:
-            path = out / "run.pag"
-            try:
-                result.files["pag"] = build_pag(raw).save(path)
-            except (PerflowError, OSError, ValueError) as exc:
-                log.warning("PAG not saved: %s", exc)
-                result.notes.append(f"PAG not saved: {exc}")
+            result.files["pag"] = build_pag(raw).save(path)
+        except (PerflowError, OSError, ValueError) as exc:
+            log.warning("PAG not saved: %s", exc)
+            result.notes.append(f"PAG not saved: {exc}")

@@ -25,6 +25,7 @@ from ..errors import PAGError
 from ..pag.analysis import Analysis, Settings
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
+from . import replayparts, waitparts
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
@@ -120,10 +121,8 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
 
 def _waits_program(built: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
     """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
-    from .waitparts import program
-
     roles, regions = vertex_roles(pag)
-    return program(
+    return waitparts.program(
         built,
         _names(pag),
         window=s.wrong_order_window,
@@ -243,10 +242,8 @@ def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
 
 def _replay_plan_program(built: Any, pag: Any, s: ReplaySettings) -> Any:
     """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
-    from .replayparts import program
-
     roles, regions = vertex_roles(pag)
-    return program(built, _names(pag), s, roles=roles, regions=regions)
+    return replayparts.program(built, _names(pag), s, roles=roles, regions=regions)
 
 
 REPLAY_PLAN = Analysis(

@@ -16,6 +16,7 @@ from ...errors import FormatError
 from ...kinds import CollEv
 from ...trace import raw
 from ...trace.match import nth_pairs
+from ._contexts import resolve_samples
 from ._defs import Defs
 
 __all__ = ["assemble", "concat_parts", "TABLES"]
@@ -159,7 +160,6 @@ def assemble(
         out[table] = {c: cols[c] for c in columns}
     _check_order(defs, out["region_events"])
     _propagate_collectives(out["coll_events"])
-    from ._contexts import resolve_samples
 
     regions = defs.regions.copy()
     out["sample_events"], stacks, reg_stack = resolve_samples(

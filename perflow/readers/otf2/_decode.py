@@ -20,7 +20,8 @@ from ...errors import FormatError
 from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
-from ._defs import Defs, read_definitions
+from ._bindings import decode_events
+from ._defs import Defs, patch_bindings, read_definitions
 from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
@@ -106,8 +107,6 @@ def _open_reader(anchor: str) -> Any:
     finally:
         lib.OTF2_Reader_Close(handle)
     with _otf2_errors(gdef, "cannot read the OTF2 definitions"):
-        from ._defs import patch_bindings
-
         patch_bindings()
         reader = otf2.reader.Reader(anchor)
     n_defs = len(reader.definitions.locations)
@@ -240,7 +239,6 @@ def _definitions_job(anchor: str) -> Defs:
 
 def _bindings_job(anchor: str) -> RawTrace:
     """The whole reference decode (runs in a child process)."""
-    from ._bindings import decode_events
 
     reader = _open_reader(anchor)
     try:
