@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PassError
+from ..kinds import IDLE_REGIONS
 from ..pag.instances import Trace
 from ..pag.pag import PAG
 from ..pag.sites import call_site_paths, source_labels
@@ -161,10 +162,12 @@ def non_useful_mask(pag: PAG, kinds: tuple[str, ...] | list[str]) -> np.ndarray:
     """Per vertex: its kind is in ``kinds``, or it lies below an MPI vertex (time inside an MPI call is MPI time).
 
     Only MPI calls extend to their callees: an OpenMP construct or a threading call
-    contains user code.
+    contains user code. An explicit idle region (:data:`perflow.kinds.IDLE_REGIONS`:
+    a GPU stream's or a Charm++ PE's idle time) is never useful.
     """
-    kind = pag.vertex_table["kind"].astype(str).to_numpy()
-    mask = np.isin(kind, list(kinds))
+    vt = pag.vertex_table
+    kind = vt["kind"].astype(str).to_numpy()
+    mask = np.isin(kind, list(kinds)) | np.isin(vt["name"].astype(str).to_numpy(), list(IDLE_REGIONS))
     if "mpi" in kinds:
         mpi = np.flatnonzero(kind == "mpi")
         if len(mpi):
