@@ -272,11 +272,8 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     """
     p = check_input(path)  # before any reader touches it, forced format or not
     if format in ("otf2", "cube") and p.is_dir():
-        if reader_module(
-            "scorep"
-        ).detect(
-            p
-        ):  # readers load on first use (READER_MODULES)  # a Score-P experiment: format= chooses its trace or its profile
+        # a Score-P experiment: format= chooses its trace or its profile (its reader loads on first use)
+        if reader_module("scorep").detect(p):
             options["part"], format = format, "scorep"
     if format is None and p.is_dir():
         try:
