@@ -98,7 +98,9 @@ def main() -> None:
     warnings.simplefilter("ignore")
 
     t, pag = timed(lambda: build(a.vertices, a.procs))
-    print(f"PAG: {a.vertices:,} vertices x {a.procs} processes, depth {int(pag.tree.depth.max())} (built in {t:.1f} s)")
+    print(
+        f"PAG: {a.vertices:,} vertices x {a.procs} processes, depth {int(pag.tree_index.depth.max())} (built in {t:.1f} s)"
+    )
     frames = {"off": graphframes(pag, per_rank=False)}
     if not a.no_per_rank:
         t, frames["any"] = timed(lambda: graphframes(pag, per_rank=True))

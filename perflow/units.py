@@ -30,6 +30,7 @@ renderers all format through it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,8 +70,18 @@ def show(x: Any) -> str:
     return repr(f)  # the shortest text that reads back as the same double: '1e+300', '0.1', 'nan'
 
 
+_SUFFIX = re.compile(r"\s\[([^\[\]]+)\]$")  # "gain [s]": the unit written in the name
+_FROM_SYMBOL = {sym: unit for unit, sym in UNIT_SYMBOLS.items()}
+
+
 def guess_unit(column: Any) -> str:
-    """Guess the unit of a column from its name (see the module docstring)."""
+    """Guess the unit of a column from its name (see the module docstring).
+
+    A name that says its unit, ``gain [s]`` or ``bytes_sent [B]``, has that unit.
+    """
+    m = _SUFFIX.search(str(column))
+    if m and m.group(1) in _FROM_SYMBOL:
+        return _FROM_SYMBOL[m.group(1)]
     name = str(column).lower()
     base = name.split(":")[0].strip()
     if "bytes" in base:
@@ -195,7 +206,7 @@ def column_label(column: Any, unit: str = "", aggregate: str = "", *, with_unit:
     if aggregate:
         out += f" ({aggregate})"
     sym = UNIT_SYMBOLS.get(unit, unit) if with_unit else ""
-    if sym:
+    if sym and not str(column).endswith(f" [{sym}]"):  # "gain [s]" says its unit already
         out += f" [{sym}]"
     return out
 

@@ -43,7 +43,14 @@ def run(args: argparse.Namespace) -> int:
     if not desc:
         print("no shipped flows", file=sys.stderr)
         return 0
+    import shutil
+    import textwrap
+
     width = max(len(n) for n in desc)
-    for name, summary in desc.items():
-        print(f"{name:<{width}}  {summary}", file=sys.stdout)
+    cols = max(shutil.get_terminal_size((100, 40)).columns, width + 30)
+    for name, summary in desc.items():  # whole sentences, wrapped under their column
+        lines = textwrap.wrap(summary, cols - width - 2) or [""]
+        print(f"{name:<{width}}  {lines[0]}", file=sys.stdout)
+        for more in lines[1:]:
+            print(f"{'':<{width}}  {more}", file=sys.stdout)
     return 0

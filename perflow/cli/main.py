@@ -37,6 +37,7 @@ EXIT_USAGE = 2
 #: Modules (under perflow.cli) that contribute subcommands, in help order.
 COMMAND_MODULES = [
     "info",
+    "tree",
     "run",
     "validate",
     "passes",
@@ -143,11 +144,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         complete(parser)
     args = parser.parse_args(argv)
+    verbose = bool(args.debug or args.verbose)
+    # other libraries' messages (Dask's "INFO distributed...", numba's) only with --verbose/--debug
     logging.basicConfig(
-        level=logging.DEBUG if (args.debug or args.verbose) else (logging.WARNING if args.quiet else logging.INFO),
+        level=logging.DEBUG if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
         handlers=[_StderrHandler()],
     )
+    if not verbose:
+        logging.getLogger("perflow").setLevel(logging.WARNING if args.quiet else logging.INFO)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

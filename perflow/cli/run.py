@@ -186,10 +186,11 @@ class Progress:
 
 
 def shown_outputs(types: dict[str, Any]) -> list[str] | None:
-    """Without ``--output`` a terminal shows only a flow's text reports (when it has any): compute just those.
+    """Without ``--output`` a terminal shows only a flow's text reports (when it has any): compute those and tables.
 
     ``types`` maps each output to its declared type; outputs of unknown type are
-    computed too (they may turn out to be text). None: every output.
+    computed too (they may turn out to be text), and tables (the findings are read
+    off them). None: every output.
     """
     import inspect
 
@@ -198,7 +199,87 @@ def shown_outputs(types: dict[str, Any]) -> list[str] | None:
 
     if not any(tp is str for tp in types.values()):
         return None
-    return [n for n, tp in types.items() if tp is str or unknown(tp)]
+    import pandas as pd
+
+    # tables too: the findings printed first are read off them (figures and PAGs are what costs)
+    return [n for n, tp in types.items() if tp is str or unknown(tp) or tp in (pd.DataFrame, pd.Series)]
+
+
+def _start(run_flow: Any, flow: Any, inputs: dict[str, Any], args: argparse.Namespace, show: bool, engine: Any) -> Any:
+    """Run the flow as the command line asks."""
+    return run_flow(
+        flow,
+        inputs,
+        jobs=args.jobs,
+        cache=args.cache,
+        hooks=[Progress()] if show else [],
+        allow_import=args.allow_import,
+        engine=engine,
+        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
+        # reports only: the steps that only feed other outputs (figures, say) are not run
+        outputs=None if (args.output or args.cache) else shown_outputs,
+        output_dir=args.output,
+        allow_write=getattr(args, "allow_write", []),
+    )
+
+
+def _missing_inputs(flow: Any, exc: Exception) -> None:
+    """When the only problems are required inputs not given, one line: ``missing --input pag (A trace ...)``."""
+    from ..errors import PerflowError
+
+    problems = list(getattr(exc, "problems", []))
+    missing = [
+        (n, i)
+        for n, i in flow.inputs.items()
+        if any(p.startswith(f"flow input {n!r} (") and "is required" in p for p in problems)
+    ]
+    if not missing or len(missing) != len(problems):
+        return
+    one = len(flow.inputs) == 1
+    parts = []
+    for n, i in missing:
+        doc = f" ({i.doc.strip().rstrip('.')})" if getattr(i, "doc", "") else ""
+        parts.append(f"--input {n}{doc}" if one else f"--input {n}=PATH{doc}")
+    raise PerflowError(f"missing {'; '.join(parts)}; `perflow flows {flow.name}` shows the flow") from None
+
+
+def _check_output(out: str) -> None:
+    """``cannot write to OUT: reason`` before anything runs, rather than an OS error after the analysis."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from ..errors import PerflowError
+
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        if isinstance(exc, NotADirectoryError | FileExistsError) or (Path(out).exists() and not Path(out).is_dir()):
+            reason = "a file is in the way (--output names a folder)" if Path(out).is_file() else reason
+        raise PerflowError(f"cannot write to {out}: {reason}") from None
+    if not os.access(out, os.W_OK):  # pragma: no cover - root passes the probe above anyway
+        raise PerflowError(f"cannot write to {out}: permission denied")
+
+
+def _findings(outputs: dict[str, Any], pag: Any) -> Any:
+    """The run's findings table (the ``findings`` pass), or None when it cannot be made (said on stderr)."""
+    from ..flow.registry import get_pass
+
+    try:
+        return get_pass("findings")(outputs, pag)
+    except Exception as exc:  # the run's own outputs stand without them
+        print(f"perflow: warning: no findings: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+def _figure_files(written: dict[str, Any], name: str) -> list[Any]:
+    """The figure files written beside a Markdown report (``NAME_files/*.png``), in order."""
+    p = written.get(name)
+    d = p.with_name(p.stem + "_files") if p is not None and p.suffix == ".md" else None
+    return sorted(d.glob("fig-*.png"), key=lambda f: int(f.name.split("-")[1])) if d is not None and d.is_dir() else []
 
 
 def run(args: argparse.Namespace) -> int:
@@ -240,50 +321,60 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
     if getattr(args, "sort", None):
         sort_steps(flow, args.sort)
     inputs = parse_inputs(flow, args.input)
+    if args.output:
+        _check_output(args.output)
     show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)
     if args.jobs is not None and args.jobs < 1:
         raise ValidationError([f"--jobs must be at least 1, not {args.jobs}"])
     if not args.debug:  # failures are printed below, once
         logging.getLogger("perflow.flow.scheduler").setLevel(logging.ERROR)
-    result = run_flow(
-        flow,
-        inputs,
-        jobs=args.jobs,
-        cache=args.cache,
-        hooks=[Progress()] if show else [],
-        allow_import=args.allow_import,
-        engine=engine,
-        # without --output (or --cache, which keeps every step for later runs) the terminal shows the text
-        # reports only: the steps that only feed other outputs (figures, say) are not run
-        outputs=None if (args.output or args.cache) else shown_outputs,
-        output_dir=args.output,
-        allow_write=getattr(args, "allow_write", []),
-    )
+    try:
+        result = _start(run_flow, flow, inputs, args, show, engine)
+    except ValidationError as exc:
+        _missing_inputs(flow, exc)
+        raise
     printed = []
     hidden = [n for n in flow.outputs if n not in result.outputs]  # not even computed
     has_report = any(isinstance(v, str) for v in result.outputs.values())
-    written = write_outputs(result, args.output) if args.output else {}  # every output, and index.html
+    from ..pag.pag import PAG
+
+    pag = next((v for v in result.inputs.values() if isinstance(v, PAG)), None)
+    found = _findings(result.outputs, pag)
+    try:
+        written = write_outputs(result, args.output, findings=found) if args.output else {}  # every output, index.html
+    except OSError as exc:
+        from ..errors import PerflowError
+
+        raise PerflowError(f"cannot write to {args.output}: {exc.strerror or exc}") from None
     for name, value in result.outputs.items():
         where = written.get(name)
         # when the flow has a text report, the terminal shows the report(s) only
-        text = as_text(value) if (isinstance(value, str) or not has_report) else None
+        text = (
+            as_text(value, figures=_figure_files(written, name)) if (isinstance(value, str) or not has_report) else None
+        )
         if text is not None:
             printed.append((name, text))
         elif where is None:
             hidden.append(name)
     hidden = [n for n in flow.outputs if n in set(hidden)]  # in declared order
-    if hidden and not args.quiet:
-        print(
-            f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "
-            "use --output DIR to save every output",
-            file=sys.stderr,
-        )
+    if found is not None and len(found):
+        from ..flow.outputs import terminal_width
+        from ..passes.findings import findings_markdown
+
+        print(findings_markdown(found, width=terminal_width()))
     for name, text in printed:
         if len(printed) > 1:
             print(f"== {name} ==")
         print(text)
         if len(printed) > 1:
             print()
+    sys.stdout.flush()
+    if hidden and not args.quiet:  # after the sections, which it is about
+        print(
+            f"perflow: output{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} not shown; "
+            "use --output DIR to save every output",
+            file=sys.stderr,
+        )
     if not args.quiet:
         dest = f"; outputs written to {args.output} (open {written['index']})" if args.output else ""
         print(f"perflow: {result.summary()}{dest}", file=sys.stderr)

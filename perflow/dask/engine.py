@@ -36,6 +36,22 @@ __all__ = ["Engine", "require_dask"]
 log = logging.getLogger(__name__)
 
 
+def quiet_libraries() -> None:
+    """Dask's, Bokeh's and Tornado's start-up and shut-down chatter is not perflow's output.
+
+    Their loggers (which Dask configures at INFO) show warnings only, and the nannies' shut-down
+    notices ("still alive, killing") errors only, unless perflow itself logs at DEBUG
+    (``perflow -v``). A level a user set on them stays.
+    """
+    if logging.getLogger("perflow").getEffectiveLevel() <= logging.DEBUG:
+        return
+    for name, level in (("distributed", logging.WARNING), ("distributed.nanny", logging.ERROR),
+                        ("bokeh", logging.WARNING), ("tornado", logging.WARNING)):  # fmt: skip
+        lg = logging.getLogger(name)
+        if lg.level in (logging.NOTSET, logging.INFO, logging.DEBUG):  # Dask's own configuration sets INFO
+            lg.setLevel(level)
+
+
 def require_dask() -> Any:
     """Import :mod:`distributed`, or raise a PerflowError saying how to install it."""
     try:
@@ -88,10 +104,7 @@ class Engine:
         **cluster_kwargs: Any,
     ) -> None:
         distributed = require_dask()
-        for name in ("distributed", "bokeh", "tornado"):  # their start-up chatter is not perflow's output
-            lg = logging.getLogger(name)
-            if lg.level == logging.NOTSET and lg.getEffectiveLevel() < logging.WARNING:
-                lg.setLevel(logging.WARNING)
+        quiet_libraries()
         self.load_options = dict(load_options or {})
         self._own = client is None
         self.cluster = None

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy as _copy
 import html
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -358,8 +359,11 @@ class Flow:
 
     @property
     def summary(self) -> str:
-        """First line of the description."""
-        return self.description.strip().splitlines()[0] if self.description.strip() else ""
+        """The first sentence of the description (its first paragraph, lines joined): never cut mid-sentence."""
+        para = self.description.strip().split("\n\n", 1)[0]
+        text = " ".join(line.strip() for line in para.splitlines() if line.strip())
+        m = re.match(r"(.+?[.!?])(\s|$)", text)
+        return m.group(1) if m else text
 
     def __repr__(self) -> str:
         return (

@@ -19,48 +19,42 @@ anything else                          ``NAME.txt`` (its repr)
 
 :func:`write_outputs` writes every output of a run and ``index.html``, one
 self-contained page with the reports, tables, figures, call tree and (for a
-trace) the interactive timeline. :func:`run_page` is the one place that page
-is assembled (``FlowResult.to_html``, ``perflow run --output`` and
-``perflow view`` use it): the run's values and its input PAG (any
-:class:`~perflow.PAG`, an engine's included) handed to the ``page`` hook of
-the pass library (:func:`perflow.flow.registry.library_hook`: this layer
-names no pass and imports none).
+trace) the interactive timeline (the ``report_page`` pass of the pass library,
+found by name: this layer does not import the passes).
 
-:func:`as_text` fits tables to the terminal: columns that do not fit are left
-out, and a note names them.
+:func:`as_text` fits tables to the terminal (:mod:`perflow.flow.terminal`): no
+column is left out; long call paths are shortened in the middle and a table still
+too wide is wrapped into parts.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from perflow.units import column_labels, column_units, format_column
+
 from .. import progress
-from .._atomic import all_or_nothing, atomic_path, write_text
+from .._atomic import all_or_nothing, atomic_path, write_bytes, write_text
 from .._json import json_default
-from ..errors import FlowError
 from ..pag.pag import PAG
-from ..units import column_labels
-from .registry import library_hook
+from .registry import get_pass
+from .terminal import fit_table, fit_text
 
 __all__ = [
     "write_value",
     "write_outputs",
     "write_index",
     "run_page",
-    "result_page",
     "input_pag",
-    "html_fragment",
     "as_text",
     "text_suffix",
     "fit_width",
@@ -71,6 +65,8 @@ log = logging.getLogger(__name__)
 
 #: Tables with at most this many rows are printed by ``perflow run``.
 SMALL_TABLE_ROWS = 50
+#: Resolution of the PNG files of figures (and of the figures in the run's page).
+FIGURE_DPI = 150
 
 
 def _frame(value: Any) -> pd.DataFrame | pd.Series | None:
@@ -113,10 +109,13 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     if hasattr(value, "savefig"):
         p = d / f"{safe}.png"
         with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
-            value.savefig(tmp, dpi=150, bbox_inches="tight")
+            value.savefig(tmp, dpi=FIGURE_DPI, bbox_inches="tight")
         return p
     if isinstance(value, str):
-        return write_text(d / f"{safe}{text_suffix(value)}", value if value.endswith("\n") else value + "\n")
+        suffix = text_suffix(value)
+        if suffix == ".md":
+            value = _figures_to_files(value, d, f"{safe}_files")
+        return write_text(d / f"{safe}{suffix}", value if value.endswith("\n") else value + "\n")
     if value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
         return write_text(d / f"{safe}.json", json.dumps(value, indent=2, default=json_default) + "\n")
     if hasattr(value, "_repr_html_"):
@@ -124,147 +123,174 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     return write_text(d / f"{safe}.txt", repr(value) + "\n")
 
 
-def run_page(
-    values: Mapping[str, Any],
-    pag: PAG | None = None,
-    steps: pd.DataFrame | None = None,
-    *,
-    title: str = "perflow report",
-    subtitle: str = "",
-) -> str:
-    """The self-contained HTML page of a run: its values, the call tree and timeline of ``pag``, its steps.
-
-    Assembled by the ``page`` hook of the pass library (see the module docstring).
-
-    Raises
-    ------
-    FlowError
-        When no pass library provides a page (a broken install).
-    """
-    page = library_hook("page")
-    if page is None:
-        raise FlowError("no pass library provides a report page (is perflow installed? see `perflow passes`)")
-    return str(page(dict(values), pag, steps, title=title, subtitle=subtitle))
+_DATA_PNG = re.compile(r"!\[([^\]]*)\]\(data:image/png;base64,([A-Za-z0-9+/=\s]+)\)")
 
 
-def input_pag(result: Any) -> PAG | None:
+def _figure_name(i: int, alt: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", alt).strip("-").lower()[:60] or "figure"
+    return f"fig-{i}-{slug}.png"
+
+
+def _figures_to_files(text: str, directory: Path, folder: str) -> str:
+    """A Markdown report's inline PNGs (data URIs) written to ``directory/folder/fig-N-*.png`` and linked."""
+    import base64
+
+    count = 0
+
+    def save(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        name = _figure_name(count, m.group(1))
+        (directory / folder).mkdir(parents=True, exist_ok=True)
+
+        write_bytes(directory / folder / name, base64.b64decode(m.group(2)))
+        return f"![{m.group(1)}]({folder}/{name})"
+
+    return _DATA_PNG.sub(save, text)
+
+
+def _figures_as_names(text: str, files: list[Path] | None) -> str:
+    """Inline PNGs of a report shown as ``[figure: alt -> file]`` (never as base64 on a terminal)."""
+    files = list(files or [])
+
+    def name(m: re.Match[str]) -> str:
+        f = files.pop(0) if files else None
+        return (
+            f"[figure: {m.group(1) or 'figure'} -> {f}]"
+            if f
+            else f"[figure: {m.group(1) or 'figure'}; --output DIR writes it]"
+        )
+
+    return _DATA_PNG.sub(name, text)
+
+
+def input_pag(result: Any) -> Any:
     """The first PAG among a run's inputs (shown as the page's call tree and timeline), if any."""
     return next((v for v in getattr(result, "inputs", {}).values() if isinstance(v, PAG)), None)
 
 
-def result_page(result: Any) -> str:
-    """The page of a :class:`~perflow.flow.result.FlowResult` (what its ``index.html`` holds)."""
-    return run_page(
-        result.outputs,
-        input_pag(result),
-        result.steps,
-        title=f"perflow: {result.flow.name}",
-        subtitle=result.summary(),
-    )
+def run_page(
+    values: dict[str, Any],
+    pag: Any = None,
+    steps: pd.DataFrame | None = None,
+    *,
+    title: str = "perflow report",
+    subtitle: str = "",
+    findings: pd.DataFrame | None = None,
+    folder: str | None = None,
+) -> str:
+    """The self-contained HTML page of a run, the one assembly every engine and command uses (``report_page``)."""
+
+    page = get_pass("report_page")(dict(values), pag, steps, findings, title=title, subtitle=subtitle, folder=folder)
+    return str(page)
 
 
-def write_index(result: Any, directory: str | os.PathLike[str]) -> Path:
-    """Write ``directory/index.html``: the page of a run (:func:`result_page`)."""
+def write_index(
+    values: dict[str, Any],
+    directory: str | os.PathLike[str],
+    *,
+    title: str = "perflow report",
+    subtitle: str = "",
+    steps: pd.DataFrame | None = None,
+    pag: Any = None,
+    findings: pd.DataFrame | None = None,
+) -> Path:
+    """Write ``directory/index.html``: the self-contained page of a run (:func:`run_page`)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    p = write_text(d / "index.html", result_page(result))
-    log.info("wrote %s", p)
+    p = d / "index.html"
+    write_text(p, run_page(values, pag, steps, title=title, subtitle=subtitle, findings=findings, folder=str(d)))
+    log.debug("wrote %s", p)
     return p
 
 
-def write_outputs(result: Any, directory: str | os.PathLike[str], *, index: bool = True) -> dict[str, Path]:
+def write_outputs(
+    result: Any, directory: str | os.PathLike[str], *, index: bool = True, findings: pd.DataFrame | None = None
+) -> dict[str, Path]:
     """Write every computed output of a :class:`~perflow.flow.result.FlowResult`, and ``index.html``.
 
     All or nothing (:func:`perflow._atomic.all_or_nothing`): when one cannot
-    be written (a full disk), none replaces the previous outputs.
+    be written (a full disk), none replaces the previous outputs. ``findings``
+    (the ``findings`` pass's table, computed here when not given) is written as
+    ``findings.csv`` (unless an output has that name) and opens the page.
     """
 
     with all_or_nothing():
-        return _write_all(result, directory, index=index)
+        return _write_all(result, directory, index=index, findings=findings)
 
 
-def _write_all(result: Any, directory: str | os.PathLike[str], *, index: bool) -> dict[str, Path]:
+def _write_all(
+    result: Any, directory: str | os.PathLike[str], *, index: bool, findings: pd.DataFrame | None
+) -> dict[str, Path]:
     paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
     if index:
-        paths["index"] = write_index(result, directory)
+        pag = input_pag(result)
+        if findings is None:
+            findings = get_pass("findings")(result.outputs, pag)
+        if "findings" not in result.outputs and findings is not None and len(findings):
+            paths["findings"] = write_value(findings, directory, "findings")
+        paths["index"] = write_index(
+            result.outputs,
+            directory,
+            title=f"perflow: {result.flow.name}",
+            subtitle=result.summary(),
+            steps=result.steps,
+            pag=pag,
+            findings=findings,
+        )
     return paths
 
 
-def html_fragment(value: Any, name: str = "", *, max_rows: int = 20) -> str:
-    """One value as an HTML fragment for a notebook (the pass library's ``fragment`` hook; else its repr)."""
-    fragment = library_hook("fragment")
-    if fragment is None:
-        return f"<pre>{html.escape(repr(value)[:2000])}</pre>"
-    return str(fragment(value, name=name, max_rows=max_rows))
-
-
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-
-
-def _terminal_width() -> int:
+def terminal_width() -> int:
+    """The terminal's width in characters (``COLUMNS``, else the terminal's, else 120)."""
     return shutil.get_terminal_size((120, 40)).columns
 
 
 def fit_width(text: str, width: int | None = None) -> str:
-    """Markdown or aligned-text tables in ``text`` cut to ``width`` columns, with a note naming the left-out ones.
+    """The tables in ``text`` (Markdown and aligned text) fitted to ``width`` columns, none left out.
 
-    Markdown tables (lines starting with ``|``) lose their last columns until
-    they fit; other lines are kept as they are.
+    See :mod:`perflow.flow.terminal`: long call paths are shortened in the middle, then a table
+    still too wide is wrapped into parts that repeat the columns naming each row.
     """
-    width = width or _terminal_width()
-    lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i].startswith("|"):
-            out.append(lines[i])
-            i += 1
-            continue
-        j = i
-        while j < len(lines) and lines[j].startswith("|"):
-            j += 1
-        block = lines[i:j]
-        i = j
-        if max(len(b) for b in block) <= width:
-            out.extend(block)
-            continue
-        rows = [[c.strip() for c in _CELL_SPLIT.split(b.strip())[1:-1]] for b in block]
-        ncol = min(len(r) for r in rows)
-        widths = [max(len(r[k]) for r in rows) for k in range(ncol)]
-        keep = ncol
-        while keep > 1 and 1 + sum(w + 3 for w in widths[:keep]) + len(" ...|") > width:
-            keep -= 1
-        for r in rows:
-            cells = [r[k].ljust(widths[k]) for k in range(keep)]
-            out.append("| " + " | ".join(cells) + " | ... |")
-        out.append(f"(columns not shown to fit {width} characters: {', '.join(rows[0][keep:ncol])})")
-    return "\n".join(out)
+
+    return fit_text(text, width or terminal_width())
 
 
 def _frame_text(frame: pd.DataFrame | pd.Series, width: int) -> str:
+    """A table as aligned text: numbers formatted with their units, fitted to ``width`` (no column lost)."""
+
     if isinstance(frame, pd.Series):
         frame = frame.to_frame()
-    with pd.option_context("display.width", 10**6, "display.max_columns", None):
-        text = frame.to_string()
-        if max(len(ln) for ln in text.split("\n")) <= width:
-            return text
-        cols = list(frame.columns)
-        for keep in range(len(cols) - 1, 0, -1):
-            text = frame[cols[:keep]].to_string()
-            if max(len(ln) for ln in text.split("\n")) <= width:
-                left = ", ".join(map(str, cols[keep:]))
-                return f"{text}\n(columns not shown to fit {width} characters: {left})"
-        return text
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
+        frame = frame.reset_index()
+    if isinstance(frame.columns, pd.MultiIndex):
+        frame = frame.copy(deep=False)
+        frame.columns = [" ".join(str(x) for x in c if str(x)) for c in frame.columns]
+    units = column_units(frame, None)
+    header = column_labels(frame)
+    cells = [format_column(frame[c], units[c]) for c in frame.columns]
+    right = [
+        pd.api.types.is_numeric_dtype(frame[c].dtype) and not pd.api.types.is_bool_dtype(frame[c].dtype)
+        for c in frame.columns
+    ]
+    rows = [list(r) for r in zip(*cells)] if cells else []
+    lines = fit_table(header, rows, right, width, style="text")
+    note = str(frame.attrs.get("note", "") or "")
+    return "\n".join(lines + ([note] if note else []))
 
 
-def as_text(value: Any, *, max_rows: int = SMALL_TABLE_ROWS, width: int | None = None) -> str | None:
+def as_text(
+    value: Any, *, max_rows: int = SMALL_TABLE_ROWS, width: int | None = None, figures: list[Path] | None = None
+) -> str | None:
     """The value as text for a terminal, or ``None`` when it is not a report (PAG, figure, big table).
 
-    Tables (and Markdown tables in reports) are cut to ``width`` columns (default: the terminal's).
+    Tables (and Markdown tables in reports) are fitted to ``width`` columns (default: the terminal's)
+    without losing a column. A report's inline figures are named, with the files ``figures`` they
+    were written to, never printed as base64.
     """
-    width = width or _terminal_width()
+    width = width or terminal_width()
     if isinstance(value, str):
-        return fit_width(value.rstrip("\n"), width)
+        return fit_width(_figures_as_names(value.rstrip("\n"), figures), width)
     frame = _frame(value)
     if frame is not None:
         if len(frame) > max_rows:

@@ -8,10 +8,13 @@ from typing import Any
 
 import pandas as pd
 
+from perflow.pag.pag import PAG
+
 from .._atomic import write_text
 from ..errors import FlowError, StepError
-from .outputs import html_fragment, result_page, write_outputs
+from .outputs import write_outputs
 from .problems import did_you_mean
+from .registry import get_pass
 
 __all__ = ["FlowResult"]
 
@@ -129,11 +132,16 @@ class FlowResult:
 
         Returns the paths by output name (``"index"``: the page of the run).
         """
+
         return write_outputs(self, directory, index=index)
 
     def to_html(self, path: Any = None) -> str:
         """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
-        page = result_page(self)
+
+        pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
+        page = get_pass("report_page")(
+            self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
+        )
         if path is not None:
             write_text(path, page)
         return page
@@ -166,6 +174,17 @@ class FlowResult:
                 f"<td>{e(str(r['error'] or ''))}</td></tr>"
             )
         shown = []
+        try:  # the diagnosis first, as on the run's page and in the terminal
+            from perflow.pag.pag import PAG
+
+            from .registry import get_pass
+
+            pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
+            found = get_pass("findings")(self.outputs, pag)
+            if len(found):
+                shown.append(f"<h4>Findings</h4>{_inline(found, 'findings')}")
+        except Exception as exc:  # the outputs stand without them
+            shown.append(f"<p><i>no findings: {e(str(exc))}</i></p>")
         for name in self._output_steps:
             if name not in self.outputs:
                 shown.append(f"<h4><code>{e(name)}</code></h4><p><i>not computed</i></p>")
@@ -184,5 +203,6 @@ INLINE_ROWS = 20
 
 
 def _inline(value: Any, name: str) -> str:
-    """One output as an HTML fragment for a notebook (the pass library's ``fragment`` hook)."""
-    return html_fragment(value, name, max_rows=INLINE_ROWS)
+    """One output as an HTML fragment for a notebook (the ``output_html`` pass of the pass library)."""
+
+    return str(get_pass("output_html")(value, name=name, max_rows=INLINE_ROWS))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MetricInfo", "DEFAULT_METRICS", "read_only"]
+__all__ = ["MetricInfo", "DEFAULT_METRICS", "metric_combine", "read_only"]
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,33 @@ class MetricInfo:
         Whether the value covers only the vertex itself, or its subtree too.
     description : str
         One line for reports and ``perflow info``.
+    combine : {"", "sum", "min", "max"}
+        How values of the metric combine over processes, threads and call paths: ``"min"``
+        for a minimum (Score-P's ``min_time``), ``"max"`` for a maximum, ``"sum"`` for the
+        rest; ``""``: not said by the source (see :func:`metric_combine`).
     """
 
     name: str
     unit: str = ""
     mode: str = "other"
     description: str = ""
+    combine: str = ""
+
+
+def metric_combine(name: str, info: MetricInfo | None = None) -> str:
+    """How a metric combines: ``"min"``, ``"max"`` or ``"sum"``.
+
+    Its :class:`MetricInfo` says when the source told (``combine``); else the name does:
+    ``min_time``, ``time_inc_min``, ``min#...`` are minima, ``max_*``/``*_max`` maxima, the
+    rest sums.
+    """
+    if info is not None and info.combine in ("sum", "min", "max"):
+        return info.combine
+    n = name.lower()
+    for op in ("min", "max"):
+        if n.startswith((f"{op}_", f"{op}#", f"{op}.")) or n.endswith((f"_{op}", f".{op}")):
+            return op
+    return "sum"
 
 
 DEFAULT_METRICS = {

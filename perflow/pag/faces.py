@@ -112,7 +112,7 @@ def subgraph(pag: PAG, ids: np.ndarray, *, with_ancestors: bool = True, with_des
     if with_ancestors:
         keep |= ancestors_mask(parent, ids)
     if with_descendants and len(ids):
-        keep |= descendants_mask(pag.tree, ids)
+        keep |= descendants_mask(pag.tree_index, ids)
     old = np.flatnonzero(keep)
     new_id = np.full(pag.n_vertices, -1, dtype=np.int64)
     new_id[old] = np.arange(len(old))

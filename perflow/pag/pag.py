@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
-from ..errors import MetricError, PAGError
+from ..errors import MetricError, PAGError, PassError
+from ..units import guess_unit
 from .analysis import AnalysisManager
 from .arith import Arithmetic
-from .base import DEFAULT_METRICS, MetricInfo
+from .base import DEFAULT_METRICS, MetricInfo, metric_combine
 from .faces import MetricRows, subgraph
 from .frames import aggregate, make_metrics
 from .instances import Trace
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .partitioned import Executor
     from .sets import Vertex, VertexSet
 
-__all__ = ["PAG", "MetricInfo", "LazyTables", "VERTEX_COLUMNS", "normalize_vertices"]
+__all__ = ["PAG", "MetricInfo", "LazyTables", "metric_combine", "VERTEX_COLUMNS", "normalize_vertices"]
 
 
 def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it checks
@@ -304,9 +305,86 @@ class PAG(Arithmetic):
         return max(len(self.processes), int(self.attrs.get("nprocs", 0) or 0))
 
     @functools.cached_property
-    def tree(self) -> TreeIndex:
+    def tree_index(self) -> TreeIndex:
         """Depth, pre-order and subtree sizes of the calling-context tree."""
         return tree_index(self._vertices["parent"].to_numpy())
+
+    def tree(
+        self,
+        metric: str | list[str] = "time_inc",
+        *,
+        agg: str = "sum",
+        process: int | None = None,
+        depth: int | None = None,
+        threshold: float = 0.0,
+        expand: list[str | int] | None = None,
+        collapse: list[str | int] | None = None,
+        show_file: bool = False,
+        color: bool = False,
+        units: bool = True,
+        precision: int = 3,
+        ascii: bool = False,  # noqa: A002
+        max_lines: int = 2000,
+    ) -> str:
+        """The calling-context tree with metrics as text, like Hatchet's ``GraphFrame.tree()``.
+
+        ``print(pag.tree())`` (or ``pag.tree()`` at a prompt, where the text shows as is);
+        ``perflow tree DATA`` prints the same. The first line names the metric and how it
+        aggregates over processes; several metrics (``pag.tree(["time_inc", "time_exc"])``)
+        show as columns.
+
+        Parameters
+        ----------
+        metric : str or list of str
+            The value(s) shown; the first selects, sorts and colours.
+        agg : str
+            Aggregation across processes: sum, mean, max, min, std, median, count.
+        process : int, optional
+            One process's values instead of an aggregation.
+        depth : int, optional
+            Deepest level shown (roots are 0).
+        threshold : float
+            Hide vertices below this fraction of the largest value (their ancestors stay).
+        expand, collapse : list, optional
+            Vertices shown whole / folded (globs on names, call paths with ``/``, or ids).
+        show_file : bool
+            Append ``file:line`` (always shown for two call sites of one function).
+        color : bool
+            ANSI colours by magnitude.
+        units : bool
+            Values with units (``12.3 ms``); else plain numbers with ``precision`` decimals.
+        precision : int
+            Significant digits (with units) or decimals.
+        ascii : bool
+            ASCII instead of box-drawing characters.
+        max_lines : int
+            At most this many vertices.
+
+        Returns
+        -------
+        str
+            The tree, one vertex per line.
+        """
+        from .treeview import TreeText, metric_values, tree_lines, tree_view
+
+        metrics = [metric] if isinstance(metric, str) else list(metric)
+        if not metrics:
+            raise PassError("tree: metric names no metric")
+        tv = tree_view(
+            self, None, who="tree", metric=metrics[0], agg=agg, depth=depth, threshold=threshold,
+            expand=expand, collapse=collapse, sort=True, process=process,
+        )  # fmt: skip
+        columns = []
+        for m in metrics[1:]:
+            info = self.metric_info.get(m)
+            unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(m)
+            columns.append((m, metric_values(self, m, agg, process, "tree"), unit))
+        plain, colored = tree_lines(
+            tv, columns=columns, show_file=show_file, color=color, units=units, precision=precision,
+            ascii=ascii, max_lines=max_lines,
+        )  # fmt: skip
+        lines = colored if color else plain
+        return TreeText("\n".join(lines) + ("\n" if lines else ""))
 
     @property
     def roots(self) -> np.ndarray:

@@ -283,7 +283,7 @@ def query_mask(pag: PAG, q: Any, *, agg: str = "sum") -> np.ndarray:
         raise PAGError(f"agg must be one of {', '.join((*AGGREGATIONS, *MODES))}, not {agg!r}")
     parsed = parse_query(q)
     cols = VertexColumns(pag, np.arange(pag.n_vertices), agg, aliases=HATCHET_ALIASES)
-    tree = levels(pag.vertex_table["parent"].to_numpy(), pag.tree.depth)
+    tree = levels(pag.vertex_table["parent"].to_numpy(), pag.tree_index.depth)
 
     def run(x: Query | CompoundQuery) -> np.ndarray:
         if isinstance(x, CompoundQuery):

@@ -284,7 +284,7 @@ class VertexSet(Selection):
         """All vertices below these."""
         if not len(self._ids):
             return self._make(self._ids)
-        m = descendants_mask(self._pag.tree, self._ids, include_self=include_self)
+        m = descendants_mask(self._pag.tree_index, self._ids, include_self=include_self)
         return self._make(np.flatnonzero(m))
 
     def leaves(self) -> VertexSet:

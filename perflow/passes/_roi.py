@@ -32,7 +32,7 @@ def region_vertices(pag: PAG, region: str, pass_name: str) -> np.ndarray:
         close = [c for c in cps if region in c][:5]
         hint = f"; call paths containing it: {', '.join(close)}" if close else ""
         raise PassError(f"pass {pass_name!r}: region={region!r} is neither a call path nor a vertex name{hint}")
-    below = descendants_mask(pag.tree, hit)  # strictly below some hit
+    below = descendants_mask(pag.tree_index, hit)  # strictly below some hit
     return hit[~below[hit]]
 
 
@@ -92,7 +92,7 @@ def init_finalize_vertices(pag: PAG) -> np.ndarray:
     """The outermost MPI_Init(_thread) and MPI_Finalize vertices (their PMPI forms too)."""
     names = pag.vertex_table["name"].astype(str).str.lower().to_numpy()
     hit = np.flatnonzero(np.isin(names, _INIT + _FINALIZE))
-    return hit[~descendants_mask(pag.tree, hit)[hit]] if len(hit) else hit
+    return hit[~descendants_mask(pag.tree_index, hit)[hit]] if len(hit) else hit
 
 
 def inclusive_per_location(pag: PAG, vertices: np.ndarray) -> pd.Series:

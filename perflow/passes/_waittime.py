@@ -186,8 +186,8 @@ def charge_waits(
         process = location_key(process, np.asarray(thread, dtype=np.int64))
         wt = wt.assign(process=location_key(wt["process"].to_numpy(), wt["thread"].to_numpy()))
     n = max(pag.n_vertices, 1)
-    pre = np.asarray(pag.tree.preorder, dtype=np.int64)
-    size = np.asarray(pag.tree.size, dtype=np.int64)
+    pre = np.asarray(pag.tree_index.preorder, dtype=np.int64)
+    size = np.asarray(pag.tree_index.size, dtype=np.int64)
     procs = np.unique(process)
     row_key = np.searchsorted(procs, process) * n + pre[vertex]
     o = np.argsort(row_key, kind="stable")

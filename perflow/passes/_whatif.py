@@ -264,7 +264,7 @@ def resolve_vertices(pag: PAG, function: str | int, pass_name: str, *, callees: 
     if not callees:
         return hit
     mpi = mpi_vertex_mask(pag)
-    below = descendants_mask(pag.tree, hit, include_self=True)
+    below = descendants_mask(pag.tree_index, hit, include_self=True)
     if not mpi[hit].any():
         below &= ~mpi
     return np.flatnonzero(below)

@@ -96,7 +96,7 @@ def predecessors(pag: PAG) -> np.ndarray:
             pred[d[last]] = s[last]
         return pred
     vf = view.vertex_frame
-    pre = pag.tree.preorder[view.vertex_ids]
+    pre = pag.tree_index.preorder[view.vertex_ids]
     loc = (
         vf["process"].to_numpy().astype(np.int64) * (int(vf["thread"].max()) + 1 if n else 1) + vf["thread"].to_numpy()
     )

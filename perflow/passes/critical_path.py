@@ -105,6 +105,7 @@ def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings |
         prof = pd.concat([prof.astype({"name": object}), out_row], ignore_index=True)
     prof = prof.sort_values("cp_time", ascending=False, kind="stable").reset_index(drop=True)[_PROFILE_COLS]
     declare_aggregates(prof, pag, {"time": "sum", "wait": "sum", "mean_nonwait": "mean"})
+    prof.attrs["units"] = {c: "s" for c in ("cp_time", "time", "wait", "mean_nonwait", "cpi")}
     mpi = mpi_vertex_mask(pag)
     mpi_on_path = float(cp.cp_time[mpi].sum())
     t0, t1 = trace.span
@@ -123,6 +124,9 @@ def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings |
             "imbalance": [float(cpi.sum())],
         }
     )
+    summary.attrs["units"] = {
+        c: "s" for c in ("length", "start", "end", "runtime", "ideal_runtime", "mpi_on_path", "imbalance")
+    }
     return {"segments": seg, "profile": prof, "summary": summary, "hops": cp.hops.copy()}
 
 

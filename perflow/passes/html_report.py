@@ -1,141 +1,59 @@
-"""One self-contained HTML page for a run: its reports, tables, figures, call tree and timeline.
+"""One self-contained HTML page for a run: findings first, then the timeline, the profile, the outputs.
 
 ``perflow run FLOW --output DIR`` writes ``DIR/index.html`` with :func:`run_page`, and
 ``perflow view`` builds the same page for a trace or profile. Everything is inline (styles,
-scripts, Bokeh's JavaScript, PNG figures as data URIs): the page works offline and can be mailed.
+scripts, Bokeh's JavaScript, PNG figures as data URIs, the data compressed): the page works
+offline and can be mailed. Its sections, in order:
 
-What each value becomes:
+1. **Findings**: the run's top problems ranked by cost, one line each, linked to their evidence
+   (:mod:`perflow.passes.html_findings`);
+2. **Timeline** of a trace, with the wait states and the critical path among the outputs
+   (:mod:`perflow.passes.html_timeline`);
+3. **Profile**: the metric, call and system trees linked as in Cube, with top-down, bottom-up
+   and flat views and the source (:mod:`perflow.passes.html_tree`);
+4. every **output**:
 
-==========================================  ==================================================
-value                                       in the page
-==========================================  ==================================================
-Markdown text (a flow's report)             rendered HTML (markdown-it), its tables sortable
-an HTML document or fragment                inline (a document in an ``<iframe srcdoc>``)
-DataFrame, Series, vertex/edge set          a sortable table, numbers formatted with units
-matplotlib Figure                           an inline PNG
-PAG                                         a collapsible call tree (sum/mean/max/min over
-                                            processes, inclusive and exclusive columns) and,
-                                            for a trace, the interactive timeline
-dict, list, number                          JSON
-==========================================  ==================================================
+   ==========================================  ==================================================
+   value                                       in the page
+   ==========================================  ==================================================
+   Markdown text (a flow's report)             rendered HTML (markdown-it), its tables sortable
+   an HTML document or fragment                inline (a document in an ``<iframe srcdoc>``)
+   DataFrame, Series, vertex/edge set          a sortable table, 25 rows a page, numbers with
+                                               units; rows past 500 are in its CSV file
+   matplotlib Figure                           an inline PNG
+   PAG                                         its profile panes (and timeline, for a trace)
+   dict, list, number                          JSON
+   ==========================================  ==================================================
 
-Tables sort on a click on their header: numbers by value (``1.5 ms`` < ``2 s``), text
-alphabetically.
+5. the **steps** of the run.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, pass_
-from perflow.sdk.mplfig import figure_png
-from perflow.sdk.render import as_frame, column_units, format_column, write_text
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+from perflow.sdk.render import write_text
 
-from .html_timeline import timeline_model
-from .html_tree import TREE_CSS, TREE_JS, calltree_html
+from ._htmlparts import MAX_ROWS, figure_html, markdown_html, table_html
 
 __all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
 log = logging.getLogger(__name__)
 
-#: Rows shown per table in the page.
-MAX_ROWS = 500
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em 2em;color:#222}
-h1{font-size:1.5em;margin-bottom:0.2em} h2{font-size:1.2em;border-bottom:1px solid #ddd;padding-bottom:2px;margin-top:1.6em}
-.pf-sub{color:#666;margin-top:0}
-nav.pf-toc a{margin-right:1em}
-table.pf-sortable{border-collapse:collapse;margin:0.5em 0;font-size:13px}
-table.pf-sortable th,table.pf-sortable td{border-bottom:1px solid #e3e3e3;padding:2px 8px}
-table.pf-sortable th{cursor:pointer;background:#f4f4f4;user-select:none;position:sticky;top:0}
-table.pf-sortable th[data-dir=asc]::after{content:' \\25B2'} table.pf-sortable th[data-dir=desc]::after{content:' \\25BC'}
-table.pf-sortable td.n{text-align:right;font-family:monospace}
-.pf-more{color:#666;font-size:12px}
-img.pf-fig{max-width:100%;border:1px solid #eee}
-pre{background:#f6f6f6;padding:0.5em;overflow:auto}
-iframe.pf-doc{width:100%;height:600px;border:1px solid #ddd}
-"""
-
-# sort on a header click; numbers with units compare by value (data-v holds the raw number when known)
-_SORT_JS = """
-const pfUnits = {ns:1e-9, us:1e-6, '\\u00b5s':1e-6, ms:1e-3, s:1, B:1, KiB:1024, MiB:1048576, GiB:1073741824, '%':1};
-function pfKey(td){
-  if (td.dataset.v !== undefined) return parseFloat(td.dataset.v);
-  const t = td.textContent.trim().replace(/,/g, '');
-  const m = t.match(/^(-?[0-9.]+(?:e[-+]?[0-9]+)?)\\s*([a-zA-Z%\\u00b5]*)$/);
-  if (m && (m[2] === '' || m[2] in pfUnits)) return parseFloat(m[1]) * (pfUnits[m[2]] || 1);
-  return t.toLowerCase();
-}
-function pfSort(th){
-  const table = th.closest('table'), body = table.tBodies[0], i = th.cellIndex;
-  const dir = th.dataset.dir === 'desc' ? 'asc' : 'desc';
-  table.querySelectorAll('th').forEach((h) => delete h.dataset.dir);
-  th.dataset.dir = dir;
-  const rows = Array.from(body.rows), k = new Map(rows.map((r) => [r, pfKey(r.cells[i])]));
-  rows.sort((a, b) => { const x = k.get(a), y = k.get(b);
-    const c = (typeof x === typeof y) ? (x < y ? -1 : x > y ? 1 : 0) : (typeof x === 'number' ? -1 : 1);
-    return dir === 'asc' ? c : -c; });
-  rows.forEach((r) => body.appendChild(r));
-}
-document.querySelectorAll('table.pf-sortable th').forEach((th) => th.addEventListener('click', () => pfSort(th)));
-"""
-
-
-def table_html(data: Any, *, title: str = "", max_rows: int = MAX_ROWS, units: Mapping[str, str] | None = None) -> str:
-    """A sortable HTML table: numbers formatted with units (``data-v`` keeps the raw value for sorting)."""
-    df = as_frame(data, "report page")
-    n = len(df)
-    df = df.iloc[:max_rows]
-    u = column_units(df, units)
-    esc = html.escape
-    num = {c: pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype) for c in df}
-    head = "".join(
-        f'<th title="{esc(u[c] or "")}">{esc(str(c))}{" (" + esc(u[c]) + ")" if u[c] in ("s", "bytes") else ""}</th>'
-        for c in df.columns
-    )
-    cells = {c: format_column(df[c], u[c]) for c in df.columns}
-    raw = {c: df[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in df.columns if num[c]}
-    rows = []
-    for i in range(len(df)):
-        tds = []
-        for c in df.columns:
-            if num[c]:
-                v = raw[c][i]
-                dv = f' data-v="{float(v)!r}"' if np.isfinite(v) else ""
-                tds.append(f'<td class="n"{dv}>{esc(cells[c][i])}</td>')
-            else:
-                tds.append(f"<td>{esc(cells[c][i])}</td>")
-        rows.append("<tr>" + "".join(tds) + "</tr>")
-    cap = f"<caption>{esc(title)}</caption>" if title else ""
-    more = f'<p class="pf-more">{n - len(df)} more rows in the CSV file</p>' if n > len(df) else ""
-    return f'<table class="pf-sortable">{cap}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{more}'
-
-
-def markdown_html(text: str) -> str:
-    """Markdown (a flow's report) as HTML; its tables become sortable."""
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return md.render(text).replace("<table>", '<table class="pf-sortable">')
-
-
-def figure_html(fig: Any, alt: str) -> str:
-
-    data = base64.b64encode(figure_png(fig, dpi=110)).decode()
-    return f'<img class="pf-fig" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
-
 
 def _is_trace_pag(v: Any) -> bool:
-    return isinstance(v, PAG) and v.trace is not None and v.trace.n_intervals > 0
+    return isinstance(v, PAG) and getattr(v, "trace", None) is not None and len(v.trace.intervals) > 0
 
 
 def find_overlays(values: Mapping[str, Any]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
@@ -151,10 +69,32 @@ def find_overlays(values: Mapping[str, Any]) -> tuple[pd.DataFrame | None, pd.Da
     return waits, path
 
 
-def _section(name: str, value: Any, anchors: list[tuple[str, str]], parts: list[str], page: dict[str, Any]) -> None:
+def _trace_waits(pag: PAG, waits: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The wait states to show: the run's own table, else the PAG's (computed once per PAG; None when it cannot)."""
+    if waits is not None or not _is_trace_pag(pag):
+        return waits
+    try:
+        from perflow.sdk.trace import waits_for
+
+        return waits_for(pag, "report_page")
+    except Exception as exc:  # a trace the wait analysis cannot read: the page shows no wait states
+        log.debug("report page: no wait states: %s", exc)
+        return None
+
+
+def _slug(name: str, n: int) -> str:
+    return f"out-{n}-" + (re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-").lower() or "value")
+
+
+def _section(name: str, value: Any, aid: str, folder: Path | None, fold: bool = False) -> str | None:
+    """One output as a section; a table is folded (``<details>``) under a run's report (``fold``).
+
+    With the ``folder`` the outputs were written to, a table links its CSV file and a figure
+    embeds its PNG file (rendered once).
+    """
     esc = html.escape
-    aid = f"out-{len(anchors)}"
-    body: str | None = None
+    safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
+    csv = f"{safe}.csv" if folder is not None and (folder / f"{safe}.csv").is_file() else None
     if isinstance(value, str):
         t = value.lstrip()
         if t[:15].lower().startswith(("<!doctype", "<html")):
@@ -164,20 +104,25 @@ def _section(name: str, value: Any, anchors: list[tuple[str, str]], parts: list[
         else:
             body = markdown_html(value)
     elif isinstance(value, pd.DataFrame | pd.Series) or (hasattr(value, "to_frame") and hasattr(value, "_ids")):
-        body = table_html(value)
+        body = table_html(value, table_id=f"tbl-{aid}", csv=csv)
+        if fold:
+            n = len(value) if hasattr(value, "__len__") else 0
+            return (
+                f'<details class="pf-out" id="{aid}"><summary>{esc(name)} '
+                f'<span class="pf-more">table, {n:,} row{"s" if n != 1 else ""}</span></summary>\n{body}\n</details>'
+            )
     elif hasattr(value, "savefig"):
-        body = figure_html(value, name)
+        png = folder / f"{safe}.png" if folder is not None else None
+        body = figure_html(value, name, png.read_bytes() if png is not None and png.is_file() else None)
     elif isinstance(value, PAG):
-        page["pags"].append((name, value))
-        return
+        return None
     elif type(value).__name__ == "Styler":
         body = value.to_html()
     elif value is None or isinstance(value, dict | list | tuple | bool | int | float | np.integer | np.floating):
         body = f"<pre>{esc(json.dumps(value, indent=2, default=str))}</pre>"
     else:
         body = f"<pre>{esc(repr(value))}</pre>"
-    anchors.append((aid, name))
-    parts.append(f'<section id="{aid}"><h2>{esc(name)}</h2>\n{body}\n</section>')
+    return f'<section id="{aid}"><h2>{esc(name)}</h2>\n{body}\n</section>'
 
 
 def run_page(
@@ -188,6 +133,8 @@ def run_page(
     steps: pd.DataFrame | None = None,
     pag: Any = None,
     timeline: bool = True,
+    findings: pd.DataFrame | None = None,
+    folder: str | None = None,
 ) -> str:
     """The HTML page of a run (see the module docstring).
 
@@ -200,63 +147,100 @@ def run_page(
     steps : DataFrame, optional
         The run's steps (status, seconds), shown last.
     pag : PAG, optional
-        The run's input PAG: its call tree and, for a trace, its timeline (with the wait
+        The run's input PAG: its profile panes and, for a trace, its timeline (with the wait
         states and critical path found among ``outputs``).
     timeline : bool
         Include the interactive timeline of a trace.
+    findings : DataFrame, optional
+        The ``findings`` pass's table (computed here when not given).
+    folder : str, optional
+        The folder the outputs were written to (``perflow run --output``): tables link their
+        ``NAME.csv`` and figures embed their ``NAME.png``.
     """
-    items = list(outputs.items()) if isinstance(outputs, Mapping) else list(outputs)
+    from .html_findings import findings_html
+    from .html_tree import PANES_JS, profile_html, web_asset
+
+    items = [(str(k), v) for k, v in (outputs.items() if isinstance(outputs, Mapping) else outputs)]
     esc = html.escape
-    anchors: list[tuple[str, str]] = []
-    parts: list[str] = []
-    page: dict[str, Any] = {"pags": []}
-    for name, value in items:
-        _section(str(name), value, anchors, parts, page)
-    pags = list(page["pags"])
+    pags = [(n, v) for n, v in items if isinstance(v, PAG)]
     if pag is not None and all(p is not pag for _, p in pags):
         pags.insert(0, ("input", pag))
-    bokeh_head = ""
-    first: list[tuple[str, str, str]] = []  # (anchor, name, html) shown before the outputs
+    main = pags[0][1] if pags else None
+    values = dict(items)
+    waits, path = find_overlays(values)
+    waits = _trace_waits(main, waits) if main is not None else waits
+    if findings is None:
+        from .findings import findings as findings_pass
 
-    trace_pag = next((p for _, p in pags if _is_trace_pag(p)), None)
-    if timeline and trace_pag is not None:
+        findings = findings_pass(values, main)
+    anchors: list[tuple[str, str]] = []
+    parts: list[str] = []
+    ids = {name: _slug(name, i) for i, (name, _) in enumerate(items)}
+    head_js = ""
+    has_timeline = timeline and main is not None and _is_trace_pag(main)
+    has_panes = main is not None and len(main.metric_names) > 0
+    fh = findings_html(findings, tables={n: f"tbl-{a}" for n, a in ids.items()}, timeline=has_timeline, panes=has_panes)
+    parts.append(f'<section id="findings"><h2>Findings</h2>\n{fh}\n</section>')
+    anchors.append(("findings", "findings"))
+    if has_timeline:
         from bokeh.embed import components
-        from bokeh.resources import INLINE
 
-        waits, path = find_overlays(dict(items))
-        doc = timeline_model(trace_pag, waits, path, title="summary timeline: processes per category")
-        script, div = components(doc.roots[0])
-        bokeh_head = INLINE.render()
-        first.append(("timeline", "interactive timeline", f"{div}\n{script}"))
-    for i, (name, p) in enumerate(pags):
-        first.append((f"tree-{i}", f"call tree ({name})", calltree_html(p)))
-    parts[:0] = [f'<section id="{a}"><h2>{esc(n.capitalize())}</h2>\n{h}\n</section>' for a, n, h in first]
-    anchors[:0] = [(a, n) for a, n, _ in first]
+        from .html_timeline import bokeh_js, timeline_section
+
+        sec = timeline_section(main, waits, path)
+        script, div = components(sec.model)
+        head_js = bokeh_js([sec.model])
+        n_emb = sec.embedded
+        note = (
+            f'<p class="pf-note">{n_emb["instances"]:,} of {n_emb["of_instances"]:,} instances embedded (the longest); '
+            "the summary beneath shows every instance. Wheel: zoom; drag: pan; box: zoom to processes and time.</p>"
+        )
+        parts.append(
+            f'<section id="timeline"><h2>Timeline</h2>\n{sec.html(div)}\n{note}\n'
+            f"<script>{web_asset('timeline.js')}</script>\n{script}\n</section>"
+        )
+        anchors.append(("timeline", "timeline"))
+    if has_panes:
+        label = pags[0][0]
+        parts.append(
+            f'<section id="profile"><h2>Profile{"" if label == "input" else f" ({esc(label)})"}</h2>\n'
+            f"{profile_html(main, waits)}\n<script>{web_asset(PANES_JS)}</script>\n</section>"
+        )
+        anchors.append(("profile", "profile"))
+    fold = any(isinstance(v, str) and re.match(r"#{1,6} \S", v.lstrip("\n")) for _, v in items)  # a report shows them
+    where = Path(folder) if folder else None
+    for name, value in items:
+        sec_html = _section(name, value, ids[name], where, fold)
+        if sec_html is not None:
+            parts.append(sec_html)
+            anchors.append((ids[name], name))
     if steps is not None and len(steps):
         st = steps.reset_index()
         anchors.append(("steps", "steps"))
-        table = table_html(st, units={"start": "s", "seconds": "s"})
+        table = table_html(st, units={"start": "s", "seconds": "s"}, table_id="tbl-steps")
         parts.append(f'<section id="steps"><h2>Steps</h2>\n{table}\n</section>')
     toc = " ".join(f'<a href="#{a}">{esc(n)}</a>' for a, n in anchors)
     body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title>\n{bokeh_head}\n<style>{_CSS}{TREE_CSS}</style></head>\n<body>\n"
+        f"<title>{esc(title)}</title>\n{head_js}\n<style>{web_asset('page.css')}</style></head>\n<body>\n"
         f"<h1>{esc(title)}</h1>\n"
         + (f'<p class="pf-sub">{esc(subtitle)}</p>\n' if subtitle else "")
-        + f'<nav class="pf-toc">{toc}</nav>\n{body}\n<script>{_SORT_JS}{TREE_JS}</script>\n</body></html>\n'
+        + f'<nav class="pf-toc">{toc}</nav>\n{body}\n<script>{web_asset("page.js")}</script>\n</body></html>\n'
     )
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="2", tags=("report",))
 def report_page(
     outputs: dict[str, Any],
     pag: Any = None,
     steps: pd.DataFrame | None = None,
+    findings: pd.DataFrame | None = None,
     *,
     title: str = "perflow report",
     subtitle: str = "",
     timeline: bool = True,
+    folder: str | None = None,
     path: str | None = None,
 ) -> str:
     """The self-contained HTML page of a run's values (what ``index.html`` holds; see :func:`run_page`).
@@ -266,13 +250,18 @@ def report_page(
     outputs : dict
         Values by name, shown in order.
     pag : PAG, optional
-        The run's input: its call tree and, for a trace, the interactive timeline.
+        The run's input: its profile panes and, for a trace, the interactive timeline.
     steps : DataFrame, optional
         The run's steps table.
+    findings : DataFrame, optional
+        The run's findings (the ``findings`` pass; computed when not given).
     title, subtitle : str
         Heading and the line below it.
     timeline : bool
         Include the interactive timeline of a trace.
+    folder : str, optional
+        The folder the run's outputs were written to: tables link their CSV files there,
+        figures embed their PNG files from there.
     path : str, optional
         Also write the page there.
 
@@ -281,7 +270,16 @@ def report_page(
     str
         The HTML document.
     """
-    page = run_page(outputs, title=title, subtitle=subtitle, steps=steps, pag=pag, timeline=timeline)
+    page = run_page(
+        outputs,
+        title=title,
+        subtitle=subtitle,
+        steps=steps,
+        pag=pag,
+        timeline=timeline,
+        findings=findings,
+        folder=folder,
+    )
     write_text(page, path)
     return page
 
@@ -289,6 +287,8 @@ def report_page(
 @pass_(version="1", tags=("report",))
 def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
     """One value as an HTML fragment for a notebook: a Markdown report rendered, a figure as PNG, a table.
+
+    A findings table (the ``findings`` pass) shows as its numbered lines.
 
     Parameters
     ----------
@@ -308,6 +308,10 @@ def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
         if value.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
             return f"<p>an HTML document ({len(value):,} characters): <code>result.save(DIR)</code> writes it</p>"
         return markdown_html(value)
+    if isinstance(value, pd.DataFrame) and value.attrs.get("table") == "findings":
+        from .html_findings import findings_html
+
+        return findings_html(value)
     if isinstance(value, pd.DataFrame | pd.Series) or (hasattr(value, "to_frame") and hasattr(value, "_ids")):
         return table_html(value, max_rows=max_rows)
     if hasattr(value, "savefig"):
@@ -315,3 +319,6 @@ def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
     if hasattr(value, "_repr_html_"):
         return str(value._repr_html_())
     return f"<pre>{html.escape(repr(value)[:2000])}</pre>"
+
+
+_ = MAX_ROWS  # re-exported for callers that size their tables like the page

@@ -4,197 +4,229 @@ Zoomed out, every process's row stacks the share of each category in each time b
 summaries of :mod:`perflow.passes._binned`, as in the static timeline), and a strip above shows how
 many processes are in each category (Vampir's summary timeline). The summaries are precomputed in
 numpy as a pyramid: level ``k`` cuts the trace into ``2**k`` tiles of ``tile_bins`` bins, so zooming
-in swaps in finer tiles. Zoomed in, the instances themselves appear (hover: region, call path,
-process, start, duration), with the wait states, the critical path and the messages in view.
+in swaps in finer tiles. Zoomed in, the instances themselves appear, with the wait states, the
+critical path and the messages in view.
 
-The page embeds its data: at most ``max_instances`` instances (the longest first: the ones visible
-when zoomed out the least; below them the finest summary level still shows every category), the
-wait states, critical-path segments and messages up to their caps. A small ``CustomJS`` callback
-picks the level and the instances in view after each pan or zoom; everything else is Bokeh.
+Above the timeline: the colour choice (per category, or per function: the ``top_regions``
+functions with the most exclusive time, the others grouped), a process filter (``0-3, 7``), and
+the overlays (wait states, critical path, messages) as check boxes; a legend shows every colour
+and the overlays' symbols. One tooltip follows the mouse (the innermost instance, or what the
+summary shows there); the axis reads in s, ms, us or ns.
+
+The page embeds its data compressed (zlib, decoded in the browser): at most ``max_instances``
+instances (the longest first: the ones visible when zoomed out the least; below them the finest
+summary level still shows every category), the wait states, critical-path segments and messages
+up to their caps, times as integer ticks (deltas, ``tick`` = 1 ns or coarser for very long runs).
+``_web/timeline.js`` fills Bokeh's views for the window after each pan or zoom.
 
 >>> html = timeline_html(pag, waits, path["segments"], path="timeline.html")   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import base64
+import html as _html
 import logging
+import zlib
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, PassError, pass_
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
 from perflow.sdk.render import write_text
 
-from ._binned import path_rows, path_runs, span_cover, timeline_data
-from ._lod import IDLE, LOD_JS, SUB, TIME_JS, complete_instances, longest, pyramid
+from ._binned import TimelineData, interval_categories, path_rows, path_runs, span_cover, timeline_data
+from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, longest, pyramid
 from .timeline import overlay_table
 
-__all__ = ["timeline_html", "timeline_model", "BOKEH_JS"]
+__all__ = ["timeline_html", "timeline_section", "TimelineSection"]
 
 log = logging.getLogger(__name__)
 
 
-def timeline_model(
+@dataclass
+class TimelineSection:
+    """A timeline for a page: the Bokeh root model, the controls and legend above it, and its sizes."""
+
+    model: Any
+    controls: str
+    embedded: dict[str, int]
+    blob: str = ""
+    region_blob: str = ""
+
+    def data_script(self) -> str:
+        """The compressed data, in script elements the page's script decodes (the first while Bokeh starts)."""
+        return (
+            f'<script type="application/octet-stream" id="pf-timeline-blob">{self.blob}</script>'
+            f'<script type="application/octet-stream" id="pf-timeline-blob-region">{self.region_blob}</script>'
+        )
+
+    def html(self, bokeh_div: str) -> str:
+        """The controls, Bokeh's element, the status line, the tooltip and the data."""
+        return (
+            f'<div id="pf-timeline">{self.controls}\n{bokeh_div}\n<div id="pf-timeline-status"></div>{TOOLTIP}</div>\n'
+            f"{self.data_script()}"
+        )
+
+
+class _Pack:
+    """Arrays appended to one buffer (little-endian), with their layout for the script."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.layout: dict[str, tuple[int, int, str]] = {}
+
+    def add(self, name: str | None, arr: np.ndarray, code: str) -> int:
+        dt = {"u8": "<u1", "u16": "<u2", "u32": "<u4", "i32": "<i4", "f32": "<f4", "f64": "<f8"}[code]
+        b = np.ascontiguousarray(arr, dtype=dt).tobytes()
+        pad = (-self.size) % 8  # every array starts 8-aligned
+        if pad:
+            self.parts.append(b"\0" * pad)
+            self.size += pad
+        off = self.size
+        self.parts.append(b)
+        self.size += len(b)
+        if name is not None:
+            self.layout[name] = (off, int(np.asarray(arr).size), code)
+        return off
+
+    def encoded(self) -> str:
+        return base64.b64encode(zlib.compress(b"".join(self.parts), 6)).decode()
+
+
+def _ticks(t0: float, starts: np.ndarray, durs: np.ndarray, tick: float) -> tuple[np.ndarray, np.ndarray]:
+    """Start deltas (from the previous start; the first from ``t0``) and durations, in integer ticks."""
+    s = np.round((starts - t0) / tick).astype(np.int64)
+    d = np.diff(s, prepend=0)
+    return d.clip(0, 2**32 - 1).astype(np.uint32), np.round(durs / tick).clip(0, 2**32 - 1).astype(np.uint32)
+
+
+def _recolor(pag: PAG, td: TimelineData, top_regions: int) -> TimelineData:
+    """The same instances coloured per function (the ``top_regions`` with the most exclusive time, then other)."""
+    vcode, names, colors = interval_categories(pag, "region", top_regions)
+    par = pag.trace.intervals["parent"].to_numpy()[td.index]  # type: ignore[union-attr]
+    vert = pag.trace.intervals["vertex"].to_numpy()  # type: ignore[union-attr]
+    parent_cat = np.where(par >= 0, vcode[vert[np.maximum(par, 0)]], -1)
+    return replace(td, cat=vcode[td.vertex], parent_cat=parent_cat, names=list(names), colors=list(colors))
+
+
+def _palette(colors: list[str]) -> list[str]:
+
+    return [*colors, *(["#dddddd"] * (IDLE_CODE - len(colors))), IDLE]
+
+
+def timeline_section(
     pag: PAG,
     wait_states: pd.DataFrame | None = None,
     critical_path: pd.DataFrame | None = None,
     *,
     processes: list[int] | None = None,
-    color_by: str = "kind",
     top_regions: int = 10,
     levels: int = 4,
     tile_bins: int = 1024,
-    max_instances: int = 1_000_000,
+    max_instances: int = 200_000,
     max_overlays: int = 100_000,
     max_shown: int = 30_000,
     messages: bool = True,
     max_messages: int = 20_000,
     width: int = 1000,
-    title: str = "timeline",
-) -> Any:
-    """The Bokeh document of an interactive timeline (see :func:`timeline_html`); imports Bokeh."""
+    title: str = "summary timeline: processes per category",
+) -> TimelineSection:
+    """The Bokeh model and the controls of an interactive timeline (see the module docstring); imports Bokeh."""
     from bokeh.layouts import column
     from bokeh.models import (
         ColumnDataSource,
         CustomJS,
-        CustomJSHover,
+        CustomJSTickFormatter,
         CustomJSTransform,
-        Div,
-        HoverTool,
+        FixedTicker,
         LinearColorMapper,
         Range1d,
     )
     from bokeh.plotting import figure
+    from matplotlib.colors import to_hex
 
-    # instances whose subtree is not all embedded: an outline (for hover) over the summary, no fill
-    outline = CustomJSTransform(v_func="return xs.map((f) => (f > 0 ? 0 : 0.9));")
     who = "timeline_html"
     if levels < 1 or tile_bins < 1:
         raise PassError(f"{who}: levels and tile_bins must be at least 1, not {levels} and {tile_bins}")
+    if levels > 8:
+        raise PassError(f"{who}: at most 8 summary levels, not {levels}")
     ws = overlay_table(wait_states, who, "wait_states") if wait_states is not None else None
     cp = overlay_table(critical_path, who, "critical_path") if critical_path is not None else None
-    td = timeline_data(pag, processes=processes, color_by=color_by, top_regions=top_regions, who=who)
+    td = timeline_data(pag, processes=processes, color_by="kind", top_regions=top_regions, who=who)
+    tf = _recolor(pag, td, top_regions)
     t0, t1 = td.span
     if not t1 > t0:
         t1 = t0 + 1e-9
-    n_rows, n_cats = td.n_rows, len(td.names)
-    from matplotlib.colors import to_hex
-
-    colors = [to_hex(c) for c in td.colors]
-    tiles, shares = pyramid(td, t0, t1, levels, tile_bins)
-    mapper = LinearColorMapper(palette=[*colors, IDLE], low=-0.5, high=n_cats + 0.5)
-    labels = td.labels()
-    paths = pag.call_paths().astype(str).tolist()
-    vnames = pag.vertex_table["name"].astype(str).tolist()
-    time_fmt = CustomJSHover(code=TIME_JS)
-    row_fmt = CustomJSHover(args={"labels": labels}, code="return labels[Math.round(value)] ?? '';")
-    cat_fmt = CustomJSHover(args={"names": [*td.names, "idle"]}, code="return names[value] ?? '';")
-    name_fmt = CustomJSHover(args={"names": vnames}, code="return names[value] ?? '';")
-    path_fmt = CustomJSHover(args={"paths": paths}, code="return paths[value] ?? '';")
-
-    height = int(np.clip(22 * n_rows + 20, 200, 820))
-    xr = Range1d(t0, t1, bounds=(t0 - 0.02 * (t1 - t0), t1 + 0.02 * (t1 - t0)), name="pf-timeline-x")
-    p = figure(
-        frame_width=width,
-        frame_height=height,
-        x_range=xr,
-        y_range=Range1d(n_rows - 0.5, -0.5),
-        tools="xpan,xwheel_zoom,xbox_zoom,reset,save",
-        active_scroll="xwheel_zoom",
-        active_drag="xpan",
-        x_axis_label="time (s)",
-        y_axis_label="process",
-        output_backend="canvas",
-        name="pf-timeline",
-    )
-    p.yaxis.ticker = list(range(0, n_rows, max(1, int(np.ceil(n_rows / 40)))))
-    p.yaxis.major_label_overrides = {i: labels[i] for i in range(n_rows)}
-    p.ygrid.visible = False
-    tile_store = ColumnDataSource(tiles)
-    tile_view = ColumnDataSource({k: [v for v, lv in zip(tiles[k], tiles["level"]) if lv == 0] for k in tiles})
-    img = p.image(image="image", x="x", y="y", dw="dw", dh="dh", source=tile_view, color_mapper=mapper)
-    p.add_tools(
-        HoverTool(
-            renderers=[img],
-            tooltips=[("time", "$x{time}"), ("process", "$y{row}"), ("category", "@image{cat}")],
-            formatters={"$x": time_fmt, "$y": row_fmt, "@image": cat_fmt},
-        )
-    )
-    # instances: the longest max_instances, children after parents so they paint over them
+    n_rows = td.n_rows
+    if n_rows > 65535:
+        raise PassError(f"{who}: at most 65535 timeline rows (locations), not {n_rows}; choose some with processes=")
+    tick = max(1e-9, (t1 - t0) / 2**31)
+    pack = _Pack()
+    meta: dict[str, Any] = {"t0": t0, "t1": t1, "levels": levels, "tile_bins": tile_bins, "sub": SUB, "tick": tick}
+    # summary pyramids, per category and per function
+    tiles_k, shares = pyramid(td, t0, t1, levels, tile_bins)
+    tiles_r, shares_r = pyramid(tf, t0, t1, levels, tile_bins)
+    meta["tiles_kind"] = [[lv, i, pack.add(None, img, "u8")] for lv, i, img in tiles_k]
+    region = _Pack()  # the summary per function: its own data, decoded when asked for
+    meta["tiles_region"] = [[lv, i, region.add(None, img, "u8")] for lv, i, img in tiles_r]
+    meta["tile_rows"] = n_rows * SUB
+    finest = shares.shape[1]
+    meta["finest"] = finest
+    # instances: the longest max_instances, children after parents (they paint over them), deltas per depth
     keep = longest(td.enter, td.leave, max_instances)
     depth = pag.vertex_table["depth"].to_numpy()[td.vertex[keep]]
-    keep = keep[np.argsort(depth, kind="stable")]
-    store = ColumnDataSource(
-        {
-            "left": td.enter[keep],
-            "right": td.leave[keep],
-            "row": td.row[keep].astype(np.int32),
-            "cat": td.cat[keep].astype(np.uint8),
-            "vertex": td.vertex[keep].astype(np.int32),
-            "dur": (td.leave[keep] - td.enter[keep]).astype(np.float64),
-            "fill": np.where(complete_instances(pag, td.index[keep]), 1.0, 0.0).astype(np.float32),
-        }
-    )
-    empty = {"left": [], "right": [], "row": [], "cat": [], "vertex": [], "vid": [], "dur": [], "fill": []}
-    inst_view = ColumnDataSource(empty)
-    bars = p.hbar(
-        y="row",
-        left="left",
-        right="right",
-        height=0.8,
-        source=inst_view,
-        fill_color={"field": "cat", "transform": mapper},
-        fill_alpha="fill",
-        line_color="#555555",
-        line_alpha={"field": "fill", "transform": outline},
-        line_width=0.5,
-    )
-    p.add_tools(
-        HoverTool(
-            renderers=[bars],
-            tooltips=[
-                ("region", "@vertex{name}"),
-                ("call path", "@vid{path}"),
-                ("process", "@row{row}"),
-                ("start", "@left{time}"),
-                ("duration", "@dur{time}"),
-            ],
-            formatters={"@vertex": name_fmt, "@vid": path_fmt, "@row": row_fmt, "@left": time_fmt, "@dur": time_fmt},
-        )
-    )
-    finest = shares.shape[1]
-    args: dict[str, Any] = {"waits": None, "path": None, "msgs": None}
+    order = np.lexsort((td.enter[keep], depth))
+    keep, depth = keep[order], depth[order]
+    cuts = np.flatnonzero(np.diff(depth)) + 1 if len(keep) else np.zeros(0, np.int64)
+    groups = np.diff(np.r_[0, cuts, len(keep)]).astype(int).tolist() if len(keep) else []
+    starts = td.enter[keep]
+    s_ticks = np.round((starts - t0) / tick).astype(np.int64)
+    ds = np.diff(s_ticks, prepend=0)
+    ds[np.r_[0, cuts].astype(np.int64)[: len(groups)]] = s_ticks[np.r_[0, cuts].astype(np.int64)[: len(groups)]]
+    ds = ds.clip(0, 2**32 - 1).astype(np.uint32)  # within a depth, starts only grow: deltas from the previous
+    dd = np.round((td.leave[keep] - starts) / tick).clip(0, 2**32 - 1).astype(np.uint32)
+    nv = pag.n_vertices
+    pack.add("inst_start", ds, "u32")
+    pack.add("inst_dur", dd, "u32")
+    pack.add("inst_row", td.row[keep], "u16")
+    pack.add("inst_cat", td.cat[keep], "u8")
+    pack.add("inst_fn", tf.cat[keep], "u8")
+    pack.add("inst_vertex", td.vertex[keep], "u32" if nv > 65535 else "u16")
+    pack.add("inst_fill", np.where(complete_instances(pag, td.index[keep]), 255, 0), "u8")
+    meta["inst_groups"] = groups
+    embedded = {"instances": int(len(keep)), "of_instances": int(len(td.enter))}
+
+    def overlay(prefix: str, s: np.ndarray, e: np.ndarray, y0: np.ndarray, y1: np.ndarray | None) -> None:
+        o = np.argsort(s, kind="stable")
+        a, b = _ticks(t0, s[o], (e - s)[o], tick)
+        pack.add(f"{prefix}_start", a, "u32")
+        pack.add(f"{prefix}_dur", b, "u32")
+        pack.add(f"{prefix}_y0", y0[o], "u16")
+        if y1 is not None:
+            pack.add(f"{prefix}_y1", y1[o], "u16")
+
     if ws is not None:
         wr = td.rows_of(ws["process"].to_numpy(), ws["thread"].to_numpy())
         ok = np.flatnonzero(wr >= 0)
         s_, e_ = ws["start"].to_numpy()[ok], ws["end"].to_numpy()[ok]
-        cover = span_cover(wr[ok], s_, e_, n_rows=n_rows, t0=t0, t1=t1, bins=finest)
-        alpha = np.zeros((n_rows, SUB, finest), np.uint8)
+        wbins = min(finest, 2048)  # shown zoomed out only: a pixel per bin is plenty
+        cover = span_cover(wr[ok], s_, e_, n_rows=n_rows, t0=t0, t1=t1, bins=wbins)
+        alpha = np.zeros((n_rows, SUB, wbins), np.uint8)
         alpha[:, -1, :] = np.round(cover * 255).astype(np.uint8)  # a strip along the bottom of each band
-        wmap = LinearColorMapper(palette=[f"#d91a1a{a:02x}" for a in range(0, 256, 16)], low=0, high=255)
-        wait_binned = p.image(
-            image=[alpha.reshape(n_rows * SUB, finest)], x=t0, y=-0.5, dw=t1 - t0, dh=float(n_rows), color_mapper=wmap
-        )
+        meta["wait_bins"] = wbins
+        pack.add("wait_alpha", alpha.reshape(-1), "u8")
         k = longest(s_, e_, max_overlays)
-        waits = ColumnDataSource({"left": s_[k], "right": e_[k], "row": wr[ok][k].astype(np.int32)})
-        wait_view = ColumnDataSource({"left": [], "right": [], "row": []})
-        p.hbar(
-            y="row",
-            left="left",
-            right="right",
-            height=0.8,
-            source=wait_view,
-            fill_color="#d91a1a",
-            fill_alpha=0.25,
-            line_color="#b00000",
-            hatch_pattern="/",
-            hatch_color="#b00000",
-            legend_label="wait states",
-        )
-        args.update(waits=waits, wait_view=wait_view, wait_binned=wait_binned)
+        overlay("wait", s_[k], e_[k], wr[ok][k], None)
+        embedded["wait_states"] = int(len(k))
+    path_binned = {"x0": [], "x1": [], "row": []}
     if cp is not None:
-        cr = td.rows_of(cp["process"].to_numpy(), cp["thread"].to_numpy()).astype(np.float64)
+        cr = td.rows_of(cp["process"].to_numpy(), cp["thread"].to_numpy())
         s_, e_ = cp["start"].to_numpy(), cp["end"].to_numpy()
         seg = [np.c_[s_, cr, e_, cr]]
         if len(cp) > 1:
@@ -203,23 +235,17 @@ def timeline_model(
         allseg = np.concatenate(seg)
         allseg = allseg[(allseg[:, 1] >= 0) & (allseg[:, 3] >= 0)]
         allseg = allseg[np.argsort(allseg[:, 0], kind="stable")][:max_overlays]
-        path = ColumnDataSource({"x0": allseg[:, 0], "y0": allseg[:, 1], "x1": allseg[:, 2], "y1": allseg[:, 3]})
-        path_view = ColumnDataSource({"x0": [], "y0": [], "x1": [], "y1": []})
-        p.segment(
-            x0="x0",
-            y0="y0",
-            x1="x1",
-            y1="y1",
-            source=path_view,
-            line_color="black",
-            line_width=3,
-            legend_label="critical path",
-        )
+        overlay("path", allseg[:, 0], allseg[:, 2], allseg[:, 1].astype(np.int64), allseg[:, 3].astype(np.int64))
         ok = cr >= 0
-        rows = path_rows(cr[ok], s_[ok], e_[ok], t0=t0, t1=t1, bins=finest)
+        rows = path_rows(cr[ok].astype(np.float64), s_[ok], e_[ok], t0=t0, t1=t1, bins=finest)
         bx0, bx1, brow = path_runs(rows, t0, t1)
-        path_binned = p.segment(x0=bx0, y0=brow, x1=bx1, y1=brow, line_color="black", line_width=2.5)
-        args.update(path=path, path_view=path_view, path_binned=path_binned)
+        path_binned = {
+            "x0": np.asarray(bx0).tolist(),
+            "x1": np.asarray(bx1).tolist(),
+            "row": np.asarray(brow).astype(int).tolist(),
+        }
+        embedded["path_segments"] = int(len(allseg))
+    meta["path_binned"] = path_binned
     if messages and pag.trace is not None and len(pag.trace.messages):
         m = pag.trace.messages
         sr = td.rows_of(m["send_process"].to_numpy(), m["send_thread"].to_numpy())
@@ -228,97 +254,193 @@ def timeline_model(
         if len(ok) > max_messages:
             ok = ok[np.unique(np.linspace(0, len(ok) - 1, max_messages).round().astype(np.int64))]
         st, rt = m["send_time"].to_numpy()[ok], m["recv_time"].to_numpy()[ok]
-        o = np.argsort(st, kind="stable")
-        msgs = ColumnDataSource(
-            {"x0": st[o], "y0": sr[ok][o].astype(np.float64), "x1": rt[o], "y1": rr[ok][o].astype(np.float64)}
-        )
-        msg_view = ColumnDataSource({"x0": [], "y0": [], "x1": [], "y1": []})
-        p.segment(
-            x0="x0",
-            y0="y0",
-            x1="x1",
-            y1="y1",
-            source=msg_view,
-            line_color="#333333",
-            line_alpha=0.7,
-            legend_label="messages",
-        )
-        args.update(msgs=msgs, msg_view=msg_view)
-    if p.legend:
-        p.legend.click_policy = "hide"
-        p.add_layout(p.legend[0], "right")
-    # the summary strip: processes per category over time (finest level)
-    counts = shares.sum(axis=0)
-    strip_src = {"t": t0 + (np.arange(finest) + 0.5) * (t1 - t0) / finest}
-    strip_src.update({f"c{i}": counts[:, i] for i in range(n_cats)})
-    strip = figure(
+        overlay("msg", st, np.maximum(rt, st), sr[ok], rr[ok])
+        embedded["messages"] = int(len(ok))
+    meta.update(
+        layout=pack.layout,
+        n_rows=n_rows,
+        labels=td.labels(),
+        row_process=td.locs["process"].astype(int).tolist(),
+        kind_names=list(td.names),
+        region_names=list(tf.names),
+        kind_palette=_palette([to_hex(c) for c in td.colors]),
+        region_palette=_palette([to_hex(c) for c in tf.colors]),
+        vertex_names=pag.vertex_table["name"].astype(str).tolist(),
+        call_paths=pag.call_paths().astype(str).tolist(),
+        max_shown=max_shown,
+        max_overlay=5000,
+    )
+    blob, region_blob = pack.encoded(), region.encoded()
+    embedded["bytes"] = len(blob) + len(region_blob)
+    # ---------------------------------------------------------------- the Bokeh document (empty views)
+    mapper = LinearColorMapper(palette=meta["kind_palette"], low=-0.5, high=IDLE_CODE + 0.5)
+    height = int(np.clip(22 * n_rows + 20, 160, 820))
+    xr = Range1d(t0, t1, bounds=(t0 - 0.02 * (t1 - t0), t1 + 0.02 * (t1 - t0)), name="pf-timeline-x")
+    yr = Range1d(n_rows - 0.5, -0.5, name="pf-timeline-y")
+    tickfmt = CustomJSTickFormatter(code="return window.pfTickFormat ? window.pfTickFormat(tick, index, ticks) : tick;")
+    p = figure(
         frame_width=width,
-        frame_height=110,
+        frame_height=height,
         x_range=xr,
-        tools="",
-        toolbar_location=None,
-        title=title,
-        y_axis_label="processes",
-        name="pf-summary",
+        y_range=yr,
+        tools="xpan,xwheel_zoom,box_zoom,reset,save",
+        active_scroll="xwheel_zoom",
+        active_drag="xpan",
+        x_axis_label="time",
+        y_axis_label="process",
+        output_backend="canvas",
+        name="pf-timeline",
     )
-    strip.varea_stack(
-        stackers=[f"c{i}" for i in range(n_cats)],
-        x="t",
-        color=colors,
-        legend_label=list(td.names),
-        source=ColumnDataSource(strip_src),
-    )
-    leg = strip.legend[0]
-    leg.ncols = int(np.ceil(n_cats / 5))
-    leg.label_text_font_size, leg.glyph_height, leg.label_height, leg.spacing = "9pt", 12, 12, 0
-    strip.add_layout(leg, "right")
+    p.xaxis.formatter = tickfmt
+    p.yaxis.ticker = FixedTicker(ticks=list(range(0, n_rows, max(1, int(np.ceil(n_rows / 40))))))
+    p.yaxis.major_label_overrides = {i: lab for i, lab in enumerate(meta["labels"])}
+    p.ygrid.visible = False
+    p.toolbar.logo = None
+    tile_view = ColumnDataSource({"image": [], "x": [], "y": [], "dw": [], "dh": []})
+    p.image(image="image", x="x", y="y", dw="dw", dh="dh", source=tile_view, color_mapper=mapper)
+    outline = CustomJSTransform(v_func="return xs.map((f) => (f > 0 ? 0 : 0.9));")
+    inst_view = ColumnDataSource({"left": [], "right": [], "row": [], "c": [], "vertex": [], "dur": [], "fill": []})
+    p.hbar(
+        y="row", left="left", right="right", height=0.8, source=inst_view,
+        fill_color={"field": "c", "transform": mapper}, fill_alpha="fill",
+        line_color="#555555", line_alpha={"field": "fill", "transform": outline}, line_width=0.5,
+    )  # fmt: skip
+    args: dict[str, Any] = {"xr": xr, "yr": yr, "plot": p, "yaxis": p.yaxis[0], "mapper": mapper}
+    args.update(tile_view=tile_view, inst_view=inst_view)
+    wmap = LinearColorMapper(palette=[f"#d91a1a{a:02x}" for a in range(0, 256, 16)], low=0, high=255)
+    wait_binned = p.image(image="image", x="x", y="y", dw="dw", dh="dh", color_mapper=wmap,
+                          source=ColumnDataSource({"image": [], "x": [], "y": [], "dw": [], "dh": []}))  # fmt: skip
+    wait_view = ColumnDataSource({"left": [], "right": [], "row": []})
+    wait_glyph = p.hbar(
+        y="row", left="left", right="right", height=0.8, source=wait_view, fill_color="#d91a1a", fill_alpha=0.25,
+        line_color="#b00000", hatch_pattern="/", hatch_color="#b00000",
+    )  # fmt: skip
+    path_view = ColumnDataSource({"x0": [], "y0": [], "x1": [], "y1": []})
+    path_glyph = p.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=path_view, line_color="black", line_width=3)
+    path_binned_r = p.segment(x0="x0", y0="y0", x1="x1", y1="y1", line_color="black", line_width=2.5,
+                              source=ColumnDataSource({"x0": [], "y0": [], "x1": [], "y1": []}))  # fmt: skip
+    msg_view = ColumnDataSource({"x0": [], "y0": [], "x1": [], "y1": []})
+    msg_glyph = p.segment(x0="x0", y0="y0", x1="x1", y1="y1", source=msg_view, line_color="#333333", line_alpha=0.7)
+    args.update(
+        wait_view=wait_view, wait_glyph=wait_glyph, wait_binned=wait_binned, path_view=path_view,
+        path_glyph=path_glyph, path_binned=path_binned_r, msg_view=msg_view, msg_glyph=msg_glyph,
+    )  # fmt: skip
+    # the summary strip: processes per category (or function) over time, at the finest level
+    strip = figure(frame_width=width, frame_height=90, x_range=xr, tools="", toolbar_location=None, title=title,
+                   y_axis_label="processes", name="pf-summary")  # fmt: skip
+    n_strip = min(finest, 2048)  # the strip is a thousand pixels wide: 2048 points are plenty
+    t_mid = (t0 + (np.arange(n_strip) + 0.5) * (t1 - t0) / n_strip).astype(np.float64)
+    strips = {}
+    for key, data_, cols in (("kind", td, meta["kind_palette"]), ("region", tf, meta["region_palette"])):
+        sh = shares if key == "kind" else shares_r
+        counts = sh.sum(axis=0).reshape(n_strip, finest // n_strip, -1).mean(axis=1).astype(np.float32)
+        src = {"t": t_mid, **{f"c{i}": counts[:, i] for i in range(len(data_.names))}}
+        rs = strip.varea_stack(stackers=[f"c{i}" for i in range(len(data_.names))], x="t", color=cols[: len(data_.names)],
+                               source=ColumnDataSource(src))  # fmt: skip
+        for r in rs:
+            r.visible = key == "kind"
+        strips[key] = rs
     strip.xaxis.visible = False
     strip.y_range.start = 0
-    status = Div(text="", name="pf-timeline-status", styles={"font-family": "monospace", "font-size": "12px"})
-    meta = {"t0": t0, "t1": t1, "levels": levels, "width": width, "max_shown": max_shown, "max_overlay": 5000}
-    cb = CustomJS(
-        args={
-            "xr": xr,
-            "tiles": tile_store,
-            "tile_view": tile_view,
-            "store": store,
-            "inst_view": inst_view,
-            "status": status,
-            "meta": meta,
-            **args,
-        },
-        code=LOD_JS,
-    )
-    xr.js_on_change("start", cb)
-    xr.js_on_change("end", cb)
+    args.update(strip_kind=strips["kind"], strip_region=strips["region"], meta=meta)
+    lod = CustomJS(code="if (window.pfTimeline && window.pfTimeline.lod) window.pfTimeline.lod();")
+    xr.js_on_change("start", lod)
+    xr.js_on_change("end", lod)
     from bokeh.document import Document
+    from bokeh.events import MouseLeave, MouseMove
 
+    init = CustomJS(
+        args=args,
+        code="window.pfTimelineInit({xr, yr, plot, yaxis, mapper, tile_view, inst_view, wait_view, wait_glyph, "
+        "wait_binned, path_view, path_glyph, path_binned, msg_view, msg_glyph, strip_kind, strip_region, meta});",
+    )
+    p.js_on_event(
+        MouseMove,
+        CustomJS(code="if (window.pfTimeline && window.pfTimeline.hover) window.pfTimeline.hover(cb_obj.x, cb_obj.y);"),
+    )
+    p.js_on_event(
+        MouseLeave, CustomJS(code="if (window.pfTimeline && window.pfTimeline.leave) window.pfTimeline.leave();")
+    )
+    layout = column(strip, p, name="pf-timeline-layout")
     doc = Document()
-    doc.add_root(column(strip, p, status, name="pf-timeline-layout"))
-    doc.js_on_event("document_ready", cb)  # the first level of detail, once the page is shown
-    doc.title = title
-    return doc
+    doc.add_root(layout)
+    doc.js_on_event("document_ready", init)  # the data is decoded once the page is shown
+    controls = _controls(td, tf, meta, ws is not None, cp is not None, "msg_start" in pack.layout)
+    return TimelineSection(layout, controls, embedded, blob, region_blob)
 
 
-#: Bokeh's JavaScript and CSS for a page holding several Bokeh models (inline: the page works offline).
-def BOKEH_JS() -> str:  # noqa: N802 - a constant computed on demand
-    from bokeh.resources import INLINE
+def _controls(td: TimelineData, tf: TimelineData, meta: dict[str, Any], waits: bool, path: bool, msgs: bool) -> str:
+    """The colour choice, the process filter, the overlay check boxes and the legend (HTML)."""
+    esc = _html.escape
+    boxes = []
+    for key, label, on, symbol in (
+        (
+            "waits",
+            "wait states",
+            waits,
+            '<svg width="22" height="12"><defs><pattern id="pfh" width="4" height="4" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="4" stroke="#b00000" stroke-width="1.5"/></pattern></defs><rect x="1" y="1" width="20" height="10" fill="#d91a1a40" stroke="#b00000"/><rect x="1" y="1" width="20" height="10" fill="url(#pfh)"/></svg>',
+        ),
+        (
+            "path",
+            "critical path",
+            path,
+            '<svg width="22" height="12"><line x1="1" y1="6" x2="21" y2="6" stroke="black" stroke-width="3"/></svg>',
+        ),
+        (
+            "messages",
+            "messages",
+            msgs,
+            '<svg width="22" height="12"><line x1="1" y1="10" x2="21" y2="2" stroke="#333" stroke-width="1"/></svg>',
+        ),
+    ):
+        if on:
+            boxes.append(f'<label>{symbol}<input type="checkbox" data-overlay="{key}" checked> {esc(label)}</label>')
+    legend = []
+    for key, data_, pal in (("kind", td, meta["kind_palette"]), ("region", tf, meta["region_palette"])):
+        items = "".join(
+            f'<span><span class="sw" style="background:{c}"></span>{esc(n)}</span>' for n, c in zip(data_.names, pal)
+        )
+        hidden = "" if key == "kind" else ' style="display:none"'
+        legend.append(f'<div data-color="{key}"{hidden}>{items}</div>')
+    return (
+        '<div class="pf-tl-bar">'
+        '<label><input type="radio" name="pf-tl-color" value="kind" checked> colour per category</label>'
+        f'<label><input type="radio" name="pf-tl-color" value="region"> per function (top {len(tf.names) - 1})</label>'
+        '<label>processes <input type="text" id="pf-tl-procs" placeholder="all, or 0-3, 7" '
+        'title="the processes shown: ranks and ranges, e.g. 0-3, 7 (empty: all)"></label>'
+        + "".join(boxes)
+        + "</div>"
+        + f'<div class="pf-tl-legend">{"".join(legend)}</div>'
+    )
 
-    return INLINE.render()
+
+#: The tooltip element and its style (one for the whole timeline).
+TOOLTIP = (
+    '<div id="pf-timeline-tip" style="position:fixed;display:none;z-index:10;background:#fffffff0;border:1px solid #999;'
+    'padding:4px 6px;font-size:12px;font-family:monospace;max-width:48em;pointer-events:none"></div>'
+)
 
 
-@pass_(version="1", tags=("plot", "report"))
+def bokeh_js(models: list[Any]) -> str:
+    """Bokeh's JavaScript for ``models`` only (inline: the page works offline; no widgets, no MathJax)."""
+    from bokeh.embed.bundle import bundle_for_objs_and_resources
+    from bokeh.resources import Resources
+
+    bundle = bundle_for_objs_and_resources(models, Resources(mode="inline"))
+    return bundle._render_js()
+
+
+@pass_(version="2", tags=("plot", "report"))
 def timeline_html(
     pag: PAG,
     wait_states: pd.DataFrame | None = None,
     critical_path: pd.DataFrame | None = None,
     *,
     processes: list[int] | None = None,
-    color_by: str = "kind",
     top_regions: int = 10,
     levels: int = 4,
     tile_bins: int = 1024,
-    max_instances: int = 1_000_000,
+    max_instances: int = 200_000,
     max_overlays: int = 100_000,
     max_shown: int = 30_000,
     messages: bool = True,
@@ -339,9 +461,9 @@ def timeline_html(
         Critical-path segments (``process``, ``start``, ``end``): the path with its jumps
         when zoomed in, a dash per bin on the row it is on when zoomed out.
     processes : list of int, optional
-        Processes to show (default: all).
-    color_by, top_regions
-        As in :func:`perflow.passes.timeline.plot_timeline`.
+        Processes to embed (default: all; the page's filter then picks among them).
+    top_regions : int
+        Functions with their own colour when colouring per function.
     levels : int
         Summary levels: level ``k`` holds ``2**k`` tiles of ``tile_bins`` bins.
     tile_bins : int
@@ -366,25 +488,21 @@ def timeline_html(
     str
         The HTML document.
     """
-    from bokeh.embed import file_html
-    from bokeh.resources import INLINE
+    from bokeh.embed import components
 
-    model = timeline_model(
-        pag,
-        wait_states,
-        critical_path,
-        processes=processes,
-        color_by=color_by,
-        top_regions=top_regions,
-        levels=levels,
-        tile_bins=tile_bins,
-        max_instances=max_instances,
-        max_overlays=max_overlays,
-        max_shown=max_shown,
-        messages=messages,
-        max_messages=max_messages,
-        title=title,
+    from .html_tree import web_asset
+
+    sec = timeline_section(
+        pag, wait_states, critical_path, processes=processes, top_regions=top_regions, levels=levels,
+        tile_bins=tile_bins, max_instances=max_instances, max_overlays=max_overlays, max_shown=max_shown,
+        messages=messages, max_messages=max_messages,
+    )  # fmt: skip
+    script, div = components(sec.model)
+    esc = _html.escape
+    text = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>\n'
+        f"{bokeh_js([sec.model])}\n<style>{web_asset('page.css')}</style></head>\n<body>\n<h1>{esc(title)}</h1>\n"
+        f"{sec.html(div)}\n<script>{web_asset('timeline.js')}</script>\n{script}\n</body></html>\n"
     )
-    text = file_html(model, INLINE, title)
     write_text(text, path)
     return text

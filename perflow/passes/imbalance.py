@@ -270,6 +270,9 @@ def imbalance_outliers(
     df["ratio"] = df["value"] / df["mean"]
     df["excess"] = excess[order]
     df.attrs.update({"metric": col, "k": k})
+    unit = pag.metric_info[col].unit if col in pag.metric_info else ""
+    if unit in ("s", "bytes", "count"):  # value, mean and excess are in the metric's unit
+        df.attrs["units"] = {"value": unit, "mean": unit, "excess": unit, "ratio": ""}
     return df
 
 

@@ -115,7 +115,7 @@ def _layout(
         except Exception as exc:
             raise PassError(f"{who}: {exc}") from None
     ids = np.asarray(ids, dtype=np.int64)
-    ids = ids[np.argsort(pag.tree.preorder[ids], kind="stable")]
+    ids = ids[np.argsort(pag.tree_index.preorder[ids], kind="stable")]
     locs = pag.locations
     if processes is not None:
         locs = locs[locs["process"].isin(list(processes))]

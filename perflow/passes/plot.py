@@ -18,6 +18,7 @@ from perflow.sdk.figures import (
     CATEGORY_COLORS,
     PLOT_CATEGORIES,
     axis_scale,
+    legend_outside,
     new_figure,
     palette,
     per_process,
@@ -106,9 +107,9 @@ def plot_process_bars(
     ax.set_xlabel("process")
     ax.set_ylabel(unit_label(metric, u))
     ax.set_title(title or f"{metric} per process")
-    if labels:
-        ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
+    if labels:
+        legend_outside(ax)  # after the layout: the saved figure widens to hold it
     save_figure(fig, path)
     return fig
 
@@ -294,6 +295,8 @@ def plot_breakdown(
     extra = iter(palette(len(cols)))
     for j, c in enumerate(wide.columns):
         color = cols[j] or next(extra)
+        if not np.any(vals[:, j]):  # a category with no time: neither a bar nor a legend entry
+            continue
         seg = vals[:, j] * f
         if horizontal:
             ax.barh(pos, seg, left=bottom, color=color, label=str(c))
@@ -309,7 +312,7 @@ def plot_breakdown(
             t.set_rotation(30)
             t.set_horizontalalignment("right")
     ax.set_title(title or "time breakdown")
-    ax.legend(loc="best", fontsize="small")
     fig.tight_layout()
+    legend_outside(ax)  # after the layout: the saved figure widens to hold it
     save_figure(fig, path)
     return fig

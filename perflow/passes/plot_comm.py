@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, PassError, pass_
-from perflow.sdk.figures import Figure, new_figure, save_figure, unit_label
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+from perflow.sdk.figures import Figure, new_figure, save_figure, value_formatter
 from perflow.sdk.render import as_frame, format_value, guess_unit, numeric, require_columns
 
 __all__ = ["plot_comm_matrix", "comm_matrix_array"]
@@ -148,7 +150,15 @@ def plot_comm_matrix(
         norm = Normalize(vmin=0.0, vmax=float(mat.max()) if mat.size and mat.max() > 0 else 1.0)
     im = ax.imshow(shown, cmap=cm, norm=norm, interpolation="nearest", aspect="auto")
     cb = fig.colorbar(im, ax=ax)
-    cb.set_label(unit_label(value, unit if unit in ("bytes", "s") else ""))
+    cb.set_label(value)  # the ticks carry the unit, as the cells do (2.00 KiB, 12.3 ms)
+    if unit in ("bytes", "s", "count"):
+        cb.ax.yaxis.set_major_formatter(value_formatter(unit))
+        if unit == "bytes" and not log and norm.vmax:  # ticks at round numbers of KiB/MiB, not of 1000 bytes
+            from matplotlib.ticker import FixedLocator, MaxNLocator
+
+            scale = 1024.0 ** max(0, int(np.floor(np.log(max(norm.vmax, 1.0)) / np.log(1024))))
+            ticks = MaxNLocator(6, steps=[1, 2, 2.5, 4, 5, 8, 10]).tick_values(0, norm.vmax / scale) * scale
+            cb.ax.yaxis.set_major_locator(FixedLocator(ticks[ticks <= norm.vmax * 1.0001]))
     ax.set_xlabel("receiver")
     ax.set_ylabel("sender")
     step = max(1, int(np.ceil(max(len(rows), len(cols)) / 32)))

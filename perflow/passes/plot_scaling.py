@@ -14,12 +14,14 @@ lists (the ones it flags), in its order, and marks poor fits in the legend.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PassError, pass_
-from perflow.sdk.figures import Figure, new_figure, palette, save_figure
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.sdk.figures import Figure, legend_outside, new_figure, palette, save_figure, value_formatter
 from perflow.sdk.render import as_frame, format_value, numeric, require_columns
 
 from .models import evaluate, frame_models
@@ -187,6 +189,7 @@ def plot_scaling(
     ps = np.sort(tidy["P"].unique())
     xmax = max(float(ps.max()) if len(ps) else 1.0, float(target or 0))
     handles: list = []
+    said: dict[Any, str] = {}  # a curve's predicted value, for its legend entry
     for name, color in zip(order, palette(len(order))):
         g = tidy[tidy["label"] == name].groupby("P", sort=True)["T"].mean()
         x, y = g.index.to_numpy(), g.to_numpy()
@@ -208,13 +211,13 @@ def plot_scaling(
         ax.plot(xs, fit, "--", color=color, label=f"{name} fit")
         if target:
             pred = float(np.asarray(curve(np.array([float(target)])), dtype=np.float64).ravel()[0])
-            ax.plot(
+            # the predicted value goes in the legend: labels beside the stars would overlap
+            star = ax.plot(
                 [target], [pred if pred > 0 else np.nan], "*", color=color, markersize=12, label=f"{name} @ P={target}"
             )
-            if pred > 0:
-                ax.annotate(
-                    format_value(pred, "s"), (target, pred), textcoords="offset points", xytext=(5, 5), fontsize=7
-                )
+            if pred > 0:  # said in the legend beside its curve: labels beside the stars would overlap
+                said[handles[-1]] = f"; {format_value(pred, 's')} at P={target}"
+            del star
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ticks = np.unique(np.r_[ps, [target] if target else []])
@@ -224,7 +227,8 @@ def plot_scaling(
     if target:
         ax.axvline(target, color="gray", linestyle=":", linewidth=1)
     ax.set_xlabel("processes")
-    ax.set_ylabel(f"{time} (s)")
+    ax.set_ylabel(time)
+    ax.yaxis.set_major_formatter(value_formatter("s"))  # 10.0 ms, 1.00 s: the unit on every tick
     form = "model c0 + c·p^i·log2(p)^j" if pmnf else "fit log2 T = a + b log2 P"
     ax.set_title(title or f"scaling: {form.split(' ', 1)[1]}")
     handles.append(Line2D([], [], color="gray", linestyle="--", label=form))
@@ -232,7 +236,8 @@ def plot_scaling(
         handles.append(
             Line2D([], [], color="gray", marker="*", linestyle="", markersize=10, label=f"prediction at P={target}")
         )
-    ax.legend(handles=handles, loc="best", fontsize="small")
     fig.tight_layout()
+    labels = [f"{h.get_label()}{said.get(h, '')}" for h in handles]
+    legend_outside(ax, handles=handles, labels=labels)  # after the layout: the saved figure widens to hold it
     save_figure(fig, path)
     return fig

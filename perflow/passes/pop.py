@@ -228,7 +228,7 @@ def _profile_numbers(
         u = useful_time(pag, non_useful).to_numpy()
     else:
         top, desc = region_vertices(pag, region, pass_name), f"subtree of {region}"
-        inside = descendants_mask(pag.tree, top, include_self=True)
+        inside = descendants_mask(pag.tree_index, top, include_self=True)
         v = np.asarray(m.index.codes[0])
         useful = ~non_useful_mask(pag, tuple(non_useful)) & inside
         x = m["time_exc"].to_numpy(dtype=np.float64) * useful[v]

@@ -26,10 +26,23 @@ from typing import Any
 
 import pandas as pd
 
-from perflow.sdk import PAG, VertexSet, pass_
-from perflow.sdk.render import format_value, write_text
-
-from ._treeview import LEVELS, TreeView, level_of, tree_view
+from perflow.errors import PassError
+from perflow.flow.registry import pass_
+from perflow.pag.pag import PAG
+from perflow.pag.sets import VertexSet
+from perflow.pag.treeview import (
+    LEVELS,
+    TreeText,
+    TreeView,
+    _repeated,
+    format_tree_value,
+    level_of,
+    metric_values,
+    tree_lines,
+    tree_view,
+)
+from perflow.sdk.render import write_text
+from perflow.units import guess_unit
 
 __all__ = ["tree_text", "tree_dot", "tree_html"]
 
@@ -37,34 +50,21 @@ TreeInput = PAG | VertexSet | pd.DataFrame
 
 
 def _fmt(tv: TreeView, v: int, units: bool, precision: int) -> str:
-    x = float(tv.value[v])
-    if units and tv.unit:
-        return format_value(x, tv.unit, digits=precision)
-    return f"{x:.{precision}f}"
-
-
-def _repeated(tv: TreeView) -> set[int]:
-    """Shown vertices whose name repeats among their siblings (two call sites of one function)."""
-    out: set[int] = set()
-    for kids in [tv.roots, *tv.children.values()]:
-        seen: dict[str, list[int]] = {}
-        for k in kids:
-            seen.setdefault(str(tv.name[k]), []).append(k)
-        out.update(k for ks in seen.values() if len(ks) > 1 for k in ks)
-    return out
+    return format_tree_value(float(tv.value[v]), tv.unit, units, precision)
 
 
 def _view(data: Any, pag: PAG | None, who: str, **kw: Any) -> TreeView:
     return tree_view(data, pag, who=who, **kw)
 
 
-@pass_(version="2", tags=("report",))
+@pass_(version="3", tags=("report",))
 def tree_text(
     data: TreeInput,
     pag: PAG | None = None,
     *,
-    metric: str = "time_inc",
+    metric: str | list[str] = "time_inc",
     agg: str = "sum",
+    process: int | None = None,
     depth: int | None = None,
     threshold: float = 0.0,
     expand: list[str | int] | None = None,
@@ -98,10 +98,13 @@ def tree_text(
         table with a ``vertex`` column (an analysis result) together with ``pag``.
     pag : PAG, optional
         The PAG of a table of vertices.
-    metric : str
-        The value shown.
+    metric : str or list of str
+        The value shown; several metrics are shown side by side as columns (the first one
+        selects, sorts and colours).
     agg : str
         Aggregation across processes: sum, mean, max, min, std, median, count.
+    process : int, optional
+        Show one process's values (its threads summed) instead of an aggregation.
     depth : int, optional
         Deepest level shown (roots are level 0).
     threshold : float
@@ -134,43 +137,45 @@ def tree_text(
     str
         One line per shown vertex, ending with a newline.
     """
+    metrics = [metric] if isinstance(metric, str) else list(metric)
+    if not metrics:
+        raise PassError("tree_text: metric names no metric")
     tv = _view(
         data,
         pag,
         "tree_text",
-        metric=metric,
+        metric=metrics[0],
         agg=agg,
+        process=process,
         depth=depth,
         threshold=threshold,
         expand=expand,
         collapse=collapse,
         sort=sort,
     )
-    tee, elbow, pipe, blank = ("|- ", "`- ", "|  ", "   ") if ascii else ("├─ ", "└─ ", "│  ", "   ")
-    plain: list[str] = []
-    colored: list[str] = []
-    total = int(tv.shown.sum())
-    repeated = _repeated(tv)  # call sites of one function under one parent: told apart by file:line
-    for count, (v, d, last) in enumerate(tv.walk()):
-        if count >= max_lines:
-            plain.append(f"... {total - max_lines} more vertices")
-            colored.append(plain[-1])
-            break
-        prefix = "" if d == 0 else "".join(blank if lst else pipe for lst in last[1:-1]) + (elbow if last[-1] else tee)
-        val = _fmt(tv, v, units, precision)
-        tail = f" [+{int(tv.hidden[v])}]" if tv.collapsed[v] and tv.hidden[v] else ""
-        loc = tv.location(v) if show_file or v in repeated else ""
-        rest = f" {tv.name[v]}{tail}" + (f" {loc}" if loc else "")
-        plain.append(prefix + val + rest)
-        if color:
-            code = LEVELS[level_of(tv.ratio(v))][1]
-            colored.append(f"{prefix}\x1b[{code}m{val}\x1b[0m{rest}")
-    if header and plain and tv.aggregate:
-        plain.insert(0, tv.header)
-        colored.insert(0, tv.header)
+    columns = []
+    if len(metrics) > 1:
+        if not isinstance(data, PAG | VertexSet):
+            raise PassError("tree_text: several metrics need a PAG or a VertexSet as input")
+        src = data if isinstance(data, PAG) else data.pag
+        for m in metrics[1:]:
+            info = src.metric_info.get(m)
+            unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(m)
+            columns.append((m, metric_values(src, m, agg, process, "tree_text"), unit))
+    plain, colored = tree_lines(
+        tv,
+        columns=columns,
+        show_file=show_file,
+        color=color,
+        units=units,
+        precision=precision,
+        ascii=ascii,
+        max_lines=max_lines,
+        header=header,
+    )
     text = "\n".join(plain) + ("\n" if plain else "")
     write_text(text, path)
-    return "\n".join(colored) + ("\n" if colored else "") if color else text
+    return TreeText("\n".join(colored) + ("\n" if colored else "") if color else text)
 
 
 def _dot_str(s: str) -> str:

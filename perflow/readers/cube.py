@@ -401,14 +401,15 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
         else:
             name = _RENAME.get(uniq, uniq)
         mode = "count" if uniq == "visits" else mtype.lower()
+        aggs[name] = "min" if dt == "MINDOUBLE" else ("max" if dt == "MAXDOUBLE" else "sum")
         info[name] = MetricInfo(
             name,
             unit,
             mode if mode in ("inclusive", "exclusive", "count") else "other",
             _text(m, "descr") or _text(m, "disp_name"),
+            combine=aggs[name],
         )
         cols[name] = full
-        aggs[name] = "min" if dt == "MINDOUBLE" else ("max" if dt == "MAXDOUBLE" else "sum")
     if not cols:
         raise FormatError(path, "no metric data files (N.index/N.data) in the archive")
     # long table: one row per (cnode row, location), merged onto vertices

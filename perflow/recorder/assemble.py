@@ -1,6 +1,7 @@
 """Assemble the recorder's per-process data into a :class:`~perflow.trace.raw.RawTrace`.
 
-* One location per recorded rank (``process`` = world rank, thread 0).
+* One location per recorded thread: thread 0 of each rank (``process`` = world
+  rank), then its OpenMP worker threads 1, 2, ... (recorded through OMPT).
 * ``region_events``: the program's root region around everything, and one
   region instance per recorded MPI call (regions: see :mod:`.regions`).
 * With compiler instrumentation (``perflow cc``): one region instance per
@@ -16,6 +17,10 @@
 * ``sample_events`` with ``stacks``: timer samples of the computation (none
   inside MPI calls), each worth one timer period of the main thread's CPU
   time (native) or the CPU time since the previous tick (Python).
+* ``thread_events``: OpenMP forks, joins, team begins and ends, lock
+  acquisitions and releases, as the OTF2 reader reads Score-P's (see
+  :func:`_thread_rows`), next to the OpenMP regions (parallel, barriers,
+  critical sections, lock calls, tasks, worksharing).
 * ``rma_events``: MPI one-sided records as Score-P writes them (windows,
   window collectives, group syncs, locks, transfers and their local
   completions), with ``attrs["rma_windows"]``/``["rma_groups"]``; see
@@ -41,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FormatError
-from ..kinds import P2P
+from ..kinds import P2P, ThreadEv
 from ..trace.raw import (
     COLL_COLUMNS,
     METRIC_COLUMNS,
@@ -49,11 +54,12 @@ from ..trace.raw import (
     REGION_COLUMNS,
     RMA_COLUMNS,
     SAMPLE_COLUMNS,
+    THREAD_COLUMNS,
     RawTrace,
     empty_table,
 )
 from .decode import ProcessData, read_dir
-from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA
+from .functions import FN, R_COLL, R_ENTER, R_IO, R_LEAVE, R_P2P, R_RMA, R_THR
 from .incomplete import missing
 from .regions import NativeFrames, PythonFrames, RegionTable
 from .rmarows import rma_definitions, rma_rows
@@ -74,14 +80,20 @@ def _offsets(procs: list[ProcessData]) -> np.ndarray:
     return off
 
 
-def _close_open(ev: np.ndarray, src: str) -> np.ndarray:
-    """Append LEAVE records for regions left open (a process that died or exited inside MPI)."""
+def _close_open(ev: np.ndarray, src: str, root: bool = True) -> np.ndarray:
+    """Append LEAVE records for regions left open (a process that died or exited inside MPI).
+
+    ``root``: the stream is a process's initial thread, which starts with the
+    program's root region (a worker thread's starts with its first region).
+    """
     typ = ev["type"]
     reg = (typ == R_ENTER) | (typ == R_LEAVE)
     if not reg.any():
+        if not root:
+            return ev
         raise FormatError(src, "no region events (the process did not start recording)")
     first = np.flatnonzero(reg)[0]
-    if typ[first] != R_ENTER or ev["fn"][first] != FN["program"]:
+    if typ[first] != R_ENTER or (root and ev["fn"][first] != FN["program"]):
         raise FormatError(src, "event stream does not start with the program's root region")
     delta = np.where(typ == R_ENTER, 1, np.where(typ == R_LEAVE, -1, 0))
     depth = np.cumsum(delta)
@@ -142,21 +154,23 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     exe = procs[0].meta.get("exe", "")
     table = RegionTable(Path(exe).name or "program", exe)
     frames = PythonFrames(table) if kind == "python" else NativeFrames(table)
+    streams = [(s, i) for i, p in enumerate(procs) for s in (p, *p.threads)]  # (thread stream, its process)
     if isinstance(frames, NativeFrames):
-        frames.prepare(procs)
+        frames.prepare([s for s, _ in streams])
     off = _offsets(procs)
-    t0 = min(float(p.events["t"][0]) + o for p, o in zip(procs, off) if len(p.events))
+    t0 = min(float(s.events["t"][0]) + off[i] for s, i in streams if len(s.events))
 
     comm_ids, comm_members, comm_names = _comms(procs)
     rdefs = rma_definitions(procs, comm_ids)
-    reg_parts, p2p_parts, coll_parts, smp_parts, met_parts, rma_parts = [], [], [], [], [], []
+    reg_parts, p2p_parts, coll_parts, smp_parts, met_parts, rma_parts, thr_parts = [], [], [], [], [], [], []
     nreg_total = 0
     calls: list[list] = []
-    for loc, (p, o) in enumerate(zip(procs, off)):
-        if isinstance(frames, NativeFrames):
+    for loc, (p, pi) in enumerate(streams):
+        o = off[pi]
+        if isinstance(frames, NativeFrames) and p.thread == 0:
             calls += [[loc, frames.user_region(p, a), *st] for a, st in p.calls.items()]
-        src = f"{source}/p{p.pid}"
-        ev = _close_open(np.asarray(p.events), src)
+        src = f"{source}/p{p.pid}" + (f".t{p.thread}" if p.thread else "")
+        ev = _close_open(np.asarray(p.events), src, root=p.thread == 0)
         typ = ev["type"]
         time = ev["t"] + o - t0
         isreg = (typ == R_ENTER) | (typ == R_LEAVE)
@@ -193,7 +207,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
             }
         )
         before = np.cumsum(isreg) - isreg  # region records before each record
-        cmap = comm_ids[loc]
+        cmap = comm_ids[pi]
         lut = np.full(max(cmap, default=0) + 1, -1, np.int32)
         for local, glob in cmap.items():
             lut[local] = glob
@@ -209,7 +223,10 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
                 parts.append(rows)
         rma = typ == R_RMA
         if rma.any():
-            rma_parts.append(rma_rows(ev[rma], time[rma], loc, nreg_total + before[rma], rdefs))
+            rma_parts.append(rma_rows(ev[rma], time[rma], loc, nreg_total + before[rma], rdefs, pi))
+        thr = typ == R_THR
+        if thr.any():
+            thr_parts.append(_thread_rows(ev[thr], time[thr], loc, nreg_total + before[thr], pi))
         io = typ == R_IO
         if io.any():
             met_parts.append(_io_rows(ev[io], time[io], time, typ, loc, nreg_total + before[io]))
@@ -228,14 +245,15 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         nreg_total += nreg
 
     p2p = _concat(p2p_parts, P2P_COLUMNS)
-    _fill_send_bytes(p2p, procs, comm_members)
+    ranks = np.array([s.rank for s, _ in streams], np.int64)
+    _fill_send_bytes(p2p, ranks, comm_members)
     locations = pd.DataFrame(
         {
-            "process": [p.rank for p in procs],
-            "thread": 0,
-            "name": [f"rank {p.rank}" for p in procs],
+            "process": ranks,
+            "thread": [s.thread for s, _ in streams],
+            "name": [f"rank {s.rank}" + (f" thread {s.thread}" if s.thread else "") for s, _ in streams],
             "type": "cpu",
-            "host": [p.meta.get("host", "") for p in procs],
+            "host": [s.meta.get("host", "") for s, _ in streams],
         }
     )
     region_events = _concat(reg_parts, REGION_COLUMNS)
@@ -249,6 +267,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         "sample_rate": int(procs[0].meta.get("hz", 0) or 0),
         "root_region": 0,
         "hosts": sorted({p.meta.get("host", "") for p in procs}),
+        **_openmp_attrs(procs),
         **(rdefs.attrs() if rma_parts else {}),
         **({"function_calls": {"columns": list(CALL_COLUMNS), "rows": calls}} if calls else {}),
         **(attrs or {}),
@@ -267,6 +286,7 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
         sample_events=_concat(smp_parts, SAMPLE_COLUMNS),
         metric_events=_concat(met_parts, METRIC_COLUMNS),
         rma_events=_concat(rma_parts, RMA_COLUMNS),
+        thread_events=_lock_ids(_concat(thr_parts, {**THREAD_COLUMNS, **_THR_EXTRA})),
         **({"metrics": _IO_METRICS.copy()} if met_parts else {}),
         stacks=table.stacks_frame(),
         comms=comm_members,
@@ -275,6 +295,72 @@ def assemble(procs: list[ProcessData], source: str = "", attrs: dict | None = No
     )
     raw.validate()
     return raw
+
+
+#: the thread-event columns besides THREAD_COLUMNS: lock and order (optional in a raw trace), and the
+#: process index (to number the locks per process; dropped by _lock_ids)
+_THR_EXTRA = {"lock": np.dtype(np.int64), "order": np.dtype(np.int64), "proc": np.dtype(np.int64)}
+
+
+def _thread_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray, proc: int) -> dict[str, np.ndarray]:
+    """``thread_events`` rows of one thread's thread records (see ``csrc/pfrec_omp.c``).
+
+    As the OTF2 reader reads Score-P's ``ThreadFork``/``Join``/``TeamBegin``/
+    ``TeamEnd``/``AcquireLock``/``ReleaseLock``: ``count`` the requested team
+    size of a fork (-1 elsewhere), ``team`` -1 (the recorder defines no
+    thread-team communicators), ``lock`` and ``order`` on the lock rows (the
+    lock's OMPT wait id until :func:`_lock_ids` numbers them).
+    """
+    kind = ev["kind"].astype(np.int8)
+    is_lock = (kind == ThreadEv.ACQUIRE_LOCK) | (kind == ThreadEv.RELEASE_LOCK)
+    return {
+        "location": np.full(len(ev), loc, np.int32),
+        "time": time,
+        "kind": kind,
+        "team": np.full(len(ev), -1, np.int32),
+        "count": np.where(kind == ThreadEv.FORK, ev["a"], -1).astype(np.int32),
+        "lock": np.where(is_lock, ev["n1"], -1),
+        "order": np.where(is_lock, ev["n2"], -1),
+        "pos": pos,
+        "proc": np.full(len(ev), proc, np.int64),
+    }
+
+
+def _lock_ids(rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Number each process's locks 0, 1, ... in the order of their first acquisition (their wait ids are
+    addresses, meaningless across runs), and drop the process column."""
+    proc, wait = rows.pop("proc"), rows["lock"]
+    has = wait != -1
+    if has.any():
+        i = np.flatnonzero(has)
+        first = (
+            pd.DataFrame({"proc": proc[i], "wait": wait[i], "t": rows["time"][i]})
+            .groupby(["proc", "wait"], sort=False)["t"]
+            .min()
+        )
+        ranked = first.reset_index().sort_values(["proc", "t", "wait"], kind="stable")
+        ranked["id"] = ranked.groupby("proc").cumcount()
+        ids = pd.MultiIndex.from_frame(ranked[["proc", "wait"]])
+        at = ids.get_indexer(pd.MultiIndex.from_arrays([proc[i], wait[i]]))
+        out = wait.copy()
+        out[i] = ranked["id"].to_numpy()[at]
+        rows["lock"] = out
+    return rows
+
+
+def _openmp_attrs(procs: list[ProcessData]) -> dict:
+    """How OpenMP threads were recorded: ``threads`` per process and ``openmp`` (the OMPT runtime, or the
+    OpenMP runtime without OMPT found in the program, whose worker threads were not recorded)."""
+    tool = next((p.meta["omp_tool"] for p in procs if "omp_tool" in p.meta), "")
+    runtime = next((p.meta["omp_runtime"] for p in procs if "omp_runtime" in p.meta), "")
+    if not tool and not runtime:
+        return {}
+    out = {"threads": max(1 + len(p.threads) for p in procs)}
+    if tool:
+        out["openmp"] = "OMPT: " + tool.split(None, 1)[-1]
+    else:
+        out["openmp"] = f"{runtime} (no OMPT: only the initial thread recorded)"
+    return out
 
 
 def _p2p_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray) -> dict[str, np.ndarray]:
@@ -374,13 +460,14 @@ def _comms(procs: list[ProcessData]) -> tuple[list[dict[int, int]], dict[int, np
     return per_proc, members, names
 
 
-def _fill_send_bytes(p2p: dict[str, np.ndarray], procs: list[ProcessData], comms: dict[int, np.ndarray]) -> None:
-    """Fill unknown send sizes (-1, from mpi4py's pickled sends) from the matching receives."""
+def _fill_send_bytes(p2p: dict[str, np.ndarray], ranks: np.ndarray, comms: dict[int, np.ndarray]) -> None:
+    """Fill unknown send sizes (-1, from mpi4py's pickled sends) from the matching receives (``ranks``: the
+    rank of each location)."""
     unknown = p2p["bytes"] < 0
     if not unknown.any():
         return
     df = pd.DataFrame({k: p2p[k] for k in ("location", "time", "kind", "peer", "comm", "tag", "bytes", "request")})
-    rank = np.array([p.rank for p in procs])[df["location"].to_numpy()]
+    rank = ranks[df["location"].to_numpy()]
     world_peer = np.full(len(df), -1, np.int64)
     for c, m in comms.items():
         sel = (df["comm"].to_numpy() == c) & (df["peer"].to_numpy() >= 0) & (df["peer"].to_numpy() < len(m))

@@ -3,11 +3,14 @@
 Each recorded process ``<pid>`` leaves ``p<pid>.txt`` (metadata, communicator
 and Python frame definitions), ``p<pid>.ev`` (fixed-size event records),
 ``p<pid>.smp`` (samples and call contexts) and, for native programs,
-``p<pid>.maps`` (its memory map, to resolve addresses).
+``p<pid>.maps`` (its memory map, to resolve addresses). Each OpenMP worker
+thread ``n`` of it leaves ``p<pid>.t<n>.ev`` and ``p<pid>.t<n>.smp`` (the same
+layouts), read into :attr:`ProcessData.threads`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
@@ -66,6 +69,13 @@ class ProcessData:
     frames, sites : dict of int to tuple
         Python only: frame id to ``(name, file, line)``; call-site id to ``(function, file, line)``.
     maps : Mapping or None
+    thread : int
+        0 for the process (its initial thread); ``n`` for the stream of its
+        worker thread ``n``.
+    threads : list of ProcessData
+        The worker threads' streams (``thread`` 1, 2, ...), each sharing the
+        process's definitions (``meta``, ``contexts``, ``comms``, ``maps``, ...)
+        and holding its own ``events`` and samples.
     calls : dict of int to tuple
         Compiler instrumentation: entry address of each function called to
         ``(visits, recorded, dropped, seconds of the dropped calls, off)``,
@@ -88,6 +98,8 @@ class ProcessData:
     frames: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     sites: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     maps: Mapping | None = None
+    thread: int = 0
+    threads: list[ProcessData] = field(default_factory=list)
     calls: dict[int, tuple[int, int, int, float, int]] = field(default_factory=dict)
 
     @property
@@ -129,6 +141,8 @@ def _read_text(path: Path) -> tuple[dict[str, str], list, dict, dict, list, dict
                 if len(ranks) != int(parts[2]):
                     raise ValueError("member count does not match")
                 groups[int(parts[1])] = ranks
+            elif line.startswith("T "):  # a worker thread's stream began (p<pid>.t<n>.*)
+                pass
             elif line.startswith("U "):
                 a, v, r, d, dt, off = line.split()[1:]
                 calls[int(a, 16)] = (int(v), int(r), int(d), float(dt), int(off))
@@ -201,15 +215,42 @@ def read_process(txt: str | Path) -> ProcessData:
         raise FormatError(txt, f"not a perflow recorder file (version {meta.get('version')!r})")
     if int(meta.get("recsize", REC_DTYPE.itemsize)) != REC_DTYPE.itemsize:
         raise FormatError(txt, f"event record size {meta['recsize']} differs from {REC_DTYPE.itemsize}")
-    evp = base.with_suffix(".ev")
+    ctx: dict[int, np.ndarray] = {}
+    stream = _read_stream(Path(f"{base}.ev"), Path(f"{base}.smp"), ctx)
+    rank = int(meta.get("rank", meta.get("env_rank", "-1")) or -1)
+    proc = ProcessData(
+        pid=int(meta.get("pid", re.sub(r"\D", "", base.name) or -1)),
+        meta=meta,
+        rank=rank,
+        contexts=ctx,
+        comms=comms,
+        windows=windows,
+        groups=groups,
+        calls=calls,
+        frames=frames,
+        sites=sites,
+        maps=_read_maps(base.with_suffix(".maps")),
+        **stream,
+    )
+    nums = sorted(int(m.group(1)) for f in base.parent.glob(f"{base.name}.t*.ev") if (m := _THREAD.search(f.name)))
+    for num in nums:  # worker threads: their own streams, the process's definitions
+        st = _read_stream(Path(f"{base}.t{num}.ev"), Path(f"{base}.t{num}.smp"), ctx)
+        proc.threads.append(dataclasses.replace(proc, thread=num, threads=[], calls={}, **st))
+    return proc
+
+
+_THREAD = re.compile(r"\.t(\d+)\.ev$")
+
+
+def _read_stream(evp: Path, smp: Path, ctx: dict[int, np.ndarray]) -> dict[str, object]:
+    """The event records and samples of one thread's files (its call contexts are added to ``ctx``)."""
     raw = evp.read_bytes() if evp.is_file() else b""
     n = len(raw) // REC_DTYPE.itemsize
     if len(raw) % REC_DTYPE.itemsize:
         log.warning("%s: ignoring a truncated last event record", evp)
     events = np.frombuffer(raw[: n * REC_DTYPE.itemsize], dtype=REC_DTYPE)
-    smp = base.with_suffix(".smp")
     words = np.fromfile(smp, dtype="<u8") if smp.is_file() else np.zeros(0, "<u8")
-    times, weights, nreg, utop, sframes, ctx = [], [], [], [], [], {}
+    times, weights, nreg, utop, sframes = [], [], [], [], []
     for typ, i, d in _split_stream(words, smp):
         h = 5 if typ == S_USAMPLE else 4
         fr = words[i + h : i + h + d]
@@ -221,26 +262,14 @@ def read_process(txt: str | Path) -> ProcessData:
             sframes.append(fr)
         elif typ == S_CTX:
             ctx[int(words[i + 1])] = fr
-    rank = int(meta.get("rank", meta.get("env_rank", "-1")) or -1)
-    return ProcessData(
-        pid=int(meta.get("pid", re.sub(r"\D", "", base.name) or -1)),
-        meta=meta,
-        rank=rank,
-        events=events,
-        sample_time=np.array(times, dtype=np.uint64).view(np.float64),
-        sample_weight=np.array(weights, dtype=np.uint64).view(np.float64),
-        sample_nregion=np.array(nreg, dtype=np.uint64).astype(np.int64),
-        sample_frames=sframes,
-        contexts=ctx,
-        sample_utop=np.array(utop, dtype=np.uint64),
-        comms=comms,
-        windows=windows,
-        groups=groups,
-        calls=calls,
-        frames=frames,
-        sites=sites,
-        maps=_read_maps(base.with_suffix(".maps")),
-    )
+    return {
+        "events": events,
+        "sample_time": np.array(times, dtype=np.uint64).view(np.float64),
+        "sample_weight": np.array(weights, dtype=np.uint64).view(np.float64),
+        "sample_nregion": np.array(nreg, dtype=np.uint64).astype(np.int64),
+        "sample_frames": sframes,
+        "sample_utop": np.array(utop, dtype=np.uint64),
+    }
 
 
 def read_dir(path: str | Path) -> list[ProcessData]:

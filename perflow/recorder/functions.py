@@ -24,6 +24,9 @@ __all__ = [
     "R_COLL",
     "R_IO",
     "R_RMA",
+    "R_THR",
+    "OMP_FUNCTIONS",
+    "omp_role",
     "S_SAMPLE",
     "S_USAMPLE",
     "S_CTX",
@@ -58,9 +61,38 @@ REC_DTYPE = np.dtype(
 assert REC_DTYPE.itemsize == 48
 
 R_ENTER, R_LEAVE, R_P2P, R_COLL, R_IO, R_RMA = 1, 2, 3, 4, 5, 6
+R_THR = 8  # thread events (pfrec_omp.c): kind is perflow.kinds.ThreadEv
 S_SAMPLE, S_CTX, S_USAMPLE = 1, 2, 3
 
 S_MAGIC = 0xFFFF000000000000
+
+
+#: OTF2 region roles of the OpenMP constructs the recorder records (``csrc/pfrec_omp.c``), by name
+_OMP_ROLES = {
+    "!$omp parallel": "parallel",
+    "!$omp barrier": "barrier",
+    "!$omp implicit barrier": "implicit_barrier",
+    "!$omp taskwait": "task_wait",
+    "!$omp taskgroup": "task_wait",
+    "!$omp for": "loop",
+    "!$omp sections": "sections",
+    "!$omp single": "single",
+    "!$omp workshare": "workshare",
+    "!$omp taskloop": "loop",
+    "!$omp master": "master",
+    "!$omp critical": "critical",
+    "!$omp critical sblock": "critical_sblock",
+    "!$omp ordered": "ordered",
+    "!$omp ordered sblock": "ordered_sblock",
+    "!$omp task": "task",
+}
+#: Function ids of the OpenMP constructs and lock calls (paradigm ``openmp``).
+OMP_FUNCTIONS: frozenset[int] = frozenset(i for i, n in enumerate(FUNCTIONS) if n.startswith(("!$omp ", "omp_")))
+
+
+def omp_role(name: str) -> str:
+    """OTF2 region role of a recorded OpenMP construct (``"function"`` for the lock calls)."""
+    return _OMP_ROLES.get(name, "function")
 
 
 def region_role(name: str) -> str:

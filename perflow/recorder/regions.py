@@ -3,23 +3,30 @@
 Regions are: the program's root region (id 0); one *function* region per
 sampled or instrumented function (native: function, file, start line and
 module from the symbolizer; Python: the code object's name, file and first
-line); and one *MPI call*
+line); one *MPI call*
 region per MPI function and call site, whose ``file``/``line``/``module`` are
 the call site's and whose extra columns ``caller`` and ``stack`` give the
 calling function and the calling context (an id in the stacks table: the
-function regions from ``main`` down to the caller).
+function regions from ``main`` down to the caller); and one *OpenMP* region
+per construct and source location, named as Score-P names them
+(``!$omp parallel @solver.c:42``, ``omp_set_lock``), with OTF2's roles.
+
+Frames are relative to the region instance a sample or call falls in: below
+``main``, or, inside an OpenMP construct, below the innermost outlined
+function the OpenMP runtime calls (``.omp_outlined.``, ``main._omp_fn.0``).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .decode import ProcessData
-from .functions import FUNCTIONS, USER, region_role
+from .functions import FUNCTIONS, OMP_FUNCTIONS, USER, omp_role, region_role
 from .symbols import Frame, Resolver, is_mpi_module
 
 __all__ = ["RegionTable", "NativeFrames", "PythonFrames"]
@@ -97,6 +104,28 @@ class RegionTable:
             )
         return rid
 
+    def omp(self, fn: int, file: str, line: int, module: str, stack: int) -> int:
+        """Id of the region of OpenMP construct (or lock call) ``fn`` at a source location."""
+        key = ("omp", fn, file, line, module, stack)
+        rid = self._index.get(key)
+        if rid is None:
+            base = FUNCTIONS[fn]
+            name = f"{base} @{Path(file).name}:{line}" if base.startswith("!$omp") and file else base
+            rid = self._index[key] = len(self._rows)
+            self._rows.append(
+                {
+                    "name": name,
+                    "role": omp_role(base),
+                    "paradigm": "openmp",
+                    "file": file,
+                    "line": line,
+                    "module": Path(module).name,
+                    "caller": "",
+                    "stack": stack,
+                }
+            )
+        return rid
+
     def stack(self, regions: tuple[int, ...]) -> int:
         """Id of a stack (function regions, outermost first)."""
         sid = self._stacks.get(regions)
@@ -128,8 +157,20 @@ def _is_recorder(f: Frame) -> bool:
     return Path(f.module).name.startswith(("libpfrec", ".libpfrec"))
 
 
+#: functions an OpenMP runtime calls to run a parallel region or a task (clang, GCC, Intel)
+_OUTLINED = re.compile(r"omp_outlined|^\.omp_task_entry\.|\._omp_fn\.\d+$|^__kmp_invoke_microtask$")
+
+
 def _trim_main(frames: list[Frame]) -> list[Frame]:
-    """Drop the start-up frames above ``main`` (frames are outermost first)."""
+    """Drop the frames above the enclosing region (frames are outermost first).
+
+    Inside an OpenMP construct those are the frames down to the innermost
+    outlined function (the runtime's, its callers', and the outlined
+    function itself); elsewhere the start-up frames above ``main``.
+    """
+    for i in range(len(frames) - 1, -1, -1):
+        if _OUTLINED.search(frames[i][0]):
+            return frames[i + 1 :]
     for i, f in enumerate(frames):
         if f[0] == "main":
             return frames[i:]
@@ -165,7 +206,8 @@ class NativeFrames:
             parts += [np.asarray(f, np.uint64) for f in p.contexts.values()]
             addrs = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
             mods, offs = self.resolver.locate(p.maps, addrs)
-            self._where[p.pid] = {int(a): (m, int(o)) for a, m, o in zip(addrs, mods, offs)}
+            # (a process's worker threads come as streams of the same pid)
+            self._where.setdefault(p.pid, {}).update({int(a): (m, int(o)) for a, m, o in zip(addrs, mods, offs)})
             for m, o in zip(mods, offs):
                 by_module.setdefault(m, set()).add(int(o))
         for m, offs in by_module.items():
@@ -231,6 +273,8 @@ class NativeFrames:
         """
         if fn == USER:
             return self.user_region(p, addr)
+        if fn in OMP_FUNCTIONS:
+            return self.omp_region(p, fn, addr, ctx)
         frames = p.contexts.get(int(ctx)) if ctx >= 0 else None
         if frames is None or not len(frames):
             chain = self._chain(p, addr)
@@ -246,6 +290,23 @@ class NativeFrames:
         site = out[-1]
         stack = self.table.stack(self._relative(p, out, int(utop)))
         return self.table.mpi(fn, site[0], site[1], site[2], site[3], stack)
+
+    def omp_region(self, p: ProcessData, fn: int, addr: int, ctx: int) -> int:
+        """Region id of OpenMP construct ``fn`` at code address ``addr`` (call context ``ctx``, -1 none).
+
+        The construct's source location is the innermost (inlined) frame of
+        ``addr``; with a context (a parallel region's fork), its stack is the
+        calling context down to the function holding the construct.
+        """
+        site = self._chain(p, addr)[-1] if addr else ("", "", 0, "")
+        frames = p.contexts.get(int(ctx)) if ctx >= 0 else None
+        stack = -1
+        if frames is not None and len(frames):
+            out: list[Frame] = []
+            for a in reversed([int(a) for a in frames]):
+                out.extend(self._chain(p, a))
+            stack = self.table.stack(self._relative(p, out, 0))
+        return self.table.omp(fn, site[1], site[2], site[3], stack)
 
 
 class PythonFrames:

@@ -102,17 +102,21 @@ def _map(lut: np.ndarray, local: np.ndarray) -> np.ndarray:
     return np.where(ok, lut[np.where(ok, local, 0)] if len(lut) else -1, -1).astype(np.int32)
 
 
-def rma_rows(ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray, defs: RmaDefs) -> dict[str, np.ndarray]:
-    """``rma_events`` columns of one process's RMA records ``ev`` (at ``time``, ``pos`` region records before)."""
+def rma_rows(
+    ev: np.ndarray, time: np.ndarray, loc: int, pos: np.ndarray, defs: RmaDefs, proc: int | None = None
+) -> dict[str, np.ndarray]:
+    """``rma_events`` columns of one thread's RMA records ``ev`` (at ``time``, ``pos`` region records before)
+    on location ``loc`` of process index ``proc`` (``loc`` when None)."""
     kind = ev["kind"]
+    proc = loc if proc is None else proc
     addr = ev["addr"].view(np.int64)
     return {
         "location": np.full(len(ev), loc, np.int32),
         "time": time,
         "kind": kind.astype(np.int8),
-        "win": _map(defs.win_lut[loc], ev["b"]),
+        "win": _map(defs.win_lut[proc], ev["b"]),
         "remote": ev["a"],
-        "group": _map(defs.group_lut[loc], ev["comm"]),
+        "group": _map(defs.group_lut[proc], ev["comm"]),
         "op": ev["fn"].astype(np.int16),
         "level": np.where(np.isin(kind, _LEVEL_KINDS), addr, 0).astype(np.int32),
         "bytes": ev["n1"],

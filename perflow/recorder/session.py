@@ -413,6 +413,7 @@ def record(
         result.notes.append(f"no trace assembled from {rawdir}")
     if not is_python(program) and result.raw is not None:
         _check_bindings(result, exe, tc.impl)
+        _check_openmp(result, exe)
     if why:  # the folder is readable all the same: say so, and stop as asked
         kept = f"; what it recorded until then is in {out}" if result.raw is not None else ""
         if status == 130:
@@ -439,8 +440,9 @@ def assemble_outputs(result: RecordResult, attrs: dict, outputs: tuple[str, ...]
         if "stopped" in attrs:
             raise RecordError(f"no trace assembled: {exc}") from exc
         return
-    if len(result.raw.locations) < nprocs:
-        result.notes.append(f"data for {len(result.raw.locations)} of {nprocs} ranks only")
+    ranks = int(result.raw.locations["process"].nunique())  # (a rank's OpenMP threads are locations too)
+    if ranks < nprocs:
+        result.notes.append(f"data for {ranks} of {nprocs} ranks only")
     result.files["rawtrace"] = save_raw(result.raw, result.outdir / "rawtrace.npz")
     _write_outputs(result, outputs)
 
@@ -463,6 +465,38 @@ def _check_bindings(result: RecordResult, exe: str, impl: str) -> None:
         msg = f"no MPI call was recorded in {Path(exe).name} (is it an MPI program, linked dynamically?)"
     log.warning("%s", msg)
     result.notes.append(msg)
+
+
+def _check_openmp(result: RecordResult, exe: str) -> None:
+    """Warn when the program's OpenMP runtime has no OMPT interface (GCC's libgomp): only the initial thread
+    of each rank is recorded then, never silently."""
+    raw = result.raw
+    if raw is None:
+        return
+    how = str(raw.attrs.get("openmp", ""))
+    if how.startswith("OMPT"):
+        return
+    runtime = how.split(" (", 1)[0] if how else ("libgomp" if _links(exe, b"libgomp.so") else "")
+    if not runtime:
+        return
+    msg = (
+        f"{Path(exe).name} uses the OpenMP runtime {runtime}, which has no OMPT interface: only the initial "
+        "thread of each rank is recorded (the worker threads' work, barriers and locks are not); build it with "
+        "clang -fopenmp (LLVM's libomp, e.g. OMPI_CC=clang mpicc -fopenmp) to record every thread"
+    )
+    log.warning("%s", msg)
+    result.notes.append(msg)
+
+
+def _links(path: str | os.PathLike[str], needle: bytes) -> bool:
+    """Whether an executable's bytes (its dynamic dependencies) name ``needle``."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m[:4] == b"\x7fELF" and m.find(needle) >= 0
+    except (OSError, ValueError):
+        return False
 
 
 def program_binding(path: str | os.PathLike[str]) -> str | None:

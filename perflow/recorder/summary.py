@@ -48,16 +48,22 @@ class RunSummary:
     message_bytes: int
     collectives: int
     samples: int
+    threads: int = 0
+    openmp: str = ""
     top_mpi: list[tuple[str, float, int]] = field(default_factory=list)
     hotspots: list[tuple[str, str, float]] = field(default_factory=list)
 
     def text(self) -> str:
         """Human-readable lines."""
         lines = [
-            f"ranks: {self.ranks}   events: {self.events:,}   run time: {self.duration:.3f} s   samples: {self.samples:,}",
+            f"ranks: {self.ranks}"
+            + (f"   threads: {self.threads}" if self.threads > self.ranks else "")
+            + f"   events: {self.events:,}   run time: {self.duration:.3f} s   samples: {self.samples:,}",
             f"time in MPI: {self.mpi_time:.3f} s over all ranks ({100 * self.mpi_fraction:.1f}% of rank time)",
             f"messages: {self.messages:,} ({self.message_bytes:,} bytes)   collectives: {self.collectives:,}",
         ]
+        if self.openmp:
+            lines.append(f"OpenMP: {self.openmp}")
         if self.top_mpi:
             lines.append("MPI calls by time: " + ", ".join(f"{n} {t:.3f} s ({c:,})" for n, t, c in self.top_mpi))
         if self.hotspots:
@@ -91,7 +97,7 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
     top : int
         How many MPI functions and hotspots to list.
     """
-    ranks = len(raw.locations)
+    ranks = int(raw.locations["process"].nunique())
     duration = float(raw.attrs.get("ticks") or (raw.region_events["time"].max() if raw.n_events else 0.0))
     calls = mpi_durations(raw)
     mpi_time = float(calls["duration"].sum())
@@ -118,6 +124,8 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
         message_bytes=int(p2p["bytes"][sends].sum()),
         collectives=int((coll["kind"] == 1).sum()),
         samples=len(smp["stack"]),
+        threads=len(raw.locations),
+        openmp=str(raw.attrs.get("openmp", "")),
         top_mpi=[(str(n), float(r["sum"]), int(r["count"])) for n, r in by.iterrows()],
         hotspots=hot,
     )

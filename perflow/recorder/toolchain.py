@@ -36,6 +36,8 @@ _SOURCES = [
     "functions.def",
     "pfrec_core.c",
     "pfrec_inst.c",
+    "pfrec_thr.c",
+    "pfrec_omp.c",
     "pfrec_c.c",
     "pfrec_rma.c",
     "pfrec_f.c",
@@ -232,7 +234,15 @@ def build_library(tc: Toolchain, cache: str | os.PathLike[str] | None = None, ti
         return lib
     d.mkdir(parents=True, exist_ok=True)
     # (source, extra flags): under Open MPI the Fortran wrappers twice, for mpif.h/use mpi and for mpi_f08
-    units = [("pfrec_core.c", []), ("pfrec_inst.c", []), ("pfrec_c.c", []), ("pfrec_rma.c", []), ("pfrec_crash.c", [])]
+    units = [
+        ("pfrec_core.c", []),
+        ("pfrec_inst.c", []),
+        ("pfrec_thr.c", []),
+        ("pfrec_omp.c", []),
+        ("pfrec_c.c", []),
+        ("pfrec_rma.c", []),
+        ("pfrec_crash.c", []),
+    ]
     if tc.impl == OPENMPI:
         units += [(f, fl) for f in ("pfrec_f.c", "pfrec_rma_f.c") for fl in ([], ["-DPF_F08"])]
     fd, tmp = tempfile.mkstemp(prefix=".libpfrec-", suffix=".so", dir=d)

@@ -90,7 +90,7 @@ def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None, se
         return None
     with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
         fig.savefig(tmp, dpi=dpi or fig.dpi, bbox_inches="tight")
-    log.info("wrote %s", p)
+    log.debug("wrote %s", p)
     return p
 
 
@@ -245,6 +245,21 @@ def per_process(
     np.add.at(values, (r, np.searchsorted(procs, pvals)), m[metric].to_numpy(dtype=np.float64)[rows])
     unit = pag.metric_info[metric].unit if metric in pag.metric_info else guess_unit(metric)
     return vertex_labels(pag, ids, label), procs, values, unit
+
+
+def legend_outside(ax: Any, **kw: Any) -> Any:
+    """A legend right of the axes, never over the data (the figure widens to hold it when saved)."""
+    kw.setdefault("fontsize", "small")
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False, **kw)
+
+
+def value_formatter(unit: str) -> Any:
+    """A tick formatter writing values with their unit (``2.00 KiB``, ``12.3 ms``), as the tables do."""
+    from matplotlib.ticker import FuncFormatter
+
+    from perflow.sdk.render import format_value
+
+    return FuncFormatter(lambda x, _pos: format_value(x, unit, digits=3))
 
 
 def unit_label(name: str, unit: str) -> str:

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from .._atomic import write_bytes as atomic_write_bytes
@@ -31,6 +30,7 @@ from .._atomic import write_text as atomic_write_text
 from ..errors import PassError
 from ..flow.writes import output_path
 from ..pag.pag import PAG
+from ..pag.tabular import as_frame, numeric, require_columns
 from ..units import aggregate_label, column_labels, column_units, format_column, format_value, guess_unit
 
 __all__ = [
@@ -80,53 +80,6 @@ def declare_aggregates(
     df.attrs["aggregates"] = labels
 
 
-# ---------------------------------------------------------------------- inputs
-def as_frame(data: Any, who: str, *, metrics: Iterable[str] | None = None) -> pd.DataFrame:
-    """A DataFrame from a DataFrame, Series, VertexSet, EdgeSet or parallel set.
-
-    A named index (``vertex`` of ``VertexSet.to_frame()``, ``id`` of parallel
-    sets) becomes the first column(s), so ids kept in the index are not lost;
-    an unnamed index is dropped.
-
-    Raises
-    ------
-    PassError
-        When ``data`` is none of these.
-    """
-    if isinstance(data, pd.Series):
-        data = data.to_frame()
-    elif not isinstance(data, pd.DataFrame):
-        to_frame = getattr(data, "to_frame", None)
-        if to_frame is None:
-            raise PassError(f"{who}: cannot make a table from a {type(data).__name__}; give a DataFrame or a set")
-        data = to_frame(metrics) if metrics is not None else to_frame()
-    idx = data.index
-    names = [n for n in idx.names if n is not None and n not in data.columns]
-    if len(names) == idx.nlevels:
-        data = data.reset_index()
-    elif not (isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1):
-        data = data.reset_index(drop=True)
-    return data
-
-
-def require_columns(df: pd.DataFrame, columns: Iterable[str | None], who: str, *, setting: str = "") -> None:
-    """Raise one clear :class:`PassError` naming the first column of ``columns`` that ``df`` lacks."""
-    for c in columns:
-        if c is not None and c not in df.columns:
-            what = f" (setting {setting}={c!r})" if setting else ""
-            have = ", ".join(map(str, df.columns)) or "none"
-            raise PassError(f"{who}: the input has no column {c!r}{what}; its columns are: {have}")
-
-
-def numeric(df: pd.DataFrame, column: str, who: str) -> np.ndarray:
-    """``df[column]`` as float64, raising a clear error for non-numeric data."""
-    try:
-        return df[column].to_numpy(dtype=np.float64, na_value=np.nan)
-    except (TypeError, ValueError):
-        raise PassError(f"{who}: column {column!r} is not numeric (dtype {df[column].dtype})") from None
-
-
-# ---------------------------------------------------------------------- rendering
 def _is_numeric(s: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype)
 
@@ -244,7 +197,7 @@ def write_text(text: str, path: str | Path | None, *, setting: str = "path") -> 
     if p is None:
         return None
     atomic_write_text(p, text)
-    log.info("wrote %s (%d characters)", p, len(text))
+    log.debug("wrote %s (%d characters)", p, len(text))
     return p
 
 

@@ -171,7 +171,7 @@ def non_useful_mask(pag: PAG, kinds: tuple[str, ...] | list[str]) -> np.ndarray:
     if "mpi" in kinds:
         mpi = np.flatnonzero(kind == "mpi")
         if len(mpi):
-            mask |= descendants_mask(pag.tree, mpi)
+            mask |= descendants_mask(pag.tree_index, mpi)
     return mask
 
 

@@ -12,7 +12,9 @@ k-th completion of ``q`` there (ids are reused after completion).
 
 Collective instances: the k-th collective on communicator ``c`` on each
 member location is instance k of ``c`` (MPI requires every member to call
-collectives on a communicator in the same order).
+collectives on a communicator in the same order); a process that calls
+collectives from several threads (locations) numbers them over its threads
+in time order (MPI requires such calls to be ordered by the program).
 """
 
 from __future__ import annotations
@@ -264,6 +266,11 @@ def p2p_threaded(raw: RawTrace) -> bool:
     return len(np.unique(proc)) != len(proc)
 
 
+def _several_locations(loc: np.ndarray, proc: np.ndarray) -> bool:
+    """Whether some process has rows on more than one of its locations (``proc``: the process of each row)."""
+    return len(np.unique(loc)) != len(np.unique(proc))
+
+
 def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
     """One row per recorded collective (its END event, paired with its BEGIN on the same location).
 
@@ -307,7 +314,13 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     root_local = ev["root"][ends].astype(np.int64)
     root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
     lo = loc[ends]
-    if order is None:
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[lo]
+    if _several_locations(lo, proc):  # number each (comm, process)'s collectives over its threads, in time order
+        key = comm * (1 << 32) + proc
+        by = np.lexsort((ends if order is None else order, begin_t, key))
+        seq = np.empty(len(ends), dtype=np.int64)
+        seq[by] = rank_within(key[by])
+    elif order is None:
         seq = rank_within(comm * (1 << 32) + lo)
     else:  # number each (comm, location)'s collectives in BEGIN order
         by = np.lexsort((order, comm * (1 << 32) + lo))
@@ -319,7 +332,7 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
             "location": lo,
             "key_comm": comm,
             "seq": seq,
-            "process": raw.locations["process"].to_numpy(dtype=np.int64)[lo],
+            "process": proc,
             "thread": raw.locations["thread"].to_numpy(dtype=np.int64)[lo],
             "interval": iv,
             "op": ev["op"][ends],

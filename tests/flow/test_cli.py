@@ -144,7 +144,7 @@ def test_a_failing_step_gives_exit_status_1_and_one_line(capsys, tmp_path):
         (["--set", "=1"], "--set '=1': expected SETTING=VALUE or STEP.SETTING=VALUE"),
         (["--set", "tablen=1"], "settings.tablen: flow setting 'tablen' is not a setting of any step"),
         (["--set", "table.m=1"], "pass 't_frame' has no setting 'm'"),
-        ([], "flow input 'x' (int) is required: a number"),
+        ([], "missing --input x (a number)"),
         (["--input", "x=4", "--input", "x=5"], "--input x is given twice"),
         (["--input", "x=4", "--jobs", "0"], "--jobs must be at least 1"),
         (["--input", "x=four"], "flow input 'x' expects int, got str"),
@@ -219,7 +219,14 @@ def test_passes_lists_and_describes(capsys):
 
 def test_flows_lists_and_prints(capsys):
     code, out, err = cli(capsys, "flows")
-    rows = dict(line.split(None, 1) for line in out.splitlines())  # other shipped flows may be listed too
+    rows: dict[str, str] = {}  # other shipped flows may be listed too; long descriptions go on, indented
+    name = ""
+    for line in out.splitlines():
+        if line.startswith(" "):
+            rows[name] += " " + line.strip()
+        else:
+            name, text = line.split(None, 1)
+            rows[name] = text
     assert code == 0 and rows["convert"] == "Read performance data in any supported format and save it as a PAG."
     assert rows["overview"] == "A Markdown overview of a run: where the time goes in the calling-context tree."
     code, out, err = cli(capsys, "flows", "convert")

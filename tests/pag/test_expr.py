@@ -319,7 +319,7 @@ def pags(draw):
     return PAG.from_literal(node(TREE))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(p=pags(), expr=bool_expr, agg=st.sampled_from(["sum", "max", "mean"]))
 def test_agrees_with_pandas_eval(p, expr, agg):
     try:

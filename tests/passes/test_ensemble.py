@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -187,7 +189,7 @@ def test_cli_runs_given_as_directory_glob_or_repeated(capsys, tmp_path) -> None:
         assert "Non-scalable call paths" in out
     code = main(["-q", "run", "ensemble", "--input", f"runs={d}/*.cali"])
     out, err = capsys.readouterr()
-    assert code == 0 and "| 343_cores | caliper | Caliper 2.5.0 | 343 |" in out
+    assert code == 0 and re.search(r"\| 343_cores +\| caliper +\| Caliper 2\.5\.0 +\| +343 +\|", out), out
     code = main(["-q", "run", "scalability", "--input", f"runs={d}/nothing*.cali"])
     out, err = capsys.readouterr()
     assert code == 2 and "nothing*.cali: no runs match this pattern" in err

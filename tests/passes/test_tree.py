@@ -236,3 +236,45 @@ def test_html_fragment_and_escaping() -> None:
     assert out.startswith("<style>") and "<html" not in out
     assert '<p class="pf-head">time_inc (sum over 1 process)</p>' in out
     assert "&lt;b&gt;" in out and "<b>" not in out
+
+
+def test_pag_tree_like_hatchet(pag: perflow.PAG, capsys) -> None:
+    """``pag.tree()`` is the tree as text (the tree index is ``pag.tree_index``); ``perflow tree`` prints it."""
+    assert pag.tree() == tree_text(pag) and repr(pag.tree()) == str(pag.tree())  # shows as itself at a prompt
+    assert pag.tree_index.depth.tolist() == [0, 1, 2, 1]
+    lines = pag.tree(["time_inc", "time_exc"]).splitlines()
+    assert lines == [
+        "time_inc  time_exc  call path  (sum over 2 processes)",
+        "  1.00 s    100 ms  main",
+        "  600 ms    200 ms  ├─ solve",
+        "  400 ms    400 ms  │  └─ MPI_Allreduce",
+        "  300 ms    300 ms  └─ io",
+    ]
+    assert body(pag.tree(process=0), "time_inc (process 0)")[:3] == [
+        "550 ms main",
+        "├─ 350 ms solve",
+        "│  └─ 250 ms MPI_Allreduce",
+    ]
+    with pytest.raises(PassError, match="no process 9 in the PAG"):
+        pag.tree(process=9)
+    from perflow.cli.main import main
+
+    path = "tests/data/hatchet/hatchet-graph-literal.json"
+    assert main(["tree", path, "--depth", "1", "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert out == perflow.read(path).tree(depth=1)
+
+
+def test_tree_colours_but_escapes_names(tmp_path, capsys) -> None:
+    """``perflow tree --color``: its own colours, and a name's control characters shown escaped."""
+    from perflow.cli.main import main
+
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": [1.0]},
+        "children": [{"name": "evil\x1b]0;x\x07", "metrics": {"time_exc": [2.0]}}],
+    }
+    perflow.PAG.from_literal(lit).save(tmp_path / "p.pag")
+    assert main(["tree", str(tmp_path / "p.pag"), "--color", "always"]) == 0
+    out = capsys.readouterr().out
+    assert "└─ \x1b[33m2.00 s\x1b[0m evil\\x1b]0;x\\x07" in out and "\x07" not in out

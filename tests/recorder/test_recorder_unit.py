@@ -12,9 +12,21 @@ import numpy as np
 import pytest
 
 from perflow.errors import FormatError, RecordError
-from perflow.kinds import P2P, CollectiveOp, CollEv, mpi_class
+from perflow.kinds import P2P, CollectiveOp, CollEv, ThreadEv, mpi_class
 from perflow.recorder.assemble import load_recording
-from perflow.recorder.functions import FN, FUNCTIONS, R_COLL, R_ENTER, R_LEAVE, R_P2P, REC_DTYPE, S_MAGIC, S_SAMPLE
+from perflow.recorder.functions import (
+    FN,
+    FUNCTIONS,
+    OMP_FUNCTIONS,
+    R_COLL,
+    R_ENTER,
+    R_LEAVE,
+    R_P2P,
+    R_THR,
+    REC_DTYPE,
+    S_MAGIC,
+    S_SAMPLE,
+)
 from perflow.recorder.session import is_python, python_command
 from perflow.recorder.toolchain import CSRC, Toolchain, build_library, program_mpi
 from perflow.trace.store import load_raw, save_raw
@@ -32,12 +44,19 @@ def test_c_constants_match_perflow_kinds() -> None:
     ops = _enum("OP")
     assert ops and all(int(CollectiveOp[name]) == value for name, value in ops.items())
     assert _enum("COLL") == {k.name: int(k) for k in CollEv}
+    thr = _enum("THR")
+    assert thr and all(int(ThreadEv[name]) == value for name, value in thr.items())
+    assert re.search(r"PF_R_THR = (\d+)", HEADER)[1] == str(R_THR)
     assert REC_DTYPE.itemsize == 48 and "double t;" in HEADER
 
 
 def test_function_list() -> None:
     assert FUNCTIONS[0] == "program" and FN["MPI_Send"] == 4
-    assert all(mpi_class(name) is not None for name in FUNCTIONS[1:] if name != "user function")
+    omp = {FUNCTIONS[i] for i in OMP_FUNCTIONS}
+    assert all(mpi_class(name) is not None for name in FUNCTIONS[1:] if name != "user function" and name not in omp)
+    assert {"!$omp parallel", "!$omp implicit barrier", "omp_set_lock"} <= omp and not any(
+        n.startswith("MPI_") for n in omp
+    )
     assert FUNCTIONS[FN["user function"]] == "user function" and mpi_class("user function") is None
     assert len(set(FUNCTIONS)) == len(FUNCTIONS)
 
@@ -190,12 +209,13 @@ def test_build_library_sources_and_cache(tmp_path: Path) -> None:
     assert ompi.is_file() and mpich.is_file() and ompi != mpich
     assert ompi.parent.name.startswith("openmpi-") and mpich.parent.name.startswith("mpich-")
     lines = (tmp_path / "cc.log").read_text().splitlines()
-    # Open MPI: 9 objects (core, instrumentation hooks, C, C one-sided, crash safety, Fortran and Fortran
-    # one-sided for mpif.h/use mpi and for mpi_f08) and a link; MPICH (whose Fortran bindings call the C ones):
-    # 5 objects and a link
-    assert len(lines) == 10 + 6
-    ompi_lines, mpich_lines = lines[:10], lines[10:]
+    # Open MPI: 11 objects (core, instrumentation hooks, worker threads, OpenMP, C, C one-sided, crash safety,
+    # Fortran and Fortran one-sided for mpif.h/use mpi and for mpi_f08) and a link; MPICH (whose Fortran bindings
+    # call the C ones): 7 objects and a link
+    assert len(lines) == 12 + 8
+    ompi_lines, mpich_lines = lines[:12], lines[12:]
     assert all("pfrec_crash.c" in "".join(x) for x in (ompi_lines, mpich_lines))
+    assert all(sum(f in x for x in mpich_lines) == 1 for f in ("pfrec_thr.c", "pfrec_omp.c"))
     assert sum("pfrec_f.c" in x for x in ompi_lines) == 2 and sum("pfrec_rma_f.c" in x for x in ompi_lines) == 2
     assert sum("-DPF_F08" in x for x in ompi_lines) == 2
     assert not any("pfrec_f.c" in x or "pfrec_rma_f.c" in x for x in mpich_lines)
@@ -203,7 +223,7 @@ def test_build_library_sources_and_cache(tmp_path: Path) -> None:
     assert all("pfrec_inst.c" in "".join(x) for x in (ompi_lines, mpich_lines))
     assert "-shared" in ompi_lines[-1] and "-shared" in mpich_lines[-1]
     assert build_library(Toolchain("openmpi", str(cc), show="gcc -lmpi"), cache=tmp_path / "cache") == ompi
-    assert len((tmp_path / "cc.log").read_text().splitlines()) == 16  # cached: not compiled again
+    assert len((tmp_path / "cc.log").read_text().splitlines()) == 20  # cached: not compiled again
 
 
 def test_build_library_failure_message(tmp_path: Path) -> None:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
 import sys
+import zlib
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import perflow
 from perflow.cli.main import main
-from perflow.flow.outputs import as_text, fit_width, text_suffix, write_value
+from perflow.flow.outputs import text_suffix, write_value
+from perflow.passes._panes import panes_data
 from perflow.passes.html_report import markdown_html, run_page, table_html
-from perflow.passes.html_tree import calltree_html
 
 
 @pytest.fixture(scope="module")
@@ -30,38 +33,71 @@ def two_ranks() -> perflow.PAG:
     return tb.build()
 
 
-def _cells(fragment: str, name: str) -> dict[str, str]:
-    """The shown value of every (metric, aggregation) cell of a tree line."""
-    line = re.search(rf'<span class="nm"[^>]*>{name}</span>(.*?)(?:</summary>|</div>)', fragment).group(1)
-    return {f"{m}:{a}": v for a, v, m in _tags(line)}
+def decode_panes(data: dict) -> dict[str, np.ndarray]:
+    """Every metric node's own part as a dense (call path x location) matrix, as the page's script rebuilds it."""
+    buf = zlib.decompress(base64.b64decode(data["blob"]))
+    n_v, n_l = len(data["vertices"]["name"]), data["n_locations"]
+    out = {}
+    for m in data["metrics"]:
+        mat = np.zeros((n_v, n_l))
+        if m["part"]:
+            r, off = m["part"]["rows"], m["part"]["offset"]
+            rows = np.frombuffer(buf, "<i4", r, off)
+            scale = np.frombuffer(buf, "<f4", r, off + 4 * r)
+            q = np.frombuffer(buf, "<i2", r * n_l, off + 8 * r).reshape(r, n_l)
+            mat[rows] = q * scale[:, None]
+        out[m["id"]] = mat
+    return out
 
 
-def _tags(line: str) -> list[tuple[str, str, str]]:
-    vals = re.findall(r'<span class="c" data-a="(\w+)"[^>]*>([^<]*)</span>', line)
-    metrics = ["time_inc", "time_exc", "visits"]
-    n = len(vals) // 4
-    return [(a, v, metrics[i // 4] if i // 4 < len(metrics) else "?") for i, (a, v) in enumerate(vals[: 4 * n])]
+def test_panes_data_hand_computed(two_ranks: perflow.PAG) -> None:
+    """main (1 s exclusive on each rank) -> solve (3 s on rank 0, 1 s on rank 1): the metric tree's parts."""
+    d = panes_data(two_ranks)
+    assert d["vertices"]["name"] == ["main", "solve"] and d["vertices"]["parent"] == [-1, 0]
+    assert d["locations"]["process"] == [0, 1] and d["n_locations"] == 2
+    parts = decode_panes(d)
+    ids = [m["id"] for m in d["metrics"]]
+    assert ids[:2] == ["time", "time/computation"] and "visits" in ids
+    np.testing.assert_allclose(parts["time/computation"], [[1.0, 1.0], [3.0, 1.0]], rtol=1e-4)
+    np.testing.assert_allclose(parts["visits"], [[1, 1], [1, 1]], rtol=1e-4)
+    assert next(m for m in d["metrics"] if m["id"] == "time")["part"] is None  # its value: its children's
 
 
-def test_calltree_aggregations_hand_computed(two_ranks: perflow.PAG) -> None:
-    frag = calltree_html(two_ranks, metrics=["time_inc", "time_exc", "visits"])
-    solve = _cells(frag, "solve")
-    assert solve["time_inc:sum"] == "4.00 s" and solve["time_inc:mean"] == "2.00 s"
-    assert solve["time_inc:max"] == "3.00 s" and solve["time_inc:min"] == "1.00 s"
-    main_ = _cells(frag, "main")
-    assert main_["time_inc:sum"] == "6.00 s" and main_["time_exc:sum"] == "2.00 s" and main_["time_exc:max"] == "1.00 s"
-    assert '<details data-v="0" open><summary>' in frag  # main has a child: a collapsible node
-    assert 'title="time_inc (max over 2 processes)"' in frag
-    assert '<option value="sum" selected>sum</option>' in frag
+def test_panes_fold_small_call_paths_and_keep_min_max() -> None:
+    """Score-P's min_time/max_time aggregate as a minimum and a maximum; folded call paths keep the totals."""
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": [1.0, 1.0], "min_time": [0.5, 0.2], "max_time": [1.0, 4.0]},
+        "children": [
+            {
+                "name": f"f{i}",
+                "metrics": {"time_exc": [0.1 * i, 0.1], "min_time": [0.01 * i, 0.3], "max_time": [i, 1.0]},
+            }
+            for i in range(1, 6)
+        ],
+    }
+    pag = perflow.PAG.from_literal([lit])
+    d = panes_data(pag, max_vertices=3)  # main, f4, f5 (in id order) and a line for the three others
+    names = d["vertices"]["name"]
+    assert names[:3] == ["main", "f4", "f5"] and names[3] == "(3 more call paths)" and d["folded"] == 3
+    assert d["vertices"]["parent"] == [-1, 0, 0, 0]
+    parts = decode_panes(d)
+    comb = {m["id"]: m["combine"] for m in d["metrics"]}
+    assert comb["min_time"] == "min" and comb["max_time"] == "max" and comb["time/computation"] == "sum"
+    np.testing.assert_allclose(parts["time/computation"][3], [0.1 + 0.2 + 0.3, 0.3], rtol=1e-4)  # f1..f3 summed
+    np.testing.assert_allclose(parts["min_time"][3], [0.01, 0.3], rtol=1e-3)  # their minimum, never summed
+    np.testing.assert_allclose(parts["max_time"][3], [3.0, 1.0], rtol=1e-4)  # their maximum
 
 
-def test_table_html_units_and_raw_values() -> None:
+def test_table_html_units_pages_and_raw_values() -> None:
     df = pd.DataFrame({"name": ["a", "b"], "time_exc": [0.0015, 2.0], "bytes": [2048, 10]})
     t = table_html(df)
-    assert '<th title="s">time_exc (s)</th>' in t and '<th title="bytes">bytes (bytes)</th>' in t
+    assert '<th title="unit: s">time_exc</th>' in t and '<th title="unit: bytes">bytes</th>' in t  # cells say units
     assert '<td class="n" data-v="0.0015">1.50 ms</td>' in t and '<td class="n" data-v="2048.0">2.00 KiB</td>' in t
-    t = table_html(pd.DataFrame({"x": range(10)}), max_rows=3)
-    assert t.count("<tr>") == 4 and "7 more rows" in t
+    assert '<tr data-row="1">' in t
+    t = table_html(pd.DataFrame({"x": range(600)}), table_id="tbl-x", csv="x.csv")
+    assert t.count("<tr") == 501 and "pf-paged" in t and 'class="pf-pager" data-for="tbl-x"' in t
+    assert '100 more rows in <a href="x.csv">x.csv</a>: 600 in all.' in t
     html = markdown_html("# r\n\n| a | time |\n| --- | ---: |\n| x | 1 ms |\n")
     assert '<table class="pf-sortable">' in html and "<h1>r</h1>" in html
 
@@ -74,11 +110,15 @@ def test_run_page_sections(two_ranks: perflow.PAG) -> None:
         title="T",
     )
     assert page.startswith("<!DOCTYPE html>") and "<title>T</title>" in page
-    for h in ("Interactive timeline", "Call tree (input)", "report", "hot", "fig", "n"):
+    heads = re.findall(r"<h2>([^<]*)</h2>", page)
+    assert heads[0] == "Findings" and heads[1:4] == ["Timeline", "Profile", "report"]
+    assert '<details class="pf-out" id="out-1-hot"><summary>hot' in page  # a table under a report: folded
+    for h in ("fig", "n"):
         assert f">{h}</h2>" in page, h
     assert page.count('src="data:image/png;base64,') == 1
     assert re.search(r'<(script|link)[^>]+(src|href)="https?://', page) is None  # offline: nothing fetched
-    assert "Bokeh" in page and "pfSort" in page and "pfAgg" in page
+    assert "Bokeh" in page and "pfPage" in page and "pfPanes" in page and "pfTimelineInit" in page
+    assert page.count("Copyright (c) Anaconda, Inc., and Bokeh Contributors") == 1  # Bokeh's core alone
 
 
 def test_saved_extensions(tmp_path) -> None:
@@ -87,18 +127,6 @@ def test_saved_extensions(tmp_path) -> None:
     assert text_suffix("plain words") == ".txt"
     assert write_value("# R\n", tmp_path, "report").name == "report.md"
     assert write_value("<html><body></body></html>", tmp_path, "page").name == "page.html"
-
-
-def test_terminal_tables_fit_the_width() -> None:
-    df = pd.DataFrame({"name": ["main"], "aaaaaaaaaaaa": [1], "bbbbbbbbbbbb": [2], "cccccccccccc": [3]})
-    text = as_text(df, width=34)
-    assert all(len(ln) <= 34 for ln in text.split("\n")[:-1])
-    assert text.endswith("(columns not shown to fit 34 characters: bbbbbbbbbbbb, cccccccccccc)")
-    md = "| name | long_column_one | long_column_two |\n| :--- | ---: | ---: |\n| main | 1 | 2 |"
-    cut = fit_width(md, 34)
-    assert cut.split("\n")[-1] == "(columns not shown to fit 34 characters: long_column_two)"
-    assert all(len(ln) <= 34 for ln in cut.split("\n")[:-1])
-    assert fit_width(md, 200) == md
 
 
 def test_flow_result_in_a_notebook_and_saved(tmp_path) -> None:
@@ -111,7 +139,8 @@ def test_flow_result_in_a_notebook_and_saved(tmp_path) -> None:
     paths = result.save(tmp_path)
     assert paths["report"].name == "report.md" and paths["index"] == tmp_path / "index.html"
     page = paths["index"].read_text()
-    assert ">Interactive timeline</h2>" in page and ">Call tree (input)</h2>" in page
+    assert re.findall(r"<h2>([^<]*)</h2>", page)[:3] == ["Findings", "Timeline", "Profile"]
+    assert (tmp_path / "findings.csv").is_file()
 
 
 def test_figures_display_in_notebooks() -> None:

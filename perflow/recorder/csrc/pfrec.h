@@ -8,6 +8,7 @@
  *               address of the innermost recorded user function, or 0)
  *   p<pid>.txt  text: metadata and communicator definitions
  *   p<pid>.maps a copy of /proc/self/maps taken at MPI_Finalize and at exit
+ *   p<pid>.t<n>.ev, p<pid>.t<n>.smp  the same streams of worker thread n (pfrec_thr.c)
  */
 #ifndef PFREC_H
 #define PFREC_H
@@ -15,6 +16,7 @@
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 enum pf_fn {
 #define PF_FN(id, name) PF_##id,
@@ -24,7 +26,7 @@ enum pf_fn {
 };
 
 /* record types */
-enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6 };
+enum { PF_R_ENTER = 1, PF_R_LEAVE = 2, PF_R_P2P = 3, PF_R_COLL = 4, PF_R_IO = 5, PF_R_RMA = 6, PF_R_THR = 8 }; /* (7: reserved) */
 /* sample-stream header types */
 enum { PF_S_SAMPLE = 1, PF_S_CTX = 2, PF_S_USAMPLE = 3 };
 #define PF_S_MAGIC 0xFFFF000000000000ULL
@@ -137,6 +139,60 @@ uint64_t pf_region_rec(pf_rec r, double *t);
 int pf_region_unrec(uint64_t mark);
 void pf_inst_close(void);
 double pf_inst_min(void);
+
+/* Thread records (type PF_R_THR, kind perflow.kinds.ThreadEv; pfrec_omp.c): a the requested team size of
+ * a FORK (-1 elsewhere), n1 the lock (OMPT wait id) and n2 its acquisition number of ACQUIRE/RELEASE_LOCK.
+ * ENTERs of OpenMP regions (fn PF_OMP_*): addr the construct's code address, n1 a call context or -1. */
+enum { THR_FORK = 0, THR_JOIN = 1, THR_TEAM_BEGIN = 2, THR_TEAM_END = 3, THR_ACQUIRE_LOCK = 8, THR_RELEASE_LOCK = 9 };
+
+/* pfrec_core.c, for the thread streams */
+const char *pf_base(void);
+long pf_sample_period_ns(int *clock);
+void pf_mark_worker(void);
+int pf_is_initial(void);
+void pf_main_put(pf_rec r, int wait);
+int64_t pf_main_ctx(void *ra, void *fp);
+
+/* pfrec_thr.c: a worker thread's stream */
+#define PF_TEVBUF (1 << 14)  /* event records per flush of a worker thread (768 KiB) */
+#define PF_TSMPBUF (1 << 15) /* sample words per flush (256 KiB) */
+#define PF_TCTX 512          /* call contexts cached per worker thread */
+typedef struct pf_thr {
+    int num;                      /* thread number in the process: 1, 2, ... */
+    int pid, tid;
+    int fd_ev, fd_smp;
+    volatile int state;           /* 0 parked, 1 owned by the thread, 2 being written out by another */
+    volatile int quiet;           /* > 0: no samples (recording, in an MPI call) */
+    volatile int wait;            /* waiting in OpenMP (a barrier, a lock): no samples */
+    int in_mpi, timer_on, nev, nsmp;
+    double t_enter, last_flush, period;
+    uint64_t nregion;             /* region records so far */
+    int64_t ctx_next;
+    timer_t timer;
+    void *omp;                    /* the thread's OpenMP state (pfrec_omp.c) */
+    struct { uintptr_t ra, fp; int64_t id; } ctx[PF_TCTX];
+    pf_rec ev[PF_TEVBUF];
+    uint64_t smp[PF_TSMPBUF];
+} pf_thr;
+pf_thr *pf_thr_self(void);
+pf_thr *pf_thr_start(void);
+void pf_thr_stop(void);
+void pf_thr_own(pf_thr *t);
+void pf_thr_park(pf_thr *t);
+double pf_thr_put(pf_thr *t, pf_rec r);
+pf_rec *pf_thr_slot(void);
+int64_t pf_thr_ctx(pf_thr *t, void *ra, void *fp);
+int pf_thr_begin(int fn, void *ra, void *fp);
+void pf_thr_end(int fn);
+double pf_thr_t_enter(void);
+int pf_thr_in_call(void);
+void pf_thr_prof(void *si, void *uc);
+void pf_thr_flush_parked(void);
+void pf_thr_flush_self(void);
+int pf_thr_count(void);
+/* pfrec_omp.c */
+void pf_omp_settle(pf_thr *t);
+void pf_omp_check(void);
 
 #define PF_RA __builtin_extract_return_addr(__builtin_return_address(0))
 #define PF_FP __builtin_frame_address(0)

@@ -1,6 +1,8 @@
 /* perflow recorder core: buffers, timer sampling, communicator and request tables.
  *
- * Only the process's initial thread records; MPI calls from other threads pass
+ * These are the process's initial thread's buffers; OpenMP worker threads have
+ * streams of their own (pfrec_thr.c), to which slot(), pf_begin/pf_end and the
+ * SIGPROF handler hand over on such a thread. MPI calls of other threads pass
  * straight through. The SIGPROF handler allocates nothing and calls only
  * async-signal-safe functions (backtrace() after libgcc_s was loaded, write,
  * clock_gettime); it skips samples while the thread is inside an MPI call.
@@ -12,6 +14,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +49,7 @@ static struct {
     int nev, nsmp;
     uint64_t nregion;
     volatile sig_atomic_t in_mpi, stopping;
+    volatile sig_atomic_t omp_wait; /* waiting in OpenMP (a barrier, a lock): no samples (pfrec_omp.c) */
     double t_enter, period;
     int hz, timer_kind;
     timer_t timer;
@@ -132,6 +136,8 @@ static void flush_all(void) {
 void pf_flush_now(void) {
     if (!pf_active || flushing || getpid() != g.pid) return;
     flush_all();
+    pf_thr_flush_self();   /* a worker thread's own stream (a fatal signal on it) */
+    pf_thr_flush_parked(); /* the streams of the worker threads asleep in the OpenMP runtime */
 }
 
 double pf_now(void) {
@@ -143,6 +149,7 @@ double pf_now(void) {
 static uint64_t nwritten; /* event records so far */
 
 static inline pf_rec *slot(void) {
+    if (__builtin_expect(t_main == 2, 0)) return pf_thr_slot(); /* a worker thread: its own stream */
     if (g.nev == PF_EVBUF) flush_ev();
     if ((nwritten & 15) == 0) pf_crash_tick(pf_now()); /* periodic flush (pfrec_crash.c) */
     nwritten++;
@@ -191,8 +198,12 @@ static void on_prof(int sig, siginfo_t *si, void *ucv) {
     (void)sig;
     int saved = errno;
     if (!pf_active || g.stopping) goto out;
+    if (t_main == 2) { /* a worker thread's own timer */
+        pf_thr_prof(si, ucv);
+        goto out;
+    }
     if (g.timer_kind == 2 && (pid_t)syscall(SYS_gettid) != g.tid) goto out;
-    if (g.in_mpi) goto out; /* that CPU time is the MPI call's */
+    if (g.in_mpi || g.omp_wait) goto out; /* that CPU time is the MPI call's (or an OpenMP wait's) */
     /* each expiry stands for one period of the thread's CPU time (plus any
      * expiries that were merged into this signal) */
     double w = g.period * (1.0 + (g.timer_kind == 1 && si && si->si_overrun > 0 ? si->si_overrun : 0));
@@ -289,11 +300,13 @@ static int64_t call_ctx(void *ra, void *fp) {
 
 /* ---- events -------------------------------------------------------------- */
 
+static void tables_done(void); /* (the tables shared by the threads, below) */
+
 int pf_begin(int fn, void *ra, void *fp) {
     if (!pf_active) return 0;
     if (t_main != 1) {
         if (t_main == 0) t_main = pthread_equal(pthread_self(), g.main) ? 1 : 2;
-        if (t_main != 1) return 0;
+        if (t_main != 1) return pf_thr_begin(fn, ra, fp); /* a worker thread records into its own stream */
     }
     if (g.in_mpi) return 0;
     g.in_mpi = 1;
@@ -308,13 +321,18 @@ int pf_begin(int fn, void *ra, void *fp) {
 }
 
 void pf_end(int fn) {
+    tables_done();
+    if (t_main == 2) {
+        pf_thr_end(fn);
+        return;
+    }
     *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = (uint16_t)fn};
     g.nregion++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g.in_mpi = 0;
 }
 
-double pf_t_enter(void) { return g.t_enter; }
+double pf_t_enter(void) { return t_main == 2 ? pf_thr_t_enter() : g.t_enter; }
 
 /* ---- for the user-function hooks (pfrec_inst.c) ---------------------------- */
 
@@ -391,6 +409,28 @@ int64_t pf_bytes(int count, MPI_Datatype dt) {
     return (int64_t)count * sz;
 }
 
+/* ---- the tables shared by the threads ------------------------------------ */
+
+/* Requests, communicators and groups are process-wide. Under MPI_THREAD_MULTIPLE a thread in a recorded
+ * call takes this lock at its first table operation (they all come after the PMPI call, or before a local
+ * one) and gives it back in pf_end, so that the bookkeeping of calls on several threads is serialised
+ * while the calls themselves run unlocked. With fewer thread levels the program serialises its calls. */
+static volatile int tab_lock, multiple;
+static __thread int tab_held __attribute__((tls_model("initial-exec")));
+
+static void tables(void) {
+    if (!multiple || tab_held || !(t_main == 2 ? pf_thr_in_call() : g.in_mpi)) return;
+    while (__atomic_exchange_n(&tab_lock, 1, __ATOMIC_ACQUIRE))
+        while (tab_lock) sched_yield();
+    tab_held = 1;
+}
+
+static void tables_done(void) {
+    if (!tab_held) return;
+    tab_held = 0;
+    __atomic_store_n(&tab_lock, 0, __ATOMIC_RELEASE);
+}
+
 /* ---- communicators ------------------------------------------------------- */
 
 /* Communicators are identified across ranks by a 64-bit key that every member
@@ -425,6 +465,7 @@ static pf_commslot *comm_slot(MPI_Comm c) {
 /* Register a communicator created from `parent` (call on every member, whether
  * or not the call itself is recorded, so that the counters stay in step). */
 void pf_comm_new(MPI_Comm parent, MPI_Comm c, int fn, int salt) {
+    tables();
     static const char *names[] = {
 #define PF_FN(id, name) name,
 #include "functions.def"
@@ -458,6 +499,7 @@ void pf_comm_new(MPI_Comm parent, MPI_Comm c, int fn, int salt) {
 /* The number of windows created over `c` before this one (the same on every member: window creation is
  * collective over `c`), -1 when `c` is not known. */
 int64_t pf_comm_count_win(MPI_Comm c) {
+    tables();
     pf_commslot *p = comm_slot(c);
     return p ? p->nwin++ : -1;
 }
@@ -466,6 +508,7 @@ int64_t pf_comm_count_win(MPI_Comm c) {
  * these members are seen (the last PF_GROUPS distinct groups are remembered), -1 when unknown. */
 #define PF_GROUPS 64
 int pf_group(MPI_Group grp) {
+    tables();
     static struct { uint64_t h; int n, id; } seen[PF_GROUPS];
     static int nseen, next;
     int n = 0;
@@ -491,6 +534,7 @@ int pf_group(MPI_Group grp) {
 }
 
 void pf_comm_gone(MPI_Comm c) {
+    tables();
     for (int i = 2; i < g.ncomms; i++)
         if (comms[i].h == c) {
             comms[i] = comms[--g.ncomms];
@@ -502,14 +546,28 @@ void pf_comm_gone(MPI_Comm c) {
 
 static inline size_t rhash(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ULL) >> 50) & (PF_REQ_SLOTS - 1); }
 
+/* Under MPI_THREAD_MULTIPLE the key also holds the calling thread's number (bits 48-59): a handle that
+ * one thread's completed request frees may be given to another thread's new request before the first
+ * thread's bookkeeping has seen the completion. */
+#define PF_KEY_THREAD (0xFFFULL << 48)
+
 uint64_t pf_req_key(MPI_Request r) {
     uint64_t k = 0;
     if (r == MPI_REQUEST_NULL) return 0;
     memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
-    return k & ~(1ULL << 63);
+    k &= ~(1ULL << 63);
+    if (multiple && t_main == 2 && pf_thr_self()) k = (k & ~PF_KEY_THREAD) | ((uint64_t)pf_thr_self()->num << 48);
+    return k;
+}
+
+static pf_req *req_lookup(uint64_t key) {
+    for (size_t i = rhash(key); reqs[i].key; i = (i + 1) & (PF_REQ_SLOTS - 1))
+        if (reqs[i].key == key) return &reqs[i];
+    return NULL;
 }
 
 void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
+    tables();
     if (!key || peer == MPI_PROC_NULL) return;
     if (g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped++;
@@ -520,12 +578,13 @@ void pf_req_post(uint64_t key, int recv, int peer, int tag, int comm, int64_t by
     if (!reqs[i].key) g.nreq++;
     int64_t id = g.req_next++;
     reqs[i] = (pf_req){key, id, bytes, 0, peer, tag, comm, (uint8_t)recv};
-    pf_p2p(recv ? P2P_IRECV_REQUEST : P2P_ISEND, peer, comm, tag, bytes, id, g.t_enter);
+    pf_p2p(recv ? P2P_IRECV_REQUEST : P2P_ISEND, peer, comm, tag, bytes, id, pf_t_enter());
 }
 
 /* A non-blocking collective: BEGIN now (inside the I-call), END when a
  * Wait/Test completes the request; both carry the request id. */
 void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64_t recvd) {
+    tables();
     if (!key) return;
     if (g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped++;
@@ -536,12 +595,13 @@ void pf_icoll_post(uint64_t key, int op, int comm, int root, int64_t sent, int64
     if (!reqs[i].key) g.nreq++;
     int64_t id = g.req_next++;
     reqs[i] = (pf_req){key, id, sent, recvd, root, op, comm, 2};
-    pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, g.t_enter);
+    pf_coll_req(id, COLL_BEGIN, op, comm, root, 0, 0, pf_t_enter());
 }
 
 /* A request-based RMA operation (MPI_Rput, ...): its local completion is the Wait/Test that completes the
  * request; returns the operation's matching id (bit 62 set, apart from the epoch-completed operations). */
 int64_t pf_rma_req_post(uint64_t key, int win) {
+    tables();
     int64_t id = g.req_next++, match = id | (1LL << 62);
     if (!key || g.nreq >= PF_REQ_SLOTS * 3 / 4) {
         g.req_dropped += key != 0;
@@ -555,10 +615,14 @@ int64_t pf_rma_req_post(uint64_t key, int win) {
 }
 
 pf_req *pf_req_find(uint64_t key) {
+    tables();
     if (!key) return NULL;
-    for (size_t i = rhash(key); reqs[i].key; i = (i + 1) & (PF_REQ_SLOTS - 1))
-        if (reqs[i].key == key) return &reqs[i];
-    return NULL;
+    pf_req *r = req_lookup(key);
+    /* a request completed on another thread than the one that started it */
+    for (int n = 0; !r && multiple && !(key >> 63) && n <= pf_thr_count(); n++)
+        if ((((uint64_t)n << 48) & PF_KEY_THREAD) != (key & PF_KEY_THREAD))
+            r = req_lookup((key & ~PF_KEY_THREAD) | ((uint64_t)n << 48));
+    return r;
 }
 
 static void req_delete(size_t i) {
@@ -606,6 +670,7 @@ void pf_req_done(pf_req *r, const MPI_Status *st, double t) {
 }
 
 void pf_req_drop(uint64_t key) {
+    tables();
     pf_req *r = pf_req_find(key);
     if (r) req_delete((size_t)(r - reqs));
     pf_persist_drop(key);
@@ -617,6 +682,7 @@ void pf_req_drop(uint64_t key) {
 static pf_req persist[PF_PERSIST_SLOTS];
 
 static pf_req *persist_slot(uint64_t key, int add) {
+    if (!(key >> 63)) key &= ~PF_KEY_THREAD; /* persistent requests: any thread may start them */
     size_t i = rhash(key) & (PF_PERSIST_SLOTS - 1);
     for (int probe = 0; probe < PF_PERSIST_SLOTS; probe++, i = (i + 1) & (PF_PERSIST_SLOTS - 1)) {
         if (persist[i].key == key) return &persist[i];
@@ -627,17 +693,20 @@ static pf_req *persist_slot(uint64_t key, int add) {
 }
 
 void pf_persist_new(uint64_t key, int recv, int peer, int tag, int comm, int64_t bytes) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 1) : NULL;
-    if (r) *r = (pf_req){key, 0, bytes, 0, peer, tag, comm, (uint8_t)recv};
+    if (r) *r = (pf_req){key >> 63 ? key : key & ~PF_KEY_THREAD, 0, bytes, 0, peer, tag, comm, (uint8_t)recv};
     else g.req_dropped++;
 }
 
 void pf_persist_start(uint64_t key) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
     if (r) pf_req_post(key, r->recv, r->peer, r->tag, r->comm, r->bytes);
 }
 
 void pf_persist_drop(uint64_t key) {
+    tables();
     pf_req *r = key > 1 ? persist_slot(key, 0) : NULL;
     if (r) r->key = 1; /* a tombstone keeps later probes going */
 }
@@ -649,6 +718,8 @@ void pf_after_init(void) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &g.world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &g.world_size);
     PMPI_Comm_group(MPI_COMM_WORLD, &g.world_group);
+    int level = MPI_THREAD_SINGLE;
+    if (PMPI_Query_thread(&level) == MPI_SUCCESS) multiple = level == MPI_THREAD_MULTIPLE;
     comms[0] = (pf_commslot){MPI_COMM_WORLD, 0, 1, 0, 0};
     comms[1] = (pf_commslot){MPI_COMM_SELF, 1, (int64_t)(mix(0x5E1FULL + (uint64_t)g.world_rank) >> 1), 0, 0};
     g.ncomms = 2;
@@ -665,11 +736,58 @@ void pf_before_finalize(void) {
     if (!pf_active) return;
     txt("stats requests_untracked %lld contexts_untracked %lld\n", (long long)g.req_dropped, (long long)g.ctx_full);
     PMPI_Group_free(&g.world_group);
+    pf_omp_check();
     flush_all();
+    pf_thr_flush_parked();
 }
 
 void pf_after_finalize(void) {
     if (pf_active) flush_all();
+}
+
+/* ---- for the worker threads' streams (pfrec_thr.c) and OpenMP (pfrec_omp.c) ---- */
+
+const char *pf_base(void) { return g.base; }
+
+/* The sampling period of the initial thread's timer and its clock, 0 when worker threads cannot have timers
+ * of their own (no sampling, or the process-wide ITIMER_PROF). */
+long pf_sample_period_ns(int *clock) {
+    if (g.timer_kind != 1 || g.hz <= 0) return 0;
+    *clock = CLOCK_THREAD_CPUTIME_ID;
+    return 1000000000L / g.hz;
+}
+
+void pf_mark_worker(void) { t_main = 2; }
+
+int pf_is_initial(void) {
+    if (t_main == 0) t_main = pthread_equal(pthread_self(), g.main) ? 1 : 2;
+    return t_main == 1;
+}
+
+/* A record of the initial thread stamped now (unless r.t is set), region records counted, no sample
+ * between the time stamp and the count; `wait` >= 0 sets whether the thread now waits in OpenMP (no
+ * samples). */
+void pf_main_put(pf_rec r, int wait) {
+    sig_atomic_t was = g.in_mpi;
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (r.t == 0) r.t = pf_now();
+    *slot() = r;
+    if (r.type == PF_R_ENTER || r.type == PF_R_LEAVE) g.nregion++;
+    if (wait >= 0) g.omp_wait = wait;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = was;
+}
+
+/* The call context of an OpenMP construct met on the initial thread (as for an MPI call). */
+int64_t pf_main_ctx(void *ra, void *fp) {
+    sig_atomic_t was = g.in_mpi;
+    g.in_mpi = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int64_t ctx = call_ctx(ra, fp);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g.in_mpi = was;
+    return ctx;
 }
 
 static void on_fork_child(void) { pf_active = 0; }
@@ -738,6 +856,8 @@ __attribute__((destructor)) static void pf_dtor(void) {
     stop_sampling();
     if (g.in_mpi) pf_end(g.cur_fn); /* exit() from inside an MPI call: close it */
     pf_inst_close();                 /* and user functions still open */
+    pf_omp_check();
+    pf_thr_flush_parked();           /* the worker threads' streams */
     *slot() = (pf_rec){.t = pf_now(), .comm = -1, .type = PF_R_LEAVE, .fn = PF_PROGRAM};
     g.nregion++;
     flush_ev();

@@ -1,8 +1,10 @@
-"""Which vertices a rendered top-down tree shows, in which order (shared by the tree passes).
+"""The top-down tree as text, and which vertices a rendered tree shows in which order.
 
-Selection is vectorised over the whole tree (depth limit, threshold, expand,
-collapse, ancestors of kept vertices); only the kept vertices are then walked
-in Python to emit lines, DOT statements or HTML elements.
+:meth:`perflow.PAG.tree` and the ``tree_text`` pass print the calling-context tree with metrics,
+like Hatchet's ``GraphFrame.tree()``; ``tree_dot`` and ``tree_html`` draw the same selection.
+Selection is vectorised over the whole tree (depth limit, threshold, expand, collapse, ancestors
+of kept vertices); only the kept vertices are then walked in Python to emit lines, DOT statements
+or HTML elements.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, PassError, VertexSet
-from perflow.sdk.profile import ancestors_mask, descendants_mask, tree_index
-from perflow.sdk.render import aggregate_label, as_frame, guess_unit, numeric, require_columns
+from ..errors import PassError
+from ..units import aggregate_label, format_value, guess_unit
+from .pag import PAG
+from .sets import VertexSet
+from .tabular import as_frame, numeric, require_columns
+from .tree import ancestors_mask, descendants_mask, tree_index
 
-__all__ = ["TreeView", "tree_view", "LEVELS", "level_of"]
+__all__ = ["TreeView", "tree_view", "tree_lines", "TreeText", "LEVELS", "level_of"]
 
 #: Magnitude levels (fraction of the largest value): ANSI SGR code and HTML colour.
 LEVELS = (
@@ -120,6 +125,30 @@ def _from_frame(df: pd.DataFrame, metric: str, who: str) -> tuple[np.ndarray, np
     return mapped, df["name"].astype(str).to_numpy().astype(object), numeric(df, metric, who), extra
 
 
+def metric_values(pag: PAG, metric: str, agg: str, process: int | None, who: str) -> np.ndarray:
+    """A metric per vertex: aggregated over processes with ``agg``, or on one ``process`` (its threads summed)."""
+    try:
+        if process is None:
+            return pag.aggregate(metric, agg).to_numpy(dtype=np.float64)
+        from .stats import grouped
+
+        g = grouped(pag, metric, "process")
+        hit = np.flatnonzero(g.process == int(process))
+        if not len(hit):
+            have = ", ".join(map(str, g.process[:10].tolist()))
+            raise PassError(
+                f"{who}: no process {process} in the PAG (processes: {have}{', ...' if len(g.process) > 10 else ''})"
+            )
+        out = np.zeros(pag.n_vertices)
+        m = g.group == hit[0]
+        out[g.vertex[m]] = g.value[m]
+        return out
+    except PassError:
+        raise
+    except Exception as exc:  # MetricError / PAGError with a clear message
+        raise PassError(f"{who}: {exc}") from None
+
+
 def tree_view(
     data: Any,
     pag: PAG | None,
@@ -132,6 +161,7 @@ def tree_view(
     collapse: Sequence[str | int] | None,
     sort: bool,
     who: str,
+    process: int | None = None,
 ) -> TreeView:
     """Select and order the vertices of a tree rendering (see :func:`perflow.passes.tree.tree_text` for the settings)."""
     base: np.ndarray | None = None
@@ -146,17 +176,16 @@ def tree_view(
         data = pag
     if isinstance(data, PAG):
         vt = data.vertex_table
-        try:
-            value = data.aggregate(metric, agg).to_numpy(dtype=np.float64)
-        except Exception as exc:  # MetricError / PAGError with a clear message
-            raise PassError(f"{who}: {exc}") from None
+        value = metric_values(data, metric, agg, process, who)
         parent = vt["parent"].to_numpy(dtype=np.int64)
         names = vt["name"].astype(str).to_numpy().astype(object)
         files, lines = vt["file"].astype(str).to_numpy(), vt["line"].to_numpy(dtype=np.int64)
         info = data.metric_info.get(metric)
         unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(metric)
         paths = data.call_paths().to_numpy().astype(str)
-        over = aggregate_label(agg, len(data.processes), len(data.locations))
+        over = (
+            aggregate_label(agg, len(data.processes), len(data.locations)) if process is None else f"process {process}"
+        )
     elif isinstance(data, pd.DataFrame | pd.Series):
         parent, names, value, extra = _from_frame(as_frame(data, who), metric, who)
         files, lines = extra["file"], extra["line"]
@@ -221,3 +250,96 @@ def tree_view(
         metric=metric,
         aggregate=over,
     )
+
+
+class TreeText(str):
+    """The text of a tree: a ``str`` that shows as the tree itself at a Python prompt (``pag.tree()``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _repeated(tv: TreeView) -> set[int]:
+    """Shown vertices whose name repeats among their siblings (two call sites of one function)."""
+    out: set[int] = set()
+    for kids in [tv.roots, *tv.children.values()]:
+        seen: dict[str, list[int]] = {}
+        for k in kids:
+            seen.setdefault(str(tv.name[k]), []).append(k)
+        out.update(k for ks in seen.values() if len(ks) > 1 for k in ks)
+    return out
+
+
+def format_tree_value(x: float, unit: str, units: bool, precision: int) -> str:
+    """A tree's value: with its unit (``12.3 ms``), or plain with ``precision`` decimals."""
+    if units and unit:
+        return format_value(x, unit, digits=precision)
+    return f"{x:.{precision}f}"
+
+
+def tree_lines(
+    tv: TreeView,
+    *,
+    columns: Sequence[tuple[str, np.ndarray, str]] = (),
+    show_file: bool = False,
+    color: bool = False,
+    units: bool = True,
+    precision: int = 3,
+    ascii: bool = False,  # noqa: A002
+    max_lines: int = 2000,
+    header: bool = True,
+) -> tuple[list[str], list[str]]:
+    """The tree's lines, plain and (with ``color``) with ANSI colours: ``<values> <name> [file:line]``.
+
+    ``columns`` are further metrics shown before the first one's value, as ``(name, values per
+    vertex, unit)``; values are right-aligned in columns, so several metrics read as a table.
+    """
+    tee, elbow, pipe, blank = (
+        ("|- ", "`- ", "|  ", "   ") if ascii else ("\u251c\u2500 ", "\u2514\u2500 ", "\u2502  ", "   ")
+    )
+    total = int(tv.shown.sum())
+    repeated = _repeated(tv)  # call sites of one function under one parent: told apart by file:line
+    walked = []
+    for count, (v, d, last) in enumerate(tv.walk()):
+        if count >= max_lines:
+            break
+        walked.append((v, d, last))
+    cols = [(tv.metric, tv.value, tv.unit), *columns]
+    cells = [
+        [format_tree_value(float(vals[v]), unit, units, precision) for v, _, _ in walked] for _, vals, unit in cols
+    ]
+    widths = [
+        max([len(c) for c in col] + ([len(name)] if len(cols) > 1 else [0])) for (name, _, _), col in zip(cols, cells)
+    ]
+    plain: list[str] = []
+    colored: list[str] = []
+    for i, (v, d, last) in enumerate(walked):
+        prefix = "" if d == 0 else "".join(blank if lst else pipe for lst in last[1:-1]) + (elbow if last[-1] else tee)
+        vals = [cells[k][i].rjust(widths[k]) if len(cols) > 1 else cells[k][i] for k in range(len(cols))]
+        tail = f" [+{int(tv.hidden[v])}]" if tv.collapsed[v] and tv.hidden[v] else ""
+        loc = tv.location(v) if show_file or v in repeated else ""
+        rest = f" {tv.name[v]}{tail}" + (f" {loc}" if loc else "")
+        lead = "  ".join(vals[1:]) + ("  " if len(vals) > 1 else "")
+        if len(cols) > 1:  # a table: the values in columns, the tree drawn after them
+            plain.append(f"{vals[0]}  {lead}{prefix}{rest.lstrip()}")
+        else:
+            plain.append(prefix + vals[0] + rest)
+        if color:
+            code = LEVELS[level_of(tv.ratio(v))][1]
+            if len(cols) > 1:
+                colored.append(f"\x1b[{code}m{vals[0]}\x1b[0m  {lead}{prefix}{rest.lstrip()}")
+            else:
+                colored.append(f"{prefix}\x1b[{code}m{vals[0]}\x1b[0m{rest}")
+    if total > len(walked):
+        plain.append(f"... {total - len(walked)} more vertices")
+        colored.append(plain[-1])
+    if header and plain and (tv.aggregate or len(cols) > 1):
+        if len(cols) > 1:
+            head = "  ".join(name.rjust(w) for (name, _, _), w in zip(cols, widths)) + "  call path"
+            label = f"({tv.aggregate})" if tv.aggregate else ""
+            plain[:0] = [f"{head}  {label}".rstrip()]
+            colored[:0] = [plain[0]]
+        else:
+            plain.insert(0, tv.header)
+            colored.insert(0, tv.header)
+    return plain, colored
