@@ -5,8 +5,13 @@ with its ring neighbours (MPI_Irecv/MPI_Isend/MPI_Waitall), a blocking
 MPI_Send/MPI_Recv pair with its partner rank (rank ^ 1), an MPI_Allreduce on
 MPI_COMM_WORLD and an MPI_Bcast on a row communicator of 8 ranks; optionally
 a 3-member PAPI-like metric at every iteration start. Messages match across
-ranks. Events are generated and written one chunk of iterations at a time, so
-memory stays bounded whatever the size.
+ranks, and the timestamps satisfy the clock condition: every receive
+completes after its send (plus a latency of 1 us), every rank leaves the
+MPI_Allreduce after the last one entered and a row's MPI_Bcast after its
+root entered, as on a real machine (so a rank that computes longer makes
+others wait). The per-event durations are drawn first for all ranks, the
+timeline then follows the dependencies iteration by iteration (vectorised
+over the ranks); events are written one chunk of iterations at a time.
 
 Usage::
 
@@ -73,16 +78,67 @@ def _template(metrics: bool) -> list[tuple]:
     return t
 
 
-def _chunk(rank: int, nranks: int, it0: int, n: int, tmpl: list[tuple], t0: int, rng: np.random.Generator) -> tuple:
-    """Arrays of iterations it0..it0+n-1 of one rank (pos local to the chunk)."""
+#: the latency of a message or a collective (ns)
+LATENCY = 1_000
+
+
+def _slot(tmpl: list[tuple], want: tuple) -> int:
+    """Index of the first template event whose leading fields are ``want``."""
+    return next(j for j, e in enumerate(tmpl) if e[: len(want)] == want)
+
+
+def timeline(ranks: int, iters: int, tmpl: list[tuple], seed: int, t0: int = 1_000) -> np.ndarray:
+    """Tick of every template event of every iteration and rank, ``(ranks, iters, events)``, causally consistent.
+
+    Durations are drawn per rank (MPI calls short, compute longer and
+    rank-dependent); a receive completes no earlier than its send plus
+    :data:`LATENCY`, a collective's END no earlier than the BEGINs it waits for.
+    """
+    k = len(tmpl)
+    dur = np.empty((ranks, iters, k), dtype=np.int32)
+    for rank in range(ranks):
+        rng = np.random.default_rng(seed * 100_003 + rank)
+        dur[rank] = rng.integers(200, 2000, size=(iters, k), dtype=np.int32)
+        dur[rank, :, 2] += 20_000 + 1_000 * (rank % 7)
+    r = np.arange(ranks)
+    even = r % 2 == 0
+    partner = np.where((r ^ 1) < ranks, r ^ 1, r)
+    left = (r - 1) % ranks
+    root = (r // ROW) * ROW
+    j_isend = _slot(tmpl, ("p", P2P.ISEND))
+    j_irecv = _slot(tmpl, ("p", P2P.IRECV))
+    j_first = _slot(tmpl, ("p", "first"))
+    j_second = _slot(tmpl, ("p", "second"))
+    coll = [j for j, e in enumerate(tmpl) if e[0] == "c"]
+    (j_arb, j_are, j_bcb, j_bce) = coll
+    bcast_root = r == root
+    ticks = np.empty((ranks, iters, k), dtype=np.int64)
+    clock = np.full(ranks, t0, dtype=np.int64)
+    for it in range(iters):
+        row = ticks[:, it]
+        for j in range(k):
+            clock = clock + dur[:, it, j]
+            if j == j_irecv:  # the halo message from the left neighbour, sent this iteration
+                clock = np.maximum(clock, row[left, j_isend] + LATENCY)
+            elif j == j_first:  # odd ranks receive what their even partner sends first
+                clock = np.where(~even & (partner != r), np.maximum(clock, clock[partner] + LATENCY), clock)
+            elif j == j_second:  # then even ranks receive what the odd ones send
+                clock = np.where(even & (partner != r), np.maximum(clock, clock[partner] + LATENCY), clock)
+            elif j == j_are:
+                clock = np.maximum(clock, row[:, j_arb].max() + LATENCY)
+            elif j == j_bce:
+                clock = np.where(bcast_root, clock, np.maximum(clock, row[root, j_bcb] + LATENCY))
+            row[:, j] = clock
+    return ticks
+
+
+def _chunk(rank: int, nranks: int, it0: int, n: int, tmpl: list[tuple], ticks: np.ndarray) -> tuple:
+    """Arrays of iterations it0..it0+n-1 of one rank (pos local to the chunk); ``ticks`` are this rank's."""
     even = rank % 2 == 0
     partner = rank ^ 1 if (rank ^ 1) < nranks else rank
     right, left = (rank + 1) % nranks, (rank - 1) % nranks
-    k = len(tmpl)
-    # per-event durations (ns): MPI calls short, compute longer and rank-dependent
-    dur = rng.integers(200, 2000, size=(n, k)).astype(np.int64)
-    dur[:, 2] += 20_000 + 1_000 * (rank % 7)
-    ticks = (t0 + np.cumsum(dur.ravel())).astype(np.uint64).reshape(n, k)
+    ticks = ticks[it0 : it0 + n].astype(np.uint64)
+    rng = np.random.default_rng(it0 * 7919 + rank)
     reg_slots = [j for j, e in enumerate(tmpl) if e[0] == "r"]
     nr = len(reg_slots)
     reg_before = np.cumsum([0] + [1 if e[0] == "r" else 0 for e in tmpl])[:-1]
@@ -151,15 +207,15 @@ def make_trace(
     iters = max(1, int(round(float(events) / (ranks * per_iter))))
     w = ArchiveWriter(out, 1_000_000_000, creator="perflow make_otf2_trace")
     tend = 0
+    ticks = timeline(ranks, iters, tmpl, seed, t0=2_000)
     for rank in range(ranks):
-        rng = np.random.default_rng(seed * 100_003 + rank)
         w.begin_location(rank)
         # main region brackets the iterations
+        w.write(*_bare_region(ENTER, R["main"], 1_000))
         t = 1_000
-        w.write(*_bare_region(ENTER, R["main"], t))
         for it0 in range(0, iters, chunk):
             n = min(chunk, iters - it0)
-            *parts, t = _chunk(rank, ranks, it0, n, tmpl, t, rng)
+            *parts, t = _chunk(rank, ranks, it0, n, tmpl, ticks[rank])
             w.write(*_reorder(parts))
         w.write(*_bare_region(LEAVE, R["main"], t + 1_000))
         tend = max(tend, t + 1_000)

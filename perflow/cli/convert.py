@@ -8,6 +8,8 @@ otf2       an OTF2 archive (directory)                   :func:`perflow.writers.
 hatchet    a pickled ``hatchet.GraphFrame``              :func:`perflow.writers.hatchet.to_hatchet`
 literal    Hatchet's graph literal (``.json``)           :func:`perflow.writers.hatchet.write_literal`
 pag        a saved PAG (directory, fast to read again)   :meth:`perflow.PAG.save` (the convert flow)
+cube       a CUBE4 file (``.cubex``) for Cube; a trace   :func:`perflow.writers.cube.write_cube`
+           gets Scalasca's trace-analysis metrics
 csv        one row per (vertex, process, thread)         :func:`perflow.writers.frames.to_csv`
 =========  ============================================  =======================================
 
@@ -26,7 +28,7 @@ __all__ = ["register", "run", "FORMATS"]
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("chrome", "otf2", "hatchet", "literal", "pag", "csv")
+FORMATS = ("chrome", "otf2", "hatchet", "literal", "pag", "csv", "cube")
 
 
 def register(sub: Any) -> None:
@@ -83,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
             where = to_chrome(pag, out)
         elif to == "pag":
             where = pag.save(out, overwrite=True)
+        elif to == "cube":
+            from ..writers.cube import write_cube
+
+            where = write_cube(pag, out)
         elif to == "csv":
             from ..writers.frames import to_csv
 

@@ -66,6 +66,13 @@ def _global_options(parser: argparse.ArgumentParser, *, in_subcommand: bool) -> 
     g.add_argument("-q", "--quiet", action="store_true", help="only print errors and results", **none)
     g.add_argument("-v", "--verbose", action="store_true", help="more messages (debug logging, no tracebacks)", **none)
     g.add_argument("--debug", action="store_true", help="show tracebacks and debug logging", **none)
+    g.add_argument(
+        "--clock-correction",
+        choices=("auto", "on", "off"),
+        help="correct trace timestamps with the controlled logical clock: auto (default: when a trace violates "
+        "the clock condition), on, off",
+        **none,
+    )
 
 
 class _Subcommands(argparse._SubParsersAction):
@@ -162,7 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     real_stdout = sys.stdout
     sys.stdout = EscapingStream(real_stdout)  # type: ignore[assignment] # names from data never drive the terminal
     try:
-        status = args.func(args)
+        from ..trace.clc import clock_correction
+
+        with clock_correction(getattr(args, "clock_correction", None) or "auto"):
+            status = args.func(args)
     except KeyboardInterrupt:
         print("perflow: interrupted", file=sys.stderr)
         return 130

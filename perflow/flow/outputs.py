@@ -9,6 +9,7 @@ PAG                                    ``NAME.pag/`` (saved PAG)
 DataFrame, Series                      ``NAME.csv``
 vertex / edge set (``to_frame()``)     ``NAME.csv``
 matplotlib Figure (``savefig``)        ``NAME.png``
+a file object (``write_file(stem)``)   ``NAME`` + its suffix (e.g. a CUBE4 file, ``NAME.cubex``)
 str: an HTML document                  ``NAME.html``
 str: Markdown (a ``# title`` first)    ``NAME.md``
 other str                              ``NAME.txt``
@@ -106,6 +107,8 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
         with atomic_path(p) as tmp:
             out.to_csv(tmp, index=not isinstance(frame.index, pd.RangeIndex))
         return p
+    if callable(getattr(value, "write_file", None)):  # an object that writes itself (atomically), e.g. a .cubex
+        return Path(value.write_file(d / safe))
     if hasattr(value, "savefig"):
         p = d / f"{safe}.png"
         with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:

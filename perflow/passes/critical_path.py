@@ -34,6 +34,7 @@ from perflow.sdk.profile import grouped
 from perflow.sdk.render import declare_aggregates
 from perflow.sdk.trace import (
     OUTSIDE,
+    CriticalSettings,
     call_path_column,
     check_choice,
     cp_for,
@@ -55,11 +56,15 @@ __all__ = ["critical_path", "critical_path_imbalance", "critical_path_tables"]
 _PROFILE_COLS = ["vertex", "name", "call_path", "kind", "cp_time", "cp_percent", "time", "wait", "mean_nonwait", "cpi"]
 
 
-def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings | None = None) -> dict[str, Any]:
-    """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`)."""
+def critical_path_tables(pag: PAG, pass_name: str, settings: WaitSettings | None = None) -> dict[str, Any]:
+    """Segments, per-call-path profile and one-row summary of the critical path (see :func:`critical_path`).
+
+    ``settings``: :class:`~perflow.trace.analyses.CriticalSettings` (or wait settings only).
+    """
     trace = require_trace(pag, pass_name)
-    ws = wait_settings or WaitSettings()
-    cp, waits = cp_for(pag, pass_name, ws)
+    cs = settings if isinstance(settings, CriticalSettings) else None
+    ws = cs.waits() if cs is not None else (settings or WaitSettings())
+    cp, waits = cp_for(pag, pass_name, cs if cs is not None else ws)
     n = pag.n_vertices
     time_v, outside_t = exclusive_by_vertex(pag, pass_name)
     g = grouped(pag, "time_exc", "process")  # waits charged as breakdown charges them (the one definition)
@@ -131,12 +136,12 @@ def critical_path_tables(pag: PAG, pass_name: str, wait_settings: WaitSettings |
 
 
 @pass_(
-    version="6",
+    version="7",
     tags=("trace", "critical-path"),
     outputs={"segments": pd.DataFrame, "profile": pd.DataFrame, "summary": pd.DataFrame},
 )
-@settings_keywords(WaitSettings, "wait_settings")
-def critical_path(pag: PAG, *, wait_settings: WaitSettings) -> dict[str, pd.DataFrame]:
+@settings_keywords(CriticalSettings, "cp_settings")
+def critical_path(pag: PAG, *, cp_settings: CriticalSettings) -> dict[str, pd.DataFrame]:
     """The critical path of a trace: its segments, its time per call path, and a summary.
 
     Outputs
@@ -160,14 +165,14 @@ def critical_path(pag: PAG, *, wait_settings: WaitSettings) -> dict[str, pd.Data
         ``mpi_on_path``, ``hops`` (stretches on one location),
         ``processes_on_path``, ``imbalance`` (sum of ``cpi``).
     """
-    t = critical_path_tables(pag, "critical_path", wait_settings)
+    t = critical_path_tables(pag, "critical_path", cp_settings)
     return {k: t[k] for k in ("segments", "profile", "summary")}
 
 
-@pass_(version="4", tags=("trace", "critical-path", "imbalance"))
-@settings_keywords(WaitSettings, "wait_settings")
+@pass_(version="5", tags=("trace", "critical-path", "imbalance"))
+@settings_keywords(CriticalSettings, "cp_settings")
 def critical_path_imbalance(
-    pag: PAG, *, min_percent: float = 0.0, gains: int = 20, sort: str = "cpi", wait_settings: WaitSettings
+    pag: PAG, *, min_percent: float = 0.0, gains: int = 20, sort: str = "cpi", cp_settings: CriticalSettings
 ) -> pd.DataFrame:
     """Call paths by critical-path imbalance: how much longer each keeps the run than it would if balanced.
 
@@ -192,7 +197,7 @@ def critical_path_imbalance(
     check_choice("critical_path_imbalance", "sort", sort, ("cpi", "gain"))
     if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
         raise PassError(f"pass 'critical_path_imbalance': gains={gains!r} must be a number of rows (-1: all, 0: none)")
-    t = critical_path_tables(pag, "critical_path_imbalance", wait_settings)
+    t = critical_path_tables(pag, "critical_path_imbalance", cp_settings)
     prof = t["profile"]
     length = float(t["summary"]["length"].iloc[0])
     prof = prof.assign(cpi_percent=100.0 * prof["cpi"] / length if length > 0 else 0.0)

@@ -18,6 +18,7 @@ one run is read, several are an error listing them); ``format="otf2"`` or
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import logging
@@ -264,7 +265,8 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
         analyses them, e.g. on a Dask cluster; it may decline (returning
         ``None``), and the readers here read the data.
     **options
-        Passed to the reader.
+        Passed to the reader; ``clock_correction`` ("auto", "on", "off") applies to
+        every trace read here (:mod:`perflow.trace.clc`).
 
     Returns
     -------
@@ -285,7 +287,10 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     else:
         fmt = format or detect_format(p)
 
-    with progress.task(f"reading {p.name}"):
+    cc = options.pop("clock_correction", None)
+    from ..trace.clc import clock_correction
+
+    with progress.task(f"reading {p.name}"), clock_correction(cc) if cc is not None else contextlib.nullcontext():
         pag = engine.read(p, fmt, **options) if engine is not None else None
         if pag is None:
             pag = _read_guarded(reader_module(fmt), fmt, p, options)

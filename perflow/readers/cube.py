@@ -60,7 +60,7 @@ _DTYPES: dict[str, str] = {
     "DOUBLE": "f8",
     "MINDOUBLE": "f8",
     "MAXDOUBLE": "f8",
-    "FLOAT": "f4",
+    "FLOAT": "f8",  # CUBE4 FLOAT values are 8-byte doubles (as Scalasca writes them)
     "INT64": "i8",
     "UINT64": "u8",
     "INTEGER": "i8",

@@ -189,7 +189,9 @@ _MPI_CATEGORY = {
 }
 _SYNC_NAMES = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
 #: region roles (OTF2's, kept in the vertex table's ``role``) of thread synchronisation constructs
-_SYNC_ROLES = ("barrier", "implicit_barrier", "critical", "lock", "unlock")  # not critical_sblock: the protected code
+#: thread synchronisation by region role; not critical_sblock (the protected code); the parallel region's own time
+#: is the team's fork and join (OpenMP management)
+_SYNC_ROLES = ("barrier", "implicit_barrier", "critical", "lock", "unlock", "parallel")
 #: thread-library lock calls (OpenMP, POSIX threads): synchronisation like the constructs
 _LOCK_CALL = re.compile(r"^(omp_(set|unset|test)(_nest)?_lock|pthread_mutex_(lock|unlock|trylock|timedlock))$")
 _IDENT = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)")

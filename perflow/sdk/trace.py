@@ -16,6 +16,7 @@ transfer kinds (:data:`TRANSFERS`).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..trace.analyses import (
     LOCATIONS,
     REPLAY_PLAN,
     WAIT_INSTANCES,
+    CriticalSettings,
     ReplaySettings,
     ideal_replay,
     vertex_roles,
@@ -47,6 +49,7 @@ from ..trace.threadwaits import parallel_teams
 from ..trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 __all__ = [
+    "CriticalSettings",
     "WAIT_KINDS",
     "WAIT_COLUMNS",
     "WaitSettings",
@@ -119,10 +122,15 @@ def waits_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> pd
     return pag.analyses.get(WAIT_INSTANCES, waits or WaitSettings(), owner=f"pass {pass_name!r}")
 
 
-def cp_for(pag: PAG, pass_name: str, waits: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
-    """The critical path of a PAG and the wait table it was computed from (both computed once)."""
-    w = waits_for(pag, pass_name, waits)
-    return pag.analyses.get(CRITICAL_PATH, waits or WaitSettings(), owner=f"pass {pass_name!r}"), w
+def cp_for(pag: PAG, pass_name: str, settings: WaitSettings | None = None) -> tuple[CriticalPath, pd.DataFrame]:
+    """The critical path of a PAG and the wait table it was computed from (both computed once).
+
+    ``settings`` are :class:`~perflow.trace.analyses.CriticalSettings` (or only wait settings: the path's
+    own settings at their defaults).
+    """
+    cs = settings if isinstance(settings, CriticalSettings) else CriticalSettings(**asdict(settings or WaitSettings()))
+    w = waits_for(pag, pass_name, cs.waits())
+    return pag.analyses.get(CRITICAL_PATH, cs, owner=f"pass {pass_name!r}"), w
 
 
 def name_column(pag: PAG, vertex: np.ndarray) -> pd.Categorical:

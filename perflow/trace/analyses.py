@@ -36,6 +36,7 @@ from .waits import WaitSettings, wait_instances
 
 __all__ = [
     "WaitSettings",
+    "CriticalSettings",
     "DelaySettings",
     "trace_of",
     "LOCATIONS",
@@ -54,23 +55,57 @@ _TRACE = frozenset({"trace"})
 _TRACE_V = frozenset({"trace", "vertices"})
 
 
+def _wait_part(s: WaitSettings) -> WaitSettings:
+    return WaitSettings(s.wrong_order_window, s.late_receiver, s.early_reduce, s.collective_span)
+
+
 @dataclass(frozen=True)
-class DelaySettings(WaitSettings):
-    """Settings of the delay-cost analysis: the wait-state settings, and whether to add long-term costs.
+class CriticalSettings(WaitSettings):
+    """Settings of the critical path: the wait-state settings, and where the path ends and starts.
 
     Attributes
     ----------
-    wrong_order_window, late_receiver, early_reduce
+    wrong_order_window, late_receiver, early_reduce, collective_span
         Those of :class:`~perflow.trace.waits.WaitSettings`.
-    long_term : bool
-        Propagate waiting caused by waiting back to its root causes (long-term costs).
+    path_ends : {"finalize", "trace"}
+        From the MPI_Init enter to the last MPI_Finalize enter (Scalasca's
+        rule), or from the first to the last event of the trace
+        (:mod:`perflow.trace.critical`).
+    follow_locks : bool
+        Lock contention moves the path to the thread that held the lock
+        (False: it stays on the waiting thread, as in Scalasca).
     """
 
-    long_term: bool = False
+    path_ends: Literal["finalize", "trace"] = "finalize"
+    follow_locks: bool = False
 
     def waits(self) -> WaitSettings:
         """The wait-state part."""
-        return WaitSettings(self.wrong_order_window, self.late_receiver, self.early_reduce)
+        return _wait_part(self)
+
+
+@dataclass(frozen=True)
+class DelaySettings(WaitSettings):
+    """Settings of the delay-cost analysis: the wait-state settings, and the long-term costs.
+
+    Attributes
+    ----------
+    wrong_order_window, late_receiver, early_reduce, collective_span
+        Those of :class:`~perflow.trace.waits.WaitSettings`.
+    long_term : bool
+        Propagate waiting caused by waiting back to its root causes (long-term costs).
+    long_term_kind : {"caused", "first"}
+        File a long-term cost under the kind of the wait state it finally causes
+        (Scalasca's rule) or of the wait state whose delays it lands on
+        (:mod:`perflow.trace.delays`).
+    """
+
+    long_term: bool = False
+    long_term_kind: Literal["caused", "first"] = "caused"
+
+    def waits(self) -> WaitSettings:
+        """The wait-state part."""
+        return _wait_part(self)
 
 
 def trace_of(pag: Any) -> Trace:
@@ -113,6 +148,7 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
         early_reduce=s.early_reduce,
+        collective_span=s.collective_span,
         locs=pag.analyses.get(LOCATIONS),
         roles=roles,
         regions=regions,
@@ -128,27 +164,42 @@ def _waits_program(built: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
         early_reduce=s.early_reduce,
+        collective_span=s.collective_span,
         roles=roles,
         regions=regions,
     )
 
 
-def _critical(pag: Any, s: WaitSettings) -> CriticalPath:
-    w = pag.analyses.get(WAIT_INSTANCES, s)
+def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
+    w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    roles, regions = vertex_roles(pag)
     return critical_path(
-        trace_of(pag), w, pag.n_vertices, locs=pag.analyses.get(LOCATIONS), flat=pag.analyses.get(FLAT_TIMELINE)
+        trace_of(pag),
+        w,
+        pag.n_vertices,
+        locs=pag.analyses.get(LOCATIONS),
+        flat=pag.analyses.get(FLAT_TIMELINE),
+        path_ends=s.path_ends,
+        follow_locks=s.follow_locks,
+        names=_names(pag),
+        roles=roles,
+        regions=regions,
     )
 
 
 def _delays(pag: Any, s: DelaySettings) -> DelayResult:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    roles, regions = vertex_roles(pag)
     return delay_costs(
         trace_of(pag),
         w,
         pag.n_vertices,
         long_term=s.long_term,
+        long_term_kind=s.long_term_kind,
         locs=pag.analyses.get(LOCATIONS),
         flat=pag.analyses.get(FLAT_TIMELINE),
+        roles=roles,
+        regions=regions,
     )
 
 
@@ -183,7 +234,7 @@ WAIT_INSTANCES = Analysis(
     doc="every wait-state instance (perflow.trace.waits.WAIT_COLUMNS)",
 )
 CRITICAL_PATH = Analysis(
-    "trace.critical_path", compute=_critical, settings=WaitSettings, uses=_TRACE_V, doc="the critical path"
+    "trace.critical_path", compute=_critical, settings=CriticalSettings, uses=_TRACE_V, doc="the critical path"
 )
 DELAY_COSTS = Analysis(
     "trace.delay_costs", compute=_delays, settings=DelaySettings, uses=_TRACE_V, doc="delay costs of the wait states"

@@ -57,6 +57,7 @@ def build_pag(
     validate: bool = True,
     infer_collectives: bool = False,
     jobs: int | None = None,
+    clock_correction: str | None = None,
 ) -> PAG:
     """Turn decoded events into a trace-backed PAG.
 
@@ -81,6 +82,13 @@ def build_pag(
         consecutive processes (views, no copies) whose stages run at the same
         time; the result does not depend on it. Default: the number of CPU
         cores for traces of more than a million events, else 1.
+    clock_correction : {"auto", "on", "off"}, optional
+        Correct the timestamps with the controlled logical clock
+        (:mod:`perflow.trace.clc`): "auto" when the trace violates the clock
+        condition (messages received before sent, collectives left before the
+        last enter), "on" always, "off" never. Default: the mode of
+        :func:`perflow.trace.clc.clock_correction` ("auto"). What was done is
+        in ``pag.attrs["clock_correction"]``.
 
     Returns
     -------
@@ -88,6 +96,42 @@ def build_pag(
         With ``time_inc``, ``time_exc``, ``visits``, byte counts and any
         trace metric, and a :class:`~perflow.pag.instances.Trace`.
     """
+    from . import clc
+
+    how = clc.mode(clock_correction)
+    if how == "on":
+        return _corrected(raw, close_open, validate, infer_collectives, jobs, None)
+    pag = _build(raw, close_open, validate, infer_collectives, jobs)
+    if how == "auto" and pag.trace is not None:
+        n = clc.built_violations(pag.trace)
+        if n:
+            return _corrected(raw, close_open, validate, infer_collectives, jobs, n)
+    return pag
+
+
+def _corrected(
+    raw: RawTrace, close_open: bool, validate: bool, infer: bool, jobs: int | None, found: int | None
+) -> PAG:
+    """Build from the timestamps the controlled logical clock corrected (``found``: violations the build saw)."""
+    from . import clc
+
+    if validate:
+        raw.validate()
+    fixed, rep = clc.correct(raw)
+    src = raw.attrs.get("source", "trace")
+    if rep.violations:
+        log.warning(
+            "%s: corrected %d clock-condition violations (%d messages, %d collectives) with the controlled logical "
+            "clock; largest shift %.3g s%s",
+            src, rep.violations, rep.messages, rep.collectives, rep.max_shift,
+            f", {rep.remaining} left" if rep.remaining else "",
+        )  # fmt: skip
+    pag = _build(fixed, close_open, False, infer, jobs)
+    pag.attrs["clock_correction"] = {**rep.as_dict(), "found_by_build": found}
+    return pag
+
+
+def _build(raw: RawTrace, close_open: bool, validate: bool, infer_collectives: bool, jobs: int | None) -> PAG:
     options = BuildOptions(close_open, validate, infer_collectives)
     if jobs is None:
         jobs = (os.cpu_count() or 1) if raw.n_events > PARALLEL_EVENTS else 1

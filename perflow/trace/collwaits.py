@@ -6,6 +6,20 @@ completion, Late Broadcast, Early Reduce, Early Scan. A data collective that
 moves zero bytes is no synchronisation point; a barrier (and MPI_Init /
 MPI_Finalize, which the trace builder turns into world barriers) always is.
 
+MPI_Init and MPI_Finalize (world barriers) give Scalasca's two metrics of
+their own instead: ``init_completion`` (the completion formula: time in
+MPI_Init after the first process could leave) and ``finalize_wait`` (the wait
+formula: waiting in MPI_Finalize for the last process to arrive); neither is a
+Wait at Barrier.
+
+``E_i``/``L_i`` are, by default (``collective_span="records"``, Scalasca's
+rule), the times of the collective's own records: its ``MpiCollectiveBegin``
+and ``MpiCollectiveEnd`` (Score-P 8 writes the END 1-6 us before the Leave),
+so that waits and completions end where the operation ended;
+``collective_span="call"`` takes the enter and leave of the MPI call instead.
+Calls without records (MPI_Init, MPI_Finalize, inferred collectives) use the
+call's enter and leave either way.
+
 A non-blocking collective (MPI_Ibarrier, MPI_Iallreduce, ...: its request
 posted in the I-call, completed in a Wait/Test) waits in the call that
 completes it, from that call's enter, for the others' *requests*: every
@@ -25,7 +39,7 @@ from ..pag.instances import Trace
 from .flat import njit
 from .waits import _frame, empty_waits
 
-__all__ = ["collective_waits"]
+__all__ = ["collective_waits", "COLLECTIVE_SPANS"]
 
 _PAT_CODE = {"barrier": 0, "n2n": 1, "one2n": 2, "n2one": 3, "scan": 4}
 
@@ -58,7 +72,11 @@ def _scan_ref(start, n, rank, E):  # type: ignore[no-untyped-def]
     return ref
 
 
-def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFrame:
+#: values of the ``collective_span`` setting: the collective's records (Scalasca), or the MPI call
+COLLECTIVE_SPANS = ("records", "call")
+
+
+def collective_waits(trace: Trace, *, early_reduce: str = "latest", collective_span: str = "records") -> pd.DataFrame:
     """Collective wait-state instances (see the module docstring).
 
     Parameters
@@ -67,7 +85,13 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
         Whether the root of an N-to-1 operation waits for the latest sender
         (default) or only until the first sender arrives (no data could be
         received before).
+    collective_span : {"records", "call"}
+        Where a blocking participant's operation begins and ends: at its
+        MpiCollectiveBegin/End records (default, as Scalasca) or at the enter
+        and leave of its MPI call.
     """
+    if collective_span not in COLLECTIVE_SPANS:
+        raise ValueError(f"collective_span must be one of {COLLECTIVE_SPANS}, not {collective_span!r}")
     c = trace.collectives
     if not len(c):
         return empty_waits()
@@ -82,11 +106,17 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     leave = iv["leave"].to_numpy()
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     begin = c["begin"].to_numpy()
+    end = c["end"].to_numpy()
     E = np.where(has, enter[np.maximum(row_iv, 0)], begin)
-    L = np.where(has, leave[np.maximum(row_iv, 0)], c["end"].to_numpy())
+    L = np.where(has, leave[np.maximum(row_iv, 0)], end)
     # arrival: a blocking call arrives when it enters; a non-blocking one (its BEGIN, the request, lies
     # before the call that completes it) when it posted its request
     A = np.minimum(E, begin)
+    if collective_span == "records":  # a blocking participant's operation spans its own records
+        blocking = begin >= E
+        E = np.where(blocking, begin, E)
+        L = np.where(blocking, np.minimum(np.maximum(end, E), L), L)
+        A = np.minimum(E, begin)
     vertex = np.where(has, vtx[np.maximum(row_iv, 0)], -1)
     proc = c["process"].to_numpy()
     thr = c["thread"].to_numpy()
@@ -126,10 +156,13 @@ def collective_waits(trace: Trace, *, early_reduce: str = "latest") -> pd.DataFr
     released = np.minimum(latest, L)
     wait = np.maximum(0.0, released - E)
     comp = np.maximum(0.0, L - np.maximum(first_leave, released))
+    init, fin = op == CollectiveOp.INIT, op == CollectiveOp.FINALIZE
     for code, wk, ck in ((0, "wait_barrier", "barrier_completion"), (1, "wait_nxn", "nxn_completion")):
-        sel = sync & (pat == code)
+        sel = sync & (pat == code) & ~init & ~fin
         emit(sel, wk, E, wait, last_row)
         emit(sel, ck, L - comp, comp, None)
+    emit(sync & fin, "finalize_wait", E, wait, last_row)
+    emit(sync & init, "init_completion", L - comp, comp, None)
     root = c["root"].to_numpy().astype(np.int64)
     is_root = (root >= 0) & (proc == root)
     # root row per instance (first matching row), -1 when none

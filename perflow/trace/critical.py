@@ -2,15 +2,27 @@
 
 The critical path is the longest path through the happens-before graph of the
 run (local execution, messages entering at their receive completion,
-collective instances). Waiting time is exactly where one process depends on
-another, so the path is found backwards: start at the end of the location
-that finishes last and walk back along its timeline; at the end ``tau`` of a
-wait state (a Late Sender, Late Receiver or collective wait) the path leaves
-the waiting location and continues, at the same time ``tau``, on the location
-it waited for (the sender, the receiver, the last to arrive, the root); it
-stops at the start of a location. Each wait is met at most once and time
-strictly decreases at each jump, so the walk is linear in the number of
-wait states (plus a binary search per jump).
+collective instances, OpenMP forks and barriers). Waiting time is exactly
+where one location depends on another, so the path is found backwards: start
+at its end and walk back along that location's timeline; at the end ``tau`` of
+a wait state (a Late Sender, Late Receiver, collective or OpenMP barrier wait;
+lock contention with ``follow_locks``) the path leaves the waiting location and
+continues, at the same time ``tau``, on the location it waited for (the sender,
+the receiver, the last to arrive, the root, the thread releasing the lock); at the start of
+a worker thread's copy of a parallel region (its team's fork) it continues on
+the thread that forked the team; it stops at the start of a location. Each
+wait is met at most once and time strictly decreases at each jump, so the walk
+is linear in the number of wait states (plus a binary search per jump).
+
+Where the path ends and starts (``path_ends``):
+
+* ``"finalize"`` (default, Scalasca's rule): it ends where the last process
+  enters MPI_Finalize and starts, on the location the walk arrives at, where
+  that location entered MPI_Init (MPI_Init_thread): start-up and shut-down of
+  the MPI library are not on it. A trace without MPI_Finalize ends at its last
+  event; a location without MPI_Init starts at its first event;
+* ``"trace"``: it ends at the end of the location that finishes last and
+  starts at the first event of the location the walk arrives at.
 
 Path segments are then charged to the innermost open region instance of each
 location (the flat timeline of :mod:`perflow.trace.flat`), which gives the
@@ -26,9 +38,10 @@ import pandas as pd
 
 from ..pag.instances import Trace
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
+from .threadwaits import fork_edges
 from .waits import IDLE_KINDS
 
-__all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS"]
+__all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS", "PATH_ENDS"]
 
 #: Columns of the critical-path segment table.
 SEGMENT_COLUMNS: dict[str, str] = {
@@ -84,6 +97,10 @@ def _bsearch_left(a, lo, hi, x):  # type: ignore[no-untyped-def]
     return lo
 
 
+#: values of the ``path_ends`` setting
+PATH_ENDS = ("finalize", "trace")
+
+
 @njit
 def _walk(eoff, etau, edst, lstart, cur, t):  # type: ignore[no-untyped-def]
     cap = etau.shape[0] + 1
@@ -98,7 +115,7 @@ def _walk(eoff, etau, edst, lstart, cur, t):  # type: ignore[no-untyped-def]
         j = _bsearch_left(etau, lo, hi, t) - 1
         hl[n] = cur
         hb[n] = t
-        if j < lo or etau[j] <= lstart[cur] or n == cap - 1:
+        if j < lo or etau[j] < lstart[cur] or n == cap - 1:
             ha[n] = min(lstart[cur], t)
             done = True
         else:
@@ -173,6 +190,11 @@ def critical_path(
     *,
     locs: Locations | None = None,
     flat: FlatTimeline | None = None,
+    path_ends: str = "finalize",
+    follow_locks: bool = False,
+    names: np.ndarray | None = None,
+    roles: np.ndarray | None = None,
+    regions: np.ndarray | None = None,
 ) -> CriticalPath:
     """Find the critical path of ``trace`` given its wait-state instances.
 
@@ -185,7 +207,19 @@ def critical_path(
         Number of top-down vertices (length of ``cp_time``).
     locs, flat : optional
         ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand.
+    path_ends : {"finalize", "trace"}
+        Where the path ends and starts (see the module docstring).
+    follow_locks : bool
+        Whether lock contention moves the path to the thread that held the
+        lock; by default (Scalasca's rule) the path stays on the waiting
+        thread, whose waiting is then on the path.
+    names : numpy.ndarray, optional
+        Vertex names (to find MPI_Init and MPI_Finalize; without them the path spans the trace).
+    roles, regions : numpy.ndarray, optional
+        Region role and region id of each vertex (to find the OpenMP teams' forks).
     """
+    if path_ends not in PATH_ENDS:
+        raise ValueError(f"path_ends must be one of {PATH_ENDS}, not {path_ends!r}")
     locs = locs if locs is not None else locations(trace)
     flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
@@ -195,17 +229,25 @@ def critical_path(
         return CriticalPath(empty, hops, np.zeros(n_vertices), 0.0, 0.0, 0.0)
     lstart = flat.start()
     lend = flat.end()
-    w = waits[waits["kind"].isin(IDLE_KINDS).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
+    kinds = [k for k in IDLE_KINDS if follow_locks or not k.startswith("lock_contention")]
+    w = waits[waits["kind"].isin(kinds).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
     src = locs.lookup(w["process"].to_numpy(), w["thread"].to_numpy())
     dst = locs.lookup(w["cause_process"].to_numpy(), w["cause_thread"].to_numpy())
     tau = w["end"].to_numpy()
+    if roles is not None and regions is not None:  # a worker's team begins at its fork, on the forking thread
+        fp, ft, mp_, mt, ftau = fork_edges(trace.intervals, roles, regions)
+        src = np.r_[src, locs.lookup(fp, ft)]
+        dst = np.r_[dst, locs.lookup(mp_, mt)]
+        tau = np.r_[tau, ftau]
+    cur, t_end = int(np.argmax(lend)), float(lend[np.argmax(lend)])
+    if path_ends == "finalize" and names is not None:
+        cur, t_end, lstart = _mpi_ends(trace, locs, names, lstart, cur, t_end)
     ok = (src >= 0) & (dst >= 0) & (src != dst)
     src, dst, tau = src[ok], dst[ok], tau[ok]
     order = np.lexsort((tau, src))
     src, dst, tau = src[order], dst[order], tau[order]
     eoff = np.searchsorted(src, np.arange(L + 1)).astype(np.int64)
-    cur = int(np.argmax(lend))
-    hl, ha, hb = _walk(eoff, tau.astype(np.float64), dst.astype(np.int64), lstart, cur, float(lend[cur]))
+    hl, ha, hb = _walk(eoff, tau.astype(np.float64), dst.astype(np.int64), lstart, cur, t_end)
     pl, pa, pb, po, cp = _charge(flat.time, flat.owner, flat.vertex, flat.offsets, hl, ha, hb, int(n_vertices))
     vtx = trace.intervals["vertex"].to_numpy()
     segments = pd.DataFrame(
@@ -222,3 +264,26 @@ def critical_path(
         {"process": locs.process[hl[::-1]], "thread": locs.thread[hl[::-1]], "start": ha[::-1], "end": hb[::-1]}
     )
     return CriticalPath(segments, hops, cp[:n_vertices].copy(), float(cp[n_vertices]), float(ha[-1]), float(hb[0]))
+
+
+def _mpi_ends(
+    trace: Trace, locs: Locations, names: np.ndarray, lstart: np.ndarray, cur: int, t_end: float
+) -> tuple[int, float, np.ndarray]:
+    """Scalasca's ends: the latest enter into MPI_Finalize, and each location's first MPI_Init enter."""
+    iv = trace.intervals
+    vname = np.asarray(names).astype(str)
+    v = iv["vertex"].to_numpy()
+    enter = iv["enter"].to_numpy()
+    fin = np.flatnonzero(np.isin(v, np.flatnonzero(vname == "MPI_Finalize")))  # vertices by name, not every interval
+    if len(fin):
+        t_end = float(enter[fin].max())
+        last = fin[enter[fin] == t_end]
+        cur = int(locs.of_interval[last].min())
+    ini = np.flatnonzero(np.isin(v, np.flatnonzero(np.isin(vname, ["MPI_Init", "MPI_Init_thread"]))))
+    if len(ini):
+        lstart = lstart.copy()
+        first = np.full(len(lstart), np.inf)
+        np.minimum.at(first, locs.of_interval[ini], enter[ini])
+        has = np.isfinite(first)
+        lstart[has] = np.maximum(lstart[has], first[has])
+    return cur, t_end, lstart

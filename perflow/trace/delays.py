@@ -2,31 +2,45 @@
 
 For a wait state of ``A`` seconds on location ``R`` (the waiter) caused by
 location ``S`` (the delayer: the late sender, the last process to reach a
-collective, ...):
+collective, the last thread at an OpenMP barrier, the master thread of idle
+worker threads, ...):
 
-1. the *synchronisation interval* starts at the previous synchronisation
-   point ``R`` and ``S`` share -- the latest message exchanged between them
-   (its send-call leave on the sender, its receive-completion leave on the
-   receiver) or collective instance both took part in (their leaves), that
-   lies before the wait on both sides -- or at the start of each location
-   when there is none (the search looks back a bounded number of steps; when it
-   finds nothing, each side's own last collective bounds its interval, which keeps
-   the cost linear); it ends where ``R`` starts to wait and where ``S``
-   enters the call that releases ``R`` (``cause_time``);
+1. the *synchronisation interval* on each side runs from the last
+   synchronisation point (:mod:`perflow.trace.syncpoints`: a message that made
+   someone wait, a synchronising collective, an OpenMP barrier or fork) that
+   location shared with the other before the wait -- from that point's
+   *release*, the part of its call after the synchronisation let it go -- or
+   from the start of the location when there is none, to where ``R`` starts to
+   wait and where ``S`` enters the call that releases ``R`` (``cause_time``).
+   MPI wait states look for MPI points shared with the partner, OpenMP ones
+   for the thread's previous OpenMP point; an idle worker thread's interval is
+   empty and its master's runs from the join before the stretch (or its
+   start) to the fork that ends it;
 2. the *delay* of call path ``c`` is ``d(c) = max(0, N_S(c) - N_R(c))``,
    ``N_X(c)`` being ``c``'s exclusive time on ``X`` within the interval minus
-   the waiting time charged to ``c`` there; waiting time that ``S`` spent
-   itself gives the *propagating* delay ``d_W(c) = max(0, W_S(c) - W_R(c))``;
-3. the wait is scaled onto the delays: the **short-term cost** of ``c`` is
-   ``A * d(c) / D`` and its propagating cost ``A * d_W(c) / D`` with
-   ``D = sum d + sum d_W`` (so the costs of one wait add up to ``A``);
-4. with **long-term** costs, waits are handled from the last to the first:
-   the propagating share ``(A + inflow) * sum d_W / D`` is passed on to the
-   wait states of ``S`` inside the interval (in proportion to their time
-   there), whose own costs then carry it further back, so all waiting time
-   ends up on the call paths that really did the extra work.
+   the waiting time of the synchronisation points inside it; ``W`` is the
+   waiting time of ``S``'s synchronisation points inside its interval;
+3. the **short-term cost** of ``c`` is ``A * d(c) / (D + W)`` with
+   ``D = sum d`` (for Late Sender and Late Receiver at most ``d(c)``: a wait
+   longer than ``D + W`` leaves the rest unattributed); the share
+   ``A * W / (D + W)`` is *propagating*: it is due to ``S``'s own waiting
+   (reported per call path where ``S`` waited, short-term);
+4. with **long-term** costs, waits are handled from the last to the first and
+   each propagating share flows to the wait states of ``S``'s synchronisation
+   points inside the interval, in proportion to their waiting time; a wait
+   state that received ``C`` this way charges ``C * d(c) / (D + W)`` of it as
+   long-term cost to its own delays and passes ``C * W / (D + W)`` on, so all
+   waiting time ends up on the call paths that did the extra work. A long-term
+   cost is filed under the kind of the wait state it finally causes (the
+   first of the chain, going back: ``long_term_kind="caused"``, Scalasca's
+   rule) or under the kind of the wait state whose delays it lands on
+   (``"first"``, the first wait of the chain in time).
 
-Waits without any positive delay (``D = 0``) stay unattributed.
+Waits without any delay or waiting on the delayer (``D + W = 0``) stay
+unattributed. MPI_Finalize's wait is a synchronisation point but is not
+analysed itself (as in Scalasca); lock contention, Early Scan and RMA waits
+are analysed but are no synchronisation points, so that the time they wait
+counts as work in other intervals (as in Scalasca, which analyses them not).
 """
 
 from __future__ import annotations
@@ -36,12 +50,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..kinds import CollectiveOp
 from ..pag.instances import Trace
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, window_sums
+from .syncpoints import LS_KINDS, sync_points
 from .waits import IDLE_KINDS
 
-__all__ = ["DelayResult", "delay_costs"]
+__all__ = ["DelayResult", "delay_costs", "LONG_TERM_KINDS", "NOT_ANALYSED"]
 
 _MAXSTEP = 64
 
@@ -54,7 +68,9 @@ class DelayResult:
     ----------
     costs : pandas.DataFrame
         ``process``, ``thread`` (the delayer), ``vertex`` (-1 outside every
-        region), ``wait_kind``, ``propagating`` (bool), ``cost`` (s).
+        region), ``wait_kind``, ``propagating`` (bool: a short-term share due
+        to the delayer's own waiting, on the call path where it waited),
+        ``long_term`` (bool: a cost carried from a later wait state), ``cost`` (s).
     total_wait : float
         Waiting time analysed.
     unattributed : float
@@ -70,18 +86,6 @@ class DelayResult:
 
 
 @njit
-def _last_le(a, lo, hi, x):  # type: ignore[no-untyped-def]
-    """Last index in a[lo:hi] with a[i] <= x, or lo - 1."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1
-
-
-@njit
 def _find_i64(a, lo, hi, x):  # type: ignore[no-untyped-def]
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -93,50 +97,91 @@ def _find_i64(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit
+def _less_waiting(j0, j1, sp_wait, sp_vtx, nvert, acc, mark, touched, nt):  # type: ignore[no-untyped-def]
+    """Take the waiting at synchronisation points ``j0..j1-1`` off ``acc`` per call path (marking each
+    touched one); return the new ``nt`` and the waiting taken."""
+    W = 0.0
+    for j in range(j0, j1):
+        if sp_wait[j] > 0.0:
+            v = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
+            if not mark[v]:
+                mark[v] = True
+                touched[nt] = v
+                nt += 1
+            acc[v] -= sp_wait[j]
+            W += sp_wait[j]
+    return nt, W
+
+
+@njit
+def _first_ge(a, lo, hi, x):  # type: ignore[no-untyped-def]
+    """First index in a[lo:hi] with a[i] >= x (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def _involves(sp_partner, sp_group, g_off, g_loc, j, other):  # type: ignore[no-untyped-def]
+    p = sp_partner[j]
+    if p >= 0:
+        return p == other
+    g = sp_group[j]
+    if g < 0:
+        return False
+    k = _find_i64(g_loc, g_off[g], g_off[g + 1], other)
+    return k < g_off[g + 1] and g_loc[k] == other
+
+
+@njit
+def _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, loc, other, t_end, cls):  # type: ignore[no-untyped-def]
+    """Index of ``loc``'s last point of class ``cls`` before ``t_end`` shared with ``other`` (-1 none), and
+    the index of its first point at or after ``t_end``."""
+    lo = sp_off[loc]
+    end = _first_ge(sp_t, lo, sp_off[loc + 1], t_end)
+    j = end - 1
+    steps = 0
+    while j >= lo:
+        if sp_cls[j] == cls and (cls == 1 or _involves(sp_partner, sp_group, g_off, g_loc, j, other)):
+            return j, end
+        j -= 1
+        steps += 1
+        if steps >= _MAXSTEP:  # long runs of other points: from here on only group points (collectives)
+            j = last_grp[j] if j >= lo else -1
+            while j >= lo:
+                if sp_cls[j] == cls and _involves(sp_partner, sp_group, g_off, g_loc, j, other):
+                    return j, end
+                j = last_grp[j - 1] if j - 1 >= lo else -1
+            return -1, end
+    return -1, end
+
+
+@njit
 def _kernel(  # type: ignore[no-untyped-def]
-    order,
-    w_loc,
-    w_start,
-    w_amount,
-    w_cloc,
-    w_ctime,
-    w_kind,
-    time,
-    vertex,
-    offsets,
-    lstart,
-    nvert,
-    nloc,
-    mkey,
-    mta,
-    mtb,
-    co,
-    c_leave,
-    c_inst,
-    io,
-    i_loc,
-    i_leave,
-    wo,
-    ws_start,
-    ws_end,
-    ws_vertex,
-    ws_id,
-    long_term,
-):
+    order, w_loc, w_start, w_amount, w_cloc, w_ctime, w_kind, w_cls, w_cap, nkind,
+    time, vertex, offsets, lstart, nvert,
+    sp_off, sp_t, sp_rel, sp_wait, sp_vtx, sp_wid, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp,
+    long_term, file_first,
+):  # fmt: skip
     nw = order.shape[0]
-    pos = np.empty(w_loc.shape[0], np.int64)
+    pos = np.full(w_loc.shape[0], -1, np.int64)  # -1: a wait not analysed (what reaches it is lost)
     for q in range(nw):
         pos[order[q]] = q
-    inflow = np.zeros(w_loc.shape[0], np.float64)
-    accN = np.zeros(nvert + 1, np.float64)
-    accW = np.zeros(nvert + 1, np.float64)
+    carried = np.zeros((w_loc.shape[0] if long_term else 1, nkind), np.float64)
+    accS = np.zeros(nvert + 1, np.float64)
+    accR = np.zeros(nvert + 1, np.float64)
     mark = np.zeros(nvert + 1, np.bool_)
     touched = np.empty(nvert + 1, np.int64)
     cap = 1024
     o_w = np.empty(cap, np.int64)
     o_v = np.empty(cap, np.int64)
     o_c = np.empty(cap, np.float64)
-    o_p = np.empty(cap, np.bool_)
+    o_f = np.empty(cap, np.int64)  # flags: 1 propagating, 2 long-term
+    o_k = np.empty(cap, np.int64)
     n = 0
     unattributed = 0.0
     lost = 0.0
@@ -146,138 +191,124 @@ def _kernel(  # type: ignore[no-untyped-def]
         S = w_cloc[w]
         X = w_start[w]
         Y = w_ctime[w]
-        sR = lstart[R]
-        sS = lstart[S]
-        best = -np.inf
-        # previous message between R and S before the wait on both sides
-        key = R * nloc + S
-        g0 = _find_i64(mkey, 0, mkey.shape[0], key)
-        g1 = _find_i64(mkey, g0, mkey.shape[0], key + 1)
-        j = _last_le(mta, g0, g1, X)
-        steps = 0
-        while j >= g0 and mtb[j] > Y and steps < _MAXSTEP:
-            j -= 1
-            steps += 1
-        if j >= g0 and mtb[j] <= Y:
-            best = mta[j]
-            sR = max(sR, mta[j])
-            sS = max(sS, mtb[j])
-        # previous collective both took part in
-        j = _last_le(c_leave, co[R], co[R + 1], X)
-        steps = 0
-        while j >= co[R] and steps < _MAXSTEP:
-            inst = c_inst[j]
-            k = _find_i64(i_loc, io[inst], io[inst + 1], S)
-            if k < io[inst + 1] and i_loc[k] == S and i_leave[k] <= Y:
-                if c_leave[j] > best:
-                    best = c_leave[j]
-                    sR = max(lstart[R], c_leave[j])
-                    sS = max(lstart[S], i_leave[k])
-                break
-            j -= 1
-            steps += 1
-        if best == -np.inf:
-            # nothing shared found within the search budget: each side's own last collective bounds
-            # its interval (keeps the cost linear; exact whenever the two do share one)
-            j = _last_le(c_leave, co[R], co[R + 1], X)
-            if j >= co[R]:
-                sR = max(sR, c_leave[j])
-            j = _last_le(c_leave, co[S], co[S + 1], Y)
-            if j >= co[S]:
-                sS = max(sS, c_leave[j])
-        total = w_amount[w] + inflow[w]
-        # exclusive time in the windows
+        k = w_kind[w]
+        cls = w_cls[w]
+        if cls == 2:  # an idle worker: the master from the join before the stretch to the fork after it
+            aS = X
+            jS0 = _first_ge(sp_t, sp_off[S], sp_off[S + 1], X)
+            jS1 = _first_ge(sp_t, jS0, sp_off[S + 1], Y)
+            aR = X
+            bR = X
+            jR0 = 0
+            jR1 = 0
+        else:
+            pR, jR1 = _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, R, S, X, cls)
+            pS, jS1 = _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, S, R, Y, cls)
+            aR = sp_rel[pR] if pR >= 0 else lstart[R]
+            aS = sp_rel[pS] if pS >= 0 else lstart[S]
+            jR0 = pR + 1 if pR >= 0 else sp_off[R]
+            jS0 = pS + 1 if pS >= 0 else sp_off[S]
+            bR = X
         nt = 0
-        nt = window_sums(time, vertex, offsets, S, sS, Y, 1.0, nvert, accN, mark, touched, nt)
-        nt = window_sums(time, vertex, offsets, R, sR, X, -1.0, nvert, accN, mark, touched, nt)
-        # waiting time in the windows (taken out of the exclusive time)
-        sumov = 0.0
-        for side in range(2):
-            loc = S if side == 0 else R
-            a = sS if side == 0 else sR
-            b = Y if side == 0 else X
-            sign = 1.0 if side == 0 else -1.0
-            i = _last_le(ws_start, wo[loc], wo[loc + 1], a)
-            if i < wo[loc]:
-                i = wo[loc]
-            while i < wo[loc + 1] and ws_start[i] < b:
-                s = max(ws_start[i], a)
-                e = min(ws_end[i], b)
-                if e > s and ws_id[i] != w:
-                    v = ws_vertex[i]
-                    if v < 0:
-                        v = nvert
-                    if not mark[v]:
-                        mark[v] = True
-                        touched[nt] = v
-                        nt += 1
-                    accW[v] += sign * (e - s)
-                    accN[v] -= sign * (e - s)
-                    if side == 0:
-                        sumov += e - s
-                i += 1
+        nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt)
+        nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt)
+        # waiting at the delayer's (and the waiter's) points inside its interval is no work
+        nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, nvert, accS, mark, touched, nt)
+        nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, nvert, accR, mark, touched, nt)
         D = 0.0
-        DW = 0.0
         for t in range(nt):
             v = touched[t]
-            if accN[v] > 0:
-                D += accN[v]
-            if accW[v] > 0:
-                DW += accW[v]
-        if D + DW <= 0.0 or total <= 0.0:
-            unattributed += total
+            d = max(accS[v], 0.0) - max(accR[v], 0.0)
+            if d > 0.0:
+                D += d
+        A = w_amount[w]
+        denom = D + W
+        inflow = 0.0
+        if long_term:
+            for K in range(nkind):
+                inflow += carried[w, K]
+        if denom <= 0.0 or A + inflow <= 0.0:
+            unattributed += A + inflow
         else:
-            scale = total / (D + DW)
+            scale = A / denom
+            if w_cap[w] and scale > 1.0:
+                unattributed += A - denom
+                scale = 1.0
             for t in range(nt):
                 v = touched[t]
-                for prop in range(2):
-                    val = accN[v] if prop == 0 else accW[v]
-                    if val <= 0.0 or (prop == 1 and long_term):
+                d = max(accS[v], 0.0) - max(accR[v], 0.0)
+                if d <= 0.0:
+                    continue
+                for K in range(-1, nkind if long_term else 0):
+                    c = scale * d if K < 0 else carried[w, K] / denom * d
+                    if c <= 0.0:
                         continue
                     if n == cap:
                         cap *= 2
-                        a1 = np.empty(cap, np.int64)
-                        a2 = np.empty(cap, np.int64)
-                        a3 = np.empty(cap, np.float64)
-                        a4 = np.empty(cap, np.bool_)
-                        a1[:n] = o_w[:n]
-                        a2[:n] = o_v[:n]
-                        a3[:n] = o_c[:n]
-                        a4[:n] = o_p[:n]
-                        o_w, o_v, o_c, o_p = a1, a2, a3, a4
+                        o_w, o_v, o_c, o_f, o_k = _grow(o_w, o_v, o_c, o_f, o_k, n, cap)
                     o_w[n] = w
                     o_v[n] = v
-                    o_c[n] = val * scale
-                    o_p[n] = prop == 1
+                    o_c[n] = c
+                    o_f[n] = 0 if K < 0 else 2
+                    o_k[n] = k if (K < 0 or file_first) else K
                     n += 1
-            if long_term and DW > 0.0:
-                share = DW * scale
-                if sumov <= 0.0:
-                    lost += share
+            for j in range(jS0, jS1):  # the propagating shares
+                wj = sp_wait[j]
+                if wj <= 0.0:
+                    continue
+                if not long_term:
+                    if n == cap:
+                        cap *= 2
+                        o_w, o_v, o_c, o_f, o_k = _grow(o_w, o_v, o_c, o_f, o_k, n, cap)
+                    o_w[n] = w
+                    o_v[n] = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
+                    o_c[n] = scale * wj
+                    o_f[n] = 1
+                    o_k[n] = k
+                    n += 1
+                    continue
+                target = sp_wid[j]
+                ok = target >= 0 and pos[target] > q
+                if ok:
+                    carried[target, k] += scale * wj
                 else:
-                    i = _last_le(ws_start, wo[S], wo[S + 1], sS)
-                    if i < wo[S]:
-                        i = wo[S]
-                    while i < wo[S + 1] and ws_start[i] < Y:
-                        s = max(ws_start[i], sS)
-                        e = min(ws_end[i], Y)
-                        if e > s and ws_id[i] != w:
-                            part = share * (e - s) / sumov
-                            if pos[ws_id[i]] > q:
-                                inflow[ws_id[i]] += part
-                            else:
-                                lost += part
-                        i += 1
+                    lost += scale * wj
+                for K in range(nkind):
+                    c = carried[w, K] / denom * wj
+                    if ok:
+                        carried[target, K] += c
+                    else:
+                        lost += c
         for t in range(nt):
             v = touched[t]
-            accN[v] = 0.0
-            accW[v] = 0.0
+            accS[v] = 0.0
+            accR[v] = 0.0
             mark[v] = False
-    return o_w[:n], o_v[:n], o_c[:n], o_p[:n], unattributed, lost
+    return o_w[:n], o_v[:n], o_c[:n], o_f[:n], o_k[:n], unattributed, lost
 
 
-def _offsets(sorted_keys: np.ndarray, n: int) -> np.ndarray:
-    return np.searchsorted(sorted_keys, np.arange(n + 1)).astype(np.int64)
+@njit
+def _grow(o_w, o_v, o_c, o_f, o_k, n, cap):  # type: ignore[no-untyped-def]
+    a1 = np.empty(cap, np.int64)
+    a2 = np.empty(cap, np.int64)
+    a3 = np.empty(cap, np.float64)
+    a4 = np.empty(cap, np.int64)
+    a5 = np.empty(cap, np.int64)
+    a1[:n] = o_w[:n]
+    a2[:n] = o_v[:n]
+    a3[:n] = o_c[:n]
+    a4[:n] = o_f[:n]
+    a5[:n] = o_k[:n]
+    return a1, a2, a3, a4, a5
+
+
+#: idle kinds the delay analysis leaves out: MPI_Finalize's wait (a synchronisation point, but no delay metric)
+NOT_ANALYSED = ("finalize_wait",)
+#: kinds whose short-term cost is at most the delay found (Scalasca caps Late Sender and Late Receiver costs)
+_CAPPED = (*LS_KINDS, "late_receiver")
+_OMP = ("omp_barrier_wait", "omp_ibarrier_wait", "lock_contention_critical", "lock_contention_api")
+#: values of the ``long_term_kind`` setting
+LONG_TERM_KINDS = ("caused", "first")
 
 
 def delay_costs(
@@ -286,62 +317,51 @@ def delay_costs(
     n_vertices: int,
     *,
     long_term: bool = False,
+    long_term_kind: str = "caused",
     locs: Locations | None = None,
     flat: FlatTimeline | None = None,
+    roles: np.ndarray | None = None,
+    regions: np.ndarray | None = None,
 ) -> DelayResult:
     """Delay costs of the idle wait states in ``waits`` (a wait-state instance table of ``trace``).
 
-    ``locs`` and ``flat`` are ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand.
+    ``locs`` and ``flat`` are ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand;
+    ``roles`` and ``regions`` (region role and region id of each vertex) enable the OpenMP
+    synchronisation points. ``long_term_kind`` files long-term costs under the kind of the wait they
+    finally cause ("caused") or of the wait they land on ("first"; see the module docstring).
     """
+    if long_term_kind not in LONG_TERM_KINDS:
+        raise ValueError(f"long_term_kind must be one of {LONG_TERM_KINDS}, not {long_term_kind!r}")
     locs = locs if locs is not None else locations(trace)
     flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
-    iv = trace.intervals
-    leave = iv["leave"].to_numpy()
-    idle = waits[waits["kind"].isin(IDLE_KINDS).to_numpy()]
+    kinds = [k for k in IDLE_KINDS if k not in NOT_ANALYSED]
+    is_idle = waits["kind"].isin(kinds).to_numpy()
+    idle_rows = np.flatnonzero(is_idle)
+    idle = waits.iloc[idle_rows]
     w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
     w_cloc = locs.lookup(idle["cause_process"].to_numpy(), idle["cause_thread"].to_numpy())
-    kinds = list(IDLE_KINDS)
-    w_kind = pd.Categorical(idle["kind"].astype(str), categories=kinds).codes.astype(np.int64)
-    # all idle waits, per location, for the waiting-time part of each window
-    ok_all = w_loc >= 0
-    ids = np.flatnonzero(ok_all)
-    ws_order = ids[np.lexsort((idle["start"].to_numpy()[ids], w_loc[ids]))]
-    ws_loc = w_loc[ws_order]
-    # the waits analysed: with a known cause on another location
-    sel = np.flatnonzero(ok_all & (w_cloc >= 0) & (w_cloc != w_loc))
+    kstr = idle["kind"].astype(str)
+    w_kind = pd.Categorical(kstr, categories=kinds).codes.astype(np.int64)
+    kind_arr = kstr.to_numpy()
+    w_cls = np.where(kind_arr == "omp_idle", 2, np.where(np.isin(kind_arr, _OMP), 1, 0)).astype(np.int64)
+    w_cap = np.isin(kind_arr, _CAPPED)
+    sel = np.flatnonzero((w_loc >= 0) & (w_cloc >= 0) & (w_cloc != w_loc))
     tau = idle["end"].to_numpy()
     start = idle["start"].to_numpy()
     order = sel[np.lexsort((-start[sel], -tau[sel]))]  # last wait first
-    # messages as synchronisation points
-    m = trace.messages
-    si = m["send_interval"].to_numpy().astype(np.int64)
-    ri = m["recv_interval"].to_numpy().astype(np.int64)
-    mok = (si >= 0) & (ri >= 0) & ~m["clock_violation"].to_numpy().astype(bool)
-    sl = locs.of_interval[si[mok]] if L else np.zeros(0, np.int64)
-    rl = locs.of_interval[ri[mok]] if L else np.zeros(0, np.int64)
-    ts, tr = leave[si[mok]], leave[ri[mok]]
-    ma, mb = np.r_[sl, rl], np.r_[rl, sl]
-    mta, mtb = np.r_[ts, tr], np.r_[tr, ts]
-    mkey = ma * max(L, 1) + mb
-    mo = np.lexsort((mta, mkey))
-    # synchronising collectives
-    c = trace.collectives
-    cint = c["interval"].to_numpy().astype(np.int64)
-    cl = locs.lookup(c["process"].to_numpy(), c["thread"].to_numpy())
-    cleave = np.where(cint >= 0, leave[np.maximum(cint, 0)], c["end"].to_numpy())
-    inst = c["instance"].to_numpy().astype(np.int64)
-    op = c["op"].to_numpy()
-    barrier = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE])
-    n_inst = int(inst.max()) + 1 if len(inst) else 0
-    moved = np.bincount(
-        inst, weights=(c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), minlength=n_inst
-    )
-    csync = (cl >= 0) & (barrier | (moved[inst] > 0 if len(inst) else barrier))
-    cr = np.flatnonzero(csync)
-    by_loc = cr[np.lexsort((cleave[cr], cl[cr]))]
-    by_inst = cr[np.lexsort((cl[cr], inst[cr]))]
-    o_w, o_v, o_c, o_p, unattributed, lost = _kernel(
+    sp = sync_points(trace, waits, locs, roles, regions)
+    to_idle = np.full(len(waits), -1, dtype=np.int64)
+    to_idle[idle_rows] = np.arange(len(idle_rows))
+    sp_wid = np.where(sp.wid >= 0, to_idle[np.maximum(sp.wid, 0)], -1) if len(sp.wid) else sp.wid
+    is_grp = sp.group >= 0
+    last_grp = np.where(is_grp, np.arange(len(is_grp)), -1)
+    if len(last_grp):  # per point: the last group point at or before it (on its location; -1 none)
+        last_grp = np.maximum.accumulate(last_grp)
+        loc_of = np.repeat(np.arange(L), np.diff(sp.offsets))
+        first_of_loc = sp.offsets[loc_of]
+        last_grp = np.where(last_grp >= first_of_loc, last_grp, -1)
+    o_w, o_v, o_c, o_f, o_k, unattributed, lost = _kernel(
         order.astype(np.int64),
         w_loc.astype(np.int64),
         start.astype(np.float64),
@@ -349,45 +369,47 @@ def delay_costs(
         w_cloc.astype(np.int64),
         idle["cause_time"].to_numpy().astype(np.float64),
         w_kind,
+        w_cls,
+        w_cap,
+        len(kinds),
         flat.time,
         flat.vertex,
         flat.offsets,
         flat.start(),
         int(n_vertices),
-        int(L),
-        mkey[mo].astype(np.int64),
-        mta[mo].astype(np.float64),
-        mtb[mo].astype(np.float64),
-        _offsets(cl[by_loc], L),
-        cleave[by_loc].astype(np.float64),
-        inst[by_loc],
-        _offsets(inst[by_inst], n_inst),
-        cl[by_inst].astype(np.int64),
-        cleave[by_inst].astype(np.float64),
-        _offsets(ws_loc, L),
-        start[ws_order].astype(np.float64),
-        tau[ws_order].astype(np.float64),
-        idle["vertex"].to_numpy().astype(np.int64)[ws_order],
-        ws_order.astype(np.int64),
+        sp.offsets,
+        sp.time,
+        sp.release,
+        sp.wait,
+        sp.vertex,
+        sp_wid.astype(np.int64),
+        sp.cls,
+        sp.partner,
+        sp.group,
+        sp.group_off,
+        sp.group_loc,
+        last_grp.astype(np.int64),
         bool(long_term),
+        long_term_kind == "first",
     )
     dloc = w_cloc[o_w]
     V = int(n_vertices) + 1
     K = len(kinds)
-    key = ((dloc * V + o_v) * K + w_kind[o_w]) * 2 + o_p.astype(np.int64)
+    key = ((dloc * V + o_v) * K + o_k) * 4 + o_f
     uk, inv = np.unique(key, return_inverse=True)
-    cost = np.bincount(inv, weights=o_c, minlength=len(uk))
-    prop = (uk % 2).astype(bool)
-    kk = (uk // 2) % K
-    vv = (uk // 2 // K) % V
-    ll = uk // 2 // K // V
+    cost = np.bincount(inv.ravel(), weights=o_c, minlength=len(uk))
+    flag = uk % 4
+    kk = (uk // 4) % K
+    vv = (uk // 4 // K) % V
+    ll = uk // 4 // K // V
     costs = pd.DataFrame(
         {
             "process": locs.process[ll].astype(np.int32),
             "thread": locs.thread[ll].astype(np.int32),
             "vertex": np.where(vv >= n_vertices, -1, vv).astype(np.int64),
             "wait_kind": pd.Categorical.from_codes(kk.astype(np.int32), categories=kinds),
-            "propagating": prop,
+            "propagating": (flag & 1).astype(bool),
+            "long_term": (flag & 2).astype(bool),
             "cost": cost,
         }
     )

@@ -39,6 +39,8 @@ __all__ = [
     "P2PRecords",
     "ssend_regions",
     "collective_event_rows",
+    "collective_begin_pairs",
+    "collective_seq",
     "synthesised_collective_rows",
 ]
 
@@ -271,6 +273,61 @@ def _several_locations(loc: np.ndarray, proc: np.ndarray) -> bool:
     return len(np.unique(loc)) != len(np.unique(proc))
 
 
+def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The END rows of ``raw.coll_events``, the BEGIN rows, and per END the index (into the BEGIN rows) of its
+    BEGIN (-1 none), and, when the trace has non-blocking collectives, the row each END is ordered by (its
+    BEGIN's, else its own; None otherwise).
+
+    A non-blocking collective pairs by request id, the others by order on their location.
+    """
+    ev = raw.coll_events
+    kind = ev["kind"]
+    loc = ev["location"].astype(np.int64)
+    ends = np.flatnonzero(kind == CollEv.END)
+    begins = np.flatnonzero(kind == CollEv.BEGIN)
+    req = ev.get("request")
+    order = None
+    if not len(ends):
+        return ends, begins, np.zeros(0, np.int64), order
+    if req is not None and (req >= 0).any():
+        j = np.full(len(ends), -1, dtype=np.int64)
+        e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
+        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
+        j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
+        span = int(req.max()) + 2
+        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
+        j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
+        order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
+    else:
+        j = nth_pairs(loc[ends], loc[begins])
+    return ends, begins, j, order
+
+
+def collective_seq(raw: RawTrace, ends: np.ndarray, order: np.ndarray | None, begin_t: np.ndarray) -> np.ndarray:
+    """The instance number of each END row of ``raw.coll_events`` (``ends``, ``order`` as
+    :func:`collective_begin_pairs` gives them; ``begin_t`` the time each started): the k-th collective of its
+    location on its communicator, in BEGIN order when the trace has non-blocking collectives; a process that
+    calls collectives from several threads (locations) numbers them over its threads in time order.
+
+    The one numbering of collective instances: the build and the clock correction both use it.
+    """
+    ev = raw.coll_events
+    comm = ev["comm"][ends].astype(np.int64)
+    lo = ev["location"][ends].astype(np.int64)
+    proc = raw.locations["process"].to_numpy(dtype=np.int64)[lo]
+    if _several_locations(lo, proc):  # number each (comm, process)'s collectives over its threads, in time order
+        key = comm * (1 << 32) + proc
+        by = np.lexsort((ends if order is None else order, begin_t, key))
+    elif order is None:
+        return rank_within(comm * (1 << 32) + lo)
+    else:  # number each (comm, location)'s collectives in BEGIN order
+        key = comm * (1 << 32) + lo
+        by = np.lexsort((order, key))
+    seq = np.empty(len(ends), dtype=np.int64)
+    seq[by] = rank_within(key[by])
+    return seq
+
+
 def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndarray) -> pd.DataFrame:
     """One row per recorded collective (its END event, paired with its BEGIN on the same location).
 
@@ -288,25 +345,10 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     whatever the order in which they complete).
     """
     ev = raw.coll_events
-    kind = ev["kind"]
     loc = ev["location"].astype(np.int64)
-    ends = np.flatnonzero(kind == CollEv.END)
+    ends, begins, j, order = collective_begin_pairs(raw)
     if not len(ends):
         return pd.DataFrame()
-    begins = np.flatnonzero(kind == CollEv.BEGIN)
-    req = ev.get("request")
-    order = None
-    if req is not None and (req >= 0).any():
-        j = np.full(len(ends), -1, dtype=np.int64)
-        e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
-        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
-        j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
-        span = int(req.max()) + 2
-        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
-        j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
-        order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
-    else:
-        j = nth_pairs(loc[ends], loc[begins])
     iv = enclosing[ends]
     fallback = np.where(iv >= 0, t_enter[np.maximum(iv, 0)] if len(t_enter) else 0.0, ev["time"][ends])
     begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], fallback)
@@ -314,25 +356,14 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     root_local = ev["root"][ends].astype(np.int64)
     root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
     lo = loc[ends]
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[lo]
-    if _several_locations(lo, proc):  # number each (comm, process)'s collectives over its threads, in time order
-        key = comm * (1 << 32) + proc
-        by = np.lexsort((ends if order is None else order, begin_t, key))
-        seq = np.empty(len(ends), dtype=np.int64)
-        seq[by] = rank_within(key[by])
-    elif order is None:
-        seq = rank_within(comm * (1 << 32) + lo)
-    else:  # number each (comm, location)'s collectives in BEGIN order
-        by = np.lexsort((order, comm * (1 << 32) + lo))
-        seq = np.empty(len(ends), dtype=np.int64)
-        seq[by] = rank_within((comm * (1 << 32) + lo)[by])
+    seq = collective_seq(raw, ends, order, begin_t)
     return pd.DataFrame(
         {
             "row": ends,
             "location": lo,
             "key_comm": comm,
             "seq": seq,
-            "process": proc,
+            "process": raw.locations["process"].to_numpy(dtype=np.int64)[lo],
             "thread": raw.locations["thread"].to_numpy(dtype=np.int64)[lo],
             "interval": iv,
             "op": ev["op"][ends],
@@ -347,6 +378,18 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     )
 
 
+def _handle_record(kind: np.ndarray, op: np.ndarray, enclosing: np.ndarray) -> np.ndarray:
+    """Per collective event: whether it belongs to a communicator-handle record (an END with a handle op, or
+    a BEGIN in a call whose ENDs are all handle records)."""
+    handle_op = (op >= CollectiveOp.CREATE_HANDLE) & (op <= CollectiveOp.DESTROY_HANDLE_AND_DEALLOCATE)
+    end = kind == CollEv.END
+    real_end = end & ~handle_op
+    if not real_end.any():
+        return np.ones(len(kind), dtype=bool)
+    has_real = np.isin(enclosing, enclosing[real_end & (enclosing >= 0)])
+    return (end & handle_op) | (~end & ~has_real)
+
+
 def synthesised_collective_rows(
     raw: RawTrace,
     enclosing: np.ndarray,
@@ -359,8 +402,11 @@ def synthesised_collective_rows(
 ) -> pd.DataFrame:
     """Collective rows for MPI calls without collective events: MPI_Init/MPI_Finalize, every collective with ``infer``.
 
-    ``enclosing`` is the instance enclosing each collective event (calls
-    that hold one are not synthesised); ``callpath`` (with the call paths'
+    ``enclosing`` is the instance enclosing each collective event: calls
+    that hold a recorded collective are not synthesised, except for the
+    communicator-handle records (``CREATE_HANDLE``/``DESTROY_HANDLE``, ...)
+    that Score-P 8 writes inside MPI_Init and MPI_Finalize, which synchronise
+    nothing by themselves. ``callpath`` (with the call paths'
     regions ``cp_region``), ``inst_loc``, ``t_enter`` and ``t_leave`` describe
     each region instance. The k-th call of an
     operation on a (process, thread) is the k-th instance, keyed apart from
@@ -378,7 +424,9 @@ def synthesised_collective_rows(
         return pd.DataFrame()
     cand = np.flatnonzero(cp_ops[callpath] >= 0)
     if len(cand):
-        cand = cand[~np.isin(cand, enclosing[enclosing >= 0])]
+        ev = raw.coll_events
+        held = (enclosing >= 0) & ~_handle_record(ev["kind"], ev["op"], enclosing)
+        cand = cand[~np.isin(cand, enclosing[held])]
     if not len(cand):
         return pd.DataFrame()
     world = raw.world_comm

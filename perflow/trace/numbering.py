@@ -160,6 +160,7 @@ def merge_summaries(summaries: list[dict[str, Any]], n_locations: int) -> dict[s
         "n_instances": len(coll_keys),
         "threaded": any(bool(s["p2p_threaded"]) for s in summaries),
         "sampled": any(int(s.get("n_samples", 0)) > 0 for s in summaries),
+        "omp_teams": any(bool(s.get("omp_teams", False)) for s in summaries),
     }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .omptree import OMP_METRICS
 from .tally import dense_keys
 
 if TYPE_CHECKING:
@@ -31,11 +32,15 @@ def interval_rows(
     loc_proc: np.ndarray,
     loc_thr: np.ndarray,
     sampled: bool,
+    teams: bool = False,
 ) -> pd.DataFrame:
     """The partition's interval rows in global numbering: region instances and sample pieces, in pre-order.
 
     With ``sampled`` (the trace has samples) a ``samples`` column holds the
     samples each piece was made of (0 for instances of recorded regions).
+    With ``teams`` (the trace forks OpenMP teams) ``omp_fork``/``omp_join``
+    hold the time each parallel-region instance spans beyond its recorded
+    enter and leave (:mod:`perflow.trace.omptree`; 0 elsewhere).
     """
     res, pc = st.res, st.pieces
     n_rows = len(st.row_loc)
@@ -64,6 +69,10 @@ def interval_rows(
     }
     if sampled:
         cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
+    if teams:
+        zero = np.zeros(len(st.inst_loc))
+        for name in OMP_METRICS:
+            cols[name] = rows(st.inst_metrics.get(name, zero), np.zeros(len(pv)), np.float64)
     return pd.DataFrame(cols, copy=False)
 
 
@@ -111,4 +120,7 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
     cols["visits"] = visits
     if pc is not None:
         cols["samples"] = samples
+    n_inst = len(st.inst_loc)
+    for name, per_inst in st.inst_metrics.items():  # e.g. the OpenMP team layout's omp_fork/omp_join
+        cols[name] = np.bincount(inv[:n_inst], weights=per_inst, minlength=m)
     return uniq, cols

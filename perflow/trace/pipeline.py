@@ -137,7 +137,7 @@ def t_tree(merged: dict[str, Any]) -> dict[str, Any]:
 
 def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
     """Stage 4 on one partition (its raw events are released afterwards)."""
-    maps = {k: merged[k] for k in ("inst_off", "p2p_off", "coll_keys", "coll_ids", "threaded", "sampled")}
+    maps = {k: merged[k] for k in ("inst_off", "p2p_off", "coll_keys", "coll_ids", "threaded", "sampled", "omp_teams")}
     maps["cp_map"] = merged["cp_maps"][st.pid]
     return finalize(st, maps)
 

@@ -14,6 +14,7 @@ import pandas as pd
 from ..kinds import IoMode
 from ..pag.frames import make_metrics
 from ..pag.pag import MetricInfo
+from .omptree import OMP_METRICS
 from .rma import TRANSFERS
 from .stages import PartTables, local_rows
 from .tally import align_rows
@@ -33,6 +34,7 @@ BYTE_METRICS = {
     "rma_bytes_get": MetricInfo(
         "rma_bytes_get", "bytes", "exclusive", "bytes an RMA call fetched from a target (MPI_Get, fetching atomics)"
     ),
+    **{k: MetricInfo(k, "s", "exclusive", d) for k, d in OMP_METRICS.items()},
 }
 
 

@@ -42,6 +42,7 @@ from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_fr
 from .io import io_rows
 from .locks import lock_rows
 from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .omptree import team_contexts
 from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, sample_pieces
 from .raw import RawTrace
@@ -132,6 +133,9 @@ class PartState:
     thr_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     io_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rma_open: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: OpenMP teams (perflow.trace.omptree): where each call path appears first, and per-instance metrics
+    cp_first: tuple[np.ndarray, np.ndarray] | None = None
+    inst_metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -207,27 +211,36 @@ def scan_part(
     t_enter, t_leave = res.t_enter, res.t_leave
     closed = res.leave >= 0
     if closed.all():
-        inc = t_leave - t_enter
         child = res.child_inc
     else:  # a truncated trace: instances left open close at their location's last event
         last = last_time_per_location(raw, len(raw.locations))
         t_leave = t_leave.copy()
         t_leave[~closed] = last[inst_loc[~closed]]
         log.warning("%s: closing %d region instances left open", raw.attrs.get("source", "trace"), (~closed).sum())
-        inc = t_leave - t_enter
+        child = None
+    thr_open = enclosing_instance(res.open_after, rloc, raw.thread_events["location"], raw.thread_events["pos"])
+    # OpenMP teams: workers below the forking call path, parallel regions from fork to join (perflow.trace.omptree)
+    teams = team_contexts(raw, res, thr_open, inst_loc, t_enter, t_leave)
+    if teams is not None:
+        res, t_enter, t_leave, child = teams.res, teams.t_enter, teams.t_leave, None
+    inc = t_leave - t_enter
+    if child is None:
         child = child_time(inc, res.parent)
     exc = exclusive_from_children(inc, child, t_leave)
     p2p_open = enclosing_instance(res.open_after, rloc, raw.p2p_events["location"], raw.p2p_events["pos"])
     coll_open = enclosing_instance(res.open_after, rloc, raw.coll_events["location"], raw.coll_events["pos"])
     st = PartState(pid, raw, res, inst_loc, t_enter, t_leave, inc, exc, closed, p2p_open, coll_open, pd.DataFrame())
     st.infer = infer
-    st.thr_open = enclosing_instance(res.open_after, rloc, raw.thread_events["location"], raw.thread_events["pos"])
+    st.thr_open = thr_open
     st.io_open = enclosing_instance(res.open_after, rloc, raw.io_events["location"], raw.io_events["pos"])
     st.rma_open = enclosing_instance(res.open_after, rloc, raw.rma_events["location"], raw.rma_events["pos"])
     # calling contexts without Enter/Leave events: region call stacks and samples extend the tree
     tree = TreeGrower(res.cp_parent, res.cp_region)
     frames = stack_frames(raw)
     syn = [attach_region_stacks(raw, res, tree, frames)]
+    if teams is not None:
+        syn.append(teams.ancestor_rows)
+        st.cp_first, st.inst_metrics = teams.first, teams.inst_metrics
     if len(raw.sample_events["location"]):
         smp = attach_samples(raw, res, tree, frames)
         pc = st.pieces = sample_pieces(raw, smp["open"], smp["base"], smp["leaf"], t_leave)
@@ -249,7 +262,10 @@ def summarize(st: PartState) -> dict[str, Any]:
     res = st.res
     rloc = st.raw.region_events["location"]
     ncp = len(res.cp_parent)
-    if ncp:
+    if ncp and st.cp_first is not None:  # numbered by the team layout (perflow.trace.omptree)
+        cp_loc, first_ev = st.cp_first
+        cp_off = offset_in_location(rloc, first_ev)
+    elif ncp:
         # call paths are numbered in order of first appearance: a new one is the running maximum plus one
         cm = np.maximum.accumulate(res.callpath)
         first_inst = np.flatnonzero(np.r_[True, cm[1:] > cm[:-1]])
@@ -276,6 +292,7 @@ def summarize(st: PartState) -> dict[str, Any]:
         "syn_region": st.cp_region[ncp:],
         "n_inst": np.bincount(st.row_loc, minlength=nloc),  # interval rows: instances and sample pieces
         "n_samples": len(st.raw.sample_events["location"]),
+        "omp_teams": bool(st.inst_metrics),  # OpenMP teams: interval rows get omp_fork/omp_join columns
         "n_p2p": np.bincount(st.raw.p2p_events["location"], minlength=nloc),
         # processes with point-to-point events on several locations (threads): then posting order is time order
         "p2p_threaded": p2p_threaded(st.raw),
@@ -353,7 +370,9 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
     grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
     ginst = grow[st.row_of_inst]  # ... of every local instance
-    intervals = interval_rows(st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)))
+    intervals = interval_rows(
+        st, cp_map, grow, ginst, loc_proc, loc_thr, bool(maps.get("sampled", False)), bool(maps.get("omp_teams", False))
+    )
     uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}

@@ -37,7 +37,16 @@ import pandas as pd
 from .pieces import previous_max
 from .waits import _frame, empty_waits
 
-__all__ = ["thread_waits", "barrier_waits", "barrier_instances", "lock_waits", "parallel_teams", "BARRIER_ROLES"]
+__all__ = [
+    "thread_waits",
+    "barrier_waits",
+    "barrier_instances",
+    "lock_waits",
+    "idle_waits",
+    "parallel_teams",
+    "fork_edges",
+    "BARRIER_ROLES",
+]
 
 #: region roles of barriers and their wait kinds
 BARRIER_ROLES = {"barrier": "omp_barrier_wait", "implicit_barrier": "omp_ibarrier_wait"}
@@ -92,6 +101,127 @@ def parallel_teams(
         new = enter[order] > previous_max(grp, leave[order])  # -inf for a group's first
         team[P[order]] = np.cumsum(new) - 1
     return anc, team
+
+
+def _team_rows(
+    iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The parallel-region rows (local), their team instance, and each row's team's forking copy (a local row).
+
+    The forking copy of a team is the copy that lies inside another region of
+    its own thread (the function that forked; the lowest thread when none does).
+    """
+    empty = np.zeros(0, np.int64)
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    vrole = np.asarray(role, dtype=object)
+    ok_v = (vtx >= 0) & (vtx < len(vrole))
+    is_par = ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)] if len(vrole) else np.zeros(len(vtx), bool)
+    P = np.flatnonzero(is_par)
+    if not len(P):
+        return empty, empty, empty
+    _, team = parallel_teams(iv, vrole, region, gid, P)
+    t = team[P]
+    thr = iv["thread"].to_numpy().astype(np.int64)[P]
+    nested = iv["parent"].to_numpy()[P] >= 0
+    order = np.lexsort((thr, ~nested, t))  # per team: a nested copy first, then by thread
+    ts = t[order]
+    new = np.r_[True, ts[1:] != ts[:-1]]
+    head = order[np.flatnonzero(new)][np.cumsum(new) - 1]
+    fork_copy = np.empty(len(P), dtype=np.int64)
+    fork_copy[order] = P[head]
+    return P, t, fork_copy
+
+
+def fork_edges(
+    iv: pd.DataFrame, role: np.ndarray, region: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where each worker thread's team begins: ``(process, thread, forking process, forking thread, time)``.
+
+    Every member of a team but the forking copy (:func:`_team_rows`) begins at
+    the enter of its copy, which the build places at the fork
+    (:mod:`perflow.trace.omptree`).
+    """
+    P, _, fork = _team_rows(iv, role, region, None)
+    sel = P != fork
+    o, m = P[sel], fork[sel]
+    proc = iv["process"].to_numpy().astype(np.int64)
+    thr = iv["thread"].to_numpy().astype(np.int64)
+    return proc[o], thr[o], proc[m], thr[m], iv["enter"].to_numpy()[o]
+
+
+def idle_waits(iv: pd.DataFrame, role: np.ndarray, region: np.ndarray, gid: np.ndarray | None = None) -> pd.DataFrame:
+    """OpenMP idle threads (``omp_idle``, Scalasca's *idle threads*): worker threads outside every team.
+
+    While the thread that forks the outermost teams of a process (its master)
+    runs outside them, from its first event to its first fork, between a join
+    and the next fork, and from its last join to its end, each of the process's
+    worker threads (a thread that was a member of a team without forking it)
+    is idle: one instance per such stretch and worker, with no call path of
+    its own (``vertex`` -1; the time is the master's, charged to the master's
+    call paths by the delay analysis), caused by the master at the end of the
+    stretch.
+    """
+    P, team, fork = _team_rows(iv, role, region, gid)
+    if not len(P):
+        return empty_waits()
+    proc = iv["process"].to_numpy().astype(np.int64)
+    thr = iv["thread"].to_numpy().astype(np.int64)
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    parent = _local_parent(iv["parent"].to_numpy().astype(np.int64), gid)
+    anc, _ = parallel_teams(iv, np.asarray(role, dtype=object), region, gid, np.maximum(parent[fork], 0))
+    outer = np.unique(fork[(parent[fork] < 0) | (anc < 0)])  # forking copies of outermost teams
+    workers = np.unique(np.stack([proc[P[P != fork]], thr[P[P != fork]]]), axis=1)
+    if not len(outer) or not workers.shape[1]:
+        return empty_waits()
+    # per master location: its span and its outermost teams
+    key = proc * (1 << 20) + thr
+    mkey = np.unique(key[outer])
+    ext = pd.DataFrame({"key": key, "enter": enter, "leave": leave}).groupby("key")
+    span0, span1 = ext["enter"].min(), ext["leave"].max()
+    parts = []
+    for mk in mkey.tolist():
+        f = outer[key[outer] == mk]
+        f = f[np.argsort(enter[f], kind="stable")]
+        starts = np.r_[span0[mk], leave[f]]
+        ends = np.r_[enter[f], span1[mk]]
+        cause = np.r_[f, -1]
+        ok = ends > starts
+        p = mk >> 20
+        wthr = workers[1][workers[0] == p]
+        wthr = wthr[wthr != (mk & ((1 << 20) - 1))]
+        if not len(wthr) or not ok.any():
+            continue
+        s0, s1, cz = starts[ok], ends[ok], cause[ok]
+        n = len(s0)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "thread": np.repeat(wthr, n),
+                    "start": np.tile(s0, len(wthr)),
+                    "end": np.tile(s1, len(wthr)),
+                    "cause": np.tile(cz, len(wthr)),
+                    "process": p,
+                    "mthread": mk & ((1 << 20) - 1),
+                }
+            )
+        )
+    if not parts:
+        return empty_waits()
+    d = pd.concat(parts, ignore_index=True)
+    cz = d["cause"].to_numpy()
+    return _frame(
+        len(d),
+        "omp_idle",
+        process=d["process"].to_numpy(),
+        thread=d["thread"].to_numpy(),
+        start=d["start"].to_numpy(),
+        end=d["end"].to_numpy(),
+        amount=d["end"].to_numpy() - d["start"].to_numpy(),
+        cause_process=d["process"].to_numpy(),
+        cause_thread=d["mthread"].to_numpy(),
+        cause_time=d["end"].to_numpy(),
+        cause_interval=np.where(cz >= 0, _global(np.maximum(cz, 0), gid), -1),
+    )
 
 
 def barrier_instances(
@@ -254,5 +384,5 @@ def thread_waits(
     """Barrier and lock wait states of some whole processes (``role`` None: the vertices have no roles)."""
     if role is None or region is None:
         return empty_waits()
-    parts = [barrier_waits(iv, role, region, gid), lock_waits(iv, locks, role, gid)]
+    parts = [barrier_waits(iv, role, region, gid), lock_waits(iv, locks, role, gid), idle_waits(iv, role, region, gid)]
     return pd.concat(parts, ignore_index=True)

@@ -257,7 +257,9 @@ def coll_outbox(t: PartTables, n_parts: int) -> list[pd.DataFrame]:
     return [c[owner == j].reset_index(drop=True) for j in range(n_parts)]
 
 
-def coll_part(comms: dict[int, np.ndarray], early_reduce: str, inbound: list[pd.DataFrame]) -> pd.DataFrame:
+def coll_part(
+    comms: dict[int, np.ndarray], early_reduce: str, inbound: list[pd.DataFrame], collective_span: str = "records"
+) -> pd.DataFrame:
     """Collective wait-state instances of the instances this partition owns (global ids)."""
     parts = [x for x in inbound if len(x)]
     if not parts:
@@ -281,7 +283,7 @@ def coll_part(comms: dict[int, np.ndarray], early_reduce: str, inbound: list[pd.
     local = c.drop(columns=[x for x in c.columns if x.startswith("iv:")])
     local["interval"] = np.where(has, np.searchsorted(gids, g), -1)
     trace = Trace(pd.DataFrame(iv), collectives=conform("collectives", local), comms=dict(comms))
-    out = _to_global(collective_waits(trace, early_reduce=early_reduce), gids, None)
+    out = _to_global(collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span), gids, None)
     out["_k1"] = out["instance"].to_numpy()
     out["_k2"] = out["process"].to_numpy().astype(np.int64) * (1 << 20) + out["thread"].to_numpy()
     return out
@@ -358,6 +360,7 @@ def program(
     window: int,
     late_receiver: str,
     early_reduce: str,
+    collective_span: str = "records",
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,
 ) -> pd.DataFrame:
@@ -382,7 +385,7 @@ def program(
     inbound = rt.exchange(rt.map(t_second, Each(ids)), "to_receiver")
     p2p = rt.map(p2p_part, Each(tb), Each(msg), Each(sent), names, int(window), late_receiver, Each(inbound))
     cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
-    coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin))
+    coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin), collective_span)
     thr = rt.map(thread_part, Each(tb), roles, regions)
     rma = _rma_waits(rt.gather(rt.map(rma_part, Each(tb))), _rma_groups(b), names)
     return finish([*rt.gather(p2p + coll + thr), rma])

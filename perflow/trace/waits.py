@@ -97,11 +97,16 @@ class WaitSettings(Settings):
     early_reduce : {"latest", "earliest"}
         The root of an N-to-1 collective waits for the "latest" sender, or
         only until the "earliest" one arrives.
+    collective_span : {"records", "call"}
+        A blocking collective's operation spans its MpiCollectiveBegin/End
+        records (Scalasca's rule) or its MPI call's enter and leave
+        (:mod:`perflow.trace.collwaits`).
     """
 
     wrong_order_window: int = 100
     late_receiver: LateReceiver = "blocking"
     early_reduce: Literal["latest", "earliest"] = "latest"
+    collective_span: Literal["records", "call"] = "records"
 
     def check(self) -> None:
         if self.wrong_order_window < 0:
@@ -140,6 +145,8 @@ WAIT_KINDS: dict[str, WaitKind] = {
         WaitKind("barrier_completion", "collective", False, "barrier time after the first process has left"),
         WaitKind("wait_nxn", "collective", True, "waiting in an all-to-all collective for the last process to arrive"),
         WaitKind("nxn_completion", "collective", False, "all-to-all collective time after the first process has left"),
+        WaitKind("finalize_wait", "collective", True, "waiting in MPI_Finalize for the last process to arrive"),
+        WaitKind("init_completion", "collective", False, "MPI_Init time after the first process could leave"),
         WaitKind("late_broadcast", "collective", True, "non-root waits for the root of a 1-to-N collective"),
         WaitKind("early_reduce", "collective", True, "root of an N-to-1 collective waits for the senders"),
         WaitKind("early_scan", "collective", True, "rank waits in a scan for lower ranks"),
@@ -149,6 +156,9 @@ WAIT_KINDS: dict[str, WaitKind] = {
             "thread",
             True,
             "thread waits at an implicit OpenMP barrier (end of a parallel region or worksharing construct)",
+        ),
+        WaitKind(
+            "omp_idle", "idle", True, "worker thread idle while its master runs outside every OpenMP team (no call)"
         ),
         WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
         WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
@@ -478,6 +488,7 @@ def wait_instances(
     window: int = WaitSettings.wrong_order_window,
     late_receiver: str = WaitSettings.late_receiver,
     early_reduce: str = WaitSettings.early_reduce,
+    collective_span: str = WaitSettings.collective_span,
     locs: Locations | None = None,
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,
@@ -491,7 +502,7 @@ def wait_instances(
     enable the thread wait states (:mod:`perflow.trace.threadwaits`).
     """
     p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
-    cw = collwaits.collective_waits(trace, early_reduce=early_reduce)
+    cw = collwaits.collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span)
     tw = threadwaits.thread_waits(trace.intervals, trace.locks, roles, regions)
     rw = rmawaits.rma_waits(trace, names)
     out = pd.concat([p, cw, tw, rw], ignore_index=True)

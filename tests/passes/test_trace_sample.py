@@ -59,7 +59,7 @@ def test_hpctoolkit_trace_of_a_ping_pong():
     w = wait_states(pag)
     # MPI_Finalize is a world barrier: rank 0 arrives first and waits for rank 1
     assert list(zip(w["process"], w["kind"].astype(str), w["name"].astype(str), w["cause_process"])) == [
-        (0, "wait_barrier", "MPI_Finalize", 1)
+        (0, "finalize_wait", "MPI_Finalize", 1)
     ]
     s = critical_path(pag)["summary"].iloc[0]
     assert s["end"] == pytest.approx(pag.trace.span[1])

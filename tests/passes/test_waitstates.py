@@ -133,7 +133,7 @@ def test_clock_violation_is_excluded_and_counted():
     tb.call(1, "MPI_Recv", 1, 4, recv={"frm": 0, "bytes": 8})
     tb.call(0, "MPI_Send", 7, 8, send={"to": 1, "bytes": 8})
     tb.call(1, "MPI_Recv", 6, 9, recv={"frm": 0, "bytes": 8})
-    w = wait_states(tb.build())
+    w = wait_states(tb.build(clock_correction="off"))  # uncorrected, as read
     assert w.attrs["clock_violations"] == 1
     assert _rows(w, "late_sender")["amount"].tolist() == [1.0]  # only the second message: 7 - 6
 

@@ -59,13 +59,19 @@ def test_ping_pong_facts(otf2_sample, engine):
     raw.validate()
     assert raw.attrs["decoder"] == engine
     assert raw.attrs["creator"].startswith("Score-P")
-    # 120 events: 2 ProgramBegin, 42 Enter, 42 Leave, 16 MpiSend, 16 MpiRecv, 2 ProgramEnd
+    # 120 events: 2 ProgramBegin, 42 Enter, 42 Leave, 16 MpiSend, 16 MpiRecv, 2 ProgramEnd; ProgramBegin/End are
+    # the enter and leave of the artificial program region above main
     kinds = raw.region_events["kind"]
-    assert (kinds == 0).sum() == 42 and (kinds == 1).sum() == 42
-    assert raw.attrs["skipped_events"] == {"ProgramBegin": 2, "ProgramEnd": 2}
+    assert (kinds == 0).sum() == 44 and (kinds == 1).sum() == 44
+    prog = raw.region_events["region"] == len(raw.regions) - 1
+    assert prog.sum() == 4 and raw.regions.iloc[-1][["role", "paradigm"]].tolist() == [
+        "artificial",
+        "measurement_system",
+    ]
+    assert raw.attrs["skipped_events"] == {}
     p = raw.p2p_events
     assert (p["kind"] == P2P.SEND).sum() == 16 and (p["kind"] == P2P.RECV).sum() == 16
-    assert len(p["kind"]) == 32 and raw.n_events + 4 == 120
+    assert len(p["kind"]) == 32 and raw.n_events == 120
     # each rank sends 8 messages, 4,177,920 bytes in total to the other
     for loc in (0, 1):
         assert ((p["location"] == loc) & (p["kind"] == P2P.SEND)).sum() == 8
@@ -96,7 +102,7 @@ def test_ping_pong_papi_metrics(otf2_sample, engine):
     m = raw.metric_events
     assert len(m["metric"]) == 84 * 3
     assert np.bincount(m["metric"]).tolist() == [84, 84, 84]
-    assert len(raw.region_events["kind"]) + len(raw.p2p_events["kind"]) + 84 + 4 == 204
+    assert len(raw.region_events["kind"]) + len(raw.p2p_events["kind"]) + 84 == 204  # ProgramBegin/End: region events
     np.testing.assert_array_equal(comm_matrix(raw), [[0, 4177920], [4177920, 0]])
     # accumulated counters never decrease along a location
     for loc in (0, 1):

@@ -124,14 +124,25 @@ def test_rank_outside_communicator_is_an_error():
         tb.build()
 
 
-def test_clock_condition_violation_is_flagged_and_not_used():
+def _violating() -> TraceBuilder:
     tb = TraceBuilder()
     tb.call(0, "MPI_Send", 5, 6, send={"to": 1})
     tb.call(1, "MPI_Recv", 1, 3, recv={"frm": 0})  # completes before the send was issued
-    pag = tb.build()
+    return tb
+
+
+def test_clock_condition_violation_is_flagged_and_not_used():
+    pag = _violating().build(clock_correction="off")
     assert pag.trace.messages["clock_violation"].tolist() == [True]
     assert pag.attrs["clock_violations"] == 1
     assert late_sender_wait(pag.trace).tolist() == [0.0]
+
+
+def test_clock_condition_violation_is_corrected_by_default(caplog):
+    pag = _violating().build()
+    assert pag.trace.messages["clock_violation"].tolist() == [False]
+    assert pag.attrs["clock_correction"]["violations"] == 1
+    assert "corrected 1 clock-condition violations" in caplog.text
 
 
 def test_unmatched_messages_are_counted():

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ...errors import FormatError
 from ...kinds import CollEv
@@ -19,7 +20,7 @@ from ...trace.match import nth_pairs
 from ._contexts import resolve_samples
 from ._defs import Defs
 
-__all__ = ["assemble", "concat_parts", "TABLES"]
+__all__ = ["assemble", "concat_parts", "program_region", "TABLES"]
 
 TABLES = {
     "region_events": raw.REGION_COLUMNS,
@@ -57,6 +58,18 @@ def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
     ok = j >= 0
     for c in ("op", "comm", "root"):
         coll[c][b[ok]] = coll[c][e[j[ok]]]
+
+
+def program_region(program: str | None) -> pd.DataFrame:
+    """The artificial region above ``main`` that Score-P 8's ProgramBegin/ProgramEnd records open and close.
+
+    Named after the program's file name (as Score-P and Scalasca name the
+    root of their call trees), role ``artificial``, paradigm ``measurement_system``.
+    """
+    name = os.path.basename(str(program or "").rstrip("/")) or "program"
+    return pd.DataFrame(
+        [{"name": name, "role": "artificial", "paradigm": "measurement_system", "file": "", "line": 0, "module": ""}]
+    )
 
 
 def _check_order(defs: Defs, region: dict[str, np.ndarray]) -> None:
@@ -126,6 +139,7 @@ def assemble(
     counts: dict[str, np.ndarray],
     skipped: dict[str, int],
     decoder: str,
+    program: str | None = None,
 ) -> raw.RawTrace:
     """Build the RawTrace from concatenated per-location tables.
 
@@ -142,6 +156,10 @@ def assemble(
         Skipped record counts by record name (zeros are dropped).
     decoder : str
         ``"fast"`` or ``"bindings"``, recorded in ``attrs["decoder"]``.
+    program : str, optional
+        The program name of the ProgramBegin records: their instances (region
+        id ``len(defs.regions)``, written by the decoders) are instances of an
+        artificial region named after it (:func:`program_region`).
     """
     nloc = len(defs.locations)
     reg_offset = np.zeros(nloc + 1, dtype=np.int64)
@@ -162,6 +180,9 @@ def assemble(
     _propagate_collectives(out["coll_events"])
 
     regions = defs.regions.copy()
+    reg = out["region_events"]["region"]
+    if len(reg) and int(reg.max()) >= len(regions):  # ProgramBegin/End were decoded
+        regions = pd.concat([regions, program_region(program)], ignore_index=True)
     out["sample_events"], stacks, reg_stack = resolve_samples(
         defs.attrs.get("contexts"), out["sample_events"], len(regions)
     )

@@ -100,6 +100,8 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             _row(lo, "p2p_events", ev.time, kind=kind, peer=-1, comm=-1, tag=-1, bytes=0, request=_s64(req))
 
     decoded = np.zeros(len(index), dtype=np.int64)
+    program: str | None = None
+    prog_region = len(defs.regions)  # the artificial program region (see _assemble.program_region)
     for location, ev in events:
         li = index[int(location._ref)]
         decoded[li] += 1
@@ -111,6 +113,12 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
             if d < 0:
                 raise FormatError(defs.source, f"undefined region {ref}")
             _row(lo, "region_events", ev.time, kind=0 if name == "Enter" else 1, region=d)
+        elif name == "ProgramBegin":
+            if program is None:
+                program = str(ev.program_name) if ev.program_name is not None else ""
+            _row(lo, "region_events", ev.time, kind=0, region=prog_region)
+        elif name == "ProgramEnd":
+            _row(lo, "region_events", ev.time, kind=1, region=prog_region)
         elif name == "MpiSend":
             p2p(lo, ev, P2P.SEND, ev.receiver, True, None)
         elif name == "MpiIsend":
@@ -181,7 +189,7 @@ def decode_events(reader: Any, defs: Defs, present: list[bool] | None = None) ->
     parts = [_finish(lo, defs) for lo in locs]
     del locs
     tables, counts = concat_parts(parts)
-    return assemble(defs, tables, counts, dict(skipped), "bindings"), decoded
+    return assemble(defs, tables, counts, dict(skipped), "bindings", program), decoded
 
 
 def _num(x: Any) -> int:

@@ -60,12 +60,18 @@ def _seconds(st, stf, t):  # noqa: ANN001, ANN202
 @njit(python=False)
 def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
-    stf = carray(ud, (L.STATE_LEN,), np.float64)
     if region >= st[L.S_NRMAP]:
         return _fail(st, L.ERR_REGION, region)
     d = _i32(st[L.S_RMAP])[region]
     if d < 0:
         return _fail(st, L.ERR_REGION, region)
+    return _region_row(ud, t, kind, d)
+
+
+@njit(python=False)
+def _region_row(ud, t, kind, d):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.REG_N]
     if i >= st[L.REG_N + 1]:
         return _fail(st, L.ERR_FULL, 0)
@@ -174,6 +180,26 @@ def cb_enter(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
 @cfunc(_sig(_u32), nopython=True)
 def cb_leave(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
     return _region(ud, t, 1, region)
+
+
+# --- program begin/end: the instance of the artificial program region -------------
+# (its dense region id is the element after the region map: see _fast._read_location)
+@njit(python=False)
+def _program(ud, t, kind):  # noqa: ANN001, ANN202
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    return _region_row(ud, t, kind, _i32(st[L.S_RMAP])[st[L.S_NRMAP]])
+
+
+@cfunc(_sig(_u32, _u32, _vp), nopython=True)
+def cb_program_begin(loc, t, ev, ud, al, name, nargs, args):  # noqa: ANN001, ANN201
+    st = carray(ud, (L.STATE_LEN,), np.int64)
+    st[L.S_PROG] = np.int64(name)
+    return _program(ud, t, 0)
+
+
+@cfunc(_sig(types.int64), nopython=True)
+def cb_program_end(loc, t, ev, ud, al, status):  # noqa: ANN001, ANN201
+    return _program(ud, t, 1)
 
 
 # --- point-to-point --------------------------------------------------------
@@ -430,6 +456,8 @@ _HANDLERS = {
     "OmpReleaseLock": cb_omp_release_lock,
     "IoOperationBegin": cb_io_begin,
     "IoOperationComplete": cb_io_complete,
+    "ProgramBegin": cb_program_begin,
+    "ProgramEnd": cb_program_end,
 }
 from ._rmacb import RMA_HANDLERS  # noqa: E402 - the RMA callbacks use the helpers above
 

@@ -337,7 +337,7 @@ def _run_workers(
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | None = None) -> RawTrace:
     refs = [int(r) for r in defs.loc_refs]
     maps = {
-        "rmap": defs.region_map,
+        "rmap": np.append(defs.region_map, np.int32(len(defs.regions))).astype(np.int32),  # + the program region
         "moff": defs.metric_offsets,
         "mmem": defs.metric_members,
         "max_members": defs.max_members,
@@ -368,10 +368,11 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | No
     skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
     for r in results:
         skipped += r.skipped
+    program = next((defs.strings.get(r.program, "") for r in results if r.program >= 0), None)
     del results
     tables = arena.finalize(counts, spills)
     del arena, spills
-    raw = assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast")
+    raw = assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast", program)
     if over:
         raw.attrs["undeclared_events"] = over
     return raw

@@ -129,6 +129,8 @@ class Defs:
     metric_offsets: np.ndarray
     metric_members: np.ndarray
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: string ref -> string (to name the program of a ProgramBegin record)
+    strings: dict[int, str] = field(default_factory=dict)
 
     @property
     def max_members(self) -> int:
@@ -344,7 +346,16 @@ def read_definitions(reader: Any, source: str) -> Defs:
         metric_offsets=moff,
         metric_members=mmem,
         attrs=extra,
+        strings=_strings(d),
     )
+
+
+def _strings(d: Any) -> dict[int, str]:
+    """The string definitions (ref -> text); empty when the bindings do not expose them."""
+    try:
+        return {_ref(s): str(s.name) for s in d.strings}
+    except (AttributeError, TypeError, ValueError):
+        return {}
 
 
 def _perflow_extras(d: Any, rmap: np.ndarray, regions: pd.DataFrame, creator: str, source: str) -> dict[str, Any]:

@@ -29,10 +29,13 @@ BATCH = 1 << 16
 class LocationResult:
     """What a worker reports for one location: row counts, spilled tables, skipped-record counts."""
 
-    __slots__ = ("counts", "spills", "skipped", "n_read")
+    __slots__ = ("counts", "spills", "skipped", "n_read", "program")
 
-    def __init__(self, counts: dict[str, int], spills: dict[str, Spill], skipped: np.ndarray, n_read: int) -> None:
+    def __init__(
+        self, counts: dict[str, int], spills: dict[str, Spill], skipped: np.ndarray, n_read: int, program: int = -1
+    ) -> None:
         self.counts, self.spills, self.skipped, self.n_read = counts, spills, skipped, n_read
+        self.program = program  # the string ref of the location's ProgramBegin name, -1 none
 
 
 def event_file(anchor: str, ref: int, suffix: str = "evt") -> str:
@@ -98,7 +101,9 @@ def _read_location(
     st = cols.st
     st[L.S_OFF] = np.array(maps["offset"], dtype=np.uint64).view(np.int64)
     st.view(np.float64)[L.S_RES] = float(maps["resolution"])
-    st[L.S_RMAP], st[L.S_NRMAP] = maps["rmap"].ctypes.data, len(maps["rmap"])
+    # the region map is followed by one more element: the dense id of the program region (ProgramBegin/End)
+    st[L.S_RMAP], st[L.S_NRMAP] = maps["rmap"].ctypes.data, len(maps["rmap"]) - 1
+    st[L.S_PROG] = -1
     st[L.S_MOFF], st[L.S_NMREF] = maps["moff"].ctypes.data, max(len(maps["moff"]) - 1, 0)
     st[L.S_MMEM] = maps["mmem"].ctypes.data
     er = lib.OTF2_Reader_GetEvtReader(reader, ref)
@@ -126,7 +131,7 @@ def _read_location(
     finally:
         lib.OTF2_Reader_CloseEvtReader(reader, er)
     counts, spills = cols.finish()
-    return LocationResult(counts, spills, st[L.S_SKIP :].copy(), total)
+    return LocationResult(counts, spills, st[L.S_SKIP :].copy(), total, int(st[L.S_PROG]))
 
 
 def decode_locations(

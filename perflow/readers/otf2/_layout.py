@@ -7,6 +7,7 @@ State layout of the fast decoder's callbacks (indices into one int64 vector)::
     S_RMAP, S_NRMAP      region ref -> dense id map (int32*), its length
     S_MOFF, S_NMREF      metric ref CSR offsets (int64*), number of metric refs
     S_MMEM               metric members (int32*)
+    S_PROG               program name (string ref) of the location's ProgramBegin, -1 none
     table blocks         per table (TABLE_BASE): row count, capacity, one pointer per column
     S_SKIP..             one counter per skipped record type (SKIPPED_EVENTS order)
 """
@@ -38,7 +39,7 @@ HANDLED_EVENTS = (
     "MpiRequestCancelled MpiCollectiveBegin MpiCollectiveEnd Metric ThreadFork ThreadJoin ThreadTeamBegin "
     "ThreadTeamEnd ThreadCreate ThreadBegin ThreadWait ThreadEnd OmpFork OmpJoin CallingContextSample "
     "NonBlockingCollectiveRequest NonBlockingCollectiveComplete ThreadAcquireLock ThreadReleaseLock "
-    "OmpAcquireLock OmpReleaseLock IoOperationBegin IoOperationComplete"
+    "OmpAcquireLock OmpReleaseLock IoOperationBegin IoOperationComplete ProgramBegin ProgramEnd"
 ).split() + [n for n in ALL_EVENTS if n.startswith("Rma")]
 
 #: record types perflow counts in attrs["skipped_events"] and otherwise ignores
@@ -64,7 +65,7 @@ TABLE_COLUMNS: dict[str, dict[str, np.dtype]] = {
     "rma_events": {c: d for c, d in raw.RMA_COLUMNS.items() if c != "location"},
 }
 
-S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM = range(9)
+S_ERR, S_ERRREF, S_OFF, S_RES, S_RMAP, S_NRMAP, S_MOFF, S_NMREF, S_MMEM, S_PROG = range(10)
 TABLE_BASE: dict[str, int] = {}
 _i = 10
 for _name, _cols in TABLE_COLUMNS.items():

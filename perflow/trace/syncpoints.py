@@ -1,0 +1,276 @@
+"""Synchronisation points of a trace, after Scalasca's: where the delay analysis cuts its intervals.
+
+A *synchronisation point* is an event at which a location synchronised with
+others; the delay analysis (:mod:`perflow.trace.delays`) compares what two
+locations did since the last one they shared. As in Scalasca, they are:
+
+* **messages with a wait state**: a receive that waited for a late sender (its
+  call, and the call that sent the message) and a send that waited for a late
+  receiver (its completing call, and the call that posted the receive). A
+  message that made nobody wait synchronised nothing;
+* **synchronising collectives**: every participant of a barrier, MPI_Init,
+  MPI_Finalize or all-to-all collective that moved data; the root and the
+  receivers that waited for it of a 1-to-N collective; the root and the latest
+  sender of an N-to-1 collective when the root waited (not scans);
+* **OpenMP**: every thread at each barrier of its team, and at the fork of
+  each team (its copy of the parallel region).
+
+Each point has a time (the enter of its call: an interval ends there), a
+*release* (where the next interval starts: the call's leave less its
+completion time, the part of the call after the synchronisation let it go:
+Late Sender completion ``max(0, Lr - Ls)`` on the receiver and
+``max(0, Ls - Lr)`` on the sender, the collective completion of
+:mod:`perflow.trace.collwaits`, the earliest enter into the parallel region of
+a team for its fork), the waiting time of the wait state there (subtracted as
+waiting, not work, from the intervals that contain it, and where long-term
+delay costs flow), and whom it synchronised with (a location, or the members
+of a group). MPI intervals run between MPI points shared with the partner,
+OpenMP intervals between a thread's OpenMP points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..kinds import CollectiveOp
+from ..pag.instances import Trace
+from .flat import Locations
+from .threadwaits import _team_rows, barrier_instances
+
+__all__ = ["SyncPoints", "sync_points", "SYNC_WAIT_KINDS", "LS_KINDS"]
+
+LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
+#: wait kinds whose instances are waiting at a synchronisation point
+SYNC_WAIT_KINDS = (
+    *LS_KINDS,
+    "late_receiver",
+    "wait_barrier",
+    "wait_nxn",
+    "finalize_wait",
+    "late_broadcast",
+    "early_reduce",
+    "omp_barrier_wait",
+    "omp_ibarrier_wait",
+)
+_COLL_WAITS = ("wait_barrier", "wait_nxn", "finalize_wait", "late_broadcast", "early_reduce")
+
+
+@dataclass(frozen=True)
+class SyncPoints:
+    """The synchronisation points of a trace, grouped by location and sorted by time within one.
+
+    Attributes
+    ----------
+    offsets : numpy.ndarray
+        Points of location ``l`` are ``offsets[l]:offsets[l + 1]``.
+    time, release, wait : numpy.ndarray
+        The enter of the point's call, where the next interval starts, the waiting time there.
+    vertex : numpy.ndarray
+        Call path of the point's call (-1 unknown).
+    wid : numpy.ndarray
+        Row of the point's wait state in the wait table given to :func:`sync_points` (-1 none).
+    cls : numpy.ndarray
+        0 MPI, 1 OpenMP.
+    partner : numpy.ndarray
+        The location synchronised with (a message), or -1 (a group: ``group``).
+    group : numpy.ndarray
+        The group synchronised with (``group_loc[group_off[g]:group_off[g + 1]]``, sorted), or -1.
+    """
+
+    offsets: np.ndarray
+    time: np.ndarray
+    release: np.ndarray
+    wait: np.ndarray
+    vertex: np.ndarray
+    wid: np.ndarray
+    cls: np.ndarray
+    partner: np.ndarray
+    group: np.ndarray
+    group_off: np.ndarray
+    group_loc: np.ndarray
+
+
+def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: np.ndarray) -> list[dict]:
+    iv = trace.intervals
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    m = trace.messages
+    kind = waits["kind"].astype(str).to_numpy()
+    wiv = waits["interval"].to_numpy().astype(np.int64)
+    msg = waits["message"].to_numpy().astype(np.int64)
+    comp = (
+        pd.Series(waits["amount"].to_numpy()[kind == "late_sender_completion"])
+        .groupby(wiv[kind == "late_sender_completion"])
+        .sum()
+    )
+    out = []
+    for kinds, own, other in ((LS_KINDS, "recv_interval", "send_interval"), (("late_receiver",), None, None)):
+        r = np.flatnonzero(np.isin(kind, kinds) & (wiv >= 0) & (msg >= 0))
+        if not len(r):
+            continue
+        mm = msg[r]
+        if own is None:  # Late Receiver: the send-completing call waits, the receive-posting call is its partner
+            a = wiv[r]
+            b = m["recv_post_interval"].to_numpy().astype(np.int64)[mm]
+            rel_a = leave[a]
+            rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
+        else:  # Late Sender: the receive-completing call waits, the sending call is its partner
+            a = wiv[r]
+            b = m[other].to_numpy().astype(np.int64)[mm]
+            c = comp.reindex(a).fillna(0.0).to_numpy()
+            rel_a = leave[a] - c
+            rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
+        ok = b >= 0
+        a, b, r, rel_a, rel_b = a[ok], b[ok], r[ok], rel_a[ok], rel_b[ok]
+        la, lb = iv_loc[a], iv_loc[b]
+        zero = np.zeros(len(a))
+        out.append(dict(loc=la, time=enter[a], release=rel_a, wait=waits["amount"].to_numpy()[r], vertex=vtx[a],
+                        wid=r, cls=0, partner=lb, group=-1))  # fmt: skip
+        out.append(dict(loc=lb, time=enter[b], release=rel_b, wait=zero, vertex=vtx[b], wid=np.full(len(a), -1),
+                        cls=0, partner=la, group=-1))  # fmt: skip
+    return out
+
+
+def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    c = trace.collectives
+    empty = np.zeros(0, np.int64)
+    if not len(c):
+        return [], np.zeros(1, np.int64), empty
+    c = c.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
+    iv = trace.intervals
+    inst = c["instance"].to_numpy().astype(np.int64)
+    civ = c["interval"].to_numpy().astype(np.int64)
+    has = civ >= 0
+    enter = np.where(has, iv["enter"].to_numpy()[np.maximum(civ, 0)], c["begin"].to_numpy())
+    leave = np.where(has, iv["leave"].to_numpy()[np.maximum(civ, 0)], c["end"].to_numpy())
+    begin, end = c["begin"].to_numpy(), c["end"].to_numpy()
+    blocking = begin >= enter
+    E = np.where(blocking, begin, enter)  # the operation's records (Scalasca's times)
+    Lr = np.where(blocking, np.minimum(np.maximum(end, E), leave), leave)
+    op = c["op"].to_numpy().astype(np.int64)
+    loc = locs.lookup(c["process"].to_numpy(), c["thread"].to_numpy())
+    starts = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
+    gid = np.cumsum(np.r_[True, inst[1:] != inst[:-1]]) - 1
+    moved = np.add.reduceat((c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), starts)[gid]
+    barrier = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE])
+    # all-to-all with data; not MPI_Alltoallv/w (arbitrary patterns, as in Scalasca) nor handle operations
+    other = [*_ONE2N, *_N2ONE, *_SCAN, int(CollectiveOp.ALLTOALLV), int(CollectiveOp.ALLTOALLW), *range(17, 23)]
+    n2n = ~barrier & ~np.isin(op, other) & (moved > 0)
+    root = c["root"].to_numpy().astype(np.int64)
+    is_root = (root >= 0) & (c["process"].to_numpy() == root)
+    rows = np.arange(len(c))
+    root_row = np.minimum.reduceat(np.where(is_root, rows, len(rows)), starts)[gid]
+    rr = np.minimum(root_row, len(rows) - 1)
+    has_root = root_row < len(rows)
+    sync = barrier | n2n
+    ref = np.maximum.reduceat(E, starts)[gid]  # the latest begin
+    one2n = np.isin(op, _ONE2N) & has_root & (c["sent"].to_numpy()[rr] > 0)
+    waits_root = one2n & ~is_root & (c["received"].to_numpy() > 0) & (E < E[rr])
+    any_wait = np.add.reduceat(waits_root.astype(np.int64), starts)[gid] > 0
+    sync |= waits_root | (one2n & is_root & any_wait)
+    ref = np.where(one2n, E[rr], ref)
+    n2one = np.isin(op, _N2ONE) & has_root
+    sender_e = np.where(n2one & ~is_root & (c["sent"].to_numpy() > 0), E, -np.inf)
+    latest_s = np.maximum.reduceat(sender_e, starts)[gid]
+    first_latest = np.minimum.reduceat(np.where(sender_e == latest_s, rows, len(rows)), starts)[gid]
+    root_waits = n2one & (E[rr] < latest_s)
+    sync |= root_waits & (is_root | (rows == first_latest))
+    ref = np.where(n2one, latest_s, ref)
+    earliest = np.minimum.reduceat(np.where(sync, Lr, np.inf), starts)[gid]
+    released = np.minimum(ref, Lr)
+    completion = np.where(sync, np.maximum(0.0, Lr - np.maximum(earliest, released)), 0.0)
+    # the wait state of each synchronising row
+    wk = waits["kind"].astype(str).to_numpy()
+    wr = np.flatnonzero(np.isin(wk, _COLL_WAITS))
+    wkey = pd.Series(wr, index=pd.MultiIndex.from_arrays(
+        [waits["instance"].to_numpy()[wr], waits["process"].to_numpy()[wr], waits["thread"].to_numpy()[wr]]))  # fmt: skip
+    wkey = wkey[~wkey.index.duplicated()]
+    ckey = pd.MultiIndex.from_arrays([inst, c["process"].to_numpy(), c["thread"].to_numpy()])
+    wid = wkey.reindex(ckey).fillna(-1).to_numpy().astype(np.int64)
+    amount = np.where(wid >= 0, waits["amount"].to_numpy()[np.maximum(wid, 0)], 0.0)
+    s = np.flatnonzero(sync & (loc >= 0))
+    # groups: the synchronising members of each instance, sorted by location
+    g_of = np.full(int(inst.max()) + 1 if len(inst) else 0, -1, dtype=np.int64)
+    gi = inst[s]
+    order = np.lexsort((loc[s], gi))
+    ug, first = np.unique(gi[order], return_index=True)
+    g_of[ug] = np.arange(len(ug))
+    group_off = np.r_[first, len(order)].astype(np.int64)
+    group_loc = loc[s][order].astype(np.int64)
+    vtx = np.where(civ >= 0, iv["vertex"].to_numpy()[np.maximum(civ, 0)], -1)
+    pts = [dict(loc=loc[s], time=E[s], release=leave[s] - completion[s], wait=amount[s], vertex=vtx[s], wid=wid[s],
+                cls=0, partner=-1, group=g_of[gi])]  # fmt: skip
+    return pts, group_off, group_loc
+
+
+_ONE2N = (int(CollectiveOp.BCAST), int(CollectiveOp.SCATTER), int(CollectiveOp.SCATTERV))
+_N2ONE = (int(CollectiveOp.GATHER), int(CollectiveOp.GATHERV), int(CollectiveOp.REDUCE))
+_SCAN = (int(CollectiveOp.SCAN), int(CollectiveOp.EXSCAN))
+
+
+def _omp_points(
+    trace: Trace, waits: pd.DataFrame, iv_loc: np.ndarray, roles: np.ndarray | None, regions: np.ndarray | None
+) -> list[dict]:
+    if roles is None or regions is None:
+        return []
+    iv = trace.intervals
+    enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
+    out = []
+    b, _ = barrier_instances(iv, roles, regions)
+    if len(b):
+        kind = waits["kind"].astype(str).to_numpy()
+        wr = np.flatnonzero(np.isin(kind, ("omp_barrier_wait", "omp_ibarrier_wait")))
+        by_iv = pd.Series(wr, index=waits["interval"].to_numpy()[wr])
+        by_iv = by_iv[~by_iv.index.duplicated()]
+        wid = by_iv.reindex(b).fillna(-1).to_numpy().astype(np.int64)
+        amount = np.where(wid >= 0, waits["amount"].to_numpy()[np.maximum(wid, 0)], 0.0)
+        out.append(dict(loc=iv_loc[b], time=enter[b], release=leave[b], wait=amount, vertex=vtx[b], wid=wid, cls=1,
+                        partner=-1, group=-1))  # fmt: skip
+    P, team, _ = _team_rows(iv, roles, regions, None)
+    if len(P):  # the fork: the next interval starts at the team's earliest recorded enter into the region
+        rec = enter[P] + (iv["omp_fork"].to_numpy()[P] if "omp_fork" in iv.columns else 0.0)
+        first = pd.Series(rec).groupby(team).transform("min").to_numpy()
+        out.append(dict(loc=iv_loc[P], time=enter[P], release=np.maximum(first, enter[P]), wait=np.zeros(len(P)),
+                        vertex=vtx[P], wid=np.full(len(P), -1), cls=1, partner=-1, group=-1))  # fmt: skip
+    return out
+
+
+def sync_points(
+    trace: Trace, waits: pd.DataFrame, locs: Locations, roles: np.ndarray | None, regions: np.ndarray | None
+) -> SyncPoints:
+    """The synchronisation points of ``trace`` (see the module docstring).
+
+    ``waits`` is the wait table whose rows the points' ``wid`` refers to (it
+    must hold every wait state of the trace); ``roles`` and ``regions`` (of
+    each vertex) enable the OpenMP points.
+    """
+    iv_loc = locs.of_interval
+    parts = _message_points(trace, waits, locs, iv_loc)
+    coll, group_off, group_loc = _collective_points(trace, waits, locs)
+    parts += coll + _omp_points(trace, waits, iv_loc, roles, regions)
+    cols = ("loc", "time", "release", "wait", "vertex", "wid", "cls", "partner", "group")
+    if parts:
+        n = [len(p["loc"]) for p in parts]
+        flat = {c: np.concatenate([np.broadcast_to(np.asarray(p[c]), (k,)) for p, k in zip(parts, n)]) for c in cols}
+    else:
+        flat = {c: np.zeros(0) for c in cols}
+    loc = flat["loc"].astype(np.int64)
+    order = np.lexsort((flat["time"], loc))
+    L = len(locs)
+    return SyncPoints(
+        offsets=np.searchsorted(loc[order], np.arange(L + 1)).astype(np.int64),
+        time=flat["time"][order].astype(np.float64),
+        release=flat["release"][order].astype(np.float64),
+        wait=flat["wait"][order].astype(np.float64),
+        vertex=flat["vertex"][order].astype(np.int64),
+        wid=flat["wid"][order].astype(np.int64),
+        cls=flat["cls"][order].astype(np.int8),
+        partner=flat["partner"][order].astype(np.int64),
+        group=flat["group"][order].astype(np.int64),
+        group_off=np.asarray(group_off, dtype=np.int64),
+        group_loc=np.asarray(group_loc, dtype=np.int64),
+    )
