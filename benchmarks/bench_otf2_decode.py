@@ -1,6 +1,21 @@
-"""Benchmark the OTF2 decoders on a trace: events, seconds, events/s, peak RSS, bytes per event.
+"""Benchmark OTF2 ingest against the OTF2 C library: decode, and decode + PAG build + matching.
 
-Each decoder runs in a fresh Python process (so peak RSS is its own). The
+**Reference.** ``benchmarks/otf2_count.c`` (built by ``benchmarks/_cref.py``):
+the OTF2 C library reading every event of the archive, one thread, count
+only, on the library perflow drives (the ``otf2`` wheel's) and, when
+installed, on otf2-tools' ``libopen-trace-format2``. Its CPU seconds (user +
+system, from the operating system's accounting) are the denominator of every
+ratio printed.
+
+**Ingest** (``--ingest``, the default; ``--no-ingest`` skips it): ``perflow.read``
+of the trace (decode + build + matching) in a fresh process after the
+compiled kernels are loaded (on a small warm-up trace), paired with a C
+reader run, ``--ingest-repeat`` times; medians of CPU (user and system,
+decoder workers included), wall time, peak RSS, and bytes per event at the
+peak and of the built PAG (resident after the read). ``--core N`` pins both
+to one core (``taskset``).
+
+**Decoders**: each decoder runs in a fresh Python process (so peak RSS is its own). The
 first fast decode in the process is reported on its own line, then the
 median of ``--repeat`` more ("warm"); loading the compiled numba callbacks
 (once per process) is timed separately. Wall time and CPU time (this process
@@ -14,9 +29,9 @@ loads the compiled kernels it uses from the cache) and the median of
 
 Usage::
 
-    python benchmarks/make_otf2_trace.py --events 2e6 --out /tmp/otf2-2M
-    python benchmarks/bench_otf2_decode.py /tmp/otf2-2M
-    python benchmarks/bench_otf2_decode.py /tmp/otf2-20M --jobs 2
+    python benchmarks/make_otf2_trace.py --events 20e6 --out /work/apps/perf/t20M
+    python benchmarks/bench_otf2_decode.py /work/apps/perf/t20M
+    python benchmarks/bench_otf2_decode.py /work/apps/perf/t20M --engines fast --ingest-repeat 5 --core 1
 """
 
 from __future__ import annotations
@@ -31,6 +46,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _cref  # noqa: E402
 
 
 def _rss_mb() -> float:
@@ -114,6 +132,108 @@ def child(path: str, engine: str, jobs: int | None, build: bool, repeat: int) ->
     return out
 
 
+def _split_cpu() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process and its reaped children."""
+    me, ch = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + ch.ru_utime, me.ru_stime + ch.ru_stime
+
+
+def warm_trace() -> str:
+    """A small trace (300,000 events, 8 ranks) whose read loads every compiled kernel of the ingest path."""
+    import tempfile
+
+    out = Path(tempfile.gettempdir()) / "perflow-bench-warm-300k"
+    if not (out / "traces.otf2").exists():
+        from make_otf2_trace import make_trace
+
+        make_trace(str(out), 3e5, 8)
+    return str(out / "traces.otf2")
+
+
+def ingest_child(path: str, warm: str) -> dict:
+    """``perflow.read(path)`` in this fresh process, after a warm-up read that loads the kernels."""
+    import gc
+
+    import perflow
+
+    t, c = time.perf_counter(), _cpu()
+    perflow.read(warm)
+    first = {"warm_wall": time.perf_counter() - t, "warm_cpu": _cpu() - c}
+    gc.collect()
+    rss0 = _rss_mb()
+    peak0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    u0, s0 = _split_cpu()
+    t = time.perf_counter()
+    pag = perflow.read(path)
+    wall = time.perf_counter() - t
+    u1, s1 = _split_cpu()
+    gc.collect()
+    rss1 = _rss_mb()
+    tr = pag.trace
+    return {
+        **first,
+        "wall": wall,
+        "user": u1 - u0,
+        "sys": s1 - s0,
+        "cpu": u1 - u0 + s1 - s0,
+        "rss_before_mb": rss0,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_before_mb": peak0,
+        "children_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "built_mb": rss1 - rss0,
+        "intervals": len(tr.intervals),
+        "messages": len(tr.messages),
+        "metric_rows": len(pag.metrics),
+    }
+
+
+def references(anchor: str, core: int | None) -> list[tuple[str, dict]]:
+    """One run of the C reader on each available library: (label, figures)."""
+    out = [("otf2 wheel", _cref.c_reader(anchor, core))]
+    tools = _cref.system_library()
+    if tools:
+        out.append(("otf2-tools", _cref.c_reader(anchor, core, library=tools)))
+    return out
+
+
+def ingest(anchor: str, events: int, repeat: int, core: int | None) -> None:
+    """perflow.read paired with the C reader, ``repeat`` times; medians and ratios."""
+    warm = warm_trace()
+    runs, refs = [], {}
+    for _ in range(repeat):
+        for label, r in references(anchor, core):
+            refs.setdefault(label, []).append(r)
+        cmd = _cref.pinned([sys.executable, __file__, anchor, "--ingest-child", warm], core)
+        env = dict(os.environ, PERFLOW_JIT="compile")  # the warm-up loads every kernel a large trace uses
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
+        if p.returncode:
+            print(f"perflow.read failed\n{p.stderr[-3000:]}")
+            return
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    med = _cref.median
+    where = f"pinned to core {core}" if core is not None else f"{os.cpu_count()} cores"
+    print(f"\n== ingest: decode + build + matching, {events:,} events, {where}, medians of {repeat} paired runs")
+    c_ref = None
+    for label, rs in refs.items():
+        cpu, user, sys_ = med([r["cpu"] for r in rs]), med([r["user"] for r in rs]), med([r["sys"] for r in rs])
+        c_ref = cpu if c_ref is None else c_ref
+        print(f"C reader, count only ({label:10s}): CPU {cpu:6.2f} s (user {user:.2f}, sys {sys_:.2f}), "
+              f"{events / cpu / 1e6:5.1f} M events/CPU-s, peak RSS {med([r['rss_mb'] for r in rs]):.0f} MB")  # fmt: skip
+    cpu, user, sys_ = med([r["cpu"] for r in runs]), med([r["user"] for r in runs]), med([r["sys"] for r in runs])
+    peak = med([r["peak_mb"] - r["rss_before_mb"] for r in runs])
+    built = med([r["built_mb"] for r in runs])
+    print(f"perflow.read                         : CPU {cpu:6.2f} s (user {user:.2f}, sys {sys_:.2f}), "
+          f"wall {med([r['wall'] for r in runs]):.2f} s, = {cpu / c_ref:.2f}x the C reader (otf2 wheel)")  # fmt: skip
+    for label, rs in list(refs.items())[1:]:
+        print(f"{'':37s}  = {cpu / med([r['cpu'] for r in rs]):.2f}x the C reader ({label})")
+    print(f"  memory: peak {peak:,.0f} MB above the start = {peak * 2**20 / events:.0f} B/event; built PAG "
+          f"{built:,.0f} MB = {built * 2**20 / events:.0f} B/event; decoder workers' peak "
+          f"{med([r['children_peak_mb'] for r in runs]):,.0f} MB")  # fmt: skip
+    r = runs[0]
+    print(f"  {r['intervals']:,} intervals, {r['messages']:,} messages, {r['metric_rows']:,} metric rows; "
+          f"loading the kernels (warm-up read) {med([x['warm_cpu'] for x in runs]):.2f} s CPU, not included")  # fmt: skip
+
+
 def _metric_records(raw) -> int:  # noqa: ANN001
     """Number of OTF2 Metric records behind the metric rows (rows sharing location, time and pos)."""
     import numpy as np
@@ -134,13 +254,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--no-build", action="store_true", help="do not time build_pag")
     ap.add_argument("--repeat", type=int, default=3, help="warm runs of the fast decoder (median reported)")
+    ap.add_argument("--no-ingest", action="store_true", help="skip the perflow.read figure")
+    ap.add_argument("--ingest-repeat", type=int, default=3, help="paired perflow.read / C reader runs (3)")
+    ap.add_argument("--core", type=int, help="pin the ingest runs (perflow and the C reader) to this core")
+    ap.add_argument("--ingest-child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.trace, a.child, a.jobs, not a.no_build, a.repeat)))
         return 0
+    if a.ingest_child:
+        print(json.dumps(ingest_child(a.trace, a.ingest_child)))
+        return 0
+    from perflow.readers.otf2._paths import resolve_anchor
+
+    anchor = str(resolve_anchor(a.trace))
     declared = _declared_events(a.trace)
     size = sum(f.stat().st_size for f in Path(a.trace).rglob("*") if f.is_file()) if Path(a.trace).is_dir() else 0
-    print(f"trace {a.trace}: {declared:,} OTF2 event records declared, {size / 1e6:.1f} MB, {os.cpu_count()} cores")
+    print(f"trace {a.trace}: {declared:,} OTF2 event records declared, {size / 1e6:.1f} MB, {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    if not a.no_ingest:
+        ingest(anchor, declared, a.ingest_repeat, a.core)
+    if not a.engines:
+        return 0
+    refs = [_cref.c_reader(anchor) for _ in range(3)]
+    c_cpu = _cref.median([r["cpu"] for r in refs])
+    print(f"\n== decoders (C reader, count only, otf2 wheel: {c_cpu:.2f} s CPU, median of 3)")
     results = []
     for engine in a.engines.split(","):
         if engine == "bindings" and declared > a.max_events:
@@ -171,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not tag:
                 line += f"{r['peak_rss_mb']:>12.0f}{r['peak_rss_children_mb']:>11.0f}{r['bytes_per_event']:>9.1f}"
-            print(line)
+            print(line + f"   {cpu / c_cpu:5.2f}x C CPU")
     for r in results:
         if r.get("jit_load_s") is not None:
             print(f"{r['engine']}: loading the compiled callbacks took {r['jit_load_s']:.2f} s (not in 'seconds')")

@@ -7,7 +7,17 @@ when llnl-hatchet is installed, hatchet's figures for the same operations on
 the same data: aggregation across ranks, filter + squash, and a call-path
 query. Prints one line per operation with the time and peak RSS.
 
+**Construction** (first section; ``--construction-only`` stops after it):
+the same profile (the tree, and per-(vertex, rank) exclusive and inclusive
+time) built by perflow and by hatchet, CPU seconds, best of ``--repeat``,
+with the ratio to hatchet's: perflow from tables (``PAG.from_frames``), from
+tables with only exclusive time (inclusive derived), from a literal
+(``PAG.from_literal``, one value per rank); hatchet's GraphFrame from its
+literal tree and a per-(node, rank) DataFrame, and with only exclusive time
+(``update_inclusive_columns``).
+
     python benchmarks/bench_profile_passes.py
+    python benchmarks/bench_profile_passes.py --construction-only
     python benchmarks/bench_profile_passes.py --vertices 5000 --procs 32 --repeat 1 --no-hatchet
 """
 
@@ -187,6 +197,67 @@ def hatchet_ops(pag: perflow.PAG) -> None:
         print(f"  hatchet failed: {type(exc).__name__}: {exc}")
 
 
+# ---------------------------------------------------------------------- construction
+def _best_cpu(fn: Callable[[], Any], repeat: int) -> float:
+    best = np.inf
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t)
+    return best
+
+
+#: hatchet's inclusive derivation (``update_inclusive_columns``) is timed up to this many rows only
+HATCHET_INCLUSIVE_ROWS = 200_000
+
+
+def construction(pag: perflow.PAG, repeat: int, with_hatchet: bool) -> None:
+    """Building the same profile with perflow and with hatchet (see the module docstring)."""
+    from perflow.pag.literal import complete_time_metrics, to_literal
+    from perflow.pag.pag import PAG
+
+    vt = pag.vertex_table[["name", "kind", "parent", "file", "line"]].copy()
+    vt["name"], vt["kind"] = vt["name"].astype(str), vt["kind"].astype(str)
+    m = pag.metrics.reset_index()
+    both = m[["vertex", "process", "time_exc", "time_inc", "visits"]].copy()
+    exc_only = m[["vertex", "process", "time_exc", "visits"]].copy()
+    lit = to_literal(pag)
+    n = len(m)
+    print(f"\nconstruction of a {pag.n_vertices:,}-vertex x {pag.n_processes}-rank profile ({n:,} rows), CPU s, "
+          f"best of {repeat}")  # fmt: skip
+    ours = {
+        "perflow from tables (PAG.from_frames)": lambda: PAG.from_frames(vt, both),
+        "perflow from tables, inclusive derived": lambda: complete_time_metrics(PAG.from_frames(vt, exc_only)),
+        "perflow from a literal (PAG.from_literal)": lambda: PAG.from_literal(lit),
+    }
+    mine = {k: _best_cpu(f, repeat) for k, f in ours.items()}
+    ref: dict[str, float] = {}
+    if with_hatchet:
+        try:
+            import hatchet  # noqa: F401
+
+            warnings.simplefilter("ignore")
+            ref["hatchet GraphFrame (literal tree + frame)"] = _best_cpu(lambda: hatchet_graphframe(pag), repeat)
+
+            def exc() -> None:
+                gf = hatchet_graphframe(pag)
+                gf.dataframe["time (inc)"] = gf.dataframe["time"]
+                gf.update_inclusive_columns()
+
+            if n <= HATCHET_INCLUSIVE_ROWS:
+                ref["hatchet, inclusive derived"] = _best_cpu(exc, repeat)
+            else:  # update_inclusive_columns did not finish in an hour on 1.28 M rows (2 loaded cores)
+                print(f"  hatchet, inclusive derived: skipped above {HATCHET_INCLUSIVE_ROWS:,} rows (over an hour)")
+        except Exception as e:  # noqa: BLE001 - hatchet is optional
+            print(f"  hatchet unavailable or failed ({type(e).__name__}: {e})")
+    base = ref.get("hatchet GraphFrame (literal tree + frame)")
+    for k, t in {**mine, **ref}.items():
+        ratio = f"{t / base:6.2f}x hatchet" if base else ""
+        if k == "perflow from tables, inclusive derived" and "hatchet, inclusive derived" in ref:
+            ratio = f"{t / ref['hatchet, inclusive derived']:6.2f}x hatchet (inclusive derived)"
+        print(f"  {k:<46} {t:8.3f} s  {ratio}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vertices", type=int, default=20000)
@@ -194,9 +265,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace-iterations", type=int, default=100)
     ap.add_argument("--no-hatchet", action="store_true")
+    ap.add_argument("--construction-only", action="store_true", help="stop after the construction figures")
     a = ap.parse_args()
     t = time.perf_counter()
     pag = perflow.synthetic.profile(a.vertices, a.procs, seed=0)
+    construction(pag, a.repeat, not a.no_hatchet)
+    if a.construction_only:
+        return
     other = perflow.synthetic.profile(a.vertices, a.procs, seed=1)
     scales = [max(a.procs // 8, 1), max(a.procs // 4, 2), max(a.procs // 2, 3), a.procs]
     runs = [perflow.synthetic.profile(a.vertices, p, seed=0) for p in scales]

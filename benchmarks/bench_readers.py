@@ -1,16 +1,20 @@
 """Benchmark: the profile/trace readers and the Chrome writer.
 
 Times every shared sample (``../shared/data``, when present), then a Chrome
-trace round trip of a synthetic run (``--procs`` x ``--iterations``), and
-prints events/s and peak resident memory.
+trace round trip of a synthetic run (``--procs`` x ``--iterations``), then a
+cProfile file whose call graph is a full mesh (``--mesh`` functions each
+calling every other one, one shared edge tuple as some writers emit: 14 MB
+for 1,200 functions), and prints events/s, CPU seconds and peak resident
+memory.
 
     python benchmarks/bench_readers.py
-    python benchmarks/bench_readers.py --procs 32 --iterations 4000
+    python benchmarks/bench_readers.py --procs 32 --iterations 4000 --mesh 1200
 """
 
 from __future__ import annotations
 
 import argparse
+import marshal
 import resource
 import tempfile
 import time
@@ -35,11 +39,42 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def full_mesh_pstats(path: Path, n: int) -> None:
+    """A pstats file of ``n`` functions, each called by every other (one shared edge tuple)."""
+    funcs = [(f"mod{i % 37}.py", 10 + i, f"f{i}") for i in range(n)]
+    edge = (2, 2, 1e-4, 1e-3)
+    stats = {
+        g: (2 * (n - 1), 2 * (n - 1), 0.01, 1.0 + j * 1e-3, {f: edge for f in funcs if f != g})
+        for j, g in enumerate(funcs)
+    }
+    path.write_bytes(marshal.dumps(stats))
+
+
+def mesh(n: int) -> None:
+    import logging
+
+    logging.getLogger("perflow").setLevel(logging.ERROR)  # the truncation warning is expected
+    with tempfile.TemporaryDirectory() as tmp:
+        f = Path(tmp) / "mesh.pstats"
+        full_mesh_pstats(f, n)
+        c, t = time.process_time(), time.perf_counter()
+        pag = perflow.read(f, format="cprofile")
+        cpu, wall = time.process_time() - c, time.perf_counter() - t
+        print(f"cProfile full mesh of {n:,} functions ({f.stat().st_size / 1e6:.1f} MB, {n * (n - 1):,} edges): "
+              f"{cpu:.2f} s CPU, {wall:.2f} s wall, {pag.n_vertices:,} vertices")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--procs", type=int, default=16)
     ap.add_argument("--iterations", type=int, default=2000)
+    ap.add_argument("--mesh", type=int, default=1200, help="functions of the full-mesh cProfile file (0: skip)")
+    ap.add_argument("--mesh-only", action="store_true", help="only the full-mesh cProfile figure")
     args = ap.parse_args()
+    if args.mesh:
+        mesh(args.mesh)
+        if args.mesh_only:
+            return
     from tests.conftest import shared_data_dir
 
     d = shared_data_dir()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..pag.instances import Trace, conform
 from ..pag.pag import PAG, MetricInfo
 from ..pag.partitioned import Each
@@ -42,7 +43,7 @@ GATHER_WARN_EVENTS = 20_000_000
 
 def _unique_locations(rows: tuple[pd.DataFrame, Any, bool]) -> np.ndarray:
     r = rows[0]
-    return np.unique(r["process"].to_numpy().astype(np.int64) * (1 << 32) + r["thread"].to_numpy().astype(np.int64))
+    return unique(r["process"].to_numpy().astype(np.int64) * (1 << 32) + r["thread"].to_numpy().astype(np.int64))
 
 
 class DistTrace:
@@ -148,7 +149,7 @@ class DistTrace:
         if "locations" not in self._cache:
             rt = self.runtime
             keys = rt.gather(rt.map(_unique_locations, Each(self.built.rows)))
-            k = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+            k = unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
             self._cache["locations"] = pd.DataFrame({"process": k >> 32, "thread": k & ((1 << 32) - 1)})
         return self._cache["locations"]
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import FormatError, PerflowError
 from ..readers.otf2._decode import decode_locations_of, definitions_raw, fast_available, read_defs
 from ..readers.otf2._fast import event_file
@@ -118,7 +119,7 @@ def scout_otf2(engine: Engine, path: str, scout_events: int) -> OTF2Source:
         else pd.DataFrame({"src": np.zeros(0, np.int64), "dst": np.zeros(0, np.int64), "count": [], "bytes": []})
     )
     lp = defs.locations["process"].to_numpy(dtype=np.int64)
-    procs = np.unique(lp)
+    procs = unique(lp)
     w = np.bincount(np.searchsorted(procs, lp), weights=_weights(anchor, defs), minlength=len(procs))
     timings = {"scout": time.perf_counter() - t0}
     return OTF2Source(anchor, defs, dfut, definitions_raw(anchor, defs), procs, w, traffic, timings)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..pag.instances import Trace, location_table
 from ..pag.pag import PAG, MetricInfo
 from ..pag.stats import VERTEX_STATS
@@ -98,7 +99,7 @@ class DaskPAG(PAG):
     @property
     def n_processes(self) -> int:
         """Number of processes."""
-        return max(int(self.attrs.get("nprocs", 0) or 0), len(np.unique(self.dist.defs.locations["process"])))
+        return max(int(self.attrs.get("nprocs", 0) or 0), len(unique(self.dist.defs.locations["process"])))
 
     def __repr__(self) -> str:
         return f"<DaskPAG vertices={self.n_vertices}, {self.dist!r}, gathered={sorted(self.gathered)}>"

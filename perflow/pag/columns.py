@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._arrays import unique
 from ..errors import MetricError, PAGError
 from .expr_eval import Text, column_values
 
@@ -42,7 +43,7 @@ def per_location(pag: PAG, metric: str) -> np.ndarray:
     v = np.asarray(idx.codes[0], dtype=np.int64)
     nt = max(len(idx.levels[2]), 1)
     key = np.asarray(idx.codes[1], dtype=np.int64) * nt + np.asarray(idx.codes[2], dtype=np.int64)
-    present = np.unique(key)
+    present = unique(key)
     out = np.zeros((pag.n_vertices, max(len(present), 1)))
     out[v, np.searchsorted(present, key)] = pag._metrics[metric].to_numpy(dtype=np.float64, na_value=np.nan)
     return out

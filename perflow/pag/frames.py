@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import MetricError, PAGError
 from .stats import one_stat
 
@@ -33,7 +34,7 @@ def present_levels(x: np.ndarray) -> np.ndarray:
     lo, hi = int(x.min()), int(x.max())
     if lo >= 0 and hi < max(4 * len(x), 1 << 24):
         return np.flatnonzero(np.bincount(x, minlength=hi + 1)).astype(np.int64)
-    return np.unique(x).astype(np.int64)
+    return unique(x).astype(np.int64)
 
 
 def _codes(x: np.ndarray, levels: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import in_sorted, unique
 from ..errors import PAGError
 from ..kinds import VertexKind, classify_region
 from .pag import PAG
@@ -32,19 +33,91 @@ __all__ = ["from_literal", "to_literal", "complete_time_metrics"]
 _HATCHET_NAMES = {"time (inc)": "time_inc", "time": "time_exc"}
 
 
-def _values(v: Any, where: str) -> list[tuple[int, int, float]]:
-    if isinstance(v, Mapping):
-        out = []
-        for k, x in v.items():
-            p, t = k if isinstance(k, tuple) else (k, 0)
-            out.append((int(p), int(t), float(x)))
-        return out
-    if isinstance(v, Sequence | np.ndarray) and not isinstance(v, str):
-        return [(p, 0, float(x)) for p, x in enumerate(v)]
-    try:
-        return [(0, 0, float(v))]
-    except (TypeError, ValueError):
-        raise PAGError(f"{where}: metric value {v!r} is not a number, list or dict") from None
+def _bad_value(where: str, v: Any) -> PAGError:
+    return PAGError(f"{where}: metric value {v!r} is not a number, list or dict")
+
+
+class _Cells:
+    """One metric's cells (vertex, process, thread, value), collected per node and converted once at the end."""
+
+    __slots__ = ("vertex", "count", "keyed", "values", "where")
+
+    def __init__(self) -> None:
+        self.vertex: list[int] = []
+        self.count: list[int] = []
+        self.keyed: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # node -> (process, thread) of a dict value
+        self.values: list[Any] = []  # every value, flat (numbers or whatever the literal held)
+        self.where: list[str] = []
+
+    def add(self, vid: int, v: Any, where: str) -> None:
+        t = type(v)
+        if t is list or t is tuple:  # the usual form: one value per process
+            self.values.extend(v)
+            n = len(v)
+        elif t is dict or isinstance(v, Mapping):
+            keys = [k if isinstance(k, tuple) else (k, 0) for k in v]
+            try:
+                proc = np.array([int(k[0]) for k in keys], dtype=np.int64)
+                thr = np.array([int(k[1]) for k in keys], dtype=np.int64)
+            except (TypeError, ValueError, IndexError):
+                raise _bad_value(where, v) from None
+            if len(set(zip(proc.tolist(), thr.tolist()))) < len(keys):
+                raise PAGError(f"{where}: metric value {v!r} gives one (process, thread) twice")
+            self.keyed[len(self.count)] = (proc, thr)
+            self.values.extend(v.values())
+            n = len(keys)
+        elif isinstance(v, Sequence | np.ndarray) and not isinstance(v, str):
+            vals = np.asarray(v).ravel()
+            self.values.extend(vals.tolist())
+            n = len(vals)
+        else:
+            self.values.append(v)
+            n = 1
+        self.vertex.append(vid)
+        self.count.append(n)
+        self.where.append(where)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(vertex, process, thread, value) of every cell."""
+        count = np.asarray(self.count, dtype=np.int64)
+        total = int(count.sum())
+        vertex = np.repeat(np.asarray(self.vertex, dtype=np.int64), count)
+        offset = np.cumsum(count) - count
+        proc = np.arange(total, dtype=np.int64) - np.repeat(offset, count)  # a list's position is its process
+        thr = np.zeros(total, dtype=np.int64)
+        for i, (p, t) in self.keyed.items():  # dicts keyed by process (and thread)
+            a = int(offset[i])
+            proc[a : a + len(p)] = p
+            thr[a : a + len(t)] = t
+        try:
+            value = np.array(self.values, dtype=np.float64) if self.values else np.zeros(0)
+            if value.shape != (total,):
+                raise ValueError
+        except (TypeError, ValueError):
+            for i, (a, n) in enumerate(zip(offset.tolist(), self.count)):  # name the node that holds the bad value
+                chunk = self.values[a : a + n]
+                try:
+                    if np.array(chunk, dtype=np.float64).shape != (n,):
+                        raise ValueError
+                except (TypeError, ValueError):
+                    raise _bad_value(self.where[i], chunk if n != 1 else chunk[0]) from None
+            raise
+        return vertex, proc, thr, value
+
+
+_KINDS: dict[str, str] = {k.value: k.value for k in VertexKind}
+
+
+def _kind(name: str, hint: Any) -> str:
+    if hint:
+        got = _KINDS.get(hint) if isinstance(hint, str) else None
+        if got is not None:
+            return got
+        try:
+            return VertexKind(hint).value
+        except ValueError:
+            return classify_region(name, str(hint)).value
+    return classify_region(name).value
 
 
 def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG:
@@ -63,7 +136,7 @@ def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG
     """
     roots = [literal] if isinstance(literal, Mapping) else list(literal)
     rows: list[dict[str, Any]] = []
-    cells: dict[str, list[tuple[int, int, int, float]]] = {}
+    cells: dict[str, _Cells] = {}
     stack: list[tuple[Any, int, str]] = [(r, -1, f"[{i}]") for i, r in enumerate(roots)][::-1]
     while stack:
         node, parent, where = stack.pop()
@@ -73,11 +146,7 @@ def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG
         name = node.get("name", frame.get("name"))
         if name is None:
             raise PAGError(f"literal node {where} has no name")
-        kind_hint = node.get("kind", node.get("type", frame.get("type")))
-        try:
-            kind = VertexKind(kind_hint).value if kind_hint else classify_region(str(name)).value
-        except ValueError:
-            kind = classify_region(str(name), str(kind_hint)).value
+        kind = _kind(str(name), node.get("kind", node.get("type", frame.get("type"))))
         vid = len(rows)
         rows.append(
             {
@@ -92,8 +161,10 @@ def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG
         hatchet = "frame" in node
         for m, v in (node.get("metrics") or {}).items():
             key = _HATCHET_NAMES.get(m, m) if hatchet else m
-            for p, t, x in _values(v, f"node {where} ({name}), metric {m!r}"):
-                cells.setdefault(key, []).append((vid, p, t, x))
+            c = cells.get(key)
+            if c is None:
+                c = cells[key] = _Cells()
+            c.add(vid, v, f"node {where} ({name}), metric {m!r}")
         children = node.get("children") or []
         for i, c in reversed(list(enumerate(children))):
             stack.append((c, vid, f"{where}.children[{i}]"))
@@ -103,22 +174,24 @@ def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG
     return complete_time_metrics(pag)
 
 
-def _pivot(cells: dict[str, list[tuple[int, int, int, float]]]) -> pd.DataFrame:
-    frames = []
-    for m, vals in cells.items():
-        a = np.asarray(vals, dtype=np.float64).reshape(-1, 4)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "vertex": a[:, 0].astype(np.int64),
-                    "process": a[:, 1].astype(np.int64),
-                    "thread": a[:, 2].astype(np.int64),
-                    m: a[:, 3],
-                }
-            ).set_index(["vertex", "process", "thread"])
-        )
-    if not frames:
+def _pivot(cells: dict[str, _Cells]) -> pd.DataFrame:
+    """One row per (vertex, process, thread) with a column per metric (0.0 where a metric has no cell)."""
+    if not cells:
         return pd.DataFrame({"vertex": [], "process": [], "thread": []}, dtype=np.int64)
+    arrs = {m: c.arrays() for m, c in cells.items()}
+    first = next(iter(arrs.values()))
+    if all(all(np.array_equal(a, b) for a, b in zip(x[:3], first[:3])) for x in arrs.values()):
+        # every metric has the same cells (the usual literal): the columns line up as they are; a node holds
+        # each metric once and a list or dict names each (process, thread) once, so the cells are distinct
+        return pd.DataFrame(
+            {"vertex": first[0], "process": first[1], "thread": first[2], **{m: x[3] for m, x in arrs.items()}}
+        )
+    frames = [
+        pd.DataFrame({"vertex": x[0], "process": x[1], "thread": x[2], m: x[3]}).set_index(
+            ["vertex", "process", "thread"]
+        )
+        for m, x in arrs.items()
+    ]
     union = frames[0].index
     for f in frames[1:]:
         union = union.union(f.index, sort=False)
@@ -132,31 +205,66 @@ def complete_time_metrics(pag: PAG) -> PAG:
     Inclusive time of a vertex on a (process, thread) is its exclusive time
     plus the inclusive time of its children there; an ancestor without a
     metric row on that location (a sparse profile records only where time
-    was spent) gets one.
+    was spent) gets one. Linear in the metric rows: each row's parent row is
+    found by arithmetic where the parent has rows on every location (else by a
+    binary search), one weighted ``bincount`` per tree level adds the
+    children up.
     """
     names = pag.metric_names
     has_inc, has_exc = "time_inc" in names, "time_exc" in names
     if has_inc == has_exc:
         return pag
-    if has_exc:
+    parent_rows, missing = _parent_rows(pag)
+    if has_exc and missing:
         pag = _with_ancestor_rows(pag)
+        parent_rows, _ = _parent_rows(pag)
     m = pag._metrics
-    view = pag.parallel
-    parent_rows = np.full(len(m), -1, dtype=np.int64)
-    call = view._call_edges()
-    parent_rows[call["dst"].to_numpy()] = call["src"].to_numpy()
-    depth = pag._vertices["depth"].to_numpy()[view._v]
+    n = len(m)
+    v = np.asarray(m.index.codes[0], dtype=np.int64)
+    sel = np.flatnonzero(parent_rows >= 0)
     if has_exc:
         inc = m["time_exc"].to_numpy(dtype=np.float64).copy()
-        for d in range(int(depth.max(initial=0)), 0, -1):
-            sel = (depth == d) & (parent_rows >= 0)
-            np.add.at(inc, parent_rows[sel], inc[sel])
+        depth = pag._vertices["depth"].to_numpy().astype(np.int64)[v[sel]]
+        order = np.argsort(-depth, kind="stable")
+        rows, depth = sel[order], depth[order]
+        cuts = np.flatnonzero(np.diff(depth)) + 1
+        for level in np.split(rows, cuts):  # deepest first: a level's inclusive times are final when it is added
+            inc += np.bincount(parent_rows[level], weights=inc[level], minlength=n)
         return pag.with_metrics(time_inc=inc)
     inc = m["time_inc"].to_numpy(dtype=np.float64)
-    child = np.zeros(len(m))
-    sel = parent_rows >= 0
-    np.add.at(child, parent_rows[sel], inc[sel])
+    child = np.bincount(parent_rows[sel], weights=inc[sel], minlength=n) if n else np.zeros(0)
     return pag.with_metrics(time_exc=inc - child)
+
+
+def _parent_rows(pag: PAG) -> tuple[np.ndarray, bool]:
+    """The metric row of each row's parent vertex on the same location (-1: a root, or no such row), and
+    whether some row's parent has no row there."""
+    m = pag._metrics
+    n = len(m)
+    idx = m.index
+    v = np.asarray(idx.codes[0], dtype=np.int64)
+    parent = pag._vertices["parent"].to_numpy().astype(np.int64)
+    out = np.full(n, -1, dtype=np.int64)
+    if not n:
+        return out, False
+    pv = parent[v]
+    nt = len(idx.levels[2])
+    loc = np.asarray(idx.codes[1], dtype=np.int64) * nt + np.asarray(idx.codes[2], dtype=np.int64)
+    n_loc = len(idx.levels[1]) * nt
+    count = np.bincount(v, minlength=len(parent))
+    start = np.zeros(len(parent) + 1, dtype=np.int64)
+    np.cumsum(count, out=start[1:])
+    has = pv >= 0
+    full = np.zeros(n, dtype=bool)
+    full[has] = count[pv[has]] == n_loc  # the parent has a row on every location: its rows are in location order
+    out[full] = start[pv[full]] + loc[full]
+    rest = np.flatnonzero(has & ~full)
+    if len(rest):
+        key = v * n_loc + loc  # sorted: rows are ordered by (vertex, process, thread)
+        q = pv[rest] * n_loc + loc[rest]
+        found = in_sorted(key, q)
+        out[rest[found]] = np.searchsorted(key, q[found])
+    return out, bool((has & (out < 0)).any())
 
 
 def _with_ancestor_rows(pag: PAG) -> PAG:
@@ -169,22 +277,22 @@ def _with_ancestor_rows(pag: PAG) -> PAG:
     loc = np.asarray(idx.codes[1], dtype=np.int64) * len(idx.levels[2]) + np.asarray(idx.codes[2], dtype=np.int64)
     parent = pag._vertices["parent"].to_numpy().astype(np.int64)
     n = len(parent)
-    have = np.unique(loc * n + v)
+    have = np.sort(loc * n + v)
     cur, cloc = parent[v], loc
     add: list[np.ndarray] = []
     while True:
         ok = cur >= 0
-        cur, cloc = cur[ok], cloc[ok]
-        if not len(cur):
+        key = cloc[ok] * n + cur[ok]
+        key = unique(key[~in_sorted(have, key)])  # parents without a row (usually none: one search per row)
+        if add and len(key):
+            key = key[~in_sorted(np.sort(np.concatenate(add)), key)]
+        if not len(key):
             break
-        key = np.unique(cloc * n + cur)
         add.append(key)
         cur, cloc = parent[key % n], key // n
     if not add:
         return pag
-    new = np.setdiff1d(np.unique(np.concatenate(add)), have)
-    if not len(new):
-        return pag
+    new = np.sort(np.concatenate(add))
     nt = len(idx.levels[2])
     extra = pd.DataFrame(
         {

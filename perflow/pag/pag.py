@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import MetricError, PAGError, PassError
 from ..units import guess_unit
 from .analysis import AnalysisManager
@@ -297,7 +298,7 @@ class PAG(Arithmetic):
     @property
     def processes(self) -> np.ndarray:
         """Sorted process ids (MPI ranks) that have data."""
-        return np.unique(self.locations["process"].to_numpy())
+        return unique(self.locations["process"].to_numpy())
 
     @property
     def n_processes(self) -> int:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import PAGError
 from .base import read_only
 from .columns import ParallelColumns
@@ -306,7 +307,7 @@ class ParallelVertexSet(Selection):
 
     def processes(self) -> np.ndarray:
         """The distinct processes."""
-        return np.unique(self._view.vertex_frame["process"].to_numpy()[self._ids])
+        return unique(self._view.vertex_frame["process"].to_numpy()[self._ids])
 
     def to_frame(self, metrics: Iterable[str] | None = None) -> pd.DataFrame:
         """One row per parallel vertex: vertex, process, thread, name, kind and metrics."""

@@ -16,6 +16,7 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 
+from .._arrays import setdiff_sorted, unique
 from ..errors import PAGError
 from .patterns import compile_pattern
 
@@ -50,7 +51,7 @@ class Selection:
     def __init__(self, pag: Any, ids: np.ndarray, *, ordered: bool = False) -> None:
         ids = np.asarray(ids, dtype=np.int64)
         if not ordered and len(ids) > 1 and not np.all(ids[1:] > ids[:-1]):
-            ids = np.unique(ids)
+            ids = unique(ids)
         ids.flags.writeable = False
         self._pag = pag
         self._ids = ids
@@ -99,7 +100,7 @@ class Selection:
         return self._make(np.intersect1d(self._ids, self._check_same(other)._ids))
 
     def __sub__(self, other: Self) -> Self:
-        return self._make(np.setdiff1d(self._ids, self._check_same(other)._ids))
+        return self._make(setdiff_sorted(self._ids, self._check_same(other)._ids))
 
     def __xor__(self, other: Self) -> Self:
         return self._make(np.setxor1d(self._ids, self._check_same(other)._ids))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._arrays import unique
 from ..errors import PAGError
 
 __all__ = ["TreeIndex", "tree_index", "ancestors_mask", "descendants_mask"]
@@ -143,7 +144,7 @@ def ancestors_mask(parent: np.ndarray, vertices: np.ndarray, *, include_self: bo
     """Boolean mask of all vertices above any of ``vertices`` (walks up level by level)."""
     parent = np.asarray(parent, dtype=np.int64)
     mask = np.zeros(len(parent), dtype=bool)
-    frontier = np.unique(np.asarray(vertices, dtype=np.int64))
+    frontier = unique(np.asarray(vertices, dtype=np.int64))
     if include_self:
         mask[frontier] = True
     frontier = parent[frontier]
@@ -151,6 +152,6 @@ def ancestors_mask(parent: np.ndarray, vertices: np.ndarray, *, include_self: bo
     while len(frontier):
         frontier = frontier[~mask[frontier]]
         mask[frontier] = True
-        frontier = np.unique(parent[frontier])
+        frontier = unique(parent[frontier])
         frontier = frontier[frontier >= 0]
     return mask

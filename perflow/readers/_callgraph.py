@@ -19,7 +19,11 @@ calls it made, ``(nc, cc, tt, ct)``. The tree is an approximation:
   expanded: its exclusive time and calls are folded into that ancestor
   (``time_exc`` clamped to ``time_inc``), so a cycle never loops and the
   totals are kept;
-* expansion stops after ``max_vertices`` vertices.
+* expansion stops after ``max_vertices`` vertices: the first call edge that
+  finds no room left ends the walk (the vertices made so far keep their
+  statistics; recursive edges of the ones not yet walked are not folded).
+  A dense graph (every function calling every other) thus costs
+  ``O(max_vertices + edges)``, not ``max_vertices x fan-out``.
 """
 
 from __future__ import annotations
@@ -56,21 +60,29 @@ def expand_call_graph(
     ``time_inc``, ``time_exc``, ``visits``.
     """
     callees: dict[Any, list[tuple[Any, tuple[float, ...]]]] = {f: [] for f in stats}
-    has_caller: set[Any] = set()
+    roots = []
     for g, (_cc, _nc, _tt, _ct, callers) in stats.items():
         for f, edge in callers.items():
-            if f in callees:
-                callees[f].append((g, edge))
-                if f != g:
-                    has_caller.add(g)
-    roots = [f for f in stats if f not in has_caller]
+            out = callees.get(f)
+            if out is not None:
+                out.append((g, edge))
+        if not any(f != g and f in callees for f in callers):
+            roots.append(g)
+    labels: dict[Any, tuple[str, str, int, str]] = {}
+
+    def label_of(f: Any) -> tuple[str, str, int, str]:
+        got = labels.get(f)
+        if got is None:
+            got = labels[f] = label(f)
+        return got
+
     seen: set[Any] = set()
     budget = [max_vertices]
     truncated = [False]
 
     def visit_root(r: Any) -> None:
         cc, nc, tt, ct, _ = stats[r]
-        name, file, line, kind = label(r)
+        name, file, line, kind = label_of(r)
         v = tree.add(-1, r, name, file=file, line=line, kind=kind)
         acc = {v: [ct, tt, nc]}
         # iterative DFS over (vertex, func, share); a _LEAVE entry takes its function off the current
@@ -96,8 +108,9 @@ def expand_call_graph(
                     continue
                 if budget[0] <= 0:
                     truncated[0] = True
-                    continue
-                gname, gfile, gline, gkind = label(g)
+                    stack.clear()  # the walk ends here: the vertices on the stack stay leaves
+                    break
+                gname, gfile, gline, gkind = label_of(g)
                 n0 = len(tree)
                 cv = tree.add(pv, g, gname, file=gfile, line=gline, kind=gkind)
                 if len(tree) > n0:
@@ -119,8 +132,9 @@ def expand_call_graph(
 
     for r in sorted(roots, key=lambda f: -stats[f][3]):
         visit_root(r)
-    while len(seen) < len(stats):  # functions only reachable through a cycle
-        rest = [f for f in stats if f not in seen]
-        visit_root(max(rest, key=lambda f: stats[f][3]))
+    if len(seen) < len(stats):  # functions only reachable through a cycle, by inclusive time
+        for f in sorted((f for f in stats if f not in seen), key=lambda f: -stats[f][3]):
+            if f not in seen:
+                visit_root(f)
     if truncated[0]:
         log.warning("%s: calling-context tree truncated at %d vertices (max_vertices)", what, max_vertices)

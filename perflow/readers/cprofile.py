@@ -76,10 +76,17 @@ def _load(f: Path) -> dict[Func, tuple[Any, ...]]:
     stats = _marshal.loads(data, f)  # bounded: counts are checked before anything is allocated
     if not isinstance(stats, dict):
         raise FormatError(f, f"not a pstats file: holds a {type(stats).__name__}, expected a dict")
-    return {_func(f, k): _entry(f, k, v) for k, v in stats.items()}
+    funcs: dict[Any, Func] = {}  # each distinct key checked once (a dense call graph repeats them per edge)
+    return {_func(f, k, funcs): _entry(f, k, v, funcs) for k, v in stats.items()}
 
 
-def _func(f: Path, k: Any) -> Func:
+def _func(f: Path, k: Any, seen: dict[Any, Func] | None = None) -> Func:
+    if seen is not None:
+        got = seen.get(k) if isinstance(k, tuple) else None
+        if got is not None:
+            return got
+        seen[k] = got = _func(f, k)
+        return got
     """A (file, line, name) key; Python 2 files hold byte strings."""
     if isinstance(k, tuple) and len(k) == 3:
         file, line, name = (x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in k)
@@ -89,10 +96,19 @@ def _func(f: Path, k: Any) -> Func:
 
 
 def _num(x: Any) -> bool:
+    """A finite int or float (not a bool)."""
+    t = type(x)
+    if t is int or t is float:
+        return x - x == 0  # false for inf and nan; exact for ints
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _entry(f: Path, k: Any, v: Any) -> tuple[Any, ...]:
+def _edge(e: Any) -> bool:
+    """A caller edge ``(nc, cc, tt, ct)`` of finite numbers."""
+    return type(e) is tuple and len(e) == 4 and _num(e[0]) and _num(e[1]) and _num(e[2]) and _num(e[3])
+
+
+def _entry(f: Path, k: Any, v: Any, funcs: dict[Any, Func] | None = None) -> tuple[Any, ...]:
     """(cc, nc, tt, ct, callers) with callers' edges as (nc, cc, tt, ct) tuples of finite numbers."""
     if not (isinstance(v, tuple) and len(v) == 5 and isinstance(v[4], dict) and all(_num(x) for x in v[:4])):
         raise FormatError(f, f"not a pstats file: bad statistics {str(v)[:80]} for {str(k)[:80]}")
@@ -101,16 +117,20 @@ def _entry(f: Path, k: Any, v: Any) -> tuple[Any, ...]:
     rec = f"function {_label(k)}"
     _stats(chk, rec, cc, nc, tt, ct)
     edges = {}
+    ok = None  # the last edge tuple checked (writers share one object between edges)
     for c, e in callers.items():
-        if _num(e):  # the pure-Python profile module records call counts only: share the times by calls
+        if e is ok:
+            pass
+        elif _edge(e):
+            _stats(chk, f"{rec}, called by {_label(c)}", e[1], e[0], e[2], e[3])
+            ok = e
+        elif _num(e):  # the pure-Python profile module records call counts only: share the times by calls
             chk.count(e, f"{rec}, called by {_label(c)}", "calls")
             share = e / nc if nc else 0.0
             e = (e, e, tt * share, ct * share)
-        elif not (isinstance(e, tuple) and len(e) == 4 and all(_num(x) for x in e)):
-            raise FormatError(f, f"bad caller statistics {str(e)[:80]} for {str(k)[:80]}")
         else:
-            _stats(chk, f"{rec}, called by {_label(c)}", e[1], e[0], e[2], e[3])
-        edges[_func(f, c)] = e
+            raise FormatError(f, f"bad caller statistics {str(e)[:80]} for {str(k)[:80]}")
+        edges[_func(f, c, funcs)] = e
     return cc, nc, tt, ct, edges
 
 

@@ -24,6 +24,7 @@ import os
 
 import numpy as np
 
+from .._arrays import unique
 from ..pag.pag import PAG
 from ..pag.partitioned import LocalRuntime
 from .parts import assemble, pag_attrs
@@ -139,7 +140,7 @@ def _build(raw: RawTrace, close_open: bool, validate: bool, infer_collectives: b
     if blocks is not None and len(blocks[0]) > 1:
         parts, processes, assign = blocks
     else:
-        processes = np.unique(raw.locations["process"].to_numpy(dtype=np.int64))
+        processes = unique(raw.locations["process"].to_numpy(dtype=np.int64))
         parts, assign = [raw], np.zeros(len(processes), dtype=np.int64)
     rt = LocalRuntime(len(parts), jobs=jobs)
     try:

@@ -396,8 +396,13 @@ def delay_costs(
     V = int(n_vertices) + 1
     K = len(kinds)
     key = ((dloc * V + o_v) * K + o_k) * 4 + o_f
-    uk, inv = np.unique(key, return_inverse=True)
-    cost = np.bincount(inv.ravel(), weights=o_c, minlength=len(uk))
+    R = int(key.max()) + 1 if len(key) else 0
+    if len(key) and int(key.min()) >= 0 and R <= max(4 * len(key), 1 << 22):  # bins by the key itself, no sort
+        uk = np.flatnonzero(np.bincount(key, minlength=R))
+        cost = np.bincount(key, weights=o_c, minlength=R)[uk]
+    else:
+        uk, inv = np.unique(key, return_inverse=True)
+        cost = np.bincount(inv.ravel(), weights=o_c, minlength=len(uk))
     flag = uk % 4
     kk = (uk // 4) % K
     vv = (uk // 4 // K) % V

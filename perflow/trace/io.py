@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._arrays import setdiff_sorted
 from ..kinds import IoEv
 from ..pag.instances import conform, take_or
 from .match import nth_pairs
@@ -43,7 +44,7 @@ def io_rows(
     j = nth_pairs(code[: len(b)], code[len(b) :])
     got = j >= 0
     cc = c[np.maximum(j, 0)] if len(c) else np.zeros(len(b), dtype=np.int64)
-    lone = np.setdiff1d(np.arange(len(c)), j[got])  # completions without a begin
+    lone = setdiff_sorted(np.arange(len(c)), j[got])  # completions without a begin
     first = np.r_[b, c[lone]]
     last = np.r_[np.where(got, cc, b), c[lone]]
     mode = np.r_[ev["mode"][b], np.full(len(lone), -1, dtype=np.int8)]

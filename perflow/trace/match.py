@@ -99,17 +99,33 @@ def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     out = np.full(len(key_a), -1, dtype=np.int64)
     if not len(key_a) or not len(key_b):
         return out
-    codes, uniq = pd.factorize(np.r_[key_a, key_b])
-    codes = codes.astype(np.int64)
+    both = np.r_[key_a, key_b]
+    lo, hi = int(both.min()), int(both.max())
+    if hi - lo < max(4 * len(both), 1 << 22):  # a small range (the usual case): the keys are the codes
+        codes, ncodes = both - lo, hi - lo + 1
+    else:
+        codes, uniq = pd.factorize(both)
+        codes, ncodes = codes.astype(np.int64), len(uniq)
     ca, cb = codes[: len(key_a)], codes[len(key_a) :]
-    ra, rb = _rank_codes(ca, len(uniq)), _rank_codes(cb, len(uniq))
-    count_b = np.bincount(cb, minlength=len(uniq))
+    ra, rb = _rank_codes(ca, ncodes), _rank_codes(cb, ncodes)
+    count_b = np.bincount(cb, minlength=ncodes)
     offset = np.cumsum(count_b) - count_b
     slot_to_b = np.empty(len(key_b), dtype=np.int64)
     slot_to_b[offset[cb] + rb] = np.arange(len(key_b))
     hit = ra < count_b[ca]
     out[hit] = slot_to_b[offset[ca[hit]] + ra[hit]]
     return out
+
+
+def _request_key(loc: np.ndarray, request: np.ndarray, n_locations: int) -> np.ndarray:
+    """One int64 per (location, request id): compact (``loc * span + request + 1``) when the ids are small
+    non-negative numbers (or -1, none), as tracers number them, else the id's low 40 bits beside the location."""
+    req = np.asarray(request, dtype=np.int64)
+    if len(req) and int(req.min()) >= -1:
+        span = int(req.max()) + 2
+        if max(n_locations, 1) * span < (1 << 62):
+            return loc * span + (req + 1)
+    return loc * (1 << 40) + (req & ((1 << 40) - 1))
 
 
 def record_key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarray) -> np.ndarray:
@@ -212,7 +228,7 @@ def p2p_records(
     proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
     thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
     peer = to_world(raw, ev["comm"], ev["peer"]) if n else np.zeros(0, np.int64)
-    req_key = loc * (1 << 40) + (ev["request"] & ((1 << 40) - 1))
+    req_key = _request_key(loc, ev["request"], len(raw.locations))
     s = np.flatnonzero((kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND))
     r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
     isend = s[kind[s] == P2P.ISEND]

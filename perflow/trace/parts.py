@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..pag.instances import Trace
 from ..pag.pag import DEFAULT_METRICS, PAG, MetricInfo
 from ..pag.partitioned import Each
@@ -62,7 +63,7 @@ def pag_attrs(b: Built) -> dict[str, Any]:
     n_msg = sum(x["n_messages"] for x in b.info)
     attrs.update(
         {
-            "nprocs": int(len(np.unique(loc_proc))) if len(loc_proc) else 0,
+            "nprocs": int(len(unique(loc_proc))) if len(loc_proc) else 0,
             "unmatched_sends": int(sum(x["n_sends"] for x in b.info) - n_msg),
             "unmatched_recvs": int(sum(x["n_recvs"] for x in b.info) - n_msg),
             "clock_violations": int(sum(x["clock_violations"] for x in b.info)),

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..kinds import RmaEv
 from ..pag.instances import conform, take_or
 from .match import nth_pairs
@@ -35,7 +36,7 @@ def world_remote(
 ) -> np.ndarray:
     """World rank of each ``remote`` (a rank in the communicator of window ``win``); -1 where unknown."""
     out = np.full(len(remote), -1, dtype=np.int32)
-    for w in np.unique(win):
+    for w in unique(win):
         info = windows.get(int(w))
         members = comms.get(int(info["comm"])) if info is not None else None
         if members is None or not len(members):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..kinds import P2P
 from .match import to_world
 from .raw import TABLE_SCHEMAS, RawTrace
@@ -33,7 +34,7 @@ def traffic(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
         ``dst``) pair of world ranks with ``count`` and ``bytes`` of the sends.
     """
     loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
-    procs = np.unique(loc_proc)
+    procs = unique(loc_proc)
     n_loc = np.zeros(len(loc_proc), dtype=np.int64)
     for t in EVENT_TABLES:
         n_loc += np.bincount(getattr(raw, t)["location"], minlength=len(loc_proc))[: len(loc_proc)]
@@ -122,7 +123,7 @@ def split_blocks(raw: RawTrace, k: int) -> tuple[list[RawTrace], np.ndarray, np.
     processes' locations are interleaved (use :func:`split_raw`).
     """
     lp = raw.locations["process"].to_numpy(dtype=np.int64)
-    procs = np.unique(lp)
+    procs = unique(lp)
     if len(lp) > 1 and np.any(np.diff(lp) < 0):
         return None
     nloc = len(lp)
@@ -135,7 +136,7 @@ def split_blocks(raw: RawTrace, k: int) -> tuple[list[RawTrace], np.ndarray, np.
     total = float(cum[-1]) if len(cum) else 0.0
     # the first process of partition i is the one where the running count passes i/k of the total
     cuts = np.searchsorted(cum, total * np.arange(1, k) / k, side="right") + 1 if total else np.zeros(0, np.int64)
-    cuts = np.unique(np.clip(cuts, 1, max(len(procs) - 1, 1)))
+    cuts = unique(np.clip(cuts, 1, max(len(procs) - 1, 1)))
     assign = np.zeros(len(procs), dtype=np.int64)
     for c in cuts:
         assign[c:] += 1

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..errors import TraceError
 from ..pag.instances import take_or
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, stack_frames
@@ -408,7 +409,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
             },
             copy=False,
         )
-    procs = np.unique(loc_proc[np.unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
+    procs = unique(loc_proc[unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
     locks = lock_rows(raw, st.thr_open, ginst, loc_proc, loc_thr)
     io = io_rows(raw, st.io_open, ginst, loc_proc, loc_thr)
     rma = rma_rows(raw, st.rma_open, ginst, loc_proc, loc_thr)

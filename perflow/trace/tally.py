@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import MetricInfo
 from .raw import TABLE_SCHEMAS, RawTrace
@@ -140,7 +141,7 @@ def metric_deltas(
         return out, info
     closed = res.leave >= 0
     nloc = max(len(raw.locations), 1)
-    for mid in np.unique(me["metric"]):
+    for mid in unique(me["metric"]):
         sel = me["metric"] == mid
         pos = me["pos"][sel]
         val = me["value"][sel]

@@ -378,3 +378,27 @@ def test_sample_pieces_of_a_larger_trace_go_through_the_partitions(engine) -> No
     assert (ref.trace.intervals["samples"] > 0).sum() > 20
     for load in ({"partition": "round_robin", "n_partitions": 3}, {"partition": np.array([1, 0, 1, 0, 0, 1])}):
         assert_same_pag(engine.load(raw, **load).to_pag(), ref)
+
+
+def test_bench_dask_measures_what_the_local_engine_computes(engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/bench_dask.py keeps working (issue 28): its measurement of the Dask engine on a small OTF2
+    trace runs, its figures are there, and its results equal the local engine's."""
+    import sys
+
+    import perflow
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import bench_dask
+        from make_otf2_trace import make_trace
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    make_trace(str(tmp_path / "t"), 6000, 4)
+    fns = bench_dask._passes()
+    pag = perflow.read(tmp_path / "t")
+    local = bench_dask._results({name: f(pag) for name, f in fns.items()})
+    out = bench_dask.measure(engine, str(tmp_path / "t"), fns, keep=True)
+    assert bench_dask._same(out["results"], local) == []
+    assert set(out["times"]) == {"load", *fns} and out["events"] > 0
+    assert len(out["worker_cpu"]) == 2 and out["phases"] and out["forms"], out

@@ -131,6 +131,34 @@ def test_literal_errors():
         PAG.from_literal({"name": "a", "children": [{"metrics": {}}]})
     with pytest.raises(PAGError, match="metric 'time_exc'"):
         PAG.from_literal({"name": "a", "metrics": {"time_exc": "lots"}})
+    # values are converted once for the whole literal; a bad one is still blamed on its node
+    bad = {
+        "name": "a",
+        "metrics": {"time_exc": [1.0, 2.0]},
+        "children": [{"name": "b", "metrics": {"time_exc": [1, "x"]}}],
+    }
+    with pytest.raises(PAGError, match=r"node \[0\].children\[0\] \(b\), metric 'time_exc': metric value \[1, 'x'\]"):
+        PAG.from_literal(bad)
+    with pytest.raises(PAGError, match=r"gives one \(process, thread\) twice"):
+        PAG.from_literal({"name": "a", "metrics": {"time_exc": {0: 1.0, (0, 0): 2.0}}})
+
+
+def test_literal_value_forms_give_the_same_cells():
+    """Lists (one value per process), dicts by process or (process, thread), scalars and arrays, mixed."""
+    lit = {
+        "name": "main",
+        "metrics": {"time_exc": {0: 1.0, (1, 2): 2.0}, "visits": 3},
+        "children": [
+            {"name": "f", "metrics": {"time_exc": np.array([1.0, 2.0])}},
+            {"name": "g", "metrics": {"time_exc": (4, 5)}},
+        ],
+    }
+    m = PAG.from_literal(lit).metrics
+    assert m.loc[(0, 1, 2), "time_exc"] == 2.0 and m.loc[(0, 0, 0), "visits"] == 3.0
+    assert m.loc[(0, 1, 2), "visits"] == 0.0  # a metric without that cell is 0 there
+    assert m.loc[(1, 1, 0), "time_exc"] == 2.0 and m.loc[(2, 1, 0), "time_exc"] == 5.0
+    # inclusive time of main on process 1, thread 0: its children's 2 + 5 (main has no own time there)
+    assert m.loc[(0, 1, 0), "time_inc"] == 7.0
 
 
 def test_hatchet_literal_and_round_trip(pag):

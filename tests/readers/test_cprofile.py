@@ -96,3 +96,39 @@ def test_errors(tmp_path: Path) -> None:
     f.write_bytes(marshal.dumps([1, 2]))
     with pytest.raises(FormatError, match="holds a list"):
         perflow.read_cprofile(f)
+
+
+def _mesh(path: Path, n: int) -> list[tuple[str, int, str]]:
+    """A pstats file where each of ``n`` functions calls every other one (one shared edge tuple)."""
+    import marshal
+
+    funcs = [("m.py", 10 + i, f"f{i}") for i in range(n)]
+    edge = (2, 2, 1e-4, 1e-3)
+    stats = {
+        g: (2 * (n - 1), 2 * (n - 1), 0.01, 1.0 + j, {f: edge for f in funcs if f != g}) for j, g in enumerate(funcs)
+    }
+    path.write_bytes(marshal.dumps(stats))
+    return funcs
+
+
+def test_full_mesh_expands_every_path_without_repeats(tmp_path: Path) -> None:
+    _mesh(tmp_path / "m.pstats", 5)
+    pag = perflow.read(tmp_path / "m.pstats", format="cprofile")
+    # nobody is a root: the function with the most inclusive time (f4) starts one; paths never repeat a
+    # function: 1 + 4 + 4*3 + 4*3*2 + 4*3*2*1 vertices
+    assert pag.n_vertices == 1 + 4 + 12 + 24 + 24
+    assert value(pag, "f4", "time_inc") == pytest.approx(5.0)
+    assert value(pag, "f4/f0", "time_inc") == pytest.approx(1e-3)  # depth 1: the edge's own numbers
+    assert value(pag, "f4/f0", "visits") == pytest.approx(2, rel=1e-5)  # plus deeper calls back to f0, folded
+    check_times(pag, consistent=False)
+
+
+def test_full_mesh_truncated_walk_ends_at_the_budget(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # 1,200 functions (1.44 million edges) took minutes: every vertex past the budget still walked its callees
+    _mesh(tmp_path / "m.pstats", 60)
+    with caplog.at_level("WARNING", logger="perflow"):
+        pag = perflow.read_cprofile(tmp_path / "m.pstats", max_vertices=500)
+    assert pag.n_vertices == 501  # the root and max_vertices below it
+    assert "truncated at 500 vertices" in caplog.text
+    assert value(pag, "f59", "time_inc") == pytest.approx(60.0)
+    check_times(pag, consistent=False)

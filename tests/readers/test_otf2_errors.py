@@ -141,7 +141,7 @@ def test_worker_crash_becomes_format_error(pingpong, monkeypatch, small):
         msg = r"traces\.otf2: the OTF2 library crashed while reading the archive \(killed by signal 11"
     else:
         monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
-        msg = r"traces\.otf2: the OTF2 library crashed while decoding event files \(0\.evt, 1\.evt; killed by signal"
+        msg = r"traces\.otf2: the OTF2 library crashed reading one of the event files 0\.evt, 1\.evt \(killed by signal"
     with pytest.raises(FormatError, match=msg):
         decode(pingpong, decoder="fast", jobs=1)
     monkeypatch.undo()
@@ -165,6 +165,76 @@ def test_hung_worker_is_killed(pingpong, monkeypatch):
     with pytest.raises(FormatError, match=r"did not finish in time"):
         decode(pingpong, decoder="fast", jobs=1)
     assert time.monotonic() - t < 30
+
+
+def _stuck_on_location_1(anchor, arena, worker, *rest):
+    """A worker that reads 5 records of location 1, then spins (as the C library does on some damage)."""
+    arena.progress[worker] = (1, 5)
+    while True:
+        pass
+
+
+def _growing_on_location_1(anchor, arena, worker, *rest):
+    """A worker whose memory grows while it reads location 1, records still arriving."""
+    import time
+
+    held = []
+    for i in range(10_000):
+        arena.progress[worker] = (1, i)
+        held.append(np.ones(1 << 20, dtype=np.uint8))  # 1 MB more each time
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("worker", "msg"),
+    [
+        (_stuck_on_location_1, r"spent [\d.]+ CPU seconds without progress reading this event file \(after 5 event"),
+        (_growing_on_location_1, r"used \d+ MB of memory reading this event file"),
+    ],
+)
+def test_stuck_worker_is_stopped_naming_its_event_file(pingpong, monkeypatch, worker, msg):
+    """The watchdog: a worker making no progress (CPU time without a batch done), or growing its private
+    memory, is killed within seconds, and the error names the event file it was reading."""
+    import time
+
+    import perflow.readers.otf2._decode as d
+
+    monkeypatch.setattr(d, "_worker", worker)
+    monkeypatch.setattr(d, "STALL_CPU_SECONDS", 0.5)
+    monkeypatch.setattr(d, "MAX_PRIVATE_GROWTH", 64 << 20)
+    monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
+    t = time.monotonic()
+    with pytest.raises(FormatError, match=r"pp/traces/1\.evt: the OTF2 library " + msg):
+        decode(pingpong, decoder="fast", jobs=1)
+    assert time.monotonic() - t < 30
+
+
+@pytest.fixture(scope="module")
+def two_chunks(tmp_path_factory):
+    """A 2-process trace whose event files span two OTF2 chunks (1 MB each)."""
+    from perflow import synthetic
+    from perflow.writers.otf2 import write_otf2
+
+    raw = synthetic.raw_trace(nprocs=2, iterations=8000, seed=1)
+    return Path(write_otf2(raw, tmp_path_factory.mktemp("chunks") / "t")).parent
+
+
+@pytest.mark.parametrize("frac", [0.5, 0.8])
+def test_truncated_event_file_is_named(two_chunks, tmp_path, frac):
+    """Cut inside its second chunk, an event file makes the C library return its damaged chunk again and again
+    (a 20 M-event trace grew to 23.5 GB, and the error named other files): now the records read from a file
+    are bounded by its size, and the error names it."""
+    d = copy_archive(two_chunks, tmp_path / "t")
+    f = d / "traces" / "1.evt"
+    assert f.stat().st_size > 1.2 * (1 << 20)  # two chunks
+    os.truncate(f, int(f.stat().st_size * frac))
+    # the bound on records, the decoder's own check, or (on a loaded machine, first) the watchdog: each names 1.evt
+    msg = (
+        r"t/traces/1\.evt: (the OTF2 library returned [\d,]+ event records from this [\d,]+-byte file|corrupt event"
+        r"|the OTF2 library .+: the file is truncated or corrupt)"
+    )
+    with pytest.raises(FormatError, match=msg):
+        decode(d, decoder="fast")
 
 
 def test_write_refuses_existing_archive(small_trace):

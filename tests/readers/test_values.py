@@ -470,3 +470,35 @@ def test_values_layer_messages() -> None:
     with pytest.raises(FormatError, match=r"ends \(1\) before it starts \(2\)"):
         v.intervals(np.array([0.0, 2.0]), np.array([1.0, 1.0]))
     assert [show(x) for x in (np.float64(5e-06), np.int64(3), 1e300, -0.0)] == ["5e-06", "3", "1e+300", "0"]
+
+
+# ---------------------------------------------------------------------------------------- the span check
+def _outlier(t: np.ndarray) -> bool:
+    """The definition of Values.span, by sorting: the widest gap >= OUTLIER_GAP and >= 1000x the rest."""
+    from perflow.readers._values import MAX_SECONDS, OUTLIER_GAP
+
+    st = np.sort(t)
+    gap = float(np.diff(st).max())
+    total = float(st[-1] - st[0])
+    return (gap >= OUTLIER_GAP and gap >= 1000 * (total - gap)) or total > MAX_SECONDS
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_span_linear_path_agrees_with_the_sorted_definition(seed: int) -> None:
+    """The span check decides the usual case without sorting; near the thresholds it agrees with sorting."""
+    from perflow.readers._values import OUTLIER_GAP, Values
+
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(rng.integers(2, 200))
+        t = rng.uniform(0, 10.0 ** rng.uniform(-3, 8), n)
+        if rng.random() < 0.6:  # two clusters, the gap near 1000x the rest
+            rest = float(np.ptp(t)) or 1.0
+            far = rng.choice(n, int(rng.integers(1, n)), replace=False)
+            t[far] += max(OUTLIER_GAP * rng.uniform(0.5, 2), rest * 1000 * rng.uniform(0.99, 1.01))
+        try:
+            Values("f").span(t)
+            got = False
+        except FormatError:
+            got = True
+        assert got == _outlier(t), (n, float(np.ptp(t)))

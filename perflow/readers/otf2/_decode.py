@@ -35,6 +35,10 @@ DECODERS = ("auto", "fast", "bindings")
 #: a worker that has not finished after this long (plus size / rate) is presumed hung and killed
 WATCHDOG_SECONDS = 120.0
 WATCHDOG_BYTES_PER_SECOND = 2e6
+#: a decoding worker that spends this much CPU time without finishing a batch of events is stuck (killed)
+STALL_CPU_SECONDS = 3.0
+#: ... or whose private memory grows by more than this while reading (its columns are shared memory)
+MAX_PRIVATE_GROWTH = 1 << 30
 #: archives with at most this many bytes of event files are decoded by a single child process
 SMALL_TRACE_BYTES = 4 << 20
 #: engine "auto": archives with at most this many bytes of event files (some 35,000 events) are decoded by the
@@ -279,59 +283,113 @@ def _run_isolated(fn: Any, anchor: str, *, isolate: bool) -> Any:
 
 
 def _worker(
-    anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict[str, Any], max_events: int | None
-) -> list[Any]:
-    return decode_locations(anchor, arena, locs, refs, maps, max_events)
+    anchor: str, arena: Arena, worker: int, locs: list[int], refs: list[int], maps: dict[str, Any],
+    max_events: int | None,
+) -> tuple[list[Any], dict[str, int]]:  # fmt: skip
+    return decode_locations(anchor, arena, worker, locs, refs, maps, max_events)
 
 
 def _plan(sizes: list[int], n_tasks: int) -> list[list[int]]:
-    """Split location indices into n_tasks bins of similar total size (longest first)."""
-    bins: list[list[int]] = [[] for _ in range(n_tasks)]
-    load = [0] * n_tasks
-    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        k = load.index(min(load))
-        bins[k].append(i)
-        load[k] += sizes[i] + 1
-    return [sorted(b) for b in bins if b]
+    """Split the location indices into at most ``n_tasks`` contiguous ranges of similar total size.
+
+    Contiguous, so that the workers' rows, concatenated in worker order, are in location order.
+    """
+    n = len(sizes)
+    if n == 0:
+        return []
+    cum = np.cumsum(np.asarray(sizes, dtype=np.float64) + 1.0)
+    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_tasks) / n_tasks, side="left") + 1
+    bounds = np.unique(np.r_[0, np.clip(cuts, 1, n), n])
+    return [list(range(int(a), int(b))) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def _segment_rows(anchor: str, defs: Defs) -> tuple[np.ndarray, list[int]]:
-    """Rows to reserve per location (declared events + 1, bounded by the file size) and event file sizes."""
-    sizes = [os.path.getsize(f) if os.path.isfile(f := event_file(anchor, int(r))) else 0 for r in defs.loc_refs]
-    declared = defs.loc_events.astype(np.int64)
-    bound = np.array(sizes, dtype=np.int64) // 2 + 1  # an event record takes at least two bytes
-    rows = np.where((declared > 0) & (declared < bound), declared, bound) + 1
-    return rows, sizes
+def _cpu_and_memory(pid: int) -> tuple[float, int] | None:
+    """CPU seconds and private (anonymous) resident bytes of a child process, where /proc tells (Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{pid}/status", "rb") as f:
+            anon = next((int(line.split()[1]) for line in f if line.startswith(b"RssAnon:")), 0)
+    except (OSError, IndexError, ValueError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), anon * 1024
+
+
+class _Watchdog:
+    """Kills the decoding when a worker makes no progress or its private memory grows past a bound.
+
+    A worker publishes (location, events read) after each batch of at most
+    :data:`BATCH` events; a batch takes milliseconds. A worker that spends
+    :data:`STALL_CPU_SECONDS` of CPU time without finishing one, or whose
+    private memory (the columns are shared memory, not counted) grows by more
+    than :data:`MAX_PRIVATE_GROWTH`, is stuck in the OTF2 library on a damaged
+    event file: the decoding stops at once, naming that file.
+    """
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.seen: dict[int, tuple[tuple[int, int], float]] = {}
+        self.base: dict[int, int] = {}
+
+    def __call__(self, pids: list[int]) -> None:
+        for k, pid in enumerate(pids):
+            got = _cpu_and_memory(pid)
+            if got is None:
+                continue
+            cpu, anon = got
+            here = (int(self.arena.progress[k, 0]), int(self.arena.progress[k, 1]))
+            base = self.base.setdefault(k, anon)
+            if here[0] >= 0 and anon - base > MAX_PRIVATE_GROWTH:
+                raise HangError(k, f"used {(anon - base) / 2**20:,.0f} MB of memory")
+            last = self.seen.get(k)
+            if last is None or last[0] != here:
+                self.seen[k] = (here, cpu)
+            elif here[0] >= 0 and cpu - last[1] > STALL_CPU_SECONDS:
+                raise HangError(k, f"spent {cpu - last[1]:.1f} CPU seconds without progress")
+
+
+def _failed_location(
+    anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], e: CrashError
+) -> tuple[str, str]:
+    """The event file a failed worker was reading (the anchor when it was between files) and how far it got."""
+    loc, read = (int(x) for x in arena.progress[e.index])
+    if loc < 0:
+        idx = plan[e.index]
+        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
+        return anchor, f"one of the event files {files}{', ...' if len(idx) > 5 else ''}"
+    return event_file(anchor, refs[loc]), f"this event file (after {read:,} event records)"
 
 
 def _run_workers(
     anchor: str, arena: Arena, plan: list[list[int]], refs: list[int], maps: dict, jobs: int, max_events: int | None
-) -> list[Any]:
+) -> tuple[list[Any], list[dict[str, int]]]:
     results: list[Any] = [None] * len(refs)
+    totals: list[dict[str, int]] = []
     if jobs == 0:
-        for idx in plan:
-            for i, r in zip(idx, _worker(anchor, arena, idx, [refs[i] for i in idx], maps, max_events)):
+        for k, idx in enumerate(plan):
+            out, rows = _worker(anchor, arena, k, idx, [refs[i] for i in idx], maps, max_events)
+            for i, r in zip(idx, out):
                 results[i] = r
-        return results
+            totals.append(rows)
+        return results, totals
     from ._callbacks import callback_addresses
 
     callback_addresses()  # compile/load once here; forked workers inherit the code
-    tasks = [(_worker, (anchor, arena, idx, [refs[i] for i in idx], maps, max_events)) for idx in plan]  # forked
+    tasks = [(_worker, (anchor, arena, k, idx, [refs[i] for i in idx], maps, max_events)) for k, idx in enumerate(plan)]
     try:
-        outs = run_forked(tasks, _deadline(anchor))
+        outs = run_forked(tasks, _deadline(anchor), monitor=_Watchdog(arena))
     except CrashError as e:
-        idx = plan[e.index]
-        files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
-        files += ", ..." if len(idx) > 5 else ""
+        path, what = _failed_location(anchor, arena, plan, refs, e)
         if isinstance(e, HangError):
-            raise FormatError(anchor, f"decoding event files ({files}) did not finish in time") from None
-        raise FormatError(
-            anchor, f"the OTF2 library crashed while decoding event files ({files}; {e.detail}): corrupt trace data"
-        ) from None
-    for idx, out in zip(plan, outs):
+            raise FormatError(
+                path, f"the OTF2 library {e.detail} reading {what}: the file is truncated or corrupt"
+            ) from None
+        raise FormatError(path, f"the OTF2 library crashed reading {what} ({e.detail}): corrupt trace data") from None
+    for idx, (out, rows) in zip(plan, outs):
         for i, r in zip(idx, out):
             results[i] = r
-    return results
+        totals.append(rows)
+    return results, totals
 
 
 def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | None = None) -> RawTrace:
@@ -351,27 +409,28 @@ def _decode_fast(anchor: str, defs: Defs, jobs: int | None, max_events: int | No
     if "fork" not in mp.get_all_start_methods():
         jobs = 0  # the shared arena needs fork; decode in this process
     jobs = min(jobs, n)
-    rows, sizes = _segment_rows(anchor, defs)
-    if max_events is not None:
-        rows = np.minimum(rows, max_events + 1)
     present = _check_event_files(anchor, defs)
+    sizes = [os.path.getsize(event_file(anchor, r)) if ok else 0 for r, ok in zip(refs, present)]
     plan = [[i for i in idx if present[i]] for idx in _plan(sizes, max(jobs, 1))]
     plan = [idx for idx in plan if idx]
-    arena = Arena(rows, defs.max_members)
-    results = _run_workers(anchor, arena, plan, refs, maps, jobs, max_events)
-    for i in range(n):
-        if results[i] is None:  # no event file, no events declared
-            results[i] = LocationResult({t: 0 for t in TABLES}, {}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
-    over = {} if max_events is not None else _check_event_counts(anchor, defs, np.array([r.n_read for r in results]))
-    counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
-    spills = {(t, i): s for i, r in enumerate(results) for t, s in r.spills.items()}
-    skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
-    for r in results:
-        skipped += r.skipped
-    program = next((defs.strings.get(r.program, "") for r in results if r.program >= 0), None)
-    del results
-    tables = arena.finalize(counts, spills)
-    del arena, spills
+    arena = Arena(max(len(plan), 1))
+    try:
+        results, rows = _run_workers(anchor, arena, plan, refs, maps, jobs, max_events)
+        for i in range(n):
+            if results[i] is None:  # no event file, no events declared
+                results[i] = LocationResult({t: 0 for t in TABLES}, np.zeros(len(SKIPPED_EVENTS), dtype=np.int64), 0)
+        read = np.array([r.n_read for r in results])
+        over = {} if max_events is not None else _check_event_counts(anchor, defs, read)
+        counts = {t: np.array([r.counts[t] for r in results], dtype=np.int64) for t in TABLES}
+        skipped = np.zeros(len(SKIPPED_EVENTS), dtype=np.int64)
+        for r in results:
+            skipped += r.skipped
+        program = next((defs.strings.get(r.program, "") for r in results if r.program >= 0), None)
+        del results
+        tables = arena.finalize(rows)
+    finally:
+        arena.close()
+    del arena
     raw = assemble(defs, tables, counts, dict(zip(SKIPPED_EVENTS, skipped.tolist())), "fast", program)
     if over:
         raw.attrs["undeclared_events"] = over

@@ -2,9 +2,10 @@
 
 Each location's event file is read by the OTF2 C library bundled with the
 ``otf2`` wheel (through :mod:`ctypes`); the library calls the numba/llvmlite
-callbacks of :mod:`._callbacks`, which append rows to the location's segments
+callbacks of :mod:`._callbacks`, which append rows to the worker's windows
 of the shared :class:`._arena.Arena`. Python only runs between batches of
-events, to check for errors and for segments about to overflow.
+events, to check for errors, to map larger windows before they overflow,
+and to publish its progress (location, events read) for the watchdog.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
 from . import _layout as L
-from ._arena import Arena, Spill
+from ._arena import Arena, Writer
 
 __all__ = ["LocationResult", "decode_locations", "BATCH", "event_file", "check_local_defs", "has_local_defs"]
 
@@ -27,14 +28,12 @@ BATCH = 1 << 16
 
 
 class LocationResult:
-    """What a worker reports for one location: row counts, spilled tables, skipped-record counts."""
+    """What a worker reports for one location: row counts, skipped-record counts, records read."""
 
-    __slots__ = ("counts", "spills", "skipped", "n_read", "program")
+    __slots__ = ("counts", "skipped", "n_read", "program")
 
-    def __init__(
-        self, counts: dict[str, int], spills: dict[str, Spill], skipped: np.ndarray, n_read: int, program: int = -1
-    ) -> None:
-        self.counts, self.spills, self.skipped, self.n_read = counts, spills, skipped, n_read
+    def __init__(self, counts: dict[str, int], skipped: np.ndarray, n_read: int, program: int = -1) -> None:
+        self.counts, self.skipped, self.n_read = counts, skipped, n_read
         self.program = program  # the string ref of the location's ProgramBegin name, -1 none
 
 
@@ -45,49 +44,50 @@ def event_file(anchor: str, ref: int, suffix: str = "evt") -> str:
 
 
 class _Columns:
-    """One location's output columns: its arena segments, or private arrays once a segment is full."""
+    """A worker's output columns: its arena windows, the current location's rows starting at ``start``."""
 
-    def __init__(self, arena: Arena, loc: int, max_members: int) -> None:
+    def __init__(self, writer: Writer, max_members: int) -> None:
+        self.w = writer
         self.st = np.zeros(L.STATE_LEN, dtype=np.int64)
-        self.cols: dict[str, dict[str, np.ndarray]] = {}
-        self.private: set[str] = set()
         self.rows_per_event = {t: (max_members if t == "metric_events" else 1) for t in L.TABLE_COLUMNS}
-        for table in L.TABLE_COLUMNS:
-            self.cols[table], cap = arena.segment(table, loc)
-            self._publish(table, cap)
+        self.start = dict.fromkeys(L.TABLE_COLUMNS, 0)
 
-    def _publish(self, table: str, cap: int) -> None:
-        base = L.TABLE_BASE[table]
-        self.st[base + 1] = cap
-        for k, a in enumerate(self.cols[table].values()):
-            self.st[base + 2 + k] = a.ctypes.data if len(a) else 0
+    def _publish(self, table: str) -> None:
+        base, a = L.TABLE_BASE[table], self.start[table]
+        self.st[base + 1] = self.w.rows(table) - a
+        for k, col in enumerate(self.w.cols[table].values()):
+            self.st[base + 2 + k] = col.ctypes.data + a * col.itemsize if len(col) else 0
+
+    def begin(self) -> None:
+        """Start a location: its rows follow the previous location's; its skipped-record counters start at 0."""
+        self.st[L.S_SKIP :] = 0
+        for table in L.TABLE_COLUMNS:
+            self.st[L.TABLE_BASE[table]] = 0
+            self._publish(table)
 
     def next_batch(self) -> int:
-        """Number of events that fit in every table now (moving full tables to private arrays)."""
+        """Number of events that fit in every table now (mapping larger windows where needed)."""
         fit = BATCH
-        for table, cols in self.cols.items():
+        for table in L.TABLE_COLUMNS:
             base, rpe = L.TABLE_BASE[table], self.rows_per_event[table]
             n, cap = int(self.st[base]), int(self.st[base + 1])
-            free = (cap - n) // rpe
-            if free < 1 or (table in self.private and free < BATCH):
-                new = max(2 * cap, n + BATCH * rpe)
-                grown = {}
-                for c, a in cols.items():
-                    g = np.empty(new, dtype=a.dtype)
-                    g[:n] = a[:n]
-                    grown[c] = g
-                self.cols[table] = grown
-                self.private.add(table)
-                self._publish(table, new)
-                free = (new - n) // rpe
-            fit = min(fit, free)
+            if (cap - n) // rpe < BATCH:
+                if self.w.grow(table, self.start[table] + n + BATCH * rpe):
+                    self._publish(table)
+                cap = int(self.st[base + 1])
+            fit = min(fit, (cap - n) // rpe)
         return fit
 
-    def finish(self) -> tuple[dict[str, int], dict[str, Spill]]:
-        counts = {t: int(self.st[L.TABLE_BASE[t]]) for t in self.cols}
-        spills = {t: Spill({c: a[: counts[t]].copy() for c, a in self.cols[t].items()}) for t in self.private}
-        self.cols = {}
-        return counts, spills
+    def end(self) -> dict[str, int]:
+        """Finish a location: its row count per table."""
+        counts = {t: int(self.st[L.TABLE_BASE[t]]) for t in L.TABLE_COLUMNS}
+        for t, n in counts.items():
+            self.start[t] += n
+        return counts
+
+    def totals(self) -> dict[str, int]:
+        """Rows written in each table so far."""
+        return dict(self.start)
 
 
 def _check(rc: int, path: str, what: str) -> None:
@@ -96,8 +96,18 @@ def _check(rc: int, path: str, what: str) -> None:
 
 
 def _read_location(
-    lib: Any, reader: int, cbs: int, ref: int, evt: str, cols: _Columns, maps: dict, max_events: int | None = None
+    lib: Any,
+    reader: int,
+    cbs: int,
+    ref: int,
+    evt: str,
+    cols: _Columns,
+    maps: dict,
+    max_events: int | None,
+    progress: np.ndarray,
 ) -> LocationResult:
+    cols.begin()
+    size = os.path.getsize(evt)
     st = cols.st
     st[L.S_OFF] = np.array(maps["offset"], dtype=np.uint64).view(np.int64)
     st.view(np.float64)[L.S_RES] = float(maps["resolution"])
@@ -115,12 +125,21 @@ def _read_location(
         total = 0
         while True:
             want = cols.next_batch()
+            if want < 1:
+                raise FormatError(evt, "holds more event records than the decoder can store", where=f"event {total}")
             if max_events is not None:
                 want = min(want, max_events - total)
                 if want <= 0:
                     break
             rc = lib.OTF2_Reader_ReadLocalEvents(reader, er, want, ctypes.byref(read))
             total += read.value
+            progress[1] += read.value
+            if total > size:  # a record takes at least a byte: the library is re-reading damaged data
+                raise FormatError(
+                    evt,
+                    f"the OTF2 library returned {total:,} event records from this {size:,}-byte file, more than "
+                    "it can hold: the file is truncated or corrupt",
+                )
             if st[L.S_ERR]:
                 code, bad = int(st[L.S_ERR]), int(st[L.S_ERRREF])
                 what = {L.ERR_REGION: f"undefined region {bad}", L.ERR_METRIC: f"undefined metric {bad}"}
@@ -130,16 +149,22 @@ def _read_location(
                 break
     finally:
         lib.OTF2_Reader_CloseEvtReader(reader, er)
-    counts, spills = cols.finish()
-    return LocationResult(counts, spills, st[L.S_SKIP :].copy(), total, int(st[L.S_PROG]))
+    return LocationResult(cols.end(), st[L.S_SKIP :].copy(), total, int(st[L.S_PROG]))
 
 
 def decode_locations(
-    anchor: str, arena: Arena, locs: list[int], refs: list[int], maps: dict, max_events: int | None = None
-) -> list[LocationResult]:
-    """Decode the event files of some locations into their arena segments.
+    anchor: str,
+    arena: Arena,
+    worker: int,
+    locs: list[int],
+    refs: list[int],
+    maps: dict,
+    max_events: int | None = None,
+) -> tuple[list[LocationResult], dict[str, int]]:
+    """Decode the event files of some locations, in order, into one worker's slots of the arena.
 
     Runs in a worker process forked after ``arena`` was created (or inline).
+    Returns each location's result and the rows written per table.
 
     Parameters
     ----------
@@ -147,8 +172,10 @@ def decode_locations(
         The anchor file.
     arena : Arena
         The shared output columns.
+    worker : int
+        This worker's slot.
     locs, refs : list of int
-        Location indices (rows of the location table) and their OTF2 refs.
+        Location indices (rows of the location table, increasing) and their OTF2 refs.
     maps : dict
         ``rmap``, ``moff``, ``mmem`` lookup arrays and ``max_members``,
         ``offset``, ``resolution`` from :class:`._defs.Defs`.
@@ -179,21 +206,24 @@ def decode_locations(
         defs_open = lib.OTF2_Reader_OpenDefFiles(reader) == _capi.OTF2_SUCCESS
         _capi.clear_errors()
         _check(lib.OTF2_Reader_OpenEvtFiles(reader), anchor, "cannot open the event files")
+        cols = _Columns(arena.writer(worker), maps["max_members"])
+        progress = arena.progress[worker]
         for loc, ref in zip(locs, refs):
+            progress[0], progress[1] = loc, 0
             evt = event_file(anchor, ref)
             if not os.path.isfile(evt):
                 raise FormatError(evt, f"event file of location {ref} is missing")
             if defs_open:
                 _read_local_defs(lib, reader, ref, anchor, bool(maps.get("local_defs", False)))
-            cols = _Columns(arena, loc, maps["max_members"])
-            out.append(_read_location(lib, reader, cbs, ref, evt, cols, maps, max_events))
+            out.append(_read_location(lib, reader, cbs, ref, evt, cols, maps, max_events, progress))
+        progress[0] = -1
         if defs_open:
             lib.OTF2_Reader_CloseDefFiles(reader)
         lib.OTF2_Reader_CloseEvtFiles(reader)
     finally:
         lib.OTF2_EvtReaderCallbacks_Delete(cbs)
         lib.OTF2_Reader_Close(reader)
-    return out
+    return out, cols.totals()
 
 
 def has_local_defs(anchor: str) -> bool:

@@ -70,6 +70,21 @@ def _child(fn: Callable[..., Any], args: tuple, fd: int) -> None:
         os._exit(0)
 
 
+def _raise_early(buf: bytearray) -> None:
+    """Re-raise the error a finished child reported (its result complete in ``buf``); nothing for a success."""
+    if len(buf) < _HEADER.size or len(buf) != _HEADER.size + _HEADER.unpack_from(buf)[0]:
+        return  # died without a result: reported with the others' results
+    out = pickle.loads(memoryview(buf)[_HEADER.size :])
+    _reraise(out)
+
+
+def _reraise(out: tuple) -> None:
+    if out[0] == "format":
+        raise FormatError(out[1], out[2], where=out[3]) from ChildTraceback(out[4])
+    if out[0] == "exc":
+        raise out[1] from ChildTraceback(out[2])
+
+
 def _picklable(e: BaseException) -> bool:
     try:
         pickle.loads(pickle.dumps(e))
@@ -78,11 +93,22 @@ def _picklable(e: BaseException) -> bool:
     return True
 
 
-def run_forked(tasks: Sequence[tuple[Callable[..., Any], tuple]], deadline: float) -> list[Any]:
+#: seconds between calls of a run's monitor
+MONITOR_SECONDS = 0.25
+
+
+def run_forked(
+    tasks: Sequence[tuple[Callable[..., Any], tuple]],
+    deadline: float,
+    monitor: Callable[[list[int]], None] | None = None,
+) -> list[Any]:
     """Run ``fn(*args)`` for every task, each in its own forked child, all at once.
 
     Returns the results in task order. A FormatError or other exception
     raised in a child is re-raised here (the first one in task order).
+    ``monitor(pids)`` (the children's pids in task order) is called every
+    :data:`MONITOR_SECONDS` while they run; a :class:`HangError` it raises
+    kills them all.
 
     Raises
     ------
@@ -112,10 +138,13 @@ def run_forked(tasks: Sequence[tuple[Callable[..., Any], tuple]], deadline: floa
         open_fds = len(pids)
         while open_fds:
             left = deadline - time.monotonic()
-            events = sel.select(timeout=max(left, 0.0)) if left > 0 else []
-            if not events:
+            wait = min(left, MONITOR_SECONDS) if monitor is not None else left
+            events = sel.select(timeout=max(wait, 0.0)) if left > 0 else []
+            if not events and left <= wait:
                 i = next(key.data for key in sel.get_map().values())
                 raise HangError(i, "did not finish in time")
+            if monitor is not None:
+                monitor(pids)
             for key, _ in events:
                 chunk = os.read(key.fd, 1 << 20)
                 if chunk:
@@ -124,6 +153,8 @@ def run_forked(tasks: Sequence[tuple[Callable[..., Any], tuple]], deadline: floa
                     sel.unregister(key.fd)
                     os.close(key.fd)
                     open_fds -= 1
+                    if open_fds:
+                        _raise_early(bufs[key.data])  # a failed child stops the others at once
     except BaseException:
         for pid in pids:
             try:
@@ -148,8 +179,5 @@ def run_forked(tasks: Sequence[tuple[Callable[..., Any], tuple]], deadline: floa
             raise CrashError(i, f"{how} before delivering its result")
         results.append(pickle.loads(memoryview(buf)[_HEADER.size :]))
     for out in results:
-        if out[0] == "format":
-            raise FormatError(out[1], out[2], where=out[3]) from ChildTraceback(out[4])
-        if out[0] == "exc":
-            raise out[1] from ChildTraceback(out[2])
+        _reraise(out)
     return [out[1] for out in results]
