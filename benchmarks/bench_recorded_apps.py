@@ -64,9 +64,9 @@ def _label(row) -> str:  # noqa: ANN001
 def analyse(rawdir: Path, nranks: int, top: int = 3) -> dict:
     """Figures of one recording (its ``raw/`` folder)."""
     import perflow
-    from perflow.passes._common import categories
     from perflow.recorder import load_recording
     from perflow.recorder.summary import mpi_durations
+    from perflow.sdk.profile import categories
     from perflow.trace.build import build_pag
 
     raw = load_recording(rawdir)

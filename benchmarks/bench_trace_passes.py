@@ -138,7 +138,7 @@ def run_one(events: float, nprocs: int) -> dict[str, Any]:
     _, times["critical_path pass (tables)"] = _timed(lambda: critical_path(pag))
     _, times["root_cause short-term"] = _timed(lambda: root_cause(pag))
     _, times["root_cause long-term"] = _timed(lambda: root_cause(pag, long_term=True))
-    from perflow.passes._tracekit import non_useful_mask
+    from perflow.sdk.trace import non_useful_mask
 
     useful = ~non_useful_mask(pag, ("mpi", "openmp", "thread"))
     _, times["ideal-network replay (POP)"] = _timed(lambda: ideal_replay(pag, useful))

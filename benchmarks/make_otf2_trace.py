@@ -32,8 +32,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perflow.codecs.otf2.archive import ArchiveWriter  # noqa: E402
 from perflow.kinds import P2P, CollectiveOp  # noqa: E402
-from perflow.readers.otf2._archive import ArchiveWriter  # noqa: E402
 
 REGIONS = [
     ("main", "function", "user"),

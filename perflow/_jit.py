@@ -45,6 +45,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import progress
+
 __all__ = [
     "SMALL",
     "Dict",
@@ -274,7 +276,6 @@ def _first_compile_notice() -> None:
     _STATE["noticed"] = True
     pending = sum(1 for k in _KERNELS if k._dispatcher is None and not k._cached())
     seconds = min(60, max(5, round(0.4 * pending / 5) * 5))  # about 0.4 s a kernel on one core
-    from . import progress
 
     when = "first run only" if kernel_cache_dir() is not None else "not cached"
     progress.notice(f"compiling analysis kernels ({when}, ~{seconds} s)...")

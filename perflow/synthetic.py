@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .kinds import P2P, CollectiveOp, CollEv
+from .kinds import P2P, CollectiveOp, CollEv, VertexKind
+from .pag.literal import complete_time_metrics
+from .pag.pag import PAG
+from .trace.build import build_pag
 from .trace.raw import RawTrace
 
 __all__ = ["trace", "raw_trace", "profile", "SyntheticSpec", "EVENTS_PER_ITERATION", "iterations_for"]
@@ -319,7 +322,6 @@ def trace(
     )
     if raw:
         return r
-    from .trace.build import build_pag
 
     return build_pag(r)
 
@@ -332,9 +334,6 @@ def profile(nvertices: int = 1000, nprocs: int = 64, *, fanout: int = 4, seed: i
     random ``u`` in [0, 1) per (vertex, process); every vertex has data on
     every process.
     """
-    from .kinds import VertexKind
-    from .pag.literal import complete_time_metrics
-    from .pag.pag import PAG
 
     rng = np.random.default_rng(seed)
     parent = np.r_[-1, (np.arange(1, nvertices) - 1) // max(fanout, 1)]

@@ -16,7 +16,7 @@ import ctypes
 import os
 from typing import Any
 
-from perflow.readers.otf2 import _capi
+from perflow.codecs.otf2 import capi as _capi
 
 UNDEF32 = 0xFFFFFFFF
 UNDEF64 = 0xFFFFFFFFFFFFFFFF

@@ -21,7 +21,7 @@ def test_format_value_is_the_one_time_formatter() -> None:
         "1.00 s",
     ]
     from perflow.cli.info import _fmt_time
-    from perflow.passes._render import format_value as render_format
+    from perflow.sdk.render import format_value as render_format
 
     assert render_format is format_value and _fmt_time(0.0123) == "12.3 ms"
 

@@ -112,7 +112,7 @@ def _gpu_line(pag: Any) -> str:
     """``gpu  2 streams on 1 device: 5 kernels, 15 copies; busy 385 ms, idle 1.65 s (19% busy)`` (empty: no GPU)."""
     import numpy as np
 
-    from ..passes._common import categories
+    from ..sdk.profile import categories
 
     gl = pag.trace.locations_of_type("gpu")
     if not len(gl):

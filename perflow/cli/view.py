@@ -40,14 +40,14 @@ def register(sub: Any) -> None:
 
 def build_page(path: str, out_dir: Path, fmt: str | None = None) -> Path:
     """Read ``path`` and write ``out_dir/index.html`` with its call tree and timeline; return the page."""
-    from ..flow.registry import get_pass
+    from ..flow.outputs import run_page
     from ..readers import read
 
     pag = read(path, format=fmt)
     summary = pag.summary()
     facts = {k: summary[k] for k in ("source", "format", "processes", "threads", "vertices") if k in summary}
     subtitle = ", ".join(f"{k} {v}" for k, v in facts.items())
-    page = get_pass("report_page")({}, pag, None, title=f"perflow: {Path(path).name}", subtitle=subtitle)
+    page = run_page({}, pag, title=f"perflow: {Path(path).name}", subtitle=subtitle)
     from .._atomic import write_text
 
     index = write_text(out_dir / "index.html", page)

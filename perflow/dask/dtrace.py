@@ -26,6 +26,7 @@ from ..trace import parts as P
 from ..trace.partition import Partitioning
 from ..trace.pipeline import BuildOptions, Built, build
 from ..trace.raw import RawTrace
+from .lazy import DaskPAG, LazyTrace
 from .runtime import DaskRuntime
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,6 +140,10 @@ class DistTrace:
         """The PAG's attributes (nothing is gathered)."""
         return P.pag_attrs(self.built)
 
+    def gathered(self, table: str) -> bool:
+        """Whether ``table`` (``"metrics"``, ``"trace"``) has been gathered to the client."""
+        return table in self._cache
+
     def locations(self) -> pd.DataFrame:
         """The (process, thread) locations with metric rows, sorted (only their keys are gathered)."""
         if "locations" not in self._cache:
@@ -200,7 +205,6 @@ class DistTrace:
 
     def lazy_trace(self) -> Trace:
         """A Trace whose tables are gathered on first access (the ``trace`` of :meth:`pag`)."""
-        from .lazy import LazyTrace
 
         if "lazy_trace" not in self._cache:
             self._cache["lazy_trace"] = LazyTrace(self)
@@ -208,7 +212,6 @@ class DistTrace:
 
     def pag(self) -> DaskPAG:
         """A PAG backed by this trace: analyses run on the workers, tables are gathered when a pass reads them."""
-        from .lazy import DaskPAG
 
         if "lazy" not in self._cache:
             self._cache["lazy"] = DaskPAG(self)

@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import PerflowError
+from ..readers.otf2 import is_otf2
 from ..trace.partition import Partitioning, partition_ranks
 from ..trace.raw import RawTrace
 from ..trace.split import definitions_only, location_parts, split_raw, traffic
 from .dtrace import DistTrace
+from .ingest import ingest_otf2, scout_otf2
 
 __all__ = ["Engine", "require_dask"]
 
@@ -167,13 +169,18 @@ class Engine:
 
         Called by :func:`perflow.read` when this engine runs a flow; other
         formats are read locally (they are profiles, or traces that need a
-        whole-file reader).
+        whole-file reader). Declining logs why (at INFO, ``perflow.dask.engine``).
         """
-        if format not in (None, "otf2") or not isinstance(path, str | os.PathLike):
+        if not isinstance(path, str | os.PathLike):
+            log.info("the Dask engine declines to read %r: not a path; reading it here", path)
             return None
-        from ..readers.otf2 import is_otf2
+        if format not in (None, "otf2"):
+            log.info("the Dask engine declines to read %s: it reads OTF2 traces, not %s data; reading it here",
+                     path, format)  # fmt: skip
+            return None
 
         if not is_otf2(path):
+            log.info("the Dask engine declines to read %s: not an OTF2 archive; reading it here", path)
             return None
         opts = {**self.load_options, **{k: v for k, v in options.items() if k in ("close_open", "infer_collectives")}}
         log.info("reading %s on the Dask engine", path)
@@ -238,8 +245,6 @@ class Engine:
             defs = definitions_only(source)
             timings["scatter"] = time.perf_counter() - t0
         else:
-            from .ingest import ingest_otf2, scout_otf2
-
             src = scout_otf2(self, os.fspath(source), scout_events)
             p = self._partition(src.processes, src.weights, src.traffic, k, partition, tol, weight)
             futs = ingest_otf2(self, src, p)

@@ -32,6 +32,7 @@ import pandas as pd
 from .._arrays import unique
 from ..errors import FormatError, PerflowError
 from ..readers.otf2._decode import decode_locations_of, definitions_raw, fast_available, read_defs
+from ..readers.otf2._fast import event_file
 from ..trace.partition import Partitioning
 from ..trace.raw import RawTrace
 from ..trace.split import location_parts, send_traffic
@@ -57,7 +58,6 @@ def _ingest(anchor: str, defs: Any, locs: list[int]) -> RawTrace:
 
 def _weights(anchor: str, defs: Any) -> np.ndarray:
     """Events per location: declared in the definitions, else estimated from the event-file sizes."""
-    from ..readers.otf2._fast import event_file
 
     declared = np.asarray(defs.loc_events, dtype=np.float64)
     if len(declared) and (declared > 0).all():

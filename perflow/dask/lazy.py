@@ -13,7 +13,7 @@ a pass that asks for them gathers nothing.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ from .runtime import DaskExecutor
 if TYPE_CHECKING:  # pragma: no cover
     from .dtrace import DistTrace
 
-__all__ = ["DaskPAG", "LazyTrace", "GATHER_WARN_ROWS"]
+__all__ = ["DaskPAG", "DistTables", "LazyTrace", "GATHER_WARN_ROWS"]
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,37 @@ log = logging.getLogger(__name__)
 GATHER_WARN_ROWS = 5_000_000
 
 
+class DistTables:
+    """The :class:`~perflow.pag.pag.LazyTables` of a distributed trace: gathered from the workers on first use."""
+
+    def __init__(self, dist: DistTrace) -> None:
+        self.dist = dist
+
+    def metric_names(self) -> list[str]:
+        return list(self.dist.metric_names)
+
+    def metric_info(self) -> dict[str, MetricInfo]:
+        return self.dist.metric_info
+
+    def metrics(self) -> pd.DataFrame:
+        if not self.dist.gathered("metrics"):
+            n = self.dist.n_metric_rows
+            if n > GATHER_WARN_ROWS:
+                log.warning("gathering a metrics table of %d rows from the Dask workers", n)
+        return self.dist.metrics_frame()
+
+    def trace(self) -> Trace:
+        return self.dist.lazy_trace()
+
+    def locations(self) -> pd.DataFrame:
+        return self.dist.locations()
+
+
 class DaskPAG(PAG):
     """A PAG whose data live on Dask workers until a pass reads them (see the module docstring).
+
+    Made through the PAG's public construction path for lazily materialised
+    tables (``PAG(vertices, tables=DistTables(dist), executor=DaskExecutor(dist))``).
 
     Attributes
     ----------
@@ -44,65 +73,28 @@ class DaskPAG(PAG):
         The distributed trace (distributed analyses: ``pag.dist.imbalance()``, ...).
     """
 
-    def __init__(self, dist: DistTrace) -> None:  # noqa: D107 - no PAG.__init__: nothing is gathered here
+    def __init__(self, dist: DistTrace) -> None:
+        super().__init__(
+            dist.vertex_table, tables=DistTables(dist), executor=DaskExecutor(dist), attrs=dist.pag_attrs()
+        )
         self.dist = dist
-        self._vertices = dist.vertex_table
-        self._comm = None
-        self._executor = DaskExecutor(dist)
-        self.attrs: dict[str, Any] = dist.pag_attrs()
 
     @property
     def gathered(self) -> set[str]:
         """Which tables have been gathered to the client so far (``"metrics"``, ``"trace"``)."""
-        return {k for k in ("metrics", "trace") if k in self.dist._cache}
-
-    @property
-    def _metrics(self) -> pd.DataFrame:  # type: ignore[override]
-        if "metrics" not in self.dist._cache:
-            n = self.dist.n_metric_rows
-            if n > GATHER_WARN_ROWS:
-                log.warning("gathering a metrics table of %d rows from the Dask workers", n)
-        return self.dist.metrics_frame()
-
-    @property
-    def _metric_info(self) -> dict[str, MetricInfo]:  # type: ignore[override]
-        return self.dist.metric_info
-
-    @property
-    def _trace(self) -> Trace:  # type: ignore[override]
-        return self.dist.lazy_trace()
-
-    @property
-    def metric_names(self) -> list[str]:
-        """Names of the metric columns (known without gathering)."""
-        return self.dist.metric_names
+        return {k for k in ("metrics", "trace") if self.dist.gathered(k)}
 
     def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
         """Per-vertex aggregation across locations, combined on the workers (``median`` gathers the metrics)."""
         if agg == "median":
             log.warning("median has no partitioned form: gathering the %r column", metric)
             return super().aggregate(metric, agg)
-        self._check_metric(metric)
+        self.check_metric(metric)
         if agg not in ("sum", "mean", "max", "min", "std", "count"):
             return super().aggregate(metric, agg)  # the error of an unknown aggregation
         st = self.analyses.get(VERTEX_STATS, metric=metric, across="location")
         vals = np.asarray(st[agg], dtype=np.float64)
-        return pd.Series(vals, index=self._vertices.index, name=f"{metric}:{agg}" if agg != "sum" else metric)
-
-    def _check_metric(self, metric: str) -> None:
-        if metric not in self.dist.metric_names:
-            from ..errors import MetricError
-
-            raise MetricError(f"unknown metric {metric!r} (metrics: {', '.join(self.dist.metric_names)})")
-
-    @property
-    def locations(self) -> pd.DataFrame:  # type: ignore[override]
-        """The (process, thread) locations with data (only their keys are gathered)."""
-        return self.dist.locations()
-
-    @property
-    def _n_locations(self) -> int:  # type: ignore[override]
-        return len(self.dist.locations())
+        return pd.Series(vals, index=pd.RangeIndex(self.n_vertices), name=f"{metric}:{agg}" if agg != "sum" else metric)
 
     @property
     def n_processes(self) -> int:

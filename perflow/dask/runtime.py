@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..errors import PerflowError
 from ..pag.partitioned import Each
 from ..trace.parts import TracePart
 from ..trace.raw import TABLE_SCHEMAS, RawTrace
@@ -127,8 +128,6 @@ class DaskRuntime:
 
     def gather(self, refs: list[Any]) -> list[Any]:
         from distributed import KilledWorker
-
-        from ..errors import PerflowError
 
         try:
             return list(self.client.gather(list(refs)))

@@ -10,10 +10,13 @@ from typing import Any, get_origin
 import pandas as pd
 
 from ..errors import ValidationError
+from ..readers import read
+from ..readers.runs import expand_runs, read_ensemble
 from .cache import Cache
-from .engine import using
+from .engine import current_engine, using
 from .flow import MISSING, Flow
-from .plan import compile_flow
+from .loader import load_flow
+from .plan import FromTask, compile_flow, output_types, select_outputs
 from .problems import did_you_mean
 from .result import FlowResult
 from .scheduler import execute
@@ -26,19 +29,12 @@ __all__ = ["run", "prepare_inputs"]
 def _read_as(value: Any, tp: Any) -> Any:
     """Read a path given for a PAG, Ensemble or DataFrame input; a path or glob given for a list is its runs."""
     if tp is resolve_type("Ensemble") and isinstance(value, str | os.PathLike | list | tuple):
-        from ..readers.runs import read_ensemble
-
         return read_ensemble(list(value) if isinstance(value, tuple) else value)
     if not isinstance(value, str | os.PathLike):
         return value
     if get_origin(tp) is list or tp is list:
-        from ..readers.runs import expand_runs
-
         return expand_runs(value)  # a directory stays one entry (of runs); a glob is its matches
     if tp is resolve_type("PAG"):
-        from ..readers import read
-        from .engine import current_engine
-
         return read(value, engine=current_engine())
     if tp is pd.DataFrame:
         p = Path(value)
@@ -167,15 +163,12 @@ def run(
     ValidationError
         The flow or its inputs are invalid (nothing has run).
     """
-    from .loader import load_flow
 
     f = flow if isinstance(flow, Flow) else load_flow(flow, allow_import=allow_import, validate=False)
     if settings:
         f = f.with_settings(settings)
     plan = compile_flow(f, allow_import=allow_import)
     if outputs is not None:
-        from .plan import output_types, select_outputs
-
         names = outputs(output_types(plan)) if callable(outputs) else list(outputs)
         if names is not None:
             plan = select_outputs(plan, list(names))
@@ -202,7 +195,9 @@ def run(
                 "error": f"{type(err.error).__name__}: {err.error}" if err is not None else None,
             }
         )
-    out_steps = {name: (plan.tasks[src[1]].key if src[0] == "task" else "") for name, src in plan.outputs.items()}
+    out_steps = {
+        name: (plan.tasks[src.task].key if isinstance(src, FromTask) else "") for name, src in plan.outputs.items()
+    }
     errors = {plan.tasks[i].key: e for i, e in sorted(r.errors.items())}
     outputs = {name: r.outputs[name] for name in plan.outputs if name in r.outputs}  # in declared order
     result = FlowResult(f, outputs, rows, errors, out_steps, _elapsed(r), r.kept if keep else None)

@@ -48,7 +48,9 @@ from typing import Any
 
 from .._atomic import atomic_dir, temp_sibling, write_text
 from ..errors import CacheError
+from ..pag.persist import load
 from .fingerprint import digest_of
+from .types import PAGType
 
 __all__ = ["Cache", "task_key", "CACHE_FORMAT", "FileHashes"]
 
@@ -272,8 +274,6 @@ class Cache:
                     raise ValueError(f"bad file name {info['file']!r}")
                 f = d / info["file"]
                 if info["kind"] == "pag":
-                    from ..pag.persist import load
-
                     if _folder_digest(f) != info["digest"]:
                         raise ValueError(f"{f.name} does not match its signed digest")
                     out[name] = load(f)
@@ -297,7 +297,7 @@ class Cache:
             with atomic_dir(self._entry(key)) as tmp:
                 files = {}
                 for i, (name, value) in enumerate(outputs.items()):
-                    if type(value).__name__ == "PAG" and hasattr(value, "save"):
+                    if isinstance(value, PAGType):
                         value.save(tmp / f"{i}.pag")
                         files[name] = {"kind": "pag", "file": f"{i}.pag", "digest": _folder_digest(tmp / f"{i}.pag")}
                     else:

@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import FlowError
+from .plugins import entry_points, load_group
+from .problems import did_you_mean
 
 __all__ = ["Engine", "LocalEngine", "current_engine", "using", "engine_names", "make_engine"]
 
@@ -94,7 +96,6 @@ def using(engine: Any) -> Iterator[Any]:
 
 def engine_names() -> list[str]:
     """Names of the engines: ``local`` and those of the ``perflow.engines`` entry-point group."""
-    from .plugins import entry_points
 
     return ["local", *sorted({e.name for e in entry_points("perflow.engines")} - {"local"})]
 
@@ -112,8 +113,6 @@ def make_engine(name: str, **options: Any) -> Any:
         if opts:
             raise FlowError(f"the local engine takes no options (got {', '.join(sorted(opts))})")
         return LocalEngine()
-    from .plugins import load_group
-    from .problems import did_you_mean
 
     factories = load_group("perflow.engines")
     if name not in factories:

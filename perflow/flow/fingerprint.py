@@ -7,9 +7,9 @@ exchange:
 * DataFrames, Series, Indexes: :func:`pandas.util.hash_pandas_object` row
   hashes (vectorised) plus column names and dtypes;
 * numpy arrays: their bytes, dtype and shape;
-* PAGs: the digest of their tables (vertex table, metrics, trace tables,
-  communication edges, metric descriptions), computed once and kept on the
-  object (a PAG never changes), plus its ``attrs``;
+* PAGs: the digest of their tables (:meth:`perflow.PAG.content`: vertex
+  table, metrics, trace tables, communication edges, metric descriptions),
+  computed once per PAG object (a PAG never changes), plus its ``attrs``;
 * vertex and edge sets: their PAG's digest and their ids;
 * paths (:class:`os.PathLike`): the path and the **content** of the file, or
   of every file under a directory (names, sizes and a BLAKE2b hash of the
@@ -38,15 +38,23 @@ import hashlib
 import os
 import pickle
 import stat
+import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from ..errors import FormatError
+from ..pag.pag import PAG
+from ..pag.selection import Selection
+
 __all__ = ["fingerprint", "Unfingerprintable", "digest_of", "path_digest", "file_digest", "HashStore"]
 
-_PAG_ATTR = "_perflow_content_digest"
+#: the content digest of each PAG object (computed once: a PAG never changes)
+_PAG_DIGESTS: weakref.WeakKeyDictionary[PAG, str] = weakref.WeakKeyDictionary()
+_PAG_LOCK = threading.Lock()
 _SCALARS = (bool, int, float, complex, str, bytes)
 
 
@@ -126,7 +134,6 @@ def file_digest(path: str | os.PathLike[str]) -> tuple[str, bool]:
 
 
 def _loop(top: str, where: str, target: str) -> Exception:
-    from ..errors import FormatError
 
     return FormatError(
         top,
@@ -247,25 +254,16 @@ def path_digest(path: str | os.PathLike[str], store: HashStore | None = None) ->
     return digest_of(*parts)
 
 
-def _pag(pag: Any) -> str:
-    cached = pag.__dict__.get(_PAG_ATTR)
+def _pag(pag: PAG) -> str:
+    with _PAG_LOCK:
+        cached = _PAG_DIGESTS.get(pag)
     if cached is None:
-        parts = [
-            _frame(pag._vertices),
-            _frame(pag._metrics),
-            repr(sorted((k, repr(v)) for k, v in pag._metric_info.items())),
-        ]
-        tr = pag._trace
-        if tr is not None:
-            parts += [_frame(tr.intervals), _frame(tr.messages), _frame(tr.collectives)]
-            parts += [
-                fingerprint({int(k): np.asarray(v) for k, v in tr.comms.items()}),
-                repr(sorted(tr.comm_names.items())),
-            ]
-        if pag._comm is not None:
-            parts.append(_frame(pag._comm))
+        parts = []
+        for name, v in pag.content():
+            parts += [name, v if isinstance(v, str) else fingerprint(v)]
         cached = digest_of("PAG", *parts)
-        pag.__dict__[_PAG_ATTR] = cached
+        with _PAG_LOCK:
+            _PAG_DIGESTS[pag] = cached
     return digest_of(cached, fingerprint(pag.attrs))
 
 
@@ -307,9 +305,8 @@ def fingerprint(value: Any, *, paths: str = "content", store: HashStore | None =
     if isinstance(value, dict):
         items = sorted((fp(k), fp(v)) for k, v in value.items())
         return digest_of("dict", *(f"{k}={v}" for k, v in items))
-    cls = type(value).__name__
-    if cls == "PAG" and hasattr(value, "_vertices"):
+    if isinstance(value, PAG):
         return _pag(value)
-    if hasattr(value, "_pag") and hasattr(value, "_ids"):  # vertex / edge sets
-        return digest_of(cls, _pag(value._pag), _array(np.asarray(value._ids)), repr(getattr(value, "_ordered", None)))
+    if isinstance(value, Selection) and isinstance(value.pag, PAG):  # vertex / edge sets
+        return digest_of(type(value).__name__, _pag(value.pag), _array(np.asarray(value.ids)), repr(value.ordered))
     return _pickle(value)

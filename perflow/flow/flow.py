@@ -42,6 +42,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._atomic import write_text
 from ..errors import FlowError
 from .parts import (
     INPUT_PREFIX,
@@ -55,6 +56,8 @@ from .parts import (
     looks_like_refs,
     ref_text,
 )
+from .registry import get_pass
+from .types import resolve_type, type_label
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -117,8 +120,6 @@ class Flow:
         if isinstance(target, Flow):
             ports = list(target.inputs)
         else:
-            from .registry import get_pass
-
             try:  # code that builds a flow in Python may import; running it still needs allow_import
                 spec = get_pass(target, allow_import=True)
             except Exception:  # unknown pass: validate() reports it
@@ -148,8 +149,6 @@ class Flow:
         if name in self.inputs:
             raise FlowError(f"flow {self.name!r} already has an input {name!r}")
         if isinstance(type, str):
-            from .types import resolve_type
-
             type = resolve_type(type)  # noqa: A001
         self.inputs[name] = FlowInput(name, type, doc, default)
         self.origin = None
@@ -309,7 +308,6 @@ class Flow:
 
     def save(self, path: Any) -> None:
         """Write the flow as YAML to ``path`` (atomically)."""
-        from .._atomic import write_text
 
         write_text(path, self.to_yaml())
 
@@ -374,7 +372,6 @@ class Flow:
         )
 
     def _repr_html_(self) -> str:
-        from .types import type_label
 
         e = html.escape
         rows = []

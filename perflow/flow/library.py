@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .plugins import load_group
+
 __all__ = ["flow_names", "find_flow", "flow_path", "describe_flows", "libraries"]
 
 
 def libraries() -> list[Any]:
     """The flow libraries, perflow's own first."""
-    from .plugins import load_group
 
     return list(load_group("perflow.flows").values())
 

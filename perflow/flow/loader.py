@@ -19,6 +19,9 @@ from typing import Any
 
 from ..errors import FlowError
 from .flow import Flow
+from .library import find_flow, flow_names
+from .problems import did_you_mean
+from .yaml_io import MAX_FLOW_BYTES, loads
 
 __all__ = ["load_flow", "resolve_flow_ref", "flow_from_python"]
 
@@ -53,7 +56,6 @@ def _import_file(path: Path) -> Flow:
 
 
 def _read_file(path: Path, *, allow_import: bool, validate: bool) -> Flow:
-    from .yaml_io import loads
 
     if path.suffix == ".py":
         f = _import_file(path)
@@ -61,7 +63,6 @@ def _read_file(path: Path, *, allow_import: bool, validate: bool) -> Flow:
         if validate:
             f.validate(allow_import=allow_import)
         return f
-    from .yaml_io import MAX_FLOW_BYTES
 
     with open(path, "rb") as fh:
         data = fh.read(MAX_FLOW_BYTES + 1)  # never more: the parser refuses longer flows anyway
@@ -106,7 +107,6 @@ def load_flow(flow: str | os.PathLike[str] | Flow, *, allow_import: bool = False
     if p.is_file():
         f = _read_file(p, allow_import=allow_import, validate=validate)
         return f
-    from .library import find_flow, flow_names
 
     name = str(flow)
     if name in flow_names():
@@ -114,7 +114,6 @@ def load_flow(flow: str | os.PathLike[str] | Flow, *, allow_import: bool = False
         if validate:
             f.validate(allow_import=allow_import)
         return f
-    from .problems import did_you_mean
 
     hint = did_you_mean(name, flow_names())
     raise FileNotFoundError(f"{name}: no such flow file, and no shipped flow of that name{hint} (see `perflow flows`)")
@@ -143,12 +142,10 @@ def resolve_flow_ref(text: str, base_dir: str, *, allow_import: bool = False) ->
             f.origin = text
             _CACHE[key] = f
         return _CACHE[key]
-    from .library import find_flow, flow_names
 
     if text in flow_names():
         f = find_flow(text)
         f.origin = text
         return f
-    from .problems import did_you_mean
 
     raise FileNotFoundError(f"unknown flow {text!r}{did_you_mean(text, flow_names())}: not a shipped flow nor a file")

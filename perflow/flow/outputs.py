@@ -41,12 +41,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.units import column_labels
+from perflow.units import column_labels, column_units, format_column
 
-from .._atomic import atomic_path, write_text
+from .. import progress
+from .._atomic import all_or_nothing, atomic_path, write_bytes, write_text
 from .._json import json_default
+from ..pag.pag import PAG
+from .registry import get_pass
+from .terminal import fit_table, fit_text
 
-__all__ = ["write_value", "write_outputs", "write_index", "as_text", "text_suffix", "fit_width", "SMALL_TABLE_ROWS"]
+__all__ = [
+    "write_value",
+    "write_outputs",
+    "write_index",
+    "run_page",
+    "input_pag",
+    "as_text",
+    "text_suffix",
+    "fit_width",
+    "SMALL_TABLE_ROWS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +96,7 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
-    if type(value).__name__ == "PAG" and hasattr(value, "save"):
+    if isinstance(value, PAG):
         return Path(value.save(d / f"{safe}.pag"))
     frame = _frame(value)
     if frame is not None:
@@ -96,8 +110,6 @@ def write_value(value: Any, directory: str | os.PathLike[str], name: str) -> Pat
     if callable(getattr(value, "write_file", None)):  # an object that writes itself (atomically), e.g. a .cubex
         return Path(value.write_file(d / safe))
     if hasattr(value, "savefig"):
-        from .. import progress
-
         p = d / f"{safe}.png"
         with progress.task(f"rendering {p.name}"), atomic_path(p) as tmp:
             value.savefig(tmp, dpi=FIGURE_DPI, bbox_inches="tight")
@@ -133,7 +145,6 @@ def _figures_to_files(text: str, directory: Path, folder: str) -> str:
         count += 1
         name = _figure_name(count, m.group(1))
         (directory / folder).mkdir(parents=True, exist_ok=True)
-        from .._atomic import write_bytes
 
         write_bytes(directory / folder / name, base64.b64decode(m.group(2)))
         return f"![{m.group(1)}]({folder}/{name})"
@@ -156,6 +167,27 @@ def _figures_as_names(text: str, files: list[Path] | None) -> str:
     return _DATA_PNG.sub(name, text)
 
 
+def input_pag(result: Any) -> Any:
+    """The first PAG among a run's inputs (shown as the page's call tree and timeline), if any."""
+    return next((v for v in getattr(result, "inputs", {}).values() if isinstance(v, PAG)), None)
+
+
+def run_page(
+    values: dict[str, Any],
+    pag: Any = None,
+    steps: pd.DataFrame | None = None,
+    *,
+    title: str = "perflow report",
+    subtitle: str = "",
+    findings: pd.DataFrame | None = None,
+    folder: str | None = None,
+) -> str:
+    """The self-contained HTML page of a run, the one assembly every engine and command uses (``report_page``)."""
+
+    page = get_pass("report_page")(dict(values), pag, steps, findings, title=title, subtitle=subtitle, folder=folder)
+    return str(page)
+
+
 def write_index(
     values: dict[str, Any],
     directory: str | os.PathLike[str],
@@ -166,14 +198,11 @@ def write_index(
     pag: Any = None,
     findings: pd.DataFrame | None = None,
 ) -> Path:
-    """Write ``directory/index.html``: the self-contained page of a run (the ``report_page`` pass)."""
-    from .registry import get_pass
-
+    """Write ``directory/index.html``: the self-contained page of a run (:func:`run_page`)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     p = d / "index.html"
-    page = get_pass("report_page")(values, pag, steps, findings, title=title, subtitle=subtitle, folder=str(d))
-    write_text(p, page)
+    write_text(p, run_page(values, pag, steps, title=title, subtitle=subtitle, findings=findings, folder=str(d)))
     log.debug("wrote %s", p)
     return p
 
@@ -188,7 +217,6 @@ def write_outputs(
     (the ``findings`` pass's table, computed here when not given) is written as
     ``findings.csv`` (unless an output has that name) and opens the page.
     """
-    from .._atomic import all_or_nothing
 
     with all_or_nothing():
         return _write_all(result, directory, index=index, findings=findings)
@@ -199,12 +227,8 @@ def _write_all(
 ) -> dict[str, Path]:
     paths = {name: write_value(v, directory, name) for name, v in result.outputs.items()}
     if index:
-        from perflow.pag.pag import PAG
-
-        pag = next((v for v in getattr(result, "inputs", {}).values() if isinstance(v, PAG)), None)
+        pag = input_pag(result)
         if findings is None:
-            from .registry import get_pass
-
             findings = get_pass("findings")(result.outputs, pag)
         if "findings" not in result.outputs and findings is not None and len(findings):
             paths["findings"] = write_value(findings, directory, "findings")
@@ -231,16 +255,12 @@ def fit_width(text: str, width: int | None = None) -> str:
     See :mod:`perflow.flow.terminal`: long call paths are shortened in the middle, then a table
     still too wide is wrapped into parts that repeat the columns naming each row.
     """
-    from .terminal import fit_text
 
     return fit_text(text, width or terminal_width())
 
 
 def _frame_text(frame: pd.DataFrame | pd.Series, width: int) -> str:
     """A table as aligned text: numbers formatted with their units, fitted to ``width`` (no column lost)."""
-    from perflow.units import column_units, format_column
-
-    from .terminal import fit_table
 
     if isinstance(frame, pd.Series):
         frame = frame.to_frame()

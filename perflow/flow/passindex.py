@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .plugins import entry_points
+from .registry import _REGISTRY
+from .types import type_label
+
 __all__ = ["PassInfo", "info_of", "record_of", "from_record", "render", "builtin_index_path", "main"]
 
 
@@ -54,7 +58,6 @@ class PassInfo:
 
 def info_of(spec: Any) -> PassInfo:
     """The :class:`PassInfo` of a registered :class:`~perflow.flow.registry.PassSpec`."""
-    from .types import type_label
 
     return PassInfo(
         name=spec.name,
@@ -117,7 +120,6 @@ def render(specs: Mapping[str, Any]) -> str:
 
 def library(name: str = "builtin") -> Any:
     """A pass library by its entry-point name in ``perflow.passes`` (perflow's own is ``builtin``)."""
-    from .plugins import entry_points
 
     for ep in entry_points("perflow.passes"):
         if ep.name == name:
@@ -132,7 +134,6 @@ def builtin_index_path(name: str = "builtin") -> Path:
 
 def builtin_text(name: str = "builtin") -> str:
     """The index of a library's passes as it should read now (imports every pass module of it)."""
-    from .registry import _REGISTRY
 
     lib = library(name)
     lib.load_all()

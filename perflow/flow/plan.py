@@ -5,37 +5,158 @@ one scheduler loop runs everything and independent steps of different
 sub-flows overlap. Identical cacheable tasks (same pass, version, settings
 and inputs) are merged, so each result is computed once per run.
 
-A task's inputs are :data:`Source` tuples: ``("input", name)`` for a flow
-input, ``("task", index, output)`` for another task's output and
-``("const", value)`` for a default, and ``("list", sources)`` or
-``("dict", ((key, source), ...))`` for an input fed by several references.
+Where a task's input comes from is a :data:`Source`, one small class per
+kind: :class:`FromInput` (a flow input), :class:`FromTask` (another task's
+output), :class:`Const` (a default), and :class:`ListOf` / :class:`DictOf`
+(an input fed by several references). Each answers the questions the planner
+and the scheduler ask (which tasks it reads, its value in a run, its
+signature for merging identical tasks, its part of a cache key) itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import FlowError
+from .fingerprint import Unfingerprintable, digest_of, fingerprint
 from .flow import MISSING, Flow, FlowInput, Ref
 from .registry import PassSpec
 from .types import coerce_value
-from .validate import Analysis, validate
+from .validate import FlowCheck, validate
 
-__all__ = ["Task", "Plan", "compile_flow", "select_outputs", "Source"]
+__all__ = [
+    "Task",
+    "Plan",
+    "compile_flow",
+    "select_outputs",
+    "Source",
+    "FromInput",
+    "FromTask",
+    "Const",
+    "ListOf",
+    "DictOf",
+    "Values",
+]
 
-Source = tuple  # ("input", name) | ("task", index, output) | ("const", value) | ("list", (src, ...)) | ("dict", ((k, src), ...))
+
+class Values(Protocol):
+    """What a source reads its value from (:meth:`get`): the flow inputs and the outputs of finished tasks."""
+
+    values: Mapping[str, Any]
+    data: Mapping[int, Mapping[str, Any]]
+
+
+#: ``part(source)``: a cache-key part of a leaf source (a flow input or a constant), or None (not cacheable)
+LeafKey = Callable[["FromInput | Const"], "str | None"]
+
+
+@dataclass(frozen=True)
+class FromInput:
+    """A flow input, by name."""
+
+    name: str
+
+    def tasks(self) -> set[int]:
+        return set()
+
+    def get(self, run: Values) -> Any:
+        return run.values[self.name]
+
+    def signature(self) -> Any:
+        return self
+
+    def key(self, task_key: Callable[[int], str | None], leaf: LeafKey) -> str | None:
+        return leaf(self)
+
+
+@dataclass(frozen=True)
+class FromTask:
+    """Output ``output`` of task ``task``."""
+
+    task: int
+    output: str
+
+    def tasks(self) -> set[int]:
+        return {self.task}
+
+    def get(self, run: Values) -> Any:
+        return run.data[self.task][self.output]
+
+    def signature(self) -> Any:
+        return self
+
+    def key(self, task_key: Callable[[int], str | None], leaf: LeafKey) -> str | None:
+        k = task_key(self.task)
+        return None if k is None else f"task:{k}:{self.output}"
+
+
+@dataclass(frozen=True, eq=False)
+class Const:
+    """A value fixed when the flow was compiled (a port's default)."""
+
+    value: Any
+
+    def tasks(self) -> set[int]:
+        return set()
+
+    def get(self, run: Values) -> Any:
+        return self.value
+
+    def signature(self) -> Any:
+        return ("const", fingerprint(self.value, paths="name"))
+
+    def key(self, task_key: Callable[[int], str | None], leaf: LeafKey) -> str | None:
+        return leaf(self)
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A list input: one value per source."""
+
+    items: tuple[Source, ...]
+
+    def tasks(self) -> set[int]:
+        return set().union(*(s.tasks() for s in self.items))
+
+    def get(self, run: Values) -> Any:
+        return [s.get(run) for s in self.items]
+
+    def signature(self) -> Any:
+        return ("list", tuple(s.signature() for s in self.items))
+
+    def key(self, task_key: Callable[[int], str | None], leaf: LeafKey) -> str | None:
+        parts = [(str(k), s.key(task_key, leaf)) for k, s in enumerate(self.items)]
+        return None if any(p is None for _, p in parts) else digest_of("list", *(f"{k}={p}" for k, p in parts))
+
+
+@dataclass(frozen=True)
+class DictOf:
+    """A dict input: one value per key."""
+
+    items: tuple[tuple[str, Source], ...]
+
+    def tasks(self) -> set[int]:
+        return set().union(*(s.tasks() for _, s in self.items))
+
+    def get(self, run: Values) -> Any:
+        return {k: s.get(run) for k, s in self.items}
+
+    def signature(self) -> Any:
+        return ("dict", tuple((k, s.signature()) for k, s in self.items))
+
+    def key(self, task_key: Callable[[int], str | None], leaf: LeafKey) -> str | None:
+        parts = [(str(k), s.key(task_key, leaf)) for k, s in self.items]
+        return None if any(p is None for _, p in parts) else digest_of("dict", *(f"{k}={p}" for k, p in parts))
+
+
+Source = FromInput | FromTask | Const | ListOf | DictOf
 
 
 def source_tasks(src: Source) -> set[int]:
     """Indices of the tasks a source reads."""
-    if src[0] == "task":
-        return {src[1]}
-    if src[0] == "list":
-        return set().union(*(source_tasks(s) for s in src[1]))
-    if src[0] == "dict":
-        return set().union(*(source_tasks(s) for _, s in src[1]))
-    return set()
+    return src.tasks()
 
 
 @dataclass
@@ -73,31 +194,18 @@ class _Builder:
         self.tasks: list[Task] = []
         self.signatures: dict[tuple, int] = {}
 
-    def source_sig(self, src: Source) -> tuple:
-        if src[0] == "const":
-            from .fingerprint import fingerprint
-
-            return ("const", fingerprint(src[1], paths="name"))
-        if src[0] == "list":
-            return ("list", tuple(self.source_sig(s) for s in src[1]))
-        if src[0] == "dict":
-            return ("dict", tuple((k, self.source_sig(s)) for k, s in src[1]))
-        return src
-
     def add(self, key: str, spec: PassSpec, args: list[tuple[str, Source]], settings: dict[str, Any]) -> int:
         t = Task(len(self.tasks), key, spec, args, settings, tuple(p.name for p in spec.outputs))
-        t.deps = set().union(*(source_tasks(s) for _, s in args))
+        t.deps = set().union(*(s.tasks() for _, s in args))
         self.tasks.append(t)
         if spec.cacheable:
-            from .fingerprint import Unfingerprintable, fingerprint
-
             try:
                 sig = (
                     spec.name,
                     spec.version,
                     id(spec.func),
                     tuple(sorted((k, fingerprint(v, paths="name")) for k, v in settings.items())),
-                    tuple((n, self.source_sig(s)) for n, s in args),
+                    tuple((n, s.signature()) for n, s in args),
                 )
             except Unfingerprintable:
                 return t.index
@@ -107,15 +215,15 @@ class _Builder:
                 self.signatures[sig] = t.index
         return t.index
 
-    def flow(self, an: Analysis, prefix: str, inputs: dict[str, Source]) -> dict[str, Source]:
+    def flow(self, an: FlowCheck, prefix: str, inputs: dict[str, Source]) -> dict[str, Source]:
         f = an.flow
         produced: dict[str, dict[str, Source]] = {}
 
         def resolve(text: Any) -> Source:
             if isinstance(text, list):
-                return ("list", tuple(resolve(v) for v in text))
+                return ListOf(tuple(resolve(v) for v in text))
             if isinstance(text, dict):
-                return ("dict", tuple((k, resolve(v)) for k, v in text.items()))
+                return DictOf(tuple((k, resolve(v)) for k, v in text.items()))
             r = Ref.parse(text)
             if r.is_input:
                 return inputs[r.name]
@@ -131,7 +239,7 @@ class _Builder:
                     if p.name in step.inputs:
                         sub_inputs[p.name] = resolve(step.inputs[p.name])
                     else:
-                        sub_inputs[p.name] = ("const", coerce_value(p.default, p.type))
+                        sub_inputs[p.name] = Const(coerce_value(p.default, p.type))
                 produced[name] = self.flow(node.sub, f"{key}/", sub_inputs)  # type: ignore[arg-type]
                 continue
             spec = node.spec
@@ -139,7 +247,7 @@ class _Builder:
             last = max(connected, default=-1)
             args: list[tuple[str, Source]] = []
             for p in spec.inputs[: last + 1]:
-                args.append((p.name, resolve(step.inputs[p.name]) if p.name in step.inputs else ("const", p.default)))
+                args.append((p.name, resolve(step.inputs[p.name]) if p.name in step.inputs else Const(p.default)))
             given = an.settings.get(name, step.settings)  # its own settings, else the flow settings reaching it
             settings = {}
             for s in spec.settings:
@@ -149,7 +257,7 @@ class _Builder:
                     settings[s.name] = s.default
             idx = self.add(key, spec, args, settings)
             target = self.tasks[idx].same_as if self.tasks[idx].same_as is not None else idx
-            produced[name] = {o: ("task", target, o) for o in self.tasks[idx].outputs}
+            produced[name] = {o: FromTask(target, o) for o in self.tasks[idx].outputs}
         return {name: resolve(text) for name, text in an.outputs.items()}
 
 
@@ -157,7 +265,7 @@ def compile_flow(flow: Flow, *, allow_import: bool = False) -> Plan:
     """Validate ``flow`` and flatten it into a :class:`Plan`."""
     an = validate(flow, allow_import=allow_import)
     b = _Builder()
-    outputs = b.flow(an, "", {name: ("input", name) for name in flow.inputs})
+    outputs = b.flow(an, "", {name: FromInput(name) for name in flow.inputs})
     if not b.tasks:
         raise FlowError(f"flow {flow.name!r} has no steps to run")
     return Plan(flow, b.tasks, dict(flow.inputs), outputs)
@@ -169,7 +277,7 @@ def select_outputs(plan: Plan, names: list[str]) -> Plan:
     if unknown:
         raise FlowError(f"flow {plan.flow.name!r} has no output {', '.join(map(repr, unknown))}")
     outputs = {n: plan.outputs[n] for n in plan.outputs if n in names}
-    todo = set().union(*(source_tasks(s) for s in outputs.values())) if outputs else set()
+    todo = set().union(*(s.tasks() for s in outputs.values())) if outputs else set()
     needed: set[int] = set()
     while todo:
         i = todo.pop()
@@ -187,8 +295,8 @@ def output_types(plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, src in plan.outputs.items():
         tp: Any = Any
-        if src[0] == "task":
-            port = next((p for p in plan.tasks[src[1]].spec.outputs if p.name == src[2]), None)
+        if isinstance(src, FromTask):
+            port = next((p for p in plan.tasks[src.task].spec.outputs if p.name == src.output), None)
             tp = port.type if port is not None else Any
         out[name] = tp
     return out

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_origin
 
 from ..errors import PassError
+from .plugins import load_group
 
 __all__ = [
     "pass_",
@@ -53,6 +54,7 @@ __all__ = [
     "is_compatible",
     "load_builtin_passes",
     "pass_infos",
+    "library_hook",
 ]
 
 log = logging.getLogger(__name__)
@@ -310,8 +312,6 @@ def load_builtin_passes() -> None:
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
-    from .plugins import load_group
-
     loaded = load_group("perflow.passes")
     if not loaded:  # pragma: no cover - a broken install (no package metadata)
         log.warning("no pass library found in the entry-point group 'perflow.passes'; is perflow installed?")
@@ -329,6 +329,22 @@ def load_builtin_passes() -> None:
                 _LAZY.setdefault(name, rec)
         elif callable(obj) and not isinstance(obj, type) and not hasattr(obj, "__perflow_pass__"):
             pass_(obj, name=ep_name)
+
+
+def library_hook(name: str) -> Callable[..., Any] | None:
+    """The function ``name`` of the first pass library that provides one (perflow's own first), else None.
+
+    Pass libraries may provide hooks the framework calls without naming a
+    pass: ``page(values, pag, steps, *, title, subtitle) -> str`` (the HTML
+    page of a run, :func:`perflow.flow.outputs.run_page`) and
+    ``fragment(value, *, name, max_rows) -> str`` (one value as HTML for a
+    notebook). perflow's own library (:mod:`perflow.passes`) provides both.
+    """
+    for obj in load_group("perflow.passes").values():
+        fn = getattr(obj, name, None) if isinstance(obj, types.ModuleType) else None
+        if callable(fn):
+            return fn  # type: ignore[no-any-return]
+    return None
 
 
 def _load_lazy(name: str) -> PassSpec | None:
@@ -407,11 +423,9 @@ def all_passes() -> dict[str, PassSpec]:
 
 def pass_infos() -> dict[str, Any]:
     """Every pass by name, as :class:`~perflow.flow.passindex.PassInfo`, without importing pass modules."""
-    from .passindex import from_record, info_of
-
     load_builtin_passes()
-    out = {name: from_record(name, rec) for name, rec in _LAZY.items() if name not in _REGISTRY}
-    out.update({name: info_of(spec) for name, spec in _REGISTRY.items()})
+    out = {name: passindex.from_record(name, rec) for name, rec in _LAZY.items() if name not in _REGISTRY}
+    out.update({name: passindex.info_of(spec) for name, spec in _REGISTRY.items()})
     return dict(sorted(out.items()))
 
 
@@ -436,12 +450,10 @@ def is_compatible(produced: Any, expected: Any) -> bool:
         return True
     exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
     prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
-    from .types import real_class
-
     for pa in prod_args:
         ok = False
         for ea in exp_args:
-            pe, ee = real_class(get_origin(pa) or pa), real_class(get_origin(ea) or ea)
+            pe, ee = flowtypes.real_class(get_origin(pa) or pa), flowtypes.real_class(get_origin(ea) or ea)
             if ee is Any or pe is Any:
                 ok = True
             elif isinstance(pe, type) and isinstance(ee, type):
@@ -490,3 +502,10 @@ def check_value(value: Any, tp: Any) -> bool:
     if isinstance(tp, type):
         return isinstance(value, tp)
     return True
+
+
+# The pass index and the flow types build on the registry (they import it at
+# their top): the modules, not their names, are imported here, last, so that
+# either can be imported first.
+from . import passindex  # noqa: E402
+from . import types as flowtypes  # noqa: E402

@@ -8,8 +8,13 @@ from typing import Any
 
 import pandas as pd
 
+from perflow.pag.pag import PAG
+
+from .._atomic import write_text
 from ..errors import FlowError, StepError
+from .outputs import write_outputs
 from .problems import did_you_mean
+from .registry import get_pass
 
 __all__ = ["FlowResult"]
 
@@ -127,24 +132,17 @@ class FlowResult:
 
         Returns the paths by output name (``"index"``: the page of the run).
         """
-        from .outputs import write_outputs
 
         return write_outputs(self, directory, index=index)
 
     def to_html(self, path: Any = None) -> str:
         """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
 
-        from perflow.pag.pag import PAG
-
-        from .registry import get_pass
-
         pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
         page = get_pass("report_page")(
             self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
         )
         if path is not None:
-            from .._atomic import write_text
-
             write_text(path, page)
         return page
 
@@ -206,6 +204,5 @@ INLINE_ROWS = 20
 
 def _inline(value: Any, name: str) -> str:
     """One output as an HTML fragment for a notebook (the ``output_html`` pass of the pass library)."""
-    from .registry import get_pass
 
     return str(get_pass("output_html")(value, name=name, max_rows=INLINE_ROWS))

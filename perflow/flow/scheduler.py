@@ -2,10 +2,13 @@
 
 State is plain dicts and sets. A task becomes *ready* as soon as its last
 input is available (there is no level-by-level barrier) and is handed to the
-executor: a thread pool (most passes spend their time in numpy and pandas,
-which release the GIL) or, with ``jobs=1`` (or whenever a task is the only one that can
-run), a synchronous executor that runs it at once in the calling thread. Either way the result comes back through
-the same queue and the same loop handles it:
+executor, which the caller may hand in as Dask's ``get_async`` takes
+``submit``: ``execute(..., submit=fn)`` with ``fn(callable, *args)`` running
+the call somewhere (by default, a pool of ``jobs`` threads: most passes spend
+their time in numpy and pandas, which release the GIL). With ``jobs=1``, or
+whenever a task is the only one that can run, it runs at once in the calling
+thread. Either way the result comes back through the same queue and the same
+loop handles it:
 
 * its outputs are stored and every waiting consumer's count drops; consumers
   with nothing left to wait for become ready;
@@ -33,13 +36,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from .. import progress
 from ..errors import PassError, StepError
 from .cache import Cache, task_key
-from .fingerprint import Unfingerprintable, digest_of, fingerprint
-from .plan import Plan, Task
-from .types import describe_value, shallow_check
+from .fingerprint import Unfingerprintable, fingerprint
+from .plan import Const, FromInput, FromTask, Plan, Task
+from .types import describe_value, shallow_check, type_label
 
-__all__ = ["execute", "StepEvent", "STATUSES"]
+__all__ = ["execute", "StepEvent", "STATUSES", "Submit"]
+
+#: ``submit(fn, *args)``: run ``fn(*args)`` somewhere (a thread, a process pool's worker, ...); the return value
+#: is not used (the task reports back on the run's queue)
+Submit = Callable[..., Any]
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +69,6 @@ class StepEvent:
     error: BaseException | None = None
 
 
-class _Synchronous:
-    """An executor that runs each task at once in the calling thread."""
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        fn(*args)
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
-
-
 def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict[str, Any]:
     spec = task.spec
     res = spec.func(*args, **settings)
@@ -83,8 +81,6 @@ def _call_pass(task: Task, args: list[Any], settings: Mapping[str, Any]) -> dict
         outs = {task.outputs[0]: res}
     for p in spec.outputs:
         if not shallow_check(outs[p.name], p.type):
-            from .types import type_label
-
             raise PassError(
                 f"pass {spec.name!r} returned {type(outs[p.name]).__name__} for output {p.name!r}, "
                 f"declared as {type_label(p.type)}"
@@ -103,9 +99,17 @@ def _cacheable(t: Task) -> bool:
 
 class _Run:
     def __init__(
-        self, plan: Plan, values: Mapping[str, Any], jobs: int, cache: Cache | None, hooks: Sequence[Any], keep: bool
+        self,
+        plan: Plan,
+        values: Mapping[str, Any],
+        jobs: int,
+        cache: Cache | None,
+        hooks: Sequence[Any],
+        keep: bool,
+        submit: Submit | None = None,
     ) -> None:
         self.plan, self.values, self.jobs, self.cache, self.hooks, self.keep = plan, values, jobs, cache, hooks, keep
+        self._submit, self._pool = submit, None
         self.tasks = plan.tasks
         skip = getattr(plan, "skip", frozenset())  # tasks no selected output needs
         self.active = [t.index for t in self.tasks if t.same_as is None and t.index not in skip]
@@ -123,23 +127,16 @@ class _Run:
         self.outputs: dict[str, Any] = {}
         self.out_of: dict[int, list[tuple[str, str]]] = {}
         for name, src in plan.outputs.items():
-            if src[0] == "task":
-                self.out_of.setdefault(src[1], []).append((name, src[2]))
+            if isinstance(src, FromTask):
+                self.out_of.setdefault(src.task, []).append((name, src.output))
             else:
-                self.outputs[name] = self.value(src)
-
-    # ---------------------------------------------------------------- helpers
-    def value(self, src: tuple) -> Any:
-        kind = src[0]
-        if kind == "task":
-            return self.data[src[1]][src[2]]
-        if kind == "input":
-            return self.values[src[1]]
-        if kind == "list":
-            return [self.value(s) for s in src[1]]
-        if kind == "dict":
-            return {k: self.value(s) for k, s in src[1]}
-        return src[1]
+                self.outputs[name] = src.get(self)
+        # the loop's state (see run)
+        self.consumers: dict[int, list[int]] = {}
+        self.waits: dict[int, set[int]] = {}
+        self.refs: dict[int, int] = {}
+        self.ready: list[int] = []
+        self.running = 0
 
     def hook(self, method: str, *args: Any) -> None:
         for h in self.hooks:
@@ -165,23 +162,14 @@ class _Run:
     def static_keys(self) -> None:
         fps: dict[str, str | None] = {}
 
-        def input_fp(src: tuple) -> str | None:
-            if src[0] == "task":
-                k = self.keys.get(src[1])
-                return None if k is None else f"task:{k}:{src[2]}"
-            if src[0] in ("list", "dict"):
-                items = src[1] if src[0] == "dict" else enumerate(src[1])
-                parts = [(str(k), input_fp(s)) for k, s in items]
-                if any(fp is None for _, fp in parts):
-                    return None
-                return digest_of(src[0], *(f"{k}={fp}" for k, fp in parts))
-            name = f"{src[0]}:{src[1]!r}" if src[0] == "input" else None
+        def leaf(src: FromInput | Const) -> str | None:
+            name = src.name if isinstance(src, FromInput) else None
             if name is not None and name in fps:
                 return fps[name]
             try:
-                fp = self.fp(self.value(src))
+                fp = self.fp(src.get(self))
             except Unfingerprintable as exc:
-                log.info("not caching steps that read %s: %s", src[1] if src[0] == "input" else "a default", exc)
+                log.info("not caching steps that read %s: %s", name or "a default", exc)
                 fp = None
             if name is not None:
                 fps[name] = fp
@@ -192,7 +180,7 @@ class _Run:
             self.keys[i] = None
             if not _cacheable(t):
                 continue
-            ins = {n: input_fp(s) for n, s in t.args}
+            ins = {n: s.key(self.keys.get, leaf) for n, s in t.args}
             if any(v is None for v in ins.values()):
                 continue
             try:
@@ -204,8 +192,8 @@ class _Run:
     def dynamic_key(self, t: Task, args: list[Any]) -> str | None:
         ins = {}
         for (n, s), v in zip(t.args, args):
-            k = self.keys.get(s[1]) if s[0] == "task" else None
-            ins[n] = f"task:{k}:{s[2]}" if k else self.fp(v)
+            k = self.keys.get(s.task) if isinstance(s, FromTask) else None
+            ins[n] = f"task:{k}:{s.output}" if k else self.fp(v)  # type: ignore[union-attr]
         return task_key(t.spec.name, t.spec.version, {k: self.fp(v) for k, v in t.settings.items()}, ins, t.outputs)
 
     # ---------------------------------------------------------------- worker side
@@ -245,90 +233,113 @@ class _Run:
 
     # ---------------------------------------------------------------- the loop
     def run(self) -> None:
+        """Run the plan: what must run, then start ready tasks and handle finished ones until none is left."""
+        self.prepare(self.needed())
+        try:
+            while self.ready or self.running:
+                self.start_ready()
+                self.finish(*self.q.get())
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+        self.data.clear()
+
+    def needed(self) -> set[int]:
+        """The tasks that must run or be loaded: all, or with a cache those not covered by cached results."""
         tasks = self.tasks
-        consumers: dict[int, list[int]] = {i: [] for i in self.active}
+        self.consumers = {i: [] for i in self.active}
         for i in self.active:
             for d in sorted(tasks[i].deps):
-                consumers[d].append(i)
-        needed = set(self.active)
-        if self.cache is not None:
-            self.static_keys()
-            # whole entries only: a damaged one is dropped now and computed, not found missing when loaded
-            hit = {i for i in self.active if self.keys[i] is not None and self.cache.check(self.keys[i])}
-            needed = set()
-            for i in reversed(self.active):
-                t = tasks[i]
-                if (
-                    self.keep
-                    or not _cacheable(t)
-                    or i in self.out_of
-                    or any(c in needed and c not in hit for c in consumers[i])
-                ):
-                    needed.add(i)
-            self.load = hit & needed
-            for i in self.active:
-                if i not in needed:
-                    self.status[i] = "unneeded"
+                self.consumers[d].append(i)
+        if self.cache is None:
+            return set(self.active)
+        self.static_keys()
+        # whole entries only: a damaged one is dropped now and computed, not found missing when loaded
+        hit = {i for i in self.active if self.keys[i] is not None and self.cache.check(self.keys[i])}
+        needed: set[int] = set()
+        for i in reversed(self.active):
+            t = tasks[i]
+            if (
+                self.keep
+                or not _cacheable(t)
+                or i in self.out_of
+                or any(c in needed and c not in hit for c in self.consumers[i])
+            ):
+                needed.add(i)
+        self.load = hit & needed
+        for i in self.active:
+            if i not in needed:
+                self.status[i] = "unneeded"
+        return needed
+
+    def prepare(self, needed: set[int]) -> None:
+        """What each task waits for, who consumes it, how many consumers hold it; the first ready tasks."""
         run_set = [i for i in self.active if i in needed]
-        waits = {i: (set() if i in self.load else set(tasks[i].deps)) for i in run_set}
-        consumers = {i: [c for c in consumers[i] if c in needed and c not in self.load] for i in run_set}
-        refs = {i: len(consumers[i]) for i in run_set}
+        self.waits = {i: (set() if i in self.load else set(self.tasks[i].deps)) for i in run_set}
+        self.consumers = {i: [c for c in self.consumers[i] if c in needed and c not in self.load] for i in run_set}
+        self.refs = {i: len(self.consumers[i]) for i in run_set}
         self.number = {i: n + 1 for n, i in enumerate(run_set)}
-        ready = [i for i in run_set if not waits[i]]
-        heapq.heapify(ready)
-        running = 0
-        inline = _Synchronous()
-        pool: Any = None
-        try:
-            while ready or running:
-                while ready and running < self.jobs:
-                    i = heapq.heappop(ready)
-                    t = tasks[i]
-                    args = [] if i in self.load else [self.value(s) for _, s in t.args]
-                    self.hook("before_step", self.event(i))
-                    running += 1
-                    dynamic = self.cache is not None and _cacheable(t) and self.keys.get(i) is None
-                    if self.jobs == 1 or (running == 1 and not ready):
-                        # jobs=1, or the only task that can run now: nothing else could finish meanwhile, so
-                        # running it here costs no concurrency (and no thread hand-off)
-                        inline.submit(self.work, i, args, self.keys.get(i), dynamic)
-                    else:
-                        if pool is None:
-                            pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow")
-                        # each step runs in a copy of this context (the current engine, ...)
-                        pool.submit(contextvars.copy_context().run, self.work, i, args, self.keys.get(i), dynamic)
-                    del args
-                i, outs, err, status, key, start, end = self.q.get()
-                running -= 1
-                self.times[i] = (start, end)
-                self.keys[i] = key
-                if err is None:
-                    self.status[i] = status
-                    self.data[i] = outs
-                    for name, out in self.out_of.get(i, ()):
-                        self.outputs[name] = outs[out]
-                    if self.keep:
-                        self.kept[tasks[i].key] = outs
-                    for c in consumers[i]:
-                        waits[c].discard(i)
-                        if not waits[c] and c not in self.status:
-                            heapq.heappush(ready, c)
-                else:
-                    self.status[i] = "failed"
-                    self.errors[i] = err
-                    log.warning("%s", err)
-                    self.skip_downstream(i, consumers, refs)
-                del outs, err
-                self.hook("after_step", self.event(i, self.status[i], end - start, self.errors.get(i)))
-                if not refs.get(i):
-                    self.data.pop(i, None)
-                if i not in self.load:
-                    for d in tasks[i].deps:
-                        self.release(d, refs)
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        self.data.clear()
+        self.ready = [i for i in run_set if not self.waits[i]]
+        heapq.heapify(self.ready)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Hand a task to the executor: the one handed in, else a pool of ``jobs`` threads (made on first use)."""
+        if self._submit is not None:
+            self._submit(fn, *args)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="perflow")
+        self._pool.submit(fn, *args)
+
+    def start_ready(self) -> None:
+        """Start ready tasks, up to ``jobs`` at a time."""
+        while self.ready and self.running < self.jobs:
+            i = heapq.heappop(self.ready)
+            t = self.tasks[i]
+            args = [] if i in self.load else [s.get(self) for _, s in t.args]
+            self.hook("before_step", self.event(i))
+            self.running += 1
+            dynamic = self.cache is not None and _cacheable(t) and self.keys.get(i) is None
+            if self.jobs == 1 or (self.running == 1 and not self.ready):
+                # jobs=1, or the only task that can run now: nothing else could finish meanwhile, so
+                # running it here costs no concurrency (and no thread hand-off)
+                self.work(i, args, self.keys.get(i), dynamic)
+            else:  # each step runs in a copy of this context (the current engine, the write policy, ...)
+                self.submit(contextvars.copy_context().run, self.work, i, args, self.keys.get(i), dynamic)
+            del args
+
+    def finish(
+        self, i: int, outs: dict[str, Any] | None, err: StepError | None, status: str, key: str | None,
+        start: float, end: float,
+    ) -> None:  # fmt: skip
+        """Handle a finished task: keep its outputs and wake its consumers, or skip them after a failure."""
+        self.running -= 1
+        self.times[i] = (start, end)
+        self.keys[i] = key
+        if err is None:
+            assert outs is not None
+            self.status[i] = status
+            self.data[i] = outs
+            for name, out in self.out_of.get(i, ()):
+                self.outputs[name] = outs[out]
+            if self.keep:
+                self.kept[self.tasks[i].key] = outs
+            for c in self.consumers[i]:
+                self.waits[c].discard(i)
+                if not self.waits[c] and c not in self.status:
+                    heapq.heappush(self.ready, c)
+        else:
+            self.status[i] = "failed"
+            self.errors[i] = err
+            log.warning("%s", err)
+            self.skip_downstream(i, self.consumers, self.refs)
+        del outs, err
+        self.hook("after_step", self.event(i, self.status[i], end - start, self.errors.get(i)))
+        if not self.refs.get(i):
+            self.data.pop(i, None)
+        if i not in self.load:
+            for d in self.tasks[i].deps:
+                self.release(d, self.refs)
 
     def release(self, d: int, refs: dict[int, int]) -> None:
         if d in refs:
@@ -357,11 +368,13 @@ def execute(
     cache: Cache | None = None,
     hooks: Sequence[Any] = (),
     keep: bool = False,
+    submit: Submit | None = None,
 ) -> _Run:
-    """Run every task of ``plan`` with the flow input ``values``; return the finished run state."""
-    from .. import progress
+    """Run every task of ``plan`` with the flow input ``values``; return the finished run state.
 
-    r = _Run(plan, values, max(1, int(jobs)), cache, hooks, keep)
+    ``submit(fn, *args)`` runs a ready task elsewhere (see the module docstring); ``jobs`` tasks run at a time.
+    """
+    r = _Run(plan, values, max(1, int(jobs)), cache, hooks, keep, submit)
     r.hook("on_start", plan)
     with progress.task("running the flow", total=len(r.active), unit="step") as shown:
         r.hooks = [*r.hooks, _Shown(shown)]

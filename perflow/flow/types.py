@@ -30,6 +30,7 @@ from .registry import type_name
 __all__ = [
     "TYPE_NAMES",
     "Figure",
+    "PAGType",
     "lazy_class",
     "real_class",
     "resolve_type",
@@ -86,6 +87,8 @@ def real_class(tp: Any) -> Any:
 
 #: matplotlib's Figure, for annotations and port types (matplotlib is imported only to make a figure)
 Figure = lazy_class("matplotlib.figure:Figure")
+#: the PAG class (and its subclasses, an engine's PAGs), checked without importing pandas
+PAGType = lazy_class("perflow.pag.pag:PAG")
 
 #: name -> "module:attribute" (imported on first use) or a builtin type.
 TYPE_NAMES: dict[str, Any] = {
@@ -255,8 +258,8 @@ def describe_value(value: Any, limit: int = 80) -> str:
         return f"{type(value).__name__} ({shape[0]} rows x {shape[1]} columns)"
     if shape is not None:
         return f"{type(value).__name__} shape {tuple(shape)}"
-    if type(value).__name__ == "PAG":
-        return f"PAG ({getattr(value, 'n_vertices', '?')} vertices)"
+    if isinstance(value, PAGType):
+        return f"{type(value).__name__} ({value.n_vertices} vertices)"
     r = reprlib.Repr()
     r.maxstring = limit
     r.maxother = limit

@@ -14,7 +14,7 @@ that name; the step's own setting, or a nearer flow's flow setting, wins.
 Each flow setting must be a setting of some step, and its value must fit
 every step it reaches; the problem names the setting, the steps and the
 allowed values. The scheduler plans from the same analysis
-(:attr:`Analysis.settings`: each pass step's settings as given).
+(:attr:`FlowCheck.settings`: each pass step's settings as given).
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from typing import Any, get_args, get_origin
 from ..errors import ValidationError
 from ..pag.settings import SettingsError, settings_of
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
+from .loader import resolve_flow_ref
 from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
 from .registry import Port, Setting, check_value, get_pass, is_compatible
 from .types import coerce_value, shallow_check, type_label
-from .yaml_io import INVALID
+from .yaml_io import INVALID, source_dir
 
-__all__ = ["Node", "Analysis", "analyse", "find_problems", "validate", "Problem"]
+__all__ = ["Node", "FlowCheck", "analyse", "find_problems", "validate", "Problem"]
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class Node:
     settings: tuple[Setting, ...] = ()
     spec: Any = None  # PassSpec
     flow: Flow | None = None
-    sub: Analysis | None = None
+    sub: FlowCheck | None = None
 
     @property
     def what(self) -> str:
@@ -59,7 +60,7 @@ class Node:
 
 
 @dataclass
-class Analysis:
+class FlowCheck:
     """The result of :func:`analyse`: resolved steps, the flow's outputs, its problems."""
 
     flow: Flow
@@ -107,7 +108,7 @@ class _Checker:
         self.flow = flow
         self.allow_import = allow_import
         self.stack = stack + (id(flow),)
-        self.a = Analysis(flow)
+        self.a = FlowCheck(flow)
         #: the flow settings in force here: the enclosing flows', then this flow's own
         self.scope: dict[str, Any] = {**(inherited or {}), **flow.settings}
         self.bad_flow_settings: dict[str, list[tuple[str, str, str]]] = {}
@@ -124,9 +125,6 @@ class _Checker:
         if t is None:  # unreadable in the file; already reported
             return None
         if isinstance(t, str) and t.startswith("flow:"):
-            from .loader import resolve_flow_ref
-            from .yaml_io import source_dir
-
             try:
                 t = resolve_flow_ref(t[5:], source_dir(self.flow), allow_import=self.allow_import)
             except Exception as exc:  # missing file, refused import, unreadable flow
@@ -452,7 +450,7 @@ class _Checker:
                     path.pop()
         self.a.order = order if not seen_cycles else []
 
-    def run(self) -> Analysis:
+    def run(self) -> FlowCheck:
         f = self.flow
         self.a.problems.extend(f.load_problems)
         if any(p.message.startswith("invalid YAML") for p in f.load_problems):
@@ -489,7 +487,7 @@ class _Checker:
         return ({"inputs": 1, "settings": 1, "outputs": 3}.get(head, 0), 0)
 
 
-def analyse(flow: Flow, *, allow_import: bool = False, _stack: tuple[int, ...] = ()) -> Analysis:
+def analyse(flow: Flow, *, allow_import: bool = False, _stack: tuple[int, ...] = ()) -> FlowCheck:
     """Resolve and check ``flow``; the problems are in ``.problems`` (empty when valid)."""
     return _Checker(flow, allow_import, _stack).run()
 
@@ -499,7 +497,7 @@ def find_problems(flow: Flow, *, allow_import: bool = False) -> list[Problem]:
     return analyse(flow, allow_import=allow_import).problems
 
 
-def validate(flow: Flow, *, allow_import: bool = False) -> Analysis:
+def validate(flow: Flow, *, allow_import: bool = False) -> FlowCheck:
     """Check ``flow``; raise :class:`~perflow.errors.ValidationError` listing every problem."""
     a = analyse(flow, allow_import=allow_import)
     if a.problems:

@@ -12,6 +12,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from perflow.flow.loader import flow_from_python
+from perflow.flow.yaml_io import loads
+
 __all__ = ["FLOW_DIR", "names", "path", "find", "describe"]
 
 FLOW_DIR = Path(__file__).resolve().parent
@@ -42,8 +45,6 @@ def path(name: str) -> Path:
 
 def find(name: str) -> Any:
     """The shipped flow ``name`` as a :class:`perflow.Flow` (not validated)."""
-    from perflow.flow.loader import flow_from_python
-    from perflow.flow.yaml_io import loads
 
     p = path(name)
     if p.suffix == ".py":

@@ -16,8 +16,21 @@ engine uses to compute it where the data lives (see
 An analysis with a partitioned form and no ``compute`` is computed locally as
 ``finish(pag, combine([partial(whole PAG)]))``: the local form is the
 one-partition run of the partitioned one. A partitioned form that needs
-several rounds of exchange between partitions is a ``program(executor,
-handle, pag, settings)`` instead.
+several rounds of exchange between partitions is a *program* instead:
+``program(built, pag, settings)``, where ``built`` is the trace built on the
+engine's runtime (:class:`perflow.trace.pipeline.Built`: ``built.runtime``
+maps functions over the partitions, exchanges frames between them and
+gathers results; ``built.tables``, ``built.messages`` ... are the
+partitions' references). An engine runs it where the partitions live; the
+local executor runs the local form ``compute`` (an analysis with a program
+has one too).
+
+Every analysis has one identity: its name. Analyses are registered when they
+are made (:func:`register`, after LLVM's ``registerPass``): a second,
+different analysis under a name in use is an error naming both definitions,
+so two analyses can never share a cache entry. The same definition made
+again (a reloaded module, a re-run notebook cell) replaces the first.
+:func:`registered` lists them, :func:`analysis_named` finds one.
 
 Every PAG owns an :class:`AnalysisManager` (``pag.analyses``), after LLVM's
 analysis manager: one cache entry per analysis and settings, computed once
@@ -42,6 +55,8 @@ Results are shared: callers must not modify them.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -49,13 +64,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PerflowError
+from .partitioned import LOCAL, PAGPartition
 from .settings import NoSettings, Settings, SettingsError, settings_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
     from .partitioned import Executor
 
-__all__ = ["Analysis", "AnalysisManager", "Settings", "NoSettings", "SettingsError", "USES"]
+__all__ = [
+    "Analysis",
+    "AnalysisManager",
+    "Settings",
+    "NoSettings",
+    "SettingsError",
+    "USES",
+    "register",
+    "registered",
+    "analysis_named",
+]
+
+log = logging.getLogger(__name__)
 
 #: what an analysis may read of a PAG (used to decide what a derived PAG may inherit)
 USES = frozenset({"vertices", "metrics", "trace"})
@@ -76,7 +104,7 @@ class Analysis:
     partial, combine, finish : callable, optional
         The partitioned form (all three, or none).
     program : callable, optional
-        A multi-round partitioned form ``program(executor, handle, pag, settings)``.
+        A multi-round partitioned form ``program(built, pag, settings)`` (see the module docstring).
     uses : frozenset of {"vertices", "metrics", "trace"}
         What the analysis reads of the PAG.
     version : str
@@ -95,6 +123,8 @@ class Analysis:
     uses: frozenset[str] = field(default=USES)
     version: str = "1"
     doc: str = ""
+    #: where the analysis was defined (``file:line``, module), filled in when it is made
+    defined_at: tuple[str, str] = field(default=("", ""), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         form = (self.partial, self.combine, self.finish)
@@ -106,6 +136,11 @@ class Analysis:
             raise PerflowError(f"analysis {self.name!r}: uses must be a subset of {sorted(USES)}")
         if not (isinstance(self.settings, type) and issubclass(self.settings, Settings)):
             raise PerflowError(f"analysis {self.name!r}: settings must be a Settings subclass")
+        if not isinstance(self.name, str) or not self.name:
+            raise PerflowError(f"an analysis needs a non-empty name, not {self.name!r}")
+        if self.defined_at == ("", ""):
+            object.__setattr__(self, "defined_at", _caller())
+        register(self)
 
     @property
     def partitioned(self) -> bool:
@@ -127,7 +162,6 @@ class Analysis:
         """The local form: ``compute``, or the one-partition run of the partitioned form."""
         if self.compute is not None:
             return self.compute(pag, settings)
-        from .partitioned import PAGPartition
 
         assert self.partial is not None and self.combine is not None and self.finish is not None
         part = self.partial(PAGPartition(pag), settings)
@@ -144,6 +178,77 @@ class Analysis:
         return f"<Analysis {self.name} ({form})>"
 
 
+def _caller() -> tuple[str, str]:
+    """``(file:line, module)`` of the code that made an analysis (the first frame outside this machinery)."""
+    f = sys._getframe(1)
+    generated = Analysis.__init__.__code__  # the dataclass's __init__, which calls __post_init__
+    while f is not None and (f.f_code.co_filename == __file__ or f.f_code is generated):
+        f = f.f_back  # type: ignore[assignment]
+    if f is None:  # pragma: no cover - always called from a frame outside this module
+        return ("?", "?")
+    return (f"{f.f_code.co_filename}:{f.f_lineno}", str(f.f_globals.get("__name__", "?")))
+
+
+_REGISTRY: dict[str, Analysis] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def register(analysis: Analysis) -> Analysis:
+    """Register ``analysis`` under its name (done when an :class:`Analysis` is made); return it.
+
+    Registering the same object again is fine, and so is the same definition
+    made again (same file and line: a reloaded module; or both made by the
+    ``__main__`` module: a script or a notebook re-run), which replaces the
+    first. Any other analysis under a name in use is refused.
+
+    Raises
+    ------
+    PerflowError
+        When another analysis has the name, naming both definitions.
+    """
+    with _REGISTRY_LOCK:
+        old = _REGISTRY.get(analysis.name)
+        if old is not None and old is not analysis:
+            same = (
+                old.defined_at[0] == analysis.defined_at[0] or old.defined_at[1] == analysis.defined_at[1] == "__main__"
+            )
+            if not same:
+                raise PerflowError(
+                    f"analysis {analysis.name!r} is defined twice: at {old.defined_at[0]} and at "
+                    f"{analysis.defined_at[0]}; an analysis name must be unique (prefix it with your library's "
+                    f"name, e.g. 'mylib.{analysis.name.rsplit('.', 1)[-1]}')"
+                )
+            log.debug("analysis %r defined again at %s: replaced", analysis.name, analysis.defined_at[0])
+        _REGISTRY[analysis.name] = analysis
+    return analysis
+
+
+def registered() -> dict[str, Analysis]:
+    """The registered analyses by name (those of the modules imported so far)."""
+    with _REGISTRY_LOCK:
+        return dict(sorted(_REGISTRY.items()))
+
+
+def analysis_named(name: str) -> Analysis:
+    """The registered analysis called ``name``.
+
+    Raises
+    ------
+    PerflowError
+        For an unknown name, with the closest registered one.
+    """
+    with _REGISTRY_LOCK:
+        found = _REGISTRY.get(name)
+        names = list(_REGISTRY)
+    if found is None:
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise PerflowError(f"no analysis named {name!r}{hint} (analyses are registered when their module is imported)")
+    return found
+
+
 class AnalysisManager:
     """The analyses of one PAG: computed on first request, then cached (see the module docstring)."""
 
@@ -158,8 +263,6 @@ class AnalysisManager:
     def executor(self) -> Executor:
         """Where analyses run (the local executor unless an engine gave the PAG its own)."""
         if self._executor is None:
-            from .partitioned import LOCAL
-
             return LOCAL
         return self._executor
 

@@ -200,11 +200,9 @@ def combine(
     -------
     PAG
     """
-    from .pag import PAG, MetricInfo
-
     if op not in _OPS:
         raise PAGError(f"unknown operation {op!r}; choose one of {', '.join(_OPS)}")
-    if not isinstance(right, PAG):
+    if not isinstance(right, Arithmetic):
         raise PAGError(f"cannot {_VERB[op]} a PAG and a {type(right).__name__}")
     pairs, dropped = _pair_metrics(left, right, metrics)
     li, ri = left.metric_info, right.metric_info
@@ -255,7 +253,7 @@ def combine(
     for name, lm, rm in pairs:
         mode = li[lm].mode if op in "+-" and li[lm].mode == ri[rm].mode else "other"
         label = lm if lm == rm else f"{lm} {op} {rm}"
-        info[name] = MetricInfo(name, units[name], mode, f"{label}: left {op} right, aligned by call path")
+        info[name] = _pag.MetricInfo(name, units[name], mode, f"{label}: left {op} right, aligned by call path")
     vt = al.vertices.drop(columns="call_path")
     vt["status"] = np.where(in_l & in_r, "both", np.where(in_l, "only_left", "only_right"))
     attrs = {
@@ -273,7 +271,7 @@ def combine(
     if dropped:
         attrs["dropped_metrics"] = dropped
     mt = make_metrics(u, p, t, cols, n_vertices=n_u, duplicates="error")
-    return PAG(vt, mt, metric_info=info, attrs=attrs)
+    return _pag.PAG(vt, mt, metric_info=info, attrs=attrs)
 
 
 def _dense(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -296,8 +294,6 @@ def _dense(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def apply_scalar(pag: PAG, op: str, x: float, *, reverse: bool = False) -> PAG:
     """``pag op x`` (or ``x op pag`` with ``reverse``) for a number ``x`` (see the module docstring)."""
-    from .pag import PAG, MetricInfo
-
     if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
         raise PAGError(f"cannot {_VERB.get(op, op)} a PAG and a {type(x).__name__}")
     fn = _OPS[op]
@@ -315,7 +311,7 @@ def apply_scalar(pag: PAG, op: str, x: float, *, reverse: bool = False) -> PAG:
         if op == "/" and reverse:
             unit = derive_unit("", unit, "/")
         mode = mi.mode if op == "*" or (op == "/" and not reverse) else "other"  # scaling keeps additivity
-        info[name] = MetricInfo(name, unit, mode, mi.description)
+        info[name] = _pag.MetricInfo(name, unit, mode, mi.description)
     if f0 == 0.0 and not math.isnan(f0):
         cols = {c: f(m[c].to_numpy(dtype=np.float64, na_value=np.nan)) for c in m.columns}
         idx = m.index
@@ -333,7 +329,7 @@ def apply_scalar(pag: PAG, op: str, x: float, *, reverse: bool = False) -> PAG:
     mt = make_metrics(v, p, t, cols, n_vertices=pag.n_vertices, duplicates="error")
     expr = f"{x:g} {op} pag" if reverse else f"pag {op} {x:g}"
     attrs = {**pag.attrs, "operation": expr, "format": "derived"}
-    return PAG(pag._vertices, mt, metric_info=info, attrs=attrs)  # noqa: SLF001
+    return _pag.PAG(pag._vertices, mt, metric_info=info, attrs=attrs)  # noqa: SLF001
 
 
 class Arithmetic:
@@ -342,9 +338,7 @@ class Arithmetic:
     __array_ufunc__ = None  # ``numpy.float64(2) * pag`` calls pag.__rmul__, not a ufunc over an object array
 
     def _op(self, other: Any, op: str, reverse: bool = False) -> PAG:
-        from .pag import PAG
-
-        if isinstance(other, PAG):
+        if isinstance(other, Arithmetic):
             return combine(other, self, op) if reverse else combine(self, other, op)  # type: ignore[arg-type]
         if isinstance(other, int | float | np.integer | np.floating) and not isinstance(other, bool):
             return apply_scalar(self, op, other, reverse=reverse)  # type: ignore[arg-type]
@@ -367,9 +361,7 @@ class Arithmetic:
         return self._arith(other, "/", fill, by, agg, metrics)
 
     def _arith(self, other: Any, op: str, fill: float, by: str, agg: str, metrics: Any) -> PAG:
-        from .pag import PAG
-
-        if isinstance(other, PAG):
+        if isinstance(other, Arithmetic):
             return combine(self, other, op, fill=fill, by=by, agg=agg, metrics=metrics)  # type: ignore[arg-type]
         return apply_scalar(self, op, other)  # type: ignore[arg-type]
 
@@ -402,8 +394,6 @@ class Arithmetic:
 
     def select_metrics(self, *names: str) -> PAG:
         """A PAG with only the metrics ``names`` (same vertices and rows; e.g. to divide one metric by another)."""
-        from .pag import PAG
-
         pag: PAG = self  # type: ignore[assignment]
         if not names:
             raise MetricError("select_metrics needs at least one metric name")
@@ -411,4 +401,9 @@ class Arithmetic:
             pag.check_metric(n)
         info = pag.metric_info
         m = pag._metrics[list(names)]  # noqa: SLF001
-        return PAG(pag._vertices, m, metric_info={n: info[n] for n in names}, attrs=pag.attrs)  # noqa: SLF001
+        return _pag.PAG(pag._vertices, m, metric_info={n: info[n] for n in names}, attrs=pag.attrs)  # noqa: SLF001
+
+
+# The PAG class builds on this module (its Arithmetic mixin): the module, not
+# its names, is imported here, last, so that either can be imported first.
+from . import pag as _pag  # noqa: E402

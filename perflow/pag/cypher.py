@@ -28,11 +28,11 @@ Conditions become :mod:`perflow.pag.expr` nodes; nothing is evaluated here.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..errors import ExpressionError
 from .expr import BoolOp, Check, Compare, Expr, Leaf, Name, Num, Reduce, Str, TextTest, Unary
+from .lexer import QUERY_NUMBER, Token, tokenize
 from .patterns import MAX_QUANTIFIER
 from .query import QUANTIFIERS, CompoundQuery, Query, QueryNode
 
@@ -43,58 +43,24 @@ MAX_QUERY_LENGTH = 20_000
 #: Deepest nesting of parentheses (and NOT) in a WHERE clause.
 MAX_NESTING = 64
 _KEYWORDS = frozenset("MATCH WHERE AND OR XOR NOT IS STARTS ENDS WITH CONTAINS NAN INF NONE LEAF".split())
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("->", "=~", "<=", ">=", "!=", "<>", "=", "<", ">", "(", ")", ",", ".", "{", "}")
 
 
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # kw, ident, str, num, op, end
-    text: str
-    pos: int
-    value: object = None
+def _starts_number(text: str, i: int, before: list[Token]) -> bool:
+    c = text[i]
+    after_name = bool(before) and before[-1].kind == "name"  # p.1 is a column number, not the number .1
+    return c.isdigit() or (c == "." and not after_name) or c in "+-"
 
 
-def _tokens(text: str) -> list[_Tok]:
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-            continue
-        if c in "'\"":
-            j, buf = i + 1, []
-            while j < n and text[j] != c:
-                if text[j] == "\\" and j + 1 < n and text[j + 1] in (c, "\\"):
-                    j += 1
-                buf.append(text[j])
-                j += 1
-            if j >= n:
-                raise _err(text, "unterminated string", i)
-            out.append(_Tok("str", text[i : j + 1], i, "".join(buf)))
-            i = j + 1
-            continue
-        m = _NUMBER.match(text, i)
-        after_name = bool(out) and out[-1].kind == "ident"  # p.1 is a column number, not the number .1
-        if m and (c.isdigit() or (c == "." and not after_name) or c in "+-"):
-            out.append(_Tok("num", m.group(), i, float(m.group())))
-            i = m.end()
-            continue
-        m = _IDENT.match(text, i)
-        if m:
-            word = m.group()
-            up = word.upper()
-            out.append(_Tok("kw", up, i) if up in _KEYWORDS else _Tok("ident", word, i))
-            i = m.end()
-            continue
-        op = next((o for o in _OPS if text.startswith(o, i)), None)
-        if op is None:
-            raise _err(text, f"unexpected character {c!r}", i)
-        out.append(_Tok("op", op, i))
-        i += len(op)
-    out.append(_Tok("end", "", n))
-    return out
+def _tokens(text: str) -> list[Token]:
+    return tokenize(
+        text,
+        ops=_OPS,
+        number=QUERY_NUMBER,
+        fail=lambda message, pos: _err(text, message, pos),
+        keywords=_KEYWORDS,
+        starts_number=_starts_number,
+    )
 
 
 def _err(text: str, message: str, pos: int) -> ExpressionError:
@@ -113,10 +79,10 @@ class _Parser:
         self.text, self.toks, self.i, self.depth = text, _tokens(text), 0, 0
 
     @property
-    def tok(self) -> _Tok:
+    def tok(self) -> Token:
         return self.toks[self.i]
 
-    def peek(self, k: int = 1) -> _Tok:
+    def peek(self, k: int = 1) -> Token:
         return self.toks[min(self.i + k, len(self.toks) - 1)]
 
     def fail(self, message: str, pos: int | None = None) -> ExpressionError:
@@ -125,12 +91,12 @@ class _Parser:
     def is_(self, kind: str, *texts: str) -> bool:
         return self.tok.kind == kind and (not texts or self.tok.text in texts)
 
-    def take(self) -> _Tok:
+    def take(self) -> Token:
         t = self.tok
         self.i += 1
         return t
 
-    def expect(self, kind: str, text: str | None, what: str) -> _Tok:
+    def expect(self, kind: str, text: str | None, what: str) -> Token:
         if not self.is_(kind, *((text,) if text else ())):
             got = "the end of the query" if self.tok.kind == "end" else repr(self.tok.text)
             raise self.fail(f"expected {what}, found {got}")
@@ -194,7 +160,7 @@ class _Parser:
         start = self.expect("op", "(", "'(' starting a query node")
         quant: str | int = "."
         var = None
-        if self.is_("ident"):
+        if self.is_("name"):
             var = self.take().text
         else:
             t = self.tok
@@ -211,7 +177,7 @@ class _Parser:
             self.take()
             if self.is_("op", ","):
                 self.take()
-                var = self.expect("ident", None, "a variable name").text
+                var = self.expect("name", None, "a variable name").text
         self.expect("op", ")", "')'")
         return quant, var, start.pos
 
@@ -250,7 +216,7 @@ class _Parser:
         return self.single()
 
     def single(self) -> _Cond:
-        v = self.expect("ident", None, 'a condition such as p."name" = "main"')
+        v = self.expect("name", None, 'a condition such as p."name" = "main"')
         if self.is_("kw", "IS"):
             self.take()
             neg = self._not()

@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..pag.parallel import ParallelView
 
 __all__ = [
+    "EDGE_KINDS",
+    "edge_kinds",
     "charged_late_sender",
     "group_by_call",
     "test_calls",
@@ -51,6 +53,15 @@ __all__ = [
     "last_arrivers",
     "SYNC_OPS",
 ]
+
+
+EDGE_KINDS = ("call", "p2p", "collective", "thread")
+EDGE_DTYPE = pd.CategoricalDtype(list(EDGE_KINDS))
+
+
+def edge_kinds(kind: str, n: int) -> pd.Categorical:
+    """``n`` copies of one edge kind as a categorical (no per-row strings)."""
+    return pd.Categorical.from_codes(np.full(n, EDGE_KINDS.index(kind), dtype=np.int8), dtype=EDGE_DTYPE)
 
 
 #: collective operations that synchronise even when they move no data
@@ -266,7 +277,6 @@ def _group(src: np.ndarray, dst: np.ndarray, kind: str, **vals: np.ndarray) -> p
         return pd.DataFrame(columns=["src", "dst", "kind", "count", "bytes", "time", "wait"])
     df["count"] = 1
     g = df.groupby(["src", "dst"], sort=True).sum().reset_index()
-    from ..pag.parallel import edge_kinds
 
     g["kind"] = edge_kinds(kind, len(g))
     return g[["src", "dst", "kind", "count", "bytes", "time", "wait"]]

@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..errors import MetricError, PAGError
 from .align import Alignment, align
+from .ensemble_stats import across_runs
 from .pag import PAG
 from .runinfo import run_info
 from .tree import tree_index
@@ -370,7 +371,6 @@ class Ensemble:
             (linear interpolation), ``max``; ``df.attrs`` holds the metric,
             ``agg`` and unit.
         """
-        from .ensemble_stats import across_runs
 
         v = self.values(metric, agg)
         out = self.tree[["name", "call_path"]].copy()

@@ -215,6 +215,9 @@ def parse(text: str) -> Expr:
         For anything outside the grammar (see the module docstring), with the
         column of the offending part.
     """
-    from .expr_parse import parse_expression
+    return expr_parse.parse_expression(text)
 
-    return parse_expression(text)
+
+# The expression parser builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import expr_parse  # noqa: E402

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from ..errors import ExpressionError
 from .expr import (
     _COMPARISONS,
@@ -26,23 +23,14 @@ from .expr import (
     Str,
     Unary,
 )
+from .lexer import EXPR_NUMBER, Token, tokenize
 
 __all__ = ["parse_expression"]
 
 
 # ---------------------------------------------------------------------------------------------------------- tokens
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # num, str, name, qname, op, end
-    text: str
-    pos: int
-    value: object = None
-
-
-_NUMBER = re.compile(r"(?:\d(?:_?\d)*(?:\.(?:\d(?:_?\d)*)?)?|\.\d(?:_?\d)*)(?:[eE][+-]?\d+)?")
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("**", "//", "==", "!=", "<=", ">=", "<", ">", "+", "-", "*", "/", "%", "(", ")", "[", "]", ",", "&", "|", "~")
-_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}
+_SHIFTS = {"<<": "shift operators are not supported", ">>": "shift operators are not supported"}
 _REFUSED = {
     "@": "local variables (@name) are not allowed",
     ".": "attribute access is not allowed",
@@ -60,61 +48,17 @@ def _fail(text: str, message: str, pos: int) -> ExpressionError:
     return ExpressionError(text, message, pos)
 
 
-def _tokens(text: str) -> list[_Tok]:
-    out: list[_Tok] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-            continue
-        if c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit()):
-            m = _NUMBER.match(text, i)
-            assert m is not None
-            end = m.end()
-            if end < n and (text[end].isalnum() or text[end] in "_."):
-                raise _fail(text, f"invalid number {text[i : end + 1]!r}", i)
-            out.append(_Tok("num", m.group(), i, float(m.group().replace("_", ""))))
-            i = end
-            continue
-        if c in "'\"":
-            j, buf = i + 1, []
-            while j < n and text[j] != c:
-                if text[j] == "\\" and j + 1 < n:
-                    buf.append(_ESCAPES.get(text[j + 1], "\\" + text[j + 1]))
-                    j += 2
-                else:
-                    buf.append(text[j])
-                    j += 1
-            if j >= n:
-                raise _fail(text, "unterminated string", i)
-            out.append(_Tok("str", text[i : j + 1], i, "".join(buf)))
-            i = j + 1
-            continue
-        if c == "`":
-            j = text.find("`", i + 1)
-            if j < 0:
-                raise _fail(text, "unterminated `quoted name`", i)
-            out.append(_Tok("qname", text[i : j + 1], i, text[i + 1 : j]))
-            i = j + 1
-            continue
-        m = _IDENT.match(text, i)
-        if m:
-            out.append(_Tok("name", m.group(), i, m.group()))
-            i = m.end()
-            continue
-        for op in _OPS:
-            if text.startswith(op, i):
-                if op in ("<", ">") and text.startswith(op * 2, i):
-                    raise _fail(text, "shift operators are not supported", i)
-                out.append(_Tok("op", op, i))
-                i += len(op)
-                break
-        else:  # refused when the parser reaches it, so that earlier problems are reported first
-            out.append(_Tok("bad", c, i, _REFUSED.get(c, f"unexpected character {c!r}")))
-            i += 1
-    out.append(_Tok("end", "", n))
-    return out
+def _tokens(text: str) -> list[Token]:
+    return tokenize(
+        text,
+        ops=_OPS,
+        number=EXPR_NUMBER,
+        fail=lambda message, pos: _fail(text, message, pos),
+        quoted_names=True,
+        refused=_SHIFTS,
+        defer=_REFUSED,
+        strict_numbers=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- parser
@@ -127,7 +71,7 @@ class _Parser:
 
     # helpers
     @property
-    def tok(self) -> _Tok:
+    def tok(self) -> Token:
         t = self.toks[self.i]
         if t.kind == "bad":
             raise _fail(self.text, str(t.value), t.pos)
@@ -140,12 +84,12 @@ class _Parser:
         t = self.tok
         return t.kind in ("op", "name") and t.text in texts
 
-    def take(self) -> _Tok:
+    def take(self) -> Token:
         t = self.tok
         self.i += 1
         return t
 
-    def expect(self, text: str, what: str) -> _Tok:
+    def expect(self, text: str, what: str) -> Token:
         if not self.at(text):
             got = "the end" if self.tok.kind == "end" else repr(self.tok.text)
             raise self.fail(f"expected {what}, found {got}")
@@ -271,7 +215,7 @@ class _Parser:
             raise self.fail(self._unexpected())
         return node
 
-    def _name(self, t: _Tok) -> str:
+    def _name(self, t: Token) -> str:
         name = str(t.value)
         if name.startswith("__"):
             raise self.fail(f"names starting with '__' are not allowed ({name!r})", t.pos)
@@ -343,7 +287,7 @@ class _Parser:
         self.take()
         return ListLit(start.pos, tuple(items))
 
-    def _call(self, fn: _Tok) -> Expr:
+    def _call(self, fn: Token) -> Expr:
         name = fn.text
         self.take()  # "("
         if name in AGGREGATIONS:

@@ -16,17 +16,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .base import read_only
+from .tree import ancestors_mask, descendants_mask
+
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
 
 __all__ = ["MetricRows", "read_only", "subgraph"]
-
-
-def read_only(a: np.ndarray) -> np.ndarray:
-    """A view of ``a`` that cannot be written to (no copy)."""
-    v = np.asarray(a).view()
-    v.flags.writeable = False
-    return v
 
 
 @dataclass(frozen=True)
@@ -108,8 +104,6 @@ def _kept_comm(pag: PAG, keep: np.ndarray, new_id: np.ndarray) -> pd.DataFrame |
 
 def subgraph(pag: PAG, ids: np.ndarray, *, with_ancestors: bool = True, with_descendants: bool = False) -> PAG:
     """A new PAG restricted to vertices ``ids`` (see :meth:`perflow.PAG.subgraph`)."""
-    from .pag import PAG
-    from .tree import ancestors_mask, descendants_mask
 
     ids = np.asarray(ids, dtype=np.int64)
     parent = pag._vertices["parent"].to_numpy()
@@ -135,4 +129,9 @@ def subgraph(pag: PAG, ids: np.ndarray, *, with_ancestors: bool = True, with_des
     metrics.insert(2, "thread", rows.thread()[sel])
     comm = _kept_comm(pag, keep, new_id)
     attrs = {**pag.attrs, "subgraph_of": str(pag.attrs.get("source", "PAG")), "subgraph_vertices": int(len(old))}
-    return PAG.from_frames(vt, metrics, metric_info=pag.metric_info, comm=comm, attrs=attrs)
+    return _pag.PAG.from_frames(vt, metrics, metric_info=pag.metric_info, comm=comm, attrs=attrs)
+
+
+# The PAG class builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import pag as _pag  # noqa: E402

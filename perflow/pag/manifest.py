@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
-from .pag import MetricInfo
+from .base import MetricInfo
 
 __all__ = ["check_manifest", "TABLES", "REQUIRED_TABLES"]
 

@@ -20,18 +20,24 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
 
 from .._arrays import unique
-from ..errors import MetricError, PAGError
+from ..errors import MetricError, PAGError, PassError
+from ..units import guess_unit
+from .analysis import AnalysisManager
 from .arith import Arithmetic
+from .base import DEFAULT_METRICS, MetricInfo, metric_combine
+from .faces import MetricRows, subgraph
 from .frames import aggregate, make_metrics
 from .instances import Trace
+from .parallel import ParallelView
+from .query import query as run_query
+from .sets import Vertex, VertexSet
 from .tree import TreeIndex, tree_index
 from .vertices import VERTEX_COLUMNS, canonical_order, is_normalized, normalize_vertices
 
@@ -44,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .partitioned import Executor
     from .sets import Vertex, VertexSet
 
-__all__ = ["PAG", "MetricInfo", "metric_combine", "VERTEX_COLUMNS", "normalize_vertices"]
+__all__ = ["PAG", "MetricInfo", "LazyTables", "metric_combine", "VERTEX_COLUMNS", "normalize_vertices"]
 
 
 def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it checks
@@ -52,54 +58,59 @@ def _COPY_ON_WRITE() -> bool:  # noqa: N802 - reads like the pandas option it ch
     return int(pd.__version__.split(".")[0]) >= 3 or bool(pd.get_option("mode.copy_on_write"))
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """What a metric measures.
+@runtime_checkable
+class LazyTables(Protocol):
+    """The tables of a PAG whose data live elsewhere (an engine's workers), materialised on first use.
 
-    Attributes
-    ----------
-    name : str
-        Column name in ``pag.metrics``.
-    unit : str
-        ``"s"``, ``"bytes"``, ``"count"``, ``""``, ...
-    mode : {"exclusive", "inclusive", "count", "other"}
-        Whether the value covers only the vertex itself, or its subtree too.
-    description : str
-        One line for reports and ``perflow info``.
-    combine : {"", "sum", "min", "max"}
-        How values of the metric combine over processes, threads and call paths: ``"min"``
-        for a minimum (Score-P's ``min_time``), ``"max"`` for a maximum, ``"sum"`` for the
-        rest; ``""``: not said by the source (see :func:`metric_combine`).
+    An engine builds its PAGs with ``PAG(vertices, tables=..., executor=...)``:
+    the vertex table is here from the start; the PAG asks ``tables`` for the
+    rest each time it needs them, so an implementation materialises each
+    table once and keeps it (the Dask engine's gathers the metrics table, and
+    the instance tables, from its workers). ``metric_names``,
+    ``metric_info`` and ``locations`` must be cheap: listings and checks use
+    them without touching the metrics.
     """
 
-    name: str
-    unit: str = ""
-    mode: str = "other"
-    description: str = ""
-    combine: str = ""
+    def metric_names(self) -> list[str]:
+        """The metric columns, known without materialising the metrics table."""
+        ...
+
+    def metric_info(self) -> dict[str, MetricInfo]:
+        """Description of each metric."""
+        ...
+
+    def metrics(self) -> pd.DataFrame:
+        """The metrics table (as :func:`perflow.pag.frames.make_metrics` makes it)."""
+        ...
+
+    def trace(self) -> Trace | None:
+        """The instance tables (a :class:`~perflow.pag.instances.Trace`, which may gather its own lazily), or None."""
+        ...
+
+    def locations(self) -> pd.DataFrame:
+        """The (process, thread) locations with data, sorted (columns ``process``, ``thread``)."""
+        ...
 
 
-def metric_combine(name: str, info: MetricInfo | None = None) -> str:
-    """How a metric combines: ``"min"``, ``"max"`` or ``"sum"``.
+class _Table:
+    """A table slot of a PAG: the value the constructor got, else its :class:`LazyTables`' (asked on each use)."""
 
-    Its :class:`MetricInfo` says when the source told (``combine``); else the name does:
-    ``min_time``, ``time_inc_min``, ``min#...`` are minima, ``max_*``/``*_max`` maxima, the
-    rest sums.
-    """
-    if info is not None and info.combine in ("sum", "min", "max"):
-        return info.combine
-    n = name.lower()
-    for op in ("min", "max"):
-        if n.startswith((f"{op}_", f"{op}#", f"{op}.")) or n.endswith((f"_{op}", f".{op}")):
-            return op
-    return "sum"
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot, self.method = f"_given{name}", name.lstrip("_")
 
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        if self.slot in d:
+            return d[self.slot]
+        tables = d.get("_tables")
+        if tables is None:
+            raise AttributeError(self.method)
+        return getattr(tables, self.method)()
 
-DEFAULT_METRICS = {
-    "time_inc": MetricInfo("time_inc", "s", "inclusive", "time in the region and everything it called"),
-    "time_exc": MetricInfo("time_exc", "s", "exclusive", "time in the region itself"),
-    "visits": MetricInfo("visits", "count", "count", "number of times the region was entered"),
-}
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.slot] = value
 
 
 class PAG(Arithmetic):
@@ -127,23 +138,49 @@ class PAG(Arithmetic):
         ``time``, ``wait``).
     attrs : mapping, optional
         Metadata: ``source``, ``format``, ``nprocs``, run metadata, ...
+    tables : LazyTables, optional
+        Instead of ``metrics``, ``metric_info`` and ``trace``: where to get
+        them when they are first needed (a PAG whose data live on an
+        engine; see :class:`LazyTables`).
+    executor : Executor, optional
+        Where the PAG's analyses run (:mod:`perflow.pag.partitioned`;
+        default: here, their local forms). An engine gives its PAGs its own.
     """
+
+    _metrics = _Table()
+    _metric_info = _Table()
+    _trace = _Table()
 
     def __init__(
         self,
         vertices: pd.DataFrame,
-        metrics: pd.DataFrame,
+        metrics: pd.DataFrame | None = None,
         *,
         metric_info: Mapping[str, MetricInfo] | None = None,
         trace: Trace | None = None,
         comm: pd.DataFrame | None = None,
         attrs: Mapping[str, Any] | None = None,
+        tables: LazyTables | None = None,
+        executor: Executor | None = None,
     ) -> None:
         if not is_normalized(vertices):
             vertices = normalize_vertices(vertices)
+        self._vertices = vertices
+        self._comm = comm
+        self._executor = executor
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        if tables is not None:
+            if metrics is not None or metric_info is not None or trace is not None:
+                raise PAGError("a PAG takes its tables either as frames or from LazyTables, not both")
+            if not isinstance(tables, LazyTables):
+                raise PAGError(f"{type(tables).__name__} is not LazyTables (see perflow.pag.pag.LazyTables)")
+            self._tables: LazyTables | None = tables
+            return
+        if metrics is None:
+            raise PAGError("a PAG needs a metrics table (or LazyTables)")
+        self._tables = None
         if len(metrics.columns) and list(metrics.columns) != canonical_order(metrics.columns):
             metrics = metrics[canonical_order(metrics.columns)]
-        self._vertices = vertices
         self._metrics = metrics
         info = dict(metric_info or {})
         for m in metrics.columns:
@@ -151,8 +188,6 @@ class PAG(Arithmetic):
                 info[m] = DEFAULT_METRICS.get(m, MetricInfo(m))
         self._metric_info = {m: info[m] for m in metrics.columns}
         self._trace = trace
-        self._comm = comm
-        self.attrs: dict[str, Any] = dict(attrs or {})
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -205,9 +240,7 @@ class PAG(Arithmetic):
     @classmethod
     def from_literal(cls, literal: Any, **kwargs: Any) -> PAG:
         """Build a PAG from a nested literal (see :func:`perflow.pag.literal.from_literal`)."""
-        from .literal import from_literal
-
-        return from_literal(literal, **kwargs)
+        return literal_.from_literal(literal, **kwargs)
 
     # ------------------------------------------------------------------ tables
     @property
@@ -222,8 +255,15 @@ class PAG(Arithmetic):
 
     @property
     def metric_names(self) -> list[str]:
-        """Names of the metric columns."""
+        """Names of the metric columns (known without materialising lazy tables)."""
+        if self._tables is not None:
+            return list(self._tables.metric_names())
         return list(self._metrics.columns)
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the tables come from :class:`LazyTables` (data that live on an engine)."""
+        return self._tables is not None
 
     @property
     def metric_info(self) -> dict[str, MetricInfo]:
@@ -243,6 +283,8 @@ class PAG(Arithmetic):
     @functools.cached_property
     def locations(self) -> pd.DataFrame:
         """The (process, thread) pairs that have data, sorted."""
+        if self._tables is not None:
+            return self._tables.locations()
         idx = self._metrics.index
         plev = idx.levels[1].to_numpy().astype(np.int64)
         tlev = idx.levels[2].to_numpy().astype(np.int64)
@@ -324,8 +366,6 @@ class PAG(Arithmetic):
         str
             The tree, one vertex per line.
         """
-        from ..errors import PassError
-        from ..units import guess_unit
         from .treeview import TreeText, metric_values, tree_lines, tree_view
 
         metrics = [metric] if isinstance(metric, str) else list(metric)
@@ -360,19 +400,17 @@ class PAG(Arithmetic):
     @functools.cached_property
     def rows(self) -> MetricRows:
         """The metrics table as read-only arrays, without copies (:class:`~perflow.pag.faces.MetricRows`)."""
-        from .faces import MetricRows
 
         return MetricRows.of(self)
 
     def _check_metric(self, metric: str) -> None:
-        if metric not in self._metrics.columns:
+        names = self.metric_names
+        if metric not in names:
             from difflib import get_close_matches
 
-            close = get_close_matches(metric, [str(c) for c in self._metrics.columns], n=1)
+            close = get_close_matches(metric, [str(c) for c in names], n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise MetricError(
-                f"unknown metric {metric!r}{hint} (metrics: {', '.join(map(str, self._metrics.columns))})"
-            )
+            raise MetricError(f"unknown metric {metric!r}{hint} (metrics: {', '.join(map(str, names))})")
 
     def aggregate(self, metric: str, agg: str = "sum") -> pd.Series:
         """One metric aggregated across processes and threads, per vertex.
@@ -409,7 +447,6 @@ class PAG(Arithmetic):
     @property
     def vertices(self) -> VertexSet:
         """All top-down vertices, as a :class:`~perflow.pag.sets.VertexSet`."""
-        from .sets import VertexSet
 
         return VertexSet(self, np.arange(self.n_vertices, dtype=np.int64))
 
@@ -419,13 +456,11 @@ class PAG(Arithmetic):
         >>> pag.query('MATCH (".", p)->("*") WHERE p."name" STARTS WITH "MPI_"')
         >>> pag.query([(".", {"name": "main"}), "*", (".", {"time_exc": ">= 0.5"})])
         """
-        from .query import query as run_query
 
         return run_query(self, query, agg=agg)
 
     def vertex(self, key: int | str) -> Vertex:
         """One vertex by id, by name (must be unique) or by call path ``"main/solve/MPI_Send"``."""
-        from .sets import Vertex
 
         if isinstance(key, int | np.integer):
             if not 0 <= int(key) < self.n_vertices:
@@ -440,20 +475,15 @@ class PAG(Arithmetic):
             raise PAGError(f"{len(ids)} vertices are named {key!r} (ids {ids[:5].tolist()}...); use an id or path")
         return Vertex(self, int(ids[0]))
 
-    #: the executor of this PAG's analyses (None: this process); an engine's PAGs set their own
-    _executor: Executor | None = None
-
     @functools.cached_property
     def analyses(self) -> AnalysisManager:
         """The cached analyses of this PAG (see :mod:`perflow.pag.analysis`): ``pag.analyses.get(ANALYSIS, **settings)``."""
-        from .analysis import AnalysisManager
 
         return AnalysisManager(self, self._executor)
 
     @functools.cached_property
     def parallel(self) -> ParallelView:
         """The parallel view: (vertex, process, thread) vertices and communication edges."""
-        from .parallel import ParallelView
 
         return ParallelView(self)
 
@@ -540,7 +570,6 @@ class PAG(Arithmetic):
         become explicit edges (the result has no instance-level trace), and a
         vertex whose parent is dropped (``with_ancestors=False``) is a root.
         """
-        from .faces import subgraph
 
         return subgraph(
             self, np.fromiter(ids, dtype=np.int64), with_ancestors=with_ancestors, with_descendants=with_descendants
@@ -548,9 +577,32 @@ class PAG(Arithmetic):
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
         """Save to a directory in perflow's versioned on-disk format (see :mod:`perflow.pag.persist`)."""
-        from .persist import save
+        return persist.save(self, path, overwrite=overwrite)
 
-        return save(self, path, overwrite=overwrite)
+    def content(self) -> list[tuple[str, Any]]:
+        """What the PAG holds, part by part: ``(name, table or value)`` (for content fingerprints).
+
+        The vertex table, the metrics table, the metric descriptions, and
+        for a trace its intervals, messages, collectives and communicators,
+        and the communication edges of a source without a trace. Two PAGs
+        with equal parts hold the same data. The tables are the PAG's own
+        (read them, do not change them); a lazy PAG materialises them.
+        """
+        parts: list[tuple[str, Any]] = [
+            ("vertices", self._vertices),
+            ("metrics", self._metrics),
+            ("metric_info", repr(sorted((k, repr(v)) for k, v in self._metric_info.items()))),
+        ]
+        tr = self._trace
+        if tr is not None:
+            parts += [("intervals", tr.intervals), ("messages", tr.messages), ("collectives", tr.collectives)]
+            parts += [
+                ("comms", {int(k): np.asarray(v) for k, v in tr.comms.items()}),
+                ("comm_names", repr(sorted(tr.comm_names.items()))),
+            ]
+        if self._comm is not None:
+            parts.append(("comm", self._comm))
+        return parts
 
     # ------------------------------------------------------------------ display
     def summary(self) -> dict[str, Any]:
@@ -586,3 +638,10 @@ class PAG(Arithmetic):
             for k, v in self.summary().items()
         )
         return f"<b>PAG</b><table>{rows}</table>"
+
+
+# Reading literals and saving build on the PAG class (they import it at their
+# top): the modules, not their names, are imported here, last, so that either
+# can be imported first.
+from . import literal as literal_  # noqa: E402
+from . import persist  # noqa: E402

@@ -29,7 +29,9 @@ import pandas as pd
 
 from .._arrays import unique
 from ..errors import PAGError
+from .base import read_only
 from .columns import ParallelColumns
+from .edges import EDGE_DTYPE, EDGE_KINDS, collective_edges, edge_kinds, message_edges
 from .expr_eval import FrameColumns, eval_mask
 from .selection import Selection, name_mask
 from .sets import VertexSet, kind_values
@@ -40,14 +42,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
 
 __all__ = ["ParallelView", "ParallelVertexSet", "ParallelEdgeSet", "EDGE_KINDS", "edge_kinds"]
-
-EDGE_KINDS = ("call", "p2p", "collective", "thread")
-_EDGE_DTYPE = pd.CategoricalDtype(list(EDGE_KINDS))
-
-
-def edge_kinds(kind: str, n: int) -> pd.Categorical:
-    """``n`` copies of one edge kind as a categorical (no per-row strings)."""
-    return pd.Categorical.from_codes(np.full(n, EDGE_KINDS.index(kind), dtype=np.int8), dtype=_EDGE_DTYPE)
 
 
 class ParallelView:
@@ -77,7 +71,6 @@ class ParallelView:
     @property
     def vertex_ids(self) -> np.ndarray:
         """The top-down vertex of each parallel vertex (row of the metrics table), read-only."""
-        from .faces import read_only
 
         return read_only(self._v)
 
@@ -133,8 +126,6 @@ class ParallelView:
         parts = [self._call_edges()]
         tr = self._pag.trace
         if tr is not None:
-            from .edges import collective_edges, message_edges
-
             parts.append(message_edges(self, tr))
             parts.append(collective_edges(self, tr))
         elif self._pag._comm is not None:
@@ -142,7 +133,7 @@ class ParallelView:
         df = pd.concat([p for p in parts if len(p)] or parts[:1], ignore_index=True)
         kind = df["kind"]
         if not isinstance(kind.dtype, pd.CategoricalDtype) or list(kind.cat.categories) != list(EDGE_KINDS):
-            kind = pd.Categorical(kind.astype(str), dtype=_EDGE_DTYPE)
+            kind = pd.Categorical(kind.astype(str), dtype=EDGE_DTYPE)
         df["kind"] = kind
         return df
 
@@ -190,7 +181,7 @@ class ParallelView:
             {
                 "src": src,
                 "dst": dst,
-                "kind": pd.Categorical(col("kind", "p2p").astype(str), dtype=_EDGE_DTYPE),
+                "kind": pd.Categorical(col("kind", "p2p").astype(str), dtype=EDGE_DTYPE),
                 "count": col("count", 1).astype(np.int64),
                 "bytes": col("bytes", 0).astype(np.int64),
                 "time": col("time", 0.0).astype(np.float64),

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import pandas as pd
 
+from .edges import collective_wait, last_arrivers, late_sender_wait
+from .instances import conform
+
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import Analysis, Settings
     from .pag import PAG
@@ -88,8 +91,6 @@ class PAGPartition:
         return v, p, t, m[metric].to_numpy(dtype=np.float64, na_value=np.nan)
 
     def messages(self) -> pd.DataFrame:
-        from .edges import late_sender_wait
-        from .instances import conform
 
         tr = self.pag.trace
         if tr is None:
@@ -101,8 +102,6 @@ class PAGPartition:
         return df
 
     def collectives(self) -> pd.DataFrame:
-        from .edges import collective_wait, last_arrivers
-        from .instances import conform
 
         tr = self.pag.trace
         df = conform("collectives", None) if tr is None else tr.collectives.copy(deep=False)

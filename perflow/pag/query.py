@@ -35,10 +35,11 @@ import numpy as np
 
 from ..errors import ExpressionError, PAGError
 from .columns import HATCHET_ALIASES, VertexColumns
-from .expr import AGGREGATIONS, BoolOp, Compare, Expr, Leaf, Name, Num, Reduce, TextTest, parse
+from .expr import AGGREGATIONS, Bool, BoolOp, Check, Compare, Expr, Leaf, Name, Num, Reduce, TextTest, Unary, parse
 from .expr_eval import Text, eval_mask
 from .pathmatch import levels, match_paths
 from .patterns import MAX_QUANTIFIER
+from .sets import VertexSet
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pag import PAG
@@ -150,9 +151,7 @@ def parse_query(q: Any) -> Query | CompoundQuery:
     if isinstance(q, Query | CompoundQuery):
         return q
     if isinstance(q, str):
-        from .cypher import parse_cypher
-
-        return parse_cypher(q)
+        return cypher.parse_cypher(q)
     if isinstance(q, list | tuple):
         if not q:
             raise _bad("[]", "a query needs at least one query node")
@@ -191,8 +190,6 @@ def _comparison(text: str, pos: int, name: str, value: str) -> Expr:
     op = "!=" if m.group(1) == "<>" else m.group(1)
     col = Name(pos, name)
     if np.isnan(num) and op in ("==", "!="):
-        from .expr import Check, Unary
-
         isnan = Check(pos, "isnan", col)
         return isnan if op == "==" else Unary(pos, "not", isnan)
     return Compare(pos, (op,), (col, Num(pos, num)))
@@ -226,8 +223,6 @@ def dict_predicate(d: Mapping[Any, Any], text: str, cols: VertexColumns) -> Expr
                 raise _bad(text, f"numeric attribute {name!r} needs a number or a comparison string, not {v!r}", pos)
             parts.append(Reduce(pos, "cond", node))
     if not parts:
-        from .expr import Bool
-
         return Bool(0, True)
     return parts[0] if len(parts) == 1 else BoolOp(0, "and", tuple(parts))
 
@@ -331,6 +326,10 @@ def query(pag: PAG, q: Any, *, agg: str = "sum") -> VertexSet:
         For a malformed query or predicate (with its position), an unknown
         attribute or metric, or a test that does not fit the attribute's type.
     """
-    from .sets import VertexSet
 
     return VertexSet(pag, np.flatnonzero(query_mask(pag, q, agg=agg)))
+
+
+# The Cypher parser builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import cypher  # noqa: E402

@@ -68,6 +68,11 @@ class Selection:
         """The ids, in the set's order (read-only)."""
         return self._ids
 
+    @property
+    def ordered(self) -> bool:
+        """Whether the ids are in a computed order (``sort_by``, ``top``) rather than sorted by id."""
+        return self._ordered
+
     def __len__(self) -> int:
         return len(self._ids)
 

@@ -17,7 +17,7 @@ pass over all rows:
   group wins a tie for the maximum);
 * :func:`finish` applies the dense semantics for ``N`` groups.
 
-:func:`vertex_stats` is the whole computation in one process;
+:func:`row_stats` (and :meth:`Grouped.stats`) is the whole computation in one process;
 :meth:`perflow.PAG.aggregate` and the passes use it or, for one statistic,
 the same formulas (:func:`one_stat`). Sums re-associate across partitions,
 so sums, means and standard deviations agree with the one-process values to
@@ -50,7 +50,7 @@ __all__ = [
     "partial",
     "combine",
     "finish",
-    "vertex_stats",
+    "row_stats",
     "one_stat",
     "Grouped",
     "grouped",
@@ -216,7 +216,7 @@ def finish(p: Partial, n_groups: int) -> dict[str, np.ndarray]:
     }
 
 
-def vertex_stats(vertex: np.ndarray, key: np.ndarray, value: np.ndarray, n_vertices: int, n_groups: int) -> dict:
+def row_stats(vertex: np.ndarray, key: np.ndarray, value: np.ndarray, n_vertices: int, n_groups: int) -> dict:
     """:func:`finish` of :func:`partial` of every row (rows as :func:`group_rows` returns them)."""
     return finish(partial(vertex, key, value, n_vertices), n_groups)
 
@@ -275,6 +275,16 @@ class Grouped:
     n_groups: int
     process: np.ndarray
     thread: np.ndarray
+
+    def stats(self) -> dict[str, np.ndarray]:
+        """Per-vertex statistics across the groups, dense semantics (a missing group counts 0).
+
+        :func:`finish`'s dict: ``sum``, ``mean``, ``max``, ``min``, ``std``
+        (population), ``count`` (groups with a row), ``argmax`` (group code of
+        the maximum; the lowest on ties; -1 when the maximum is a missing
+        group's 0) and ``n`` (groups).
+        """
+        return row_stats(self.vertex, self.group, self.value, self.n_vertices, self.n_groups)
 
     def dense(self) -> np.ndarray:
         """The (n_vertices, n_groups) matrix, zeros where there is no row."""
@@ -338,7 +348,7 @@ def _with_ids(st: dict[str, np.ndarray], process: np.ndarray, thread: np.ndarray
 
 def _stats_local(pag: PAG, s: StatsSettings) -> dict[str, np.ndarray]:
     g = grouped(pag, s.metric, s.across)
-    return _with_ids(vertex_stats(g.vertex, g.group, g.value, g.n_vertices, g.n_groups), g.process, g.thread)
+    return _with_ids(g.stats(), g.process, g.thread)
 
 
 def _stats_partial(part: Any, s: StatsSettings) -> Partial:

@@ -22,12 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.kinds import MPIClass, mpi_class
-from perflow.pag.pag import PAG
-
-from ._common import device_categories
-from ._figure import CATEGORIES, CATEGORY_COLORS
+from perflow.sdk import PAG, MPIClass, PassError, mpi_class
+from perflow.sdk.figures import CATEGORY_COLORS, PLOT_CATEGORIES, palette
+from perflow.sdk.profile import device_categories
 
 __all__ = [
     "TimelineData",
@@ -70,12 +67,10 @@ def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.n
         cats = np.where((kinds == "io") & (cats == "computation"), "io", cats)
         dev = device_categories(vt["name"], kinds)
         cats = np.where((dev != "") & (cats == "computation"), dev, cats)
-        present = [c for c in CATEGORIES if c in set(cats.tolist())]
+        present = [c for c in PLOT_CATEGORIES if c in set(cats.tolist())]
         code = {c: i for i, c in enumerate(present)}
         return np.array([code[c] for c in cats], dtype=np.int64), present, [CATEGORY_COLORS[c] for c in present]
     if color_by == "region":
-        from ._figure import palette
-
         tr = pag.trace
         iv = tr.intervals if tr is not None else None
         if iv is not None and len(iv):

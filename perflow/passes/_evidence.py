@@ -46,6 +46,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.sdk.render import format_value
+
 from .whatif import GAIN  # the column the what-if replay adds to tables: the predicted gain of fixing a row
 
 __all__ = ["Candidate", "candidates", "wait_label", "rank_list", "GAIN"]
@@ -226,7 +228,6 @@ def _where_cols(row: pd.Series) -> tuple[int, str]:
 
 
 def _fmt(x: float) -> str:
-    from ._render import format_value
 
     return format_value(x, "s")
 

@@ -14,13 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflow.pag.analysis import Analysis, Settings
-from perflow.pag.pag import PAG
-from perflow.trace.analyses import ReplaySettings
-from perflow.trace.replay import Plan, Rates, run_many
-from perflow.trace.replaydeps import ReplayMode
+from perflow.sdk import PAG, Analysis, Settings
+from perflow.sdk.trace import Plan, Rates, ReplayMode, ReplaySettings, require_trace, run_many
 
-from ._tracekit import require_trace
 from ._whatif import BALANCE, Change, Scenario, _vertex_time, rates_for, replay_plan
 
 __all__ = ["BalanceSettings", "BALANCE_GAINS", "balance_gains", "pop_replays"]

@@ -6,10 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from perflow.errors import PassError
-from perflow.pag.pag import PAG
-
-from ._common import edge_mask
+from perflow.sdk import PAG, PassError
+from perflow.sdk.profile import EDGE_KINDS, edge_mask
 
 __all__ = ["slice_ids"]
 
@@ -31,8 +29,6 @@ def slice_ids(
     n = len(view)
     sel = np.ones(len(et), dtype=bool)
     if kinds is not None:
-        from perflow.pag.parallel import EDGE_KINDS
-
         bad = [k for k in kinds if k not in EDGE_KINDS]
         if bad:
             raise PassError(f"unknown edge kind {bad[0]!r}; kinds are {', '.join(EDGE_KINDS)}")

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._render import as_frame, column_units, format_column
+from perflow.sdk.render import as_frame, column_units, format_column
+from perflow.units import format_value
 
 __all__ = ["table_html", "markdown_html", "figure_html", "MAX_ROWS", "PAGE_ROWS"]
 
@@ -69,8 +70,6 @@ def table_html(
         head.append(f'<th title="{esc(tip)}">{esc(str(c))}{esc(say)}</th>')
     cells = {c: format_column(shown[c], u[c]) for c in df.columns}
     if "unit" in df.columns and "value" in df.columns and not u.get("value"):  # one unit per row (pop metrics)
-        from perflow.units import format_value
-
         cells["value"] = [format_value(v, str(un) if un == un else "") for v, un in zip(shown["value"], shown["unit"])]
     raw = {c: shown[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in df.columns if num[c]}
     rows = []
@@ -126,7 +125,7 @@ def markdown_html(text: str) -> str:
 def figure_html(fig: Any, alt: str, png: bytes | None = None) -> str:
     """A figure as an inline PNG (``png``: its bytes, already rendered to a file)."""
     if png is None:
-        from ._mplfig import figure_png
+        from perflow.sdk.mplfig import figure_png
 
         png = figure_png(fig, dpi=100)
     data = base64.b64encode(png).decode()

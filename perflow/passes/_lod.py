@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG
 
 from ._binned import TimelineData, share_pixels
 

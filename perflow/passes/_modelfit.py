@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perflow.errors import PassError
+from perflow.sdk import PassError
 
-from ._modelquality import loo_quality
+from . import _modelquality
 from .models import CHUNK, Models, _term_values, building_blocks, evaluate, smape
 
 __all__ = ["models_1d", "models_2d"]
@@ -251,7 +251,7 @@ def _finish(
     ar2 = np.where(ok & (dof > 0), ar2, np.nan)
     nan = ~ok
     # the chosen model's own leave-one-out errors, whatever the selection criterion was
-    cv_all, extrap = loo_quality(X, Y, coef, expo, fitted)
+    cv_all, extrap = _modelquality.loo_quality(X, Y, coef, expo, fitted)
     return Models(
         params=names,
         coef=coef,

@@ -37,9 +37,9 @@ import pandas as pd
 
 from perflow.pag.pag import PAG, metric_combine
 from perflow.pag.stats import grouped
-from perflow.pag.tree import ancestors_mask
+from perflow.pag.tree import ancestors_mask, tree_index
+from perflow.sdk.profile import categories
 
-from ._common import categories
 from ._evidence import wait_label
 
 __all__ = ["panes_data", "CATEGORY_LABELS"]
@@ -106,7 +106,6 @@ def _fold(parent: np.ndarray, kept: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 
 
 def _depths(parent: np.ndarray) -> np.ndarray:
-    from perflow.pag.tree import tree_index
 
     return tree_index(parent).depth
 

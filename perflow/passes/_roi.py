@@ -7,12 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.pag.instances import Trace
-from perflow.pag.pag import PAG
-from perflow.pag.tree import descendants_mask
-
-from ._tracekit import check_choice, require_trace
+from perflow.sdk import PAG, PassError, Trace
+from perflow.sdk.profile import descendants_mask
+from perflow.sdk.trace import check_choice, require_trace
 
 __all__ = ["region_vertices", "trace_window", "init_finalize_vertices", "inclusive_per_location", "SPANS"]
 

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, FormatError, PassError, pass_
+from perflow.sdk.io import expand_runs, read_run_list
 
 __all__ = ["read_runs", "short_labels"]
 
@@ -65,8 +64,6 @@ def read_runs(runs: list[Any] | Path | str, *, format: str | None = None, patter
     list of PAG
         In the order given (directories and globs expanded in natural name order).
     """
-    from perflow.errors import FormatError
-    from perflow.readers.runs import expand_runs, read_run_list
 
     if isinstance(runs, list | tuple) and not runs:
         raise PassError("read_runs needs at least one run")

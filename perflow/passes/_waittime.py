@@ -1,6 +1,6 @@
 """Waiting time charged to calls: the one definition every consumer takes (breakdown, comm_summary, reports).
 
-From the wait-state instance table (:func:`perflow.passes._tracekit.waits_for`):
+From the wait-state instance table (:func:`perflow.sdk.trace.waits_for`):
 per call instance, the length of the union of its idle wait-state instances
 (so never more than the call's duration), split over the families Late
 Sender, Late Receiver, collective and thread (OpenMP barriers, lock
@@ -15,14 +15,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from perflow.pag.analysis import Analysis
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_dict, settings_keywords
-from perflow.pag.stats import Grouped, grouped, location_key
-from perflow.trace.analyses import WAIT_INSTANCES
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
-
-from ._tracekit import check_choice
+from perflow.sdk import PAG, WAIT_INSTANCES, Analysis, Grouped, WaitSettings, grouped, settings_dict, settings_keywords
+from perflow.sdk.profile import location_key
+from perflow.sdk.trace import IDLE_KINDS, WAIT_KINDS, check_choice
 
 __all__ = [
     "WAIT_FAMILIES",

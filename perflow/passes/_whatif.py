@@ -23,13 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from perflow.errors import PassError
-from perflow.pag.pag import PAG
-from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import REPLAY_PLAN, ReplaySettings
-from perflow.trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_plan
-
-from ._tracekit import mpi_vertex_mask, require_trace
+from perflow.sdk import PAG, PassError
+from perflow.sdk.profile import descendants_mask
+from perflow.sdk.trace import (
+    REPLAY_PLAN,
+    Plan,
+    Rates,
+    ReplayPath,
+    ReplaySettings,
+    Run,
+    mpi_vertex_mask,
+    replay_path,
+    require_trace,
+    run_plan,
+    vertex_time,
+)
 
 __all__ = [
     "Change",
@@ -338,7 +346,6 @@ def vertex_times(plan: Plan, n_vertices: int, window: tuple[float, float]) -> np
 
 
 def _vertex_time(plan: Plan, vmap: np.ndarray, R: int, window: tuple[float, float]) -> np.ndarray:
-    from perflow.trace.replaykernels import vertex_time
 
     return vertex_time(
         plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, vmap, R, float(window[0]), float(window[1])

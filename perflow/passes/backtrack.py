@@ -34,7 +34,7 @@ symptom the analysis walks the parallel view backwards, one vertex per step:
      executed (the previous sibling's last descendant, or the parent).
 
 The walk stops at the first *abnormal* vertex, the root cause: by default a
-computation vertex (see :func:`perflow.passes._common.categories`) whose value on
+computation vertex (see :func:`perflow.sdk.profile.categories`) whose value on
 this process exceeds ``k`` times its mean across processes (``x_p > k *
 mean``, k = 1.3) by at least 1% of the waiting time the path has crossed so
 far (``x_p - mean >= 0.01 * wait``: a vertex cannot explain more waiting than
@@ -50,14 +50,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.sets import VertexSet
-from perflow.pag.sites import source_labels
-
-from ._common import as_pag, categories, edge_kinds, edge_mask, grouped, names_of, resolve_metric, vertex_stats
+from perflow.sdk import PAG, WAIT_INSTANCES, ParallelVertexSet, PassError, VertexSet, pass_
+from perflow.sdk.profile import (
+    as_pag,
+    categories,
+    edge_kinds,
+    edge_mask,
+    grouped,
+    names_of,
+    resolve_metric,
+    source_labels,
+)
+from perflow.sdk.trace import WAIT_KINDS
 
 __all__ = ["backtrack", "predecessors", "comm_in"]
 
@@ -163,8 +167,6 @@ def _sync_wait_edges(pag: PAG) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     tr = pag.trace
     if tr is None or not (len(tr.rma) or len(tr.locks) or (len(tr.intervals) and tr.intervals["thread"].max() > 0)):
         return empty
-    from perflow.trace.analyses import WAIT_INSTANCES
-    from perflow.trace.waits import WAIT_KINDS
 
     w = pag.analyses.get(WAIT_INSTANCES)
     kind = w["kind"].cat  # one family lookup per kind, not per wait
@@ -297,7 +299,7 @@ def backtrack(
     comm = comm_in(pag)
     pred = predecessors(pag)
     g = grouped(pag, col, "location")  # one row per parallel vertex, same order
-    st = vertex_stats(g)
+    st = g.stats()
     mean = st["mean"][view.vertex_ids]
     x = g.value
     if abnormal is not None:

@@ -1,6 +1,6 @@
 """Time breakdown: computation, point-to-point, collective, synchronisation, I/O and waiting.
 
-Each vertex falls in one category (see :func:`perflow.passes._common.categories`):
+Each vertex falls in one category (see :func:`perflow.sdk.profile.categories`):
 MPI calls by :func:`perflow.kinds.mpi_class` of their name (point-to-point
 and request completion are ``p2p``, data collectives ``collective``, barriers
 and MPI_Init/Finalize ``sync``, MPI-IO ``io``, other MPI calls
@@ -24,14 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.waits import WaitSettings
+from perflow.sdk import PAG, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.profile import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
+from perflow.sdk.render import declare_aggregates
 
-from ._common import CATEGORIES, Grouped, as_pag, categories, grouped, resolve_metric, vertex_columns
-from ._render import declare_aggregates
 from ._waittime import charged_per_process
 from .waitstates import waiting_time
 
@@ -80,7 +76,7 @@ def breakdown(
         Tidy: the group columns (``process``; or ``vertex``, ``name``,
         ``call_path``; or both; none for ``total``), then ``category``,
         ``value`` and ``share``. Per process and in total every category of
-        :data:`perflow.passes._common.CATEGORIES` has a row (maybe 0); per vertex only
+        :data:`perflow.sdk.profile.CATEGORIES` has a row (maybe 0); per vertex only
         non-zero ones. Wide: the group columns, one column per category, ``total``.
     """
     pag = as_pag(pag)

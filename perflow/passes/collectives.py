@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.waits import WaitSettings
+from perflow.sdk import PAG, WaitSettings, pass_, settings_keywords
+from perflow.sdk.trace import call_path_column, name_column, waits_for
 
-from ._tracekit import call_path_column, name_column, waits_for
 from .waitstates import instance_table
 
 __all__ = ["collective_wait_states", "collective_waits_by_operation"]

@@ -34,16 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.kinds import CollectiveOp
-from perflow.pag.analysis import Analysis, NoSettings
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.waits import WaitSettings
+from perflow.sdk import PAG, Analysis, CollectiveOp, NoSettings, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.profile import as_pag, edge_mask
+from perflow.sdk.trace import TRANSFERS
 
-from ._common import as_pag, edge_mask
 from ._pattern import classify_pattern
+from .waitstates import waiting_time
 
 __all__ = [
     "comm_matrix",
@@ -196,7 +192,6 @@ def rma_traffic(pag: PAG) -> pd.DataFrame:
     A put moves ``bytes`` origin -> target, a get ``received`` target ->
     origin; an atomic both. Transfers with an unknown target are left out.
     """
-    from perflow.trace.rma import TRANSFERS
 
     cols = {"src": np.int64, "dst": np.int64, "count": np.int64, "bytes": np.int64}
     tr = pag.trace
@@ -408,8 +403,6 @@ def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
     )
     tr = pag.trace
     if tr is not None:
-        from .waitstates import waiting_time
-
         wt = waiting_time(pag, wait_settings=wait_settings)
         wp = np.searchsorted(axis, wt["process"].to_numpy())
         df["late_sender_wait"] = np.bincount(wp, weights=wt["late_sender"].to_numpy(), minlength=P)
@@ -424,8 +417,6 @@ def comm_summary(pag: PAG, *, wait_settings: WaitSettings) -> pd.DataFrame:
             np.int64
         )
         if len(tr.rma):
-            from perflow.trace.rma import TRANSFERS
-
             r = tr.rma
             sel = np.isin(r["kind"].to_numpy(), np.array(TRANSFERS, dtype=np.int8))
             rp = np.searchsorted(axis, r["process"].to_numpy().astype(np.int64)[sel])

@@ -41,11 +41,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
+from perflow.sdk.profile import as_pag, run_scale, vertex_columns
 
-from ._common import as_pag, run_scale, vertex_columns
 from .scalability import align_runs, fit_loglog
 
 __all__ = ["contention", "trace_contention", "instance_concurrency"]

@@ -29,18 +29,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.analyses import CriticalSettings
-from perflow.trace.waits import WaitSettings
-
-from ._common import grouped, off_cpu_mask
-from ._gains import balance_gains
-from ._render import declare_aggregates
-from ._tracekit import (
+from perflow.sdk import PAG, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.profile import grouped, off_cpu_mask
+from perflow.sdk.render import declare_aggregates
+from perflow.sdk.trace import (
     OUTSIDE,
+    CriticalSettings,
     call_path_column,
     check_choice,
     cp_for,
@@ -51,6 +45,8 @@ from ._tracekit import (
     require_trace,
     source_column,
 )
+
+from ._gains import balance_gains
 from ._waittime import charged_per_process
 from .pop import ideal_runtime
 from .whatif import GAIN

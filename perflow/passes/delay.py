@@ -17,15 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.analyses import DELAY_COSTS, DelaySettings
+from perflow.sdk import DELAY_COSTS, PAG, DelaySettings, PassError, pass_, settings_keywords
+from perflow.sdk.profile import off_cpu_mask
+from perflow.sdk.trace import call_path_column, check_choice, name_column, require_trace, source_column
 
-from ._common import off_cpu_mask
 from ._gains import balance_gains
-from ._tracekit import call_path_column, check_choice, name_column, require_trace, source_column
 from .whatif import GAIN
 
 __all__ = ["root_cause", "delay_tables"]

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.ensemble import DEFAULT_PERCENTILES, Ensemble
+from perflow.sdk import FormatError, PassError, get_pass, pass_
+from perflow.sdk.io import expand_runs, read_run_list
+from perflow.sdk.profile import DEFAULT_PERCENTILES, Ensemble
 
 from .differential import differential
 
@@ -50,8 +50,6 @@ def read_ensemble(runs: list[Any] | Path | str, *, format: str | None = None, pa
     pattern : str
         Glob selecting the runs inside a directory of runs.
     """
-    from perflow.errors import FormatError
-    from perflow.readers.runs import expand_runs, read_run_list
 
     try:
         items = expand_runs(runs, pattern=pattern, format=format)
@@ -161,7 +159,6 @@ def per_run(
     metadata : list of str, optional
         Metadata columns to put beside ``run`` (e.g. ``[nprocs]``).
     """
-    from perflow.flow.registry import get_pass
 
     ens = _ensemble(runs)
     spec = get_pass(analysis)

@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 
 from perflow.flow.registry import pass_
+from perflow.flow.terminal import shorten_end
 from perflow.pag.pag import PAG
+from perflow.sdk.render import format_value
 
 from ._evidence import GAIN, Candidate, candidates, rank_list
 
@@ -61,7 +63,8 @@ def _from_pag(pag: PAG, values: Mapping[str, Any], found: list[Candidate]) -> li
     extra: dict[str, Any] = {}
     if "wait state" not in kinds and getattr(pag, "trace", None) is not None:
         try:
-            from ._tracekit import waits_for
+            from perflow.sdk.trace import waits_for
+
             from .waitstates import wait_state_summary
 
             w = waits_for(pag, "findings")
@@ -123,7 +126,6 @@ def _merge(cands: list[Candidate]) -> list[dict[str, Any]]:
 
 
 def _short(c: Candidate) -> str:
-    from ._render import format_value
 
     return format_value(c.cost, "s")
 
@@ -221,7 +223,6 @@ def findings(outputs: dict[str, Any], pag: PAG | None = None, *, k: int = 8) -> 
 
 def finding_line(row: Any) -> str:
     """One finding as a line: ``47.0 ms  compute (synthetic.c:50) on rank 3: what`` (with its gain)."""
-    from ._render import format_value
 
     gain = f" (gain {format_value(row[GAIN], 's')})" if pd.notna(row[GAIN]) else ""
     ranks = str(row["processes"] or "")
@@ -236,7 +237,6 @@ def findings_markdown(table: pd.DataFrame, *, k: int = 5, width: int | None = No
     """
     if table is None or not len(table):
         return ""
-    from perflow.flow.terminal import shorten_end
 
     t = table.iloc[: max(int(k), 0)]
     lines = ["## Findings", ""]

@@ -12,7 +12,7 @@ For every vertex ``v`` with values ``x[v, p]`` on processes ``p = 1..N``
 so exclusive shares of all vertices add up to 1, and the inclusive share of
 a vertex is the fraction of the whole run spent in its subtree. Time a
 recorded thread spent off the CPU (the vertices ``off_cpu``, see
-:func:`perflow.passes._common.off_cpu_mask`) counts in the total but is no
+:func:`perflow.sdk.profile.off_cpu_mask`) counts in the total but is no
 code's and is never ranked (``breakdown`` shows it).
 """
 
@@ -21,15 +21,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.frames import AGGREGATIONS
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-from perflow.pag.stats import VERTEX_STATS
-
-from ._common import as_pag, off_cpu_mask, resolve_metric, selected_vertices, vertex_columns
-from ._render import declare_aggregates
+from perflow.sdk import PAG, VERTEX_STATS, PassError, VertexSet, pass_
+from perflow.sdk.profile import AGGREGATIONS, as_pag, off_cpu_mask, resolve_metric, selected_vertices, vertex_columns
+from perflow.sdk.render import declare_aggregates
 
 __all__ = ["hotspot", "hotspot_set", "hotspot_table"]
 

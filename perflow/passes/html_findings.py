@@ -14,8 +14,9 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from perflow.sdk.render import format_value
+
 from ._evidence import GAIN
-from ._render import format_value
 from .findings import COST_NOTE
 
 __all__ = ["findings_html"]

@@ -43,9 +43,9 @@ import pandas as pd
 
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.sdk.render import write_text
 
 from ._htmlparts import MAX_ROWS, figure_html, markdown_html, table_html
-from ._render import write_text
 
 __all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
@@ -74,7 +74,7 @@ def _trace_waits(pag: PAG, waits: pd.DataFrame | None) -> pd.DataFrame | None:
     if waits is not None or not _is_trace_pag(pag):
         return waits
     try:
-        from ._tracekit import waits_for
+        from perflow.sdk.trace import waits_for
 
         return waits_for(pag, "report_page")
     except Exception as exc:  # a trace the wait analysis cannot read: the page shows no wait states

@@ -37,10 +37,10 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
+from perflow.sdk.render import write_text
 
 from ._binned import TimelineData, interval_categories, path_rows, path_runs, span_cover, timeline_data
-from ._lod import IDLE_CODE, SUB, complete_instances, longest, pyramid
-from ._render import write_text
+from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, longest, pyramid
 from .timeline import overlay_table
 
 __all__ = ["timeline_html", "timeline_section", "TimelineSection"]
@@ -116,7 +116,6 @@ def _recolor(pag: PAG, td: TimelineData, top_regions: int) -> TimelineData:
 
 
 def _palette(colors: list[str]) -> list[str]:
-    from ._lod import IDLE
 
     return [*colors, *(["#dddddd"] * (IDLE_CODE - len(colors))), IDLE]
 

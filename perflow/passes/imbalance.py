@@ -26,7 +26,7 @@ A vertex with ``max == 0`` has no imbalance (every ratio is 0, load balance
 default).
 
 Time a recorded thread spent off the CPU (the ``off_cpu`` vertices, see
-:func:`perflow.passes._common.off_cpu_mask`) is no code's load: it is left out
+:func:`perflow.sdk.profile.off_cpu_mask`) is no code's load: it is left out
 of the tables and outliers (``breakdown`` shows it per process).
 
 Everything is computed for all vertices at once from the integer codes of
@@ -38,23 +38,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.sets import VertexSet
-from perflow.pag.stats import VERTEX_STATS
-
-from ._common import (
+from perflow.sdk import PAG, VERTEX_STATS, ParallelVertexSet, PassError, VertexSet, pass_
+from perflow.sdk.profile import (
+    IMBALANCE_CRITERIA,
     Grouped,
     as_pag,
     grouped,
+    imbalance_measures,
     off_cpu_mask,
     resolve_metric,
     selected_vertices,
     vertex_columns,
-    vertex_stats,
 )
 
 __all__ = [
@@ -220,7 +214,7 @@ def _outlier_rows(
     pag: PAG, col: str, across: str, k: float, min_value: float, ids: np.ndarray | None
 ) -> tuple[pd.DataFrame, Grouped]:
     g = grouped(pag, col, across)
-    st = vertex_stats(g)
+    st = g.stats()
     mean_r = st["mean"][g.vertex]
     hit = (g.value > k * mean_r) & (g.value > _floor(st, min_value)) & ~off_cpu_mask(pag)[g.vertex]
     if ids is not None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, output_path, pass_
+from perflow.sdk.io import current_engine
+from perflow.sdk.io import load as load_pag
+from perflow.sdk.io import read as read_any
+from perflow.sdk.io import synthetic as syn
 
 __all__ = ["read", "load", "save_pag", "synthetic"]
 
@@ -21,8 +24,6 @@ def read(path: Path, *, format: str | None = None) -> PAG:  # noqa: A002
     format
         Force a format instead of detecting it (see ``perflow info``).
     """
-    from perflow.flow.engine import current_engine
-    from perflow.readers import read as read_any
 
     return read_any(path, format=format, engine=current_engine())
 
@@ -36,7 +37,6 @@ def load(path: Path) -> PAG:
     path
         The saved PAG directory.
     """
-    from perflow.pag.persist import load as load_pag
 
     return load_pag(path)
 
@@ -53,7 +53,6 @@ def save_pag(pag: PAG, *, path: str) -> str:
         Where to save it (conventionally ``*.pag``); an existing saved PAG there is replaced. Under a
         flow run, relative to the run's output folder (see ``perflow.flow.writes``).
     """
-    from perflow.flow.writes import output_path
 
     return str(pag.save(output_path(path) or path))
 
@@ -85,7 +84,6 @@ def synthetic(
     late_sender
         Probability per iteration and rank of a late send.
     """
-    from perflow import synthetic as syn
 
     return syn.trace(
         nprocs=nprocs,

@@ -80,7 +80,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
+from perflow.sdk import PassError
 
 __all__ = [
     "POLY_EXPONENTS",
@@ -388,8 +388,11 @@ def fit_models(
         raise PassError(f"alpha must be in [0, 1), not {alpha}")
     opts = {"cv": cv, "margin": float(margin), "min_contribution": float(min_contribution), "alpha": float(alpha)}
     opts["min_variation"] = float(min_variation)
-    from ._modelfit import models_1d, models_2d  # the engine imports this module's definitions
-
     if D == 1:
-        return models_1d(Xa[:, 0], Ya, names, max_terms, negative, poly, log, opts)
-    return models_2d(Xa, Ya, names, negative, poly, log, opts)
+        return _modelfit.models_1d(Xa[:, 0], Ya, names, max_terms, negative, poly, log, opts)
+    return _modelfit.models_2d(Xa, Ya, names, negative, poly, log, opts)
+
+
+# The model fit builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import _modelfit  # noqa: E402

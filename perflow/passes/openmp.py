@@ -22,13 +22,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.trace.analyses import WAIT_INSTANCES, vertex_roles
-from perflow.trace.threadwaits import parallel_teams
-
-from ._render import declare_aggregates
-from ._tracekit import require_trace
+from perflow.sdk import PAG, WAIT_INSTANCES, PassError, pass_
+from perflow.sdk.render import declare_aggregates
+from perflow.sdk.trace import parallel_teams, require_trace, vertex_roles
 
 __all__ = ["parallel_regions", "lock_contention"]
 
@@ -48,7 +44,6 @@ _REGION_COLUMNS = {
 
 
 def _no_roles(pass_name: str) -> None:
-    from perflow.errors import PassError
 
     raise PassError(
         f"pass {pass_name!r}: this PAG's vertices have no region roles (a trace from a source without "

@@ -19,14 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.sets import VertexSet
-
-from ._figure import Figure, new_figure, save_figure, vertex_ids, vertex_labels
-from ._render import format_value, require_columns, write_text
+from perflow.sdk import PAG, ParallelVertexSet, PassError, VertexSet, pass_
+from perflow.sdk.figures import Figure, new_figure, save_figure, vertex_ids, vertex_labels
+from perflow.sdk.render import format_value, require_columns, write_text
 
 __all__ = ["plot_parallel_view", "parallel_view_dot", "normalise_paths"]
 

@@ -13,15 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-
-from ._figure import (
-    CATEGORIES,
+from perflow.sdk import PAG, Figure, PassError, VertexSet, pass_
+from perflow.sdk.figures import (
     CATEGORY_COLORS,
+    PLOT_CATEGORIES,
     axis_scale,
     legend_outside,
     new_figure,
@@ -30,7 +25,7 @@ from ._figure import (
     save_figure,
     unit_label,
 )
-from ._render import as_frame, guess_unit, numeric, require_columns
+from perflow.sdk.render import as_frame, guess_unit, numeric, require_columns
 
 #: ``new_figure(width, height)``: a matplotlib Figure without pyplot that displays itself in notebooks
 #: (as the figures of the plot passes do), for figures drawn by hand.
@@ -221,7 +216,7 @@ def _breakdown_table(
         require_columns(wide, categories, who, setting="categories")
         cats = list(categories)
     else:
-        known = [c for c in CATEGORIES if c in wide.columns]
+        known = [c for c in PLOT_CATEGORIES if c in wide.columns]
         cats = known or [c for c in wide.columns if c not in ("vertex", "process", "thread", "depth", "parent")]
     if not cats:
         raise PassError(f"{who}: the input has no numeric category columns to stack")

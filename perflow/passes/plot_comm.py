@@ -15,9 +15,8 @@ import pandas as pd
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
-
-from ._figure import Figure, new_figure, save_figure, value_formatter
-from ._render import as_frame, format_value, guess_unit, numeric, require_columns
+from perflow.sdk.figures import Figure, new_figure, save_figure, value_formatter
+from perflow.sdk.render import as_frame, format_value, guess_unit, numeric, require_columns
 
 __all__ = ["plot_comm_matrix", "comm_matrix_array"]
 

@@ -21,9 +21,10 @@ import pandas as pd
 
 from perflow.errors import PassError
 from perflow.flow.registry import pass_
+from perflow.sdk.figures import Figure, legend_outside, new_figure, palette, save_figure, value_formatter
+from perflow.sdk.render import as_frame, format_value, numeric, require_columns
 
-from ._figure import Figure, legend_outside, new_figure, palette, save_figure, value_formatter
-from ._render import as_frame, format_value, numeric, require_columns
+from .models import evaluate, frame_models
 
 __all__ = ["plot_scaling", "fit_log2"]
 
@@ -138,8 +139,6 @@ def plot_scaling(
         flab = _label_column(fdf, label, who)
         pmnf = {"c0", "model"} <= set(fdf.columns) and a not in fdf.columns  # Extra-P models (scaling_models)
         if pmnf:
-            from .models import evaluate, frame_models
-
             coef, expo = frame_models(fdf, ["p"])
         elif a not in fdf.columns and b not in fdf.columns and {"a", "b"} <= set(fdf.columns):
             a, b = "a", "b"

@@ -45,15 +45,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import ReplaySettings, ideal_replay
+from perflow.sdk import PAG, PassError, pass_, settings_keywords
+from perflow.sdk.profile import descendants_mask
+from perflow.sdk.trace import ReplaySettings, check_choice, ideal_replay, non_useful_mask, require_trace
 
+from ._gains import pop_replays
 from ._roi import SPANS, inclusive_per_location, init_finalize_vertices, region_vertices, trace_window
-from ._tracekit import check_choice, non_useful_mask, require_trace
 from .whatif import GAIN
 
 __all__ = [
@@ -286,7 +283,6 @@ def _run_numbers(
         e = pop_efficiencies(u, runtime, None)
         e.update(window_start=np.nan, window_end=np.nan)
         return e, {"region": desc}
-    from ._gains import pop_replays
 
     t0, t1, desc = trace_window(pag, pass_name, region=region, window=window, span=span)
     useful = ~non_useful_mask(pag, tuple(non_useful))

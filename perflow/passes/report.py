@@ -5,7 +5,7 @@
 >>> doc = report({"Hot spots": hot, "Notes": "rank 3 is slow"}, format="html", path="out/report.html")
 
 Numbers are shown with units chosen from the column names (seconds as
-s/ms/us, bytes as KiB/MiB, percentages; see :mod:`perflow.passes._render`), or from
+s/ms/us, bytes as KiB/MiB, percentages; see :mod:`perflow.sdk.render`), or from
 the ``units`` setting. Nothing is printed; files are written only when the
 ``path`` setting is given.
 """
@@ -21,30 +21,23 @@ from typing import Any
 
 import pandas as pd
 
-from perflow._atomic import write_bytes
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.flow.writes import output_path
-from perflow.pag.parallel import ParallelEdgeSet, ParallelVertexSet
-from perflow.pag.sets import EdgeSet, VertexSet
-
-from ._render import as_frame, column_units, format_value, render_frame, require_columns, slug, write_text
+from perflow.sdk import EdgeSet, Figure, ParallelEdgeSet, ParallelVertexSet, PassError, VertexSet, output_path, pass_
+from perflow.sdk.render import (
+    as_frame,
+    column_units,
+    format_value,
+    render_frame,
+    require_columns,
+    select_rows,
+    slug,
+    write_bytes,
+    write_text,
+)
+from perflow.sdk.render import render_table as table_text
 
 __all__ = ["render_table", "styled_table", "report"]
 
 TableInput = pd.DataFrame | pd.Series | VertexSet | EdgeSet | ParallelVertexSet | ParallelEdgeSet
-
-
-def _select(
-    df: pd.DataFrame, columns: Sequence[str] | None, sort_by: str | None, ascending: bool, who: str
-) -> pd.DataFrame:
-    if columns:
-        require_columns(df, columns, who, setting="columns")
-        df = df[list(columns)]
-    if sort_by:
-        require_columns(df, [sort_by], who, setting="sort_by")
-        df = df.sort_values(sort_by, ascending=ascending, kind="stable")
-    return df
 
 
 @pass_(version="1", tags=("report",))
@@ -101,10 +94,17 @@ def render_table(
     str
         The rendered table.
     """
-    who = "render_table"
-    df = _select(as_frame(data, who), columns, sort_by, ascending, who)
-    text = render_frame(
-        df, format, units=units, auto_units=auto_units, digits=digits, title=title, max_rows=max_rows, who=who
+    text = table_text(
+        data,
+        format,
+        columns=columns,
+        sort_by=sort_by,
+        ascending=ascending,
+        max_rows=max_rows,
+        units=units,
+        auto_units=auto_units,
+        digits=digits,
+        title=title,
     )
     write_text(text, path)
     return text
@@ -144,7 +144,7 @@ def styled_table(
     pandas.io.formats.style.Styler
     """
     who = "styled_table"
-    df = _select(as_frame(data, who), columns, sort_by, ascending, who)
+    df = select_rows(as_frame(data, who), columns, sort_by, ascending, who)
     if max_rows is not None:
         df = df.iloc[: max(int(max_rows), 0)]
     df = df.reset_index(drop=True)
@@ -169,7 +169,6 @@ def styled_table(
 
 # ---------------------------------------------------------------------- documents
 def _is_figure(x: Any) -> bool:
-    from perflow.flow.types import Figure  # checks the class by name: no matplotlib import for a table
 
     return isinstance(x, Figure)
 
@@ -347,7 +346,7 @@ def _render_section(
             return f'<img alt="{esc(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
         if files_dir is not None:
             f = files_dir / f"fig-{i + 1}-{slug(alt)}.png"
-            write_bytes(output_path(f) or f, png)
+            write_bytes(png, f)
             rel = f"{files_dir.name}/{f.name}"
             return f"![{alt}]({rel})" if fmt == "markdown" else f"[figure: {alt} -> {rel}]"
         if fmt == "markdown":

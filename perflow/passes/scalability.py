@@ -41,12 +41,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
+from perflow.sdk import PAG, PassError, VertexSet, pass_
+from perflow.sdk.profile import names_of, resolve_metric, run_scale
 
-from ._common import names_of, resolve_metric, run_scale
 from ._runs import read_runs, short_labels
 
 __all__ = [
@@ -135,7 +132,8 @@ def align_runs(runs: Sequence[PAG], metric: str, agg: str, *, missing: float = 0
     return meta, mat.to_numpy(dtype=np.float64)
 
 
-def _scales(runs: Sequence[PAG], scales: Sequence[float] | None, scale_key: str | None) -> np.ndarray:
+def run_scales(runs: Sequence[PAG], scales: Sequence[float] | None, scale_key: str | None) -> np.ndarray:
+    """The scale (process count) of each run: ``scales`` as given, else from the runs' attributes."""
     if scales is not None:
         if len(scales) != len(runs):
             raise PassError(f"{len(scales)} scales given for {len(runs)} runs")
@@ -216,7 +214,7 @@ def scalability(
         raise PassError(f"scalability needs runs at two or more scales, got {len(runs)}")
     if rank_by not in SCALABILITY_RANKS:
         raise PassError(f"rank_by must be one of {', '.join(SCALABILITY_RANKS)}, not {rank_by!r}")
-    s = _scales(runs, scales, scale_key)
+    s = run_scales(runs, scales, scale_key)
     order = np.argsort(s, kind="stable")
     runs_sorted = [runs[i] for i in order]
     s = s[order]
@@ -250,7 +248,7 @@ def scalability(
             "non_scalable": np.nan_to_num(fit["slope"], nan=-np.inf) > slope_threshold,
         }
     )
-    labels = _labels(s)
+    labels = scale_labels(s)
     for j, lab in enumerate(labels):
         df[lab] = mat[:, j]
     # the vertex id refers to the largest run holding the path
@@ -293,7 +291,8 @@ def _quality_note(df: pd.DataFrame, min_r2: float, n_runs: int) -> str:
     return out
 
 
-def _labels(s: np.ndarray) -> list[str]:
+def scale_labels(s: np.ndarray) -> list[str]:
+    """A unique label per scale: ``T@8``, ``T@16``, a repeated scale primed (``T@8'``)."""
     out: list[str] = []
     for x in s:
         lab = f"T@{x:g}"
@@ -335,7 +334,7 @@ def non_scalable_vertices(
     scale_key : str, optional
         Run attribute holding the process count.
     """
-    s = _scales(runs, None, scale_key)
+    s = run_scales(runs, None, scale_key)
     largest = runs[int(np.argsort(s, kind="stable")[-1])]
     df = scalability(
         runs, metric=metric, agg=agg, target=target, slope_threshold=slope_threshold, k=None, scale_key=scale_key
@@ -383,7 +382,7 @@ def scaling_data(
     """
     if not runs:
         raise PassError("scaling_data needs at least one run")
-    s = _scales(runs, scales, scale_key)
+    s = run_scales(runs, scales, scale_key)
     meta, mat = align_runs(runs, metric, agg)
     n_paths, n_runs = mat.shape
     df = pd.DataFrame(

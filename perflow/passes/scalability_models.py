@@ -45,12 +45,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
 
 from . import models as pmnf
-from .scalability import MIN_R2, _labels, _scales, align_runs
+from .scalability import MIN_R2, align_runs, run_scales, scale_labels
 
 __all__ = ["scaling_models", "run_parameters", "model_table", "fit_verdict", "MAX_SMAPE", "MAX_CV"]
 
@@ -88,7 +86,7 @@ def run_parameters(
         parameters, in that order), the parameter names for model text
         (``p`` then the attribute names) and notes.
     """
-    s = _scales(runs, scales, scale_key)
+    s = run_scales(runs, scales, scale_key)
     cols = [s]
     names = ["p"]
     notes: list[str] = []
@@ -263,7 +261,7 @@ def scaling_models(
     df["predicted"] = pred
     df["growth"] = growth
     df = pd.concat([df, mt.iloc[:, 7:]], axis=1)
-    labels = _labels(X[:, 0]) if len(names) == 1 else [_point_label(x, names) for x in X]
+    labels = scale_labels(X[:, 0]) if len(names) == 1 else [_point_label(x, names) for x in X]
     for j, lab in enumerate(labels):
         df[lab] = mat[:, j]
     df = df[fit.fitted]

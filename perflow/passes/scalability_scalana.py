@@ -50,12 +50,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
+from perflow.sdk import PAG, PassError, VertexSet, pass_
+from perflow.sdk.profile import resolve_metric
 
-from ._common import resolve_metric
 from .scalability_models import run_parameters, scaling_models
 
 __all__ = ["non_scalable_paths", "causal_paths", "scaling_loss", "SCALING_MODES"]

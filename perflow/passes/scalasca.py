@@ -24,11 +24,10 @@ import pandas as pd
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.settings import settings_keywords
+from perflow.sdk.render import declare_aggregates
+from perflow.sdk.trace import call_path_column, check_choice, name_column, require_trace
 from perflow.trace.cubemetrics import METRICS, ScalascaSettings
 from perflow.trace.cubemetrics import scalasca_metrics as _metrics
-
-from ._render import declare_aggregates
-from ._tracekit import call_path_column, check_choice, name_column, require_trace
 
 __all__ = ["scalasca_metrics", "cube_file", "CubeFile"]
 

@@ -16,12 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.selection import Selection
-from perflow.pag.sets import VertexSet
+from perflow.sdk import PAG, ParallelVertexSet, PassError, Selection, VertexSet, pass_
 
 from ._graph import slice_ids
 

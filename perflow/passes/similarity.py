@@ -23,11 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-
-from ._common import as_pag, grouped, names_of, resolve_metric
+from perflow.sdk import PAG, PassError, pass_
+from perflow.sdk.profile import as_pag, grouped, names_of, resolve_metric
 
 __all__ = ["process_similarity", "ranges", "LINKAGES"]
 

@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
+from perflow.sdk.figures import Figure, axis_scale, new_figure, save_figure
+from perflow.sdk.render import numeric, require_columns
 
 from ._binned import (
     TimelineData,
@@ -42,8 +42,6 @@ from ._binned import (
     span_cover,
     timeline_data,
 )
-from ._figure import Figure, axis_scale, new_figure, save_figure
-from ._render import numeric, require_columns
 
 __all__ = ["plot_timeline", "interval_categories", "aggregate_bins"]
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from perflow.errors import PassError
 from perflow.flow.registry import pass_
 from perflow.pag.pag import PAG
 from perflow.pag.sets import VertexSet
@@ -40,9 +41,8 @@ from perflow.pag.treeview import (
     tree_lines,
     tree_view,
 )
+from perflow.sdk.render import write_text
 from perflow.units import guess_unit
-
-from ._render import write_text
 
 __all__ = ["tree_text", "tree_dot", "tree_html"]
 
@@ -139,8 +139,6 @@ def tree_text(
     """
     metrics = [metric] if isinstance(metric, str) else list(metric)
     if not metrics:
-        from perflow.errors import PassError
-
         raise PassError("tree_text: metric names no metric")
     tv = _view(
         data,
@@ -158,8 +156,6 @@ def tree_text(
     columns = []
     if len(metrics) > 1:
         if not isinstance(data, PAG | VertexSet):
-            from perflow.errors import PassError
-
             raise PassError("tree_text: several metrics need a PAG or a VertexSet as input")
         src = data if isinstance(data, PAG) else data.pag
         for m in metrics[1:]:

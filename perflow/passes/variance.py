@@ -22,15 +22,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.analyses import FLAT_TIMELINE, LOCATIONS
-from perflow.trace.snippets import Matrix, normalised_performance, performance_matrix, snippet_table
-from perflow.trace.waits import WaitSettings
-
-from ._tracekit import require_trace, waits_for
+from perflow.sdk import FLAT_TIMELINE, LOCATIONS, PAG, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.trace import (
+    Matrix,
+    normalised_performance,
+    performance_matrix,
+    require_trace,
+    snippet_table,
+    waits_for,
+)
 
 __all__ = ["variance", "normalised_performance", "slow_regions"]
 

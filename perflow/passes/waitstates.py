@@ -34,14 +34,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.waits import WAIT_COLUMNS, WAIT_KINDS, WaitSettings
+from perflow.sdk import PAG, PassError, WaitSettings, pass_, settings_keywords
+from perflow.sdk.render import declare_aggregates, format_value
+from perflow.sdk.trace import (
+    WAIT_COLUMNS,
+    WAIT_KINDS,
+    call_path_column,
+    check_choice,
+    kind_list,
+    n_locations,
+    name_column,
+    require_trace,
+    waits_for,
+)
 
-from ._render import declare_aggregates, format_value
-from ._tracekit import call_path_column, check_choice, kind_list, n_locations, name_column, require_trace, waits_for
 from ._waittime import WAIT_FAMILIES, charge_waits, waiting_time
 
 __all__ = [

@@ -15,14 +15,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.trace.analyses import ReplaySettings
+from perflow.sdk import PAG, PassError, pass_, settings_keywords
+from perflow.sdk.trace import (
+    OUTSIDE,
+    ReplaySettings,
+    call_path_column,
+    check_choice,
+    mpi_vertex_mask,
+    name_column,
+    require_trace,
+)
 
 from ._roi import SPANS, trace_window
-from ._tracekit import OUTSIDE, call_path_column, check_choice, mpi_vertex_mask, name_column, require_trace
 from ._whatif import BALANCE, Change, Prediction, Scenario, predict, scenarios_from
 
 __all__ = ["what_if", "what_if_table", "default_scenarios", "GAIN"]

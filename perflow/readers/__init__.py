@@ -28,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .. import progress
 from ..errors import FormatError, PerflowError
 
 __all__ = ["read", "formats", "reader_module", "detect_format", "check_input", "READER_MODULES"]
@@ -273,9 +274,8 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
     """
     p = check_input(path)  # before any reader touches it, forced format or not
     if format in ("otf2", "cube") and p.is_dir():
-        from .scorep import detect as is_experiment
-
-        if is_experiment(p):  # a Score-P experiment: format= chooses its trace or its profile
+        # a Score-P experiment: format= chooses its trace or its profile (its reader loads on first use)
+        if reader_module("scorep").detect(p):
             options["part"], format = format, "scorep"
     if format is None and p.is_dir():
         try:
@@ -286,7 +286,6 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
             return read_folder(p, engine=engine, **options)
     else:
         fmt = format or detect_format(p)
-    from .. import progress
 
     cc = options.pop("clock_correction", None)
     from ..trace.clc import clock_correction

@@ -24,7 +24,10 @@ import pandas as pd
 
 from ..errors import FormatError, PerflowError
 from ..kinds import VertexKind, classify_region
+from ..pag.literal import complete_time_metrics
 from ..pag.pag import PAG, MetricInfo
+from ..trace.build import build_pag
+from ._values import check_profile, check_trace
 
 __all__ = [
     "TreeBuilder",
@@ -247,12 +250,9 @@ def checked_profile(pag: PAG, source: Path | str | None, *, complete: bool = Tru
     exclusive time derived by subtraction is checked again (children whose
     inclusive time exceeds their parent's).
     """
-    from ._values import check_profile
 
     check_profile(pag, source)
     if complete:
-        from ..pag.literal import complete_time_metrics
-
         had = set(pag.metric_names)
         pag = complete_time_metrics(pag)
         if "time_inc" in had and "time_exc" not in had and "time_exc" in pag.metric_names:
@@ -274,8 +274,6 @@ def build_trace(
     ``options`` go to :func:`perflow.trace.build.build_pag`; ``damage`` (a
     :class:`~perflow.readers._values.Damage`) is reported in ``attrs["damage"]``.
     """
-    from ..trace.build import build_pag
-    from ._values import check_trace
 
     if source is None:
         source = raw.attrs.get("source", "trace")

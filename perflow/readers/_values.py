@@ -46,6 +46,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..errors import FormatError
+from ..pag.sites import call_site_paths
+from ..trace.raw import ENTER, LEAVE, TABLE_SCHEMAS
 from ..units import show
 
 __all__ = [
@@ -297,7 +299,6 @@ def _kind_of(name: str, info: Any) -> str:
 def _profile_record(pag: Any, row: int) -> str:
     idx = pag.metrics.index
     v, p, t = (int(idx.get_level_values(k)[row]) for k in ("vertex", "process", "thread"))
-    from ..pag.sites import call_site_paths
 
     path = call_site_paths(pag)[v]
     return f"call path {path!r}, process {p}, thread {t}"
@@ -417,7 +418,6 @@ def check_trace(raw: Any, source: Path | str, *, mpi_inside_calls: bool = False,
 
 
 def _tables(raw: Any) -> list[tuple[str, Mapping[str, np.ndarray]]]:
-    from ..trace.raw import TABLE_SCHEMAS
 
     return [(name, getattr(raw, name)) for name in TABLE_SCHEMAS]
 
@@ -426,7 +426,6 @@ def _mpi_inside(
     chk: Values, raw: Any, name: str, tl: np.ndarray, pos: np.ndarray, loc: np.ndarray, rec: RecordName
 ) -> None:
     """Each MPI event is right inside an MPI call: the region event before it enters one, or the one after leaves one."""
-    from ..trace.raw import ENTER, LEAVE
 
     ev = raw.region_events
     n = len(loc)

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError
+from . import detect_format, formats, read
+from .runs import natural_key, read_ensemble
 
 __all__ = ["runs_in", "read_folder", "MAX_ENTRIES"]
 
@@ -30,7 +32,6 @@ MAX_ENTRIES = 1000
 
 def runs_in(folder: Path) -> list[tuple[Path, str]]:
     """The runs in ``folder``: ``(entry, format)`` for each entry a reader recognises, in name order."""
-    from . import detect_format
 
     out: list[tuple[Path, str]] = []
     try:
@@ -63,7 +64,6 @@ def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
     PAG or Ensemble
         The run, or (several runs) the ensemble of them in natural name order.
     """
-    from . import formats, read
 
     runs = runs_in(folder)
     if not runs:
@@ -78,7 +78,6 @@ def read_folder(folder: Path, *, engine: Any = None, **options: Any) -> Any:
         pag = read(entry, format=fmt, engine=engine, **options)
         pag.attrs.setdefault("folder", str(folder))
         return pag
-    from .runs import natural_key, read_ensemble
 
     log.debug("%s holds %d runs: reading them as an ensemble", folder, len(runs))
     ens = read_ensemble(sorted((e for e, _ in runs), key=natural_key), engine=engine, **options)

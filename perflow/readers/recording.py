@@ -13,7 +13,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, TraceError
+from ..trace.store import load_raw
+from ._common import build_trace
+from .otf2 import read as read_otf2
+from .saved import read as read_saved
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +70,8 @@ def read(path: Path, **options: Any) -> Any:
 def _read(path: Path, **options: Any) -> Any:
     found = parts(path)
     if "pag" in found and not options:
-        from .saved import read as read_saved
-
         return read_saved(found["pag"])
     if "raw" in found:
-        from ..errors import TraceError
-        from ..trace.store import load_raw
-        from ._common import build_trace
-
         raw = load_raw(found["raw"])
         try:
             pag = build_trace(raw, found["raw"], mpi_inside_calls=True, **options)
@@ -82,7 +80,5 @@ def _read(path: Path, **options: Any) -> Any:
         pag.attrs.setdefault("source", str(path))
         return pag
     if "otf2" in found:
-        from .otf2 import read as read_otf2
-
         return read_otf2(found["otf2"], **options)
     raise FormatError(path, "not a perflow recording: no run.pag, rawtrace.npz or trace/traces.otf2 in it")

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import FormatError
 from ..pag.ensemble import Ensemble, set_path_reader
 from ..pag.pag import PAG
+from . import detect_format, read, reader_module
 
 __all__ = ["natural_key", "expand_runs", "read_run_list", "read_runs", "read_ensemble", "scorep_config", "Ensemble"]
 
@@ -46,7 +47,6 @@ def natural_key(p: Any) -> list[Any]:
 
 
 def _is_run(p: Path, fmt: str | None) -> bool:
-    from . import detect_format, reader_module
 
     try:
         return bool(reader_module(fmt).detect(p)) if fmt else bool(detect_format(p))
@@ -117,7 +117,6 @@ def read_run_list(spec: Any, *, format: str | None = None, pattern: str = "*", *
     **options
         Passed to the reader of every run.
     """
-    from . import read
 
     out: list[PAG] = []
     for item in expand_runs(spec, pattern=pattern, format=format):

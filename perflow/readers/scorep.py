@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import FormatError
 from ..pag.pag import PAG
+from . import reader_module
 
 FORMAT = "scorep"
 DESCRIPTION = "Score-P experiment directories (profile.cubex and/or traces.otf2, scorep.cfg)"
@@ -96,7 +97,6 @@ def read(path: Path | str, *, part: str | None = None, **options: Any) -> PAG:
     -------
     PAG
     """
-    from . import reader_module
 
     path = Path(path)
     found = parts(path)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from ..errors import RecordError
 from .filters import DEFAULT_FILTER, Filter, compile_time_lists
+from .toolchain import find_toolchain
 
 __all__ = ["InstrumentOptions", "compiler_for", "instrumented_argv", "DEFAULT_EXCLUDED_DIRS", "LANGUAGES"]
 
@@ -105,7 +106,6 @@ def compiler_for(lang: str, compiler: str | None = None) -> list[str]:
         if not shutil.which(argv[0]):
             raise RecordError(f"compiler not found: {argv[0]}")
         return argv
-    from .toolchain import find_toolchain
 
     tc = find_toolchain()
     mpicc = Path(tc.mpicc)

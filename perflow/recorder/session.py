@@ -26,10 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PerflowError, RecordError
+from ..trace.build import build_pag
 from ..trace.raw import RawTrace
 from ..trace.store import save_raw
+from ..writers.otf2 import write_otf2
 from .assemble import load_recording
+from .filtermap import map_filter
+from .filters import DEFAULT_FILTER, Filter, read_filter
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
+from .watchdog import Watchdog
 
 __all__ = [
     "record",
@@ -254,7 +259,6 @@ def _run(
         proc = subprocess.Popen(argv, env=env, start_new_session=True, stdout=stdout, stderr=stderr)
     except OSError as exc:
         raise RecordError(f"cannot start {argv[0]}: {exc}") from None
-    from .watchdog import Watchdog
 
     dog = Watchdog.start(proc.pid, *(salvage or (None, None)))
     rawdir = Path(salvage[0]) / "raw" if salvage and salvage[0] else None
@@ -384,9 +388,6 @@ def record(
     if filter is not None and is_python(program):
         raise RecordError("--filter applies to programs built with perflow cc/cxx/fc, not to Python programs")
     if filter is not None:
-        from .filtermap import map_filter
-        from .filters import DEFAULT_FILTER, Filter, read_filter
-
         # the default's name rules first (std::, ...; its file rules act at compile time), the file's decide
         fmap = map_filter(Filter(names=list(DEFAULT_FILTER.names)) + read_filter(filter), exe)
         mapped = rawdir / "filter.map"
@@ -550,28 +551,18 @@ def program_binding(path: str | os.PathLike[str]) -> str | None:
 def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:
     raw, out = result.raw, result.outdir
     if "otf2" in outputs:
+        path = out / "trace"
+        if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
+            shutil.rmtree(path)
         try:
-            from ..writers.otf2 import write_otf2  # arrives with the OTF2 writer
-        except ImportError:
-            result.notes.append("OTF2 trace not written: perflow.writers.otf2 is not available")
-        else:
-            path = out / "trace"
-            if (path / "traces.otf2").is_file():  # ours, from an earlier recording into this directory
-                shutil.rmtree(path)
-            try:
-                result.files["otf2"] = Path(write_otf2(raw, path))
-            except (PerflowError, OSError, ValueError) as exc:
-                log.warning("OTF2 trace not written: %s", exc)
-                result.notes.append(f"OTF2 trace not written: {exc}")
+            result.files["otf2"] = Path(write_otf2(raw, path))
+        except (PerflowError, OSError, ValueError) as exc:
+            log.warning("OTF2 trace not written: %s", exc)
+            result.notes.append(f"OTF2 trace not written: {exc}")
     if "pag" in outputs:
+        path = out / "run.pag"
         try:
-            from ..trace.build import build_pag  # arrives with the trace->PAG builder
-        except ImportError:
-            result.notes.append("PAG not saved: perflow.trace.build is not available")
-        else:
-            path = out / "run.pag"
-            try:
-                result.files["pag"] = build_pag(raw).save(path)
-            except (PerflowError, OSError, ValueError) as exc:
-                log.warning("PAG not saved: %s", exc)
-                result.notes.append(f"PAG not saved: {exc}")
+            result.files["pag"] = build_pag(raw).save(path)
+        except (PerflowError, OSError, ValueError) as exc:
+            log.warning("PAG not saved: %s", exc)
+            result.notes.append(f"PAG not saved: {exc}")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ..kinds import OFF_CPU
 from ..trace.raw import ENTER, RawTrace
+from ..trace.scan import enclosing_instance, scan_regions
 
 __all__ = ["RunSummary", "summarize", "mpi_durations"]
 
@@ -83,7 +84,6 @@ class RunSummary:
 
 def _sampled_functions(raw: RawTrace) -> np.ndarray:
     """Region each sample fell in: its innermost frame, else (an empty stack) the region instance it fell in."""
-    from ..trace.scan import enclosing_instance, scan_regions
 
     smp, ev, st = raw.sample_events, raw.region_events, raw.stacks
     out = np.full(len(smp["stack"]), -1, dtype=np.int64)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import PerflowError
 from .decode import Mapping
+from .filters import base_name
 
 __all__ = ["Resolver", "Frame", "is_mpi_module", "is_system_module", "clean_name"]
 
@@ -208,13 +209,10 @@ class Resolver:
                 ch[i] = f._replace(function=name, decl_file=file or f.file, decl_line=line or f.line)
 
     def _match(self, module: str, want: set[tuple[str, int]]) -> None:
-        from .filtermap import function_symbols
-        from .filters import base_name
-
         if module not in self._fsyms:
             by: dict[str, list[tuple[int, str]]] = {}
             try:
-                syms = function_symbols(module)
+                syms = filtermap.function_symbols(module)
             except PerflowError:
                 syms = []
             for a, dem, _ in syms:
@@ -340,3 +338,8 @@ class Resolver:
                 rows.sort()
                 return np.array([r[0] for r in rows], np.int64), [r[1] for r in rows]
         return np.zeros(0, np.int64), []
+
+
+# The filter map builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import filtermap  # noqa: E402

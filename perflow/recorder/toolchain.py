@@ -21,6 +21,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._jit import cache_root
 from ..errors import RecordError
 
 __all__ = ["Toolchain", "find_toolchain", "build_library", "program_mpi", "CSRC"]
@@ -196,7 +197,6 @@ def program_mpi(path: str | os.PathLike[str]) -> str | None:
 def _cache_root() -> Path:
     if os.environ.get("PERFLOW_RECORDER_CACHE"):
         return Path(os.environ["PERFLOW_RECORDER_CACHE"])
-    from .._jit import cache_root  # perflow's per-user cache ($PERFLOW_CACHE_DIR, else ~/.cache/perflow)
 
     return cache_root() / "recorder"
 

@@ -25,10 +25,13 @@ from ..errors import PAGError
 from ..pag.analysis import Analysis, Settings
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
+from . import replayparts, waitparts
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
+from .replay import replay
 from .replaydeps import ReplayMode
+from .replayplan import build_plan
 from .waits import WaitSettings, wait_instances
 
 __all__ = [
@@ -152,12 +155,11 @@ def _waits(pag: Any, s: WaitSettings) -> pd.DataFrame:
     )
 
 
-def _waits_program(handle: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
-    from .waitparts import program
-
+def _waits_program(built: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
+    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
     roles, regions = vertex_roles(pag)
-    return program(
-        handle,
+    return waitparts.program(
+        built,
         _names(pag),
         window=s.wrong_order_window,
         late_receiver=s.late_receiver,
@@ -274,7 +276,6 @@ class ReplaySettings(Settings):
 
 
 def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
-    from .replayplan import build_plan
 
     roles, regions = vertex_roles(pag)
     return build_plan(
@@ -290,11 +291,10 @@ def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
     )
 
 
-def _replay_plan_program(handle: Any, pag: Any, s: ReplaySettings) -> Any:
-    from .replayparts import program
-
+def _replay_plan_program(built: Any, pag: Any, s: ReplaySettings) -> Any:
+    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
     roles, regions = vertex_roles(pag)
-    return program(handle, _names(pag), s, roles=roles, regions=regions)
+    return replayparts.program(built, _names(pag), s, roles=roles, regions=regions)
 
 
 REPLAY_PLAN = Analysis(
@@ -317,7 +317,6 @@ def ideal_replay(
 ) -> Any:
     """:func:`perflow.trace.replay.replay` of a PAG's trace, on the plan the PAG caches (``settings``, else
     the default ones with ``late_receiver``)."""
-    from .replay import replay
 
     s = settings if settings is not None else ReplaySettings(late_receiver=late_receiver)
     return replay(

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..errors import TraceError
 from ..kinds import P2P, CollectiveOp, CollEv
+from .build import build_pag
 from .raw import COLL_COLUMNS, METRIC_COLUMNS, P2P_COLUMNS, REGION_COLUMNS, SAMPLE_COLUMNS, RawTrace
 
 __all__ = ["TraceBuilder"]
@@ -54,7 +55,7 @@ class TraceBuilder:
         self._locs: dict[tuple[int, int], dict[str, list[Any]]] = {}
         self._regions: dict[str, int] = {}
         self._region_rows: list[dict[str, Any]] = []
-        self._metrics: dict[str, int] = {}
+        self._metric_ids: dict[str, int] = {}
         self._stacks: dict[tuple[str, ...], int] = {}
         self._comms: dict[int, tuple[str, list[int]]] = {}
         self._open: dict[tuple[int, int], list[int]] = {}
@@ -198,7 +199,7 @@ class TraceBuilder:
 
     def metric(self, p: int, t: float, name: str, value: float, *, thread: int = 0) -> None:
         """A sample of an accumulated metric (a counter) on process ``p``."""
-        mid = self._metrics.setdefault(name, len(self._metrics))
+        mid = self._metric_ids.setdefault(name, len(self._metric_ids))
         loc = self._loc(p, thread)
         loc["metric"].append((float(t), mid, float(value), len(loc["region"])))
 
@@ -325,12 +326,11 @@ class TraceBuilder:
             stacks=stacks,
             comms=comms,
             comm_names=names,
-            metrics=pd.DataFrame({"name": list(self._metrics), "unit": "", "mode": "accumulated"}),
+            metrics=pd.DataFrame({"name": list(self._metric_ids), "unit": "", "mode": "accumulated"}),
             attrs={"source": "TraceBuilder"},
         )
 
     def build(self, **kwargs: Any) -> Any:
         """Build the PAG (keyword arguments go to :func:`perflow.trace.build.build_pag`)."""
-        from .build import build_pag
 
         return build_pag(self.raw(), **kwargs)

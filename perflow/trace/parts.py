@@ -17,6 +17,7 @@ import pandas as pd
 from .._arrays import unique
 from ..pag.instances import Trace
 from ..pag.pag import DEFAULT_METRICS, PAG, MetricInfo
+from ..pag.partitioned import Each
 from ..pag.vertices import normalize_vertices
 from .numbering import concat_metric_rows, gather_trace, vertex_table
 from .pipeline import Built
@@ -122,7 +123,6 @@ def assemble(b: Built, *, with_trace: bool = True) -> PAG:
 
 
 def _each(refs: list[Any]) -> Any:
-    from ..pag.partitioned import Each
 
     return Each(refs)
 

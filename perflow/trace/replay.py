@@ -307,12 +307,15 @@ def replay(
     if not t1 >= t0:
         raise ValueError(f"the replay window ends before it starts: [{t0}, {t1}]")
     if plan is None:
-        from .replayplan import build_plan
-
-        plan = build_plan(trace, names=names, late_receiver=late_receiver, locs=locs, flat=flat)
+        plan = replayplan.build_plan(trace, names=names, late_receiver=late_receiver, locs=locs, flat=flat)
     useful = np.asarray(useful_vertex, dtype=bool)
     r = run_plan(plan, Rates.uniform(useful.astype(np.float64), 0.0, useful), (t0, t1))
     table = pd.DataFrame(
         {"process": plan.process, "thread": plan.thread, "useful": r.useful, "ideal_end": r.ends}, copy=False
     )
     return Replay(t0, t1, r.runtime, table, r.carried, plan.skipped)
+
+
+# The replay plan builds on this module (imports it at its top): the module, not its
+# names, is imported here, last, so that either can be imported first.
+from . import replayplan  # noqa: E402

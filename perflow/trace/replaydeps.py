@@ -55,6 +55,8 @@ import pandas as pd
 from ..pag.edges import LATE_RECEIVER_MODES, late_receiver_sends, test_calls
 from ..pag.instances import Trace
 from .flat import Locations
+from .replaycolls import collective_dependencies
+from .replaythreads import thread_dependencies
 
 __all__ = [
     "Dependencies",
@@ -332,10 +334,8 @@ def dependencies(
         raise ValueError(f"early_reduce must be 'latest' or 'earliest', not {early_reduce!r}")
     d = Dependencies()
     _p2p(d, trace, locs, names, late_receiver, eager_limit, rendezvous_above, message_ids, n_messages)
-    from .replaycolls import collective_dependencies
 
     collective_dependencies(d, trace, locs, early_reduce, n_instances, instances, scans)
-    from .replaythreads import thread_dependencies
 
     thread_dependencies(d, trace, locs, roles, regions, interval_ids)
     return d

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from .._inflate import check_npz
 from .._json import json_default
 from ..errors import FormatError, TraceError
@@ -48,7 +49,6 @@ def save_raw(raw: RawTrace, path: str | Path) -> Path:
         "region_index": raw.regions.index.tolist(),
     }
     arrays["meta"] = np.frombuffer(json.dumps(meta, default=json_default).encode(), dtype=np.uint8)
-    from .._atomic import atomic_path
 
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
         np.savez_compressed(f, **arrays)

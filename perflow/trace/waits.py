@@ -501,15 +501,17 @@ def wait_instances(
     ``roles`` and ``regions`` (region role and region id of each vertex)
     enable the thread wait states (:mod:`perflow.trace.threadwaits`).
     """
-    from .collwaits import collective_waits
-    from .rmawaits import rma_waits
-    from .threadwaits import thread_waits
-
     p = p2p_waits(trace, names, window=window, late_receiver=late_receiver, locs=locs)
-    cw = collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span)
-    tw = thread_waits(trace.intervals, trace.locks, roles, regions)
-    rw = rma_waits(trace, names)
+    cw = collwaits.collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span)
+    tw = threadwaits.thread_waits(trace.intervals, trace.locks, roles, regions)
+    rw = rmawaits.rma_waits(trace, names)
     out = pd.concat([p, cw, tw, rw], ignore_index=True)
     out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
     out.attrs = dict(p.attrs)
     return out
+
+
+# Each wait family (collective, RMA, thread) builds on this module (imports it at
+# its top): the modules, not their names, are imported here, last, so that either
+# can be imported first.
+from . import collwaits, rmawaits, threadwaits  # noqa: E402

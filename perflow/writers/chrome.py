@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._atomic import atomic_path
 from ..errors import PAGError
 from ..pag.pag import PAG
 
@@ -157,7 +158,6 @@ def to_chrome(pag: PAG, path: str | os.PathLike[str], *, annotations: pd.DataFra
     out = Path(path)
     body = ",".join(chrome_events(pag, annotations))
     other = {k: v for k, v in pag.attrs.items() if isinstance(v, str | int | float | bool)}
-    from .._atomic import atomic_path
 
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write('{"traceEvents":[')

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._atomic import atomic_path
 from ..pag.pag import PAG
 
 __all__ = ["to_dataframe", "to_csv", "to_parquet"]
@@ -73,7 +74,6 @@ def to_dataframe(
 
 def to_csv(pag: PAG, path: str | os.PathLike[str], **kwargs: object) -> Path:
     """Write :func:`to_dataframe` (keyword arguments go to it) as CSV."""
-    from .._atomic import atomic_path
 
     out = Path(path)
     table = to_dataframe(pag, **kwargs)  # type: ignore[arg-type]

@@ -33,8 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._json import json_default
 from ..errors import PAGError
 from ..kinds import VertexKind, classify_region
+from ..pag.literal import complete_time_metrics, to_literal
 from ..pag.pag import PAG, MetricInfo
 
 __all__ = ["to_hatchet", "from_hatchet", "write_literal", "detect_time_unit", "TIME_UNITS"]
@@ -124,9 +126,6 @@ def write_literal(pag: PAG, path: str | os.PathLike[str]) -> Path:
         The file written.
     """
     import json
-
-    from .._json import json_default
-    from ..pag.literal import to_literal
 
     out = Path(path)
     out.write_text(json.dumps(to_literal(pag, hatchet=True), default=json_default), encoding="utf-8")
@@ -268,7 +267,6 @@ def from_hatchet(gf: Any, *, time_unit: str | None = None) -> PAG:
         )
     if (~keep).any():
         attrs["unreachable_rows"] = int((~keep).sum())
-    from ..pag.literal import complete_time_metrics
 
     info = {"time_inc_hatchet": MetricInfo("time_inc_hatchet", "s", "inclusive", "Hatchet's inclusive time")}
     pag = PAG.from_frames(pd.DataFrame(rows), metrics, metric_info=info, attrs=attrs, duplicates="sum")

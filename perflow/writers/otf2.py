@@ -28,8 +28,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..codecs.otf2.archive import ArchiveWriter
+from ..codecs.otf2.wkernel import metric_groups
 from ..errors import TraceError
+from ..trace.contexts import stack_frames
+from ..trace.match import nth_pairs
 from ..trace.raw import RawTrace
+from ..trace.scan import enclosing_instance, scan_regions
 
 __all__ = ["write_otf2"]
 
@@ -74,8 +79,6 @@ def _collective_matrix(raw: RawTrace) -> tuple[np.ndarray, np.ndarray]:
     bad_end = (kind == 1) & ((op < 0) | (op > _MAX_OTF2_OP))
     keep = ~bad_end
     if bad_end.any():
-        from ..trace.match import nth_pairs
-
         ends, begins = np.flatnonzero(kind == 1), np.flatnonzero(kind == 0)
         span = int(req.max()) + 2 if n else 1
         key_e = loc[ends] * span + np.where(req[ends] >= 0, req[ends] + 1, 0)
@@ -101,8 +104,6 @@ def _calling_contexts(raw: RawTrace) -> tuple[pd.DataFrame, np.ndarray, np.ndarr
     numbered parents first. A sample outside every instance, with no frames,
     gets ref -1 (not written).
     """
-    from ..trace.contexts import stack_frames
-    from ..trace.scan import enclosing_instance, scan_regions
 
     smp = raw.sample_events
     ev = raw.region_events
@@ -197,7 +198,6 @@ def _hosts(raw: RawTrace) -> dict[int, str]:
 
 def _metric_events(raw: RawTrace, ticks: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[tuple[int, ...]]]:
     """Group metric rows into OTF2 Metric events; return (matrix, group ticks, metric classes)."""
-    from ..readers.otf2._wkernel import metric_groups
 
     m = raw.metric_events
     n = len(m["location"])
@@ -246,7 +246,6 @@ def write_otf2(raw: RawTrace, path: str | os.PathLike[str], *, timer_resolution:
     TraceError
         When ``raw`` breaks the raw-trace ordering contract.
     """
-    from ..readers.otf2._archive import ArchiveWriter
 
     raw.validate()
     res = int(timer_resolution)

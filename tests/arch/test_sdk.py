@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -64,3 +69,81 @@ def test_subgraph_is_public() -> None:
     assert list(sub.call_paths()) == [p for p in pag.call_paths() if "MPI_Waitall".startswith(p.split("/")[-1]) or
                                       "main/timestep/exchange/MPI_Waitall".startswith(p)]  # fmt: skip
     assert sub.vertex_table["orig_vertex"].iloc[-1] == v
+
+
+# ---------------------------------------------------------------- the built-in passes use the SDK, and nothing else
+
+PERFLOW = Path(__file__).resolve().parents[2] / "perflow"
+#: pass modules that may share private names: one family's modules
+FAMILIES = [{"models", "_modelfit", "_modelquality"}, {"whatif", "_whatif", "_gains"}]
+
+
+def _imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """``(line, absolute module, names)`` of every import of perflow in a module of perflow."""
+    pkg = ".".join(path.relative_to(PERFLOW.parent).with_suffix("").parts[:-1])
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1] if node.level else []
+            mod = ".".join([*base, *([node.module] if node.module else [])])
+            out.append((node.lineno, mod, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name, []) for a in node.names]
+    return [(ln, m, n) for ln, m, n in out if m == "perflow" or m.startswith("perflow.")]
+
+
+#: pass modules that landed (the HTML report's, Scalasca's metrics) after the SDK and still import
+#: perflow's layers directly: to move onto the SDK; the list may only shrink
+NOT_YET_ON_THE_SDK = {
+    "_htmlparts", "_panes", "findings", "html_report", "html_timeline", "html_tree", "plot_comm", "plot_scaling",
+    "scalasca", "tree",
+}  # fmt: skip
+
+
+def _outside_the_sdk(p: Path) -> list[str]:
+    return [
+        f"passes/{p.name}:{ln} imports {mod}"
+        for ln, mod, _ in _imports(p)
+        if not mod.startswith(("perflow.sdk", "perflow.passes"))
+    ]
+
+
+def test_built_in_passes_import_only_the_sdk_and_the_pass_library() -> None:
+    files = sorted((PERFLOW / "passes").glob("*.py"))
+    bad = [line for p in files if p.stem not in NOT_YET_ON_THE_SDK for line in _outside_the_sdk(p)]
+    assert not bad, "a built-in pass needs something the SDK does not export:\n" + "\n".join(bad)
+    clean = sorted(p.stem for p in files if p.stem in NOT_YET_ON_THE_SDK and not _outside_the_sdk(p))
+    assert not clean, f"on the SDK now: take {clean} off NOT_YET_ON_THE_SDK"
+
+
+def test_pass_families_share_no_private_names() -> None:
+    def family(stem: str) -> set[str]:
+        return next((f for f in FAMILIES if stem in f), {stem})
+
+    bad = []
+    for p in sorted((PERFLOW / "passes").glob("*.py")):
+        for ln, mod, names in _imports(p):
+            other = mod.rsplit(".", 1)[-1]
+            if mod.startswith("perflow.passes.") and other not in family(p.stem):
+                bad += [f"passes/{p.name}:{ln} takes {other}.{n}" for n in names if n.startswith("_")]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_sdk_imports_no_private_module_and_no_pass() -> None:
+    face = [(ln, m) for ln, m, _ in _imports(PERFLOW / "sdk" / "__init__.py")]
+    assert face and not [
+        f"sdk/__init__.py:{ln} imports {m}" for ln, m in face if any(p.startswith("_") for p in m.split("."))
+    ]
+    for p in sorted((PERFLOW / "sdk").glob("*.py")):
+        assert not [m for _, m, _ in _imports(p) if m.startswith("perflow.passes")], p
+
+
+def test_importing_the_sdk_registers_nothing() -> None:
+    code = (
+        "import sys, perflow.sdk, perflow.sdk.profile, perflow.sdk.trace, perflow.sdk.render, perflow.sdk.figures,"
+        " perflow.sdk.io, perflow.sdk.readers\n"
+        "from perflow.flow import registry\n"
+        "print(len(registry._REGISTRY), sorted(m for m in sys.modules if m.startswith('perflow.passes')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["0", "[]"]

@@ -210,7 +210,8 @@ def test_fifo_matching_across_partitions(engine) -> None:  # type: ignore[no-unt
 
 
 def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from perflow.readers.otf2 import decode, fast_available, write_otf2
+    from perflow.readers.otf2 import decode, fast_available
+    from perflow.writers.otf2 import write_otf2
 
     if not fast_available():
         pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
@@ -246,7 +247,8 @@ def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_corrupt_event_file_fails_on_the_worker_with_one_clear_error(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from perflow.readers.otf2 import fast_available, write_otf2
+    from perflow.readers.otf2 import fast_available
+    from perflow.writers.otf2 import write_otf2
 
     if not fast_available():
         pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")

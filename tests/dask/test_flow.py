@@ -27,7 +27,8 @@ def engine():  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
-    from perflow.readers.otf2 import fast_available, write_otf2
+    from perflow.readers.otf2 import fast_available
+    from perflow.writers.otf2 import write_otf2
 
     if not fast_available():
         pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
@@ -147,8 +148,9 @@ def test_perflow_run_engine_dask(engine, archive: Path, capsys) -> None:  # type
 
 def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     """Three ranks and a barrier, no message: the partitioner has no edge to cut; the flow runs as locally."""
-    from perflow.readers.otf2 import fast_available, write_otf2
+    from perflow.readers.otf2 import fast_available
     from perflow.trace.builder import TraceBuilder
+    from perflow.writers.otf2 import write_otf2
 
     if not fast_available():
         pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
@@ -165,3 +167,46 @@ def test_a_trace_of_collectives_only(engine, tmp_path: Path, capsys) -> None:  #
     )
     assert capsys.readouterr().out == local
     assert "wait_barrier" in local
+
+
+def _stable(page: str) -> str:
+    """The page with Bokeh's per-render ids (UUIDs, ``p1234`` model ids) numbered in order of appearance."""
+    import re
+
+    seen: dict[str, str] = {}
+
+    def number(m: re.Match[str]) -> str:
+        return seen.setdefault(m.group(0), f"<id{len(seen)}>")
+
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\bp\d{3,}\b", number, page)
+
+
+def test_the_report_page_is_the_same_on_both_engines(engine) -> None:  # type: ignore[no-untyped-def]
+    import perflow
+    from perflow.flow.outputs import input_pag, run_page
+
+    raw = raw_trace(nprocs=4, iterations=4, late_sender=0.2, seed=3)
+    local = build_pag(raw)
+    dist = engine.load(raw, n_partitions=2).pag()
+    pages = []
+    for pag in (local, dist):
+        res = perflow.run("wait_states", pag=pag, jobs=1)
+        assert input_pag(res) is pag  # an engine's PAG is the run's input PAG too
+        pages.append(_stable(run_page(res.outputs, pag, title="t", subtitle="s")))
+    assert 'id="pf-timeline"' in pages[0] and 'id="pf-panes"' in pages[0]  # the timeline and the profile panes
+    assert pages[1] == pages[0]
+
+
+def test_the_engine_says_why_it_declines(engine, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    prof = tmp_path / "profile.cubex"
+    prof.write_bytes(b"")
+    with caplog.at_level(logging.INFO, logger="perflow.dask.engine"):
+        assert engine.read(prof, "cube") is None
+        assert engine.read(tmp_path, None) is None
+    said = [r.getMessage() for r in caplog.records if r.name == "perflow.dask.engine"]
+    assert said == [
+        f"the Dask engine declines to read {prof}: it reads OTF2 traces, not cube data; reading it here",
+        f"the Dask engine declines to read {tmp_path}: not an OTF2 archive; reading it here",
+    ]

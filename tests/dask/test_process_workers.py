@@ -26,7 +26,8 @@ def engine():  # type: ignore[no-untyped-def]
 
 def test_an_analysis_of_a_test_file_runs_in_worker_processes(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The example analysis is pickled by reference to the workers, which import it: no change to perflow.dask."""
-    from perflow.readers.otf2 import fast_available, write_otf2
+    from perflow.readers.otf2 import fast_available
+    from perflow.writers.otf2 import write_otf2
 
     raw = raw_trace(nprocs=6, iterations=5, late_sender=0.3, slow_rank=1, seed=11)
     ref = build_pag(raw)

@@ -270,7 +270,7 @@ def test_running_a_shipped_flow_by_name(tmp_path):
 
 
 def test_scheduler_state_after_a_run():
-    from perflow.flow.plan import compile_flow
+    from perflow.flow.plan import FromTask, compile_flow
     from perflow.flow.scheduler import execute
 
     f = Flow()
@@ -283,7 +283,7 @@ def test_scheduler_state_after_a_run():
     plan = compile_flow(f)
     assert [t.key for t in plan.tasks] == ["a", "b", "bad", "after", "sum"]
     assert plan.tasks[1].same_as == 0 and plan.tasks[4].deps == {0}
-    assert plan.outputs == {"sum": ("task", 4, "result")}
+    assert plan.outputs == {"sum": FromTask(4, "result")}
     r = execute(plan, {"x": 1}, jobs=1)
     assert r.status == {0: "done", 1: "shared", 2: "failed", 3: "skipped", 4: "done"}
     assert r.outputs == {"sum": 4} and r.data == {}  # every intermediate released
@@ -302,3 +302,24 @@ def test_a_pass_calling_sys_exit_fails_its_step():
     for jobs in (1, 2):
         r = perflow.run(f, jobs=jobs)
         assert r.failed == ["e1", "e2"] and isinstance(r.errors["e1"].__cause__, SystemExit)
+
+
+def test_the_executor_is_handed_in():
+    """execute(..., submit=fn) runs ready tasks through fn (as Dask's get_async takes submit)."""
+    from perflow.flow.plan import compile_flow
+    from perflow.flow.scheduler import execute
+
+    f = Flow()
+    x = f.input("x", int)
+    a, b = f.step("a", "t_inc", x), f.step("b", "t_inc", f.step("c", "t_add", x, x))
+    f.output("sum", f.step("sum", "t_add", a, b))
+    submitted = []
+
+    def submit(fn, *args):  # one thread per task
+        submitted.append(args[1])  # fn is the step's context's run, args[0] the work, args[1] the task
+        threading.Thread(target=fn, args=args).start()
+
+    r = execute(compile_flow(f), {"x": 1}, jobs=2, submit=submit)
+    assert r.outputs == {"sum": 5} and not r.errors  # (1 + 1) + (1 + 1 + 1)
+    # a and c could run together: both went to the executor; the rest ran alone, in the calling thread
+    assert len(submitted) == 2

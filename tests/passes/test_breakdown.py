@@ -8,8 +8,8 @@ import pytest
 
 import perflow
 from perflow.errors import PassError
-from perflow.passes._common import CATEGORIES, categories
 from perflow.passes.breakdown import breakdown, waiting_time
+from perflow.sdk.profile import CATEGORIES, categories
 
 from .profile_data import allreduce_waits_for_rank7, literal, read_shared, slow_rank_trace
 
@@ -153,7 +153,7 @@ def test_real_trace() -> None:
 
 
 def test_gpu_work_and_idle_regions_have_their_categories() -> None:
-    from perflow.passes._common import device_categories
+    from perflow.sdk.profile import device_categories
 
     names = pd.Series(["saxpy", "cudaLaunchKernel", "[CUDA memcpy Host-to-Device]", "GPU idle", "DEVICE IDLE",
                        "Idle", "hipMemcpy", "compute"])  # fmt: skip

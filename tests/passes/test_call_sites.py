@@ -7,11 +7,11 @@ import pytest
 
 import perflow
 from perflow.pag.sites import call_site_paths
-from perflow.passes._tracekit import call_path_column
 from perflow.passes.breakdown import breakdown
 from perflow.passes.hotspot import hotspot
 from perflow.passes.report import render_table
 from perflow.passes.tree import tree_dot, tree_text
+from perflow.sdk.trace import call_path_column
 
 # solve calls MPI_Send at s.c:12 and s.c:20 (and MPI_Recv once, without a file)
 LITERAL = {

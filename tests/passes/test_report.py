@@ -12,9 +12,9 @@ import pytest
 import perflow
 from perflow.errors import PassError
 from perflow.flow.registry import get_pass
-from perflow.passes._render import format_value, guess_unit
 from perflow.passes.plot import plot_breakdown
 from perflow.passes.report import render_table, report, styled_table
+from perflow.sdk.render import format_value, guess_unit
 
 
 class Cells(HTMLParser):

@@ -12,8 +12,8 @@ from matplotlib.quiver import Quiver
 import perflow
 from perflow.errors import PassError
 from perflow.passes._binned import path_rows, share_pixels, span_cover
-from perflow.passes._figure import CATEGORY_COLORS
 from perflow.passes.timeline import aggregate_bins, plot_timeline
+from perflow.sdk.figures import CATEGORY_COLORS
 
 
 @pytest.fixture(scope="module")

@@ -125,7 +125,7 @@ def test_cloverleaf_launch_sync_pattern(clover: perflow.PAG) -> None:
 
 
 def test_cloverleaf_critical_path_runs_through_the_gpu(clover: perflow.PAG) -> None:
-    from perflow.passes._common import categories
+    from perflow.sdk.profile import categories
 
     cp = run("critical_path", clover)
     seg = cp["segments"]

@@ -233,7 +233,7 @@ def test_generated_mpi_trace_engines_identical(tmp_path, fast_path):
 
 def test_wrong_declared_event_counts_spill(tmp_path, fast_path):
     """A location with more events than its definition declares still decodes completely (spill path)."""
-    from perflow.readers.otf2._archive import ArchiveWriter
+    from perflow.codecs.otf2.archive import ArchiveWriter
     from perflow.writers import otf2 as w
 
     raw = small_raw()

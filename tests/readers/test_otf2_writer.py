@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from perflow.kinds import P2P
-from perflow.readers.otf2 import decode, write_otf2
+from perflow.readers.otf2 import decode
 from perflow.trace.raw import RawTrace
+from perflow.writers.otf2 import write_otf2
 
 from .conftest import raw_from_streams, small_raw
 from .test_otf2_decode import TABLES, assert_same_tables

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflow import synthetic
-from perflow.passes._tracekit import non_useful_mask
+from perflow.sdk.trace import non_useful_mask
 from perflow.trace.builder import TraceBuilder
 from perflow.trace.replay import replay
 

@@ -12,6 +12,8 @@ from typing import Any
 from ...errors import FormatError
 from ...pag.pag import PAG
 from .._common import head_bytes, reader_errors
+from .classic import read_classic
+from .v4 import read_v4
 
 FORMAT = "hpctoolkit"
 DESCRIPTION = "HPCToolkit databases (experiment.xml + metric-db, or v4 meta.db/profile.db/trace.db)"
@@ -61,13 +63,9 @@ def read(path: Path, *, mode: str = "auto", **options: Any) -> PAG:
         raise ValueError(f"mode must be 'auto', 'profile' or 'trace', not {mode!r}")
     d = _dir(Path(path))
     if (d / "meta.db").is_file():
-        from .v4 import read_v4
-
         with reader_errors(d, "HPCToolkit v4 database"):
             return read_v4(d, mode)
     if (d / "experiment.xml").is_file():
-        from .classic import read_classic
-
         if mode == "trace":
             raise FormatError(d, "classic (experiment.xml) databases are read as profiles only")
         with reader_errors(d, "HPCToolkit database"):

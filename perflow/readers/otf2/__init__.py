@@ -13,10 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ... import progress
+from .._common import build_trace
 from ._decode import decode, fast_available
 from ._paths import is_otf2
 
-__all__ = ["FORMAT", "DESCRIPTION", "decode", "detect", "is_otf2", "fast_available", "read", "write_otf2"]
+__all__ = ["FORMAT", "DESCRIPTION", "decode", "detect", "is_otf2", "fast_available", "read"]
 
 FORMAT = "otf2"
 DESCRIPTION = "OTF2 traces (Score-P and other OTF2 writers): anchor file traces.otf2 or its directory"
@@ -43,18 +45,8 @@ def read(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | Non
     -------
     PAG
     """
-    from ... import progress
-    from .._common import build_trace
 
     with progress.task(f"decoding {Path(path).name}"):
         raw = decode(path, decoder=decoder, jobs=jobs)
     with progress.task("building the PAG"):
         return build_trace(raw, path, mpi_inside_calls=True, **build)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "write_otf2":  # lazy: the writer pulls in numba
-        from ...writers.otf2 import write_otf2
-
-        return write_otf2
-    raise AttributeError(name)

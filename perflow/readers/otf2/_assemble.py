@@ -16,6 +16,8 @@ import pandas as pd
 from ...errors import FormatError
 from ...kinds import CollEv
 from ...trace import raw
+from ...trace.match import nth_pairs
+from ._contexts import resolve_samples
 from ._defs import Defs
 
 __all__ = ["assemble", "concat_parts", "program_region", "TABLES"]
@@ -48,7 +50,6 @@ def _propagate_collectives(coll: dict[str, np.ndarray]) -> None:
     req = coll.get("request")
     if req is None or not (req >= 0).any():
         return
-    from ...trace.match import nth_pairs
 
     b = np.flatnonzero((k == CollEv.BEGIN) & (req >= 0))
     e = np.flatnonzero((k == CollEv.END) & (req >= 0))
@@ -177,7 +178,6 @@ def assemble(
         out[table] = {c: cols[c] for c in columns}
     _check_order(defs, out["region_events"])
     _propagate_collectives(out["coll_events"])
-    from ._contexts import resolve_samples
 
     regions = defs.regions.copy()
     reg = out["region_events"]["region"]

@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from ..._jit import mode
+from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
-from ...trace.raw import RawTrace
-from . import _capi
+from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
-from ._defs import Defs, read_definitions
+from ._bindings import decode_events
+from ._defs import Defs, patch_bindings, read_definitions
 from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
@@ -56,8 +58,6 @@ def fast_available() -> bool:
 def _fast_pays_off(anchor: str) -> bool:
     """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
     import sys
-
-    from ..._jit import mode
 
     m = mode()
     if m != "auto":
@@ -111,8 +111,6 @@ def _open_reader(anchor: str) -> Any:
     finally:
         lib.OTF2_Reader_Close(handle)
     with _otf2_errors(gdef, "cannot read the OTF2 definitions"):
-        from ._defs import patch_bindings
-
         patch_bindings()
         reader = otf2.reader.Reader(anchor)
     n_defs = len(reader.definitions.locations)
@@ -245,7 +243,6 @@ def _definitions_job(anchor: str) -> Defs:
 
 def _bindings_job(anchor: str) -> RawTrace:
     """The whole reference decode (runs in a child process)."""
-    from ._bindings import decode_events
 
     reader = _open_reader(anchor)
     try:
@@ -535,7 +532,6 @@ def decode_locations_of(
 
 def definitions_raw(anchor: str, defs: Defs) -> RawTrace:
     """A RawTrace with the archive's definitions and no events."""
-    from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS
 
     def dtype(t: str, c: str) -> np.dtype:
         return TABLE_SCHEMAS[t][c] if c in TABLE_SCHEMAS[t] else OPTIONAL_COLUMNS[t][c][0]

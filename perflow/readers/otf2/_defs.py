@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import FormatError
+from ._contexts import read_contexts
 
 __all__ = ["Defs", "read_definitions", "enum_name", "patch_bindings"]
 
@@ -360,7 +361,6 @@ def _strings(d: Any) -> dict[int, str]:
 def _perflow_extras(d: Any, rmap: np.ndarray, regions: pd.DataFrame, creator: str, source: str) -> dict[str, Any]:
     """Calling contexts and sampling period (see :mod:`._contexts`); perflow's own archives keep the
     region's module in its description."""
-    from ._contexts import read_contexts
 
     try:
         ctx = read_contexts(d, rmap)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
-from . import _capi
 from . import _layout as L
 from ._arena import Arena, Writer
 

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import FormatError
-from . import _capi
-from ._wkernel import FUNCTIONS, emit_location, pre_flush
+from . import capi as _capi
+from .wkernel import FUNCTIONS, emit_location, pre_flush
 
 __all__ = ["ArchiveWriter", "role_code", "paradigm_code", "mode_code", "REGION_STACK"]
 

@@ -1,11 +1,20 @@
-"""Helpers shared by the profile-analysis passes (not a pass family: nothing here is registered).
+"""The SDK for profile analyses: groupings, categories, metric names, vertex columns (nothing here is registered).
 
 The central helper is :func:`grouped`: one metric per (vertex, group), where a
 group is a process (threads summed) or a (process, thread) location, built
 from the integer codes of the metrics index without any per-row Python work.
-Per-vertex statistics across groups (:func:`vertex_stats`) use *dense*
-semantics, as :meth:`perflow.PAG.aggregate` does: a group without a row for a
-vertex counts as 0.
+Per-vertex statistics across groups (:meth:`Grouped.stats`, or the cached
+:data:`perflow.sdk.VERTEX_STATS`) use *dense* semantics, as
+:meth:`perflow.PAG.aggregate` does: a group without a row for a vertex counts
+as 0.
+
+Also here, from the PAG layer: :func:`location_key`, :data:`AGGREGATIONS`
+(the aggregations of :meth:`perflow.PAG.aggregate`), :func:`align` (two PAGs
+by call path), :func:`imbalance_measures` and :data:`IMBALANCE_CRITERIA`,
+:class:`Ensemble` and :data:`DEFAULT_PERCENTILES`, the tree masks
+(:func:`ancestors_mask`, :func:`descendants_mask`, :func:`tree_index`), call
+sites (:func:`call_site_paths`, :func:`source_labels`) and the parallel
+view's :data:`EDGE_KINDS`.
 """
 
 from __future__ import annotations
@@ -17,20 +26,36 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.kinds import IDLE_REGIONS, OFF_CPU, MPIClass, VertexKind, is_gpu_api, mpi_class
-from perflow.pag.pag import PAG
-from perflow.pag.parallel import ParallelVertexSet
-from perflow.pag.selection import Selection
-from perflow.pag.sets import VertexSet
-from perflow.pag.sites import call_site_paths
-from perflow.pag.stats import Grouped, grouped
-from perflow.pag.stats import vertex_stats as stats_of_rows
+from ..errors import PassError
+from ..kinds import IDLE_REGIONS, OFF_CPU, MPIClass, VertexKind, is_gpu_api, mpi_class
+from ..pag.align import align
+from ..pag.ensemble import DEFAULT_PERCENTILES, Ensemble
+from ..pag.frames import AGGREGATIONS
+from ..pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
+from ..pag.pag import PAG
+from ..pag.parallel import EDGE_KINDS, ParallelVertexSet
+from ..pag.selection import Selection
+from ..pag.sets import VertexSet
+from ..pag.sites import call_site_paths, source_labels
+from ..pag.stats import Grouped, grouped, location_key
+from ..pag.tree import ancestors_mask, descendants_mask, tree_index
 
 __all__ = [
     "Grouped",
     "grouped",
-    "vertex_stats",
+    "location_key",
+    "AGGREGATIONS",
+    "align",
+    "imbalance_measures",
+    "IMBALANCE_CRITERIA",
+    "Ensemble",
+    "DEFAULT_PERCENTILES",
+    "ancestors_mask",
+    "descendants_mask",
+    "tree_index",
+    "call_site_paths",
+    "source_labels",
+    "EDGE_KINDS",
     "as_pag",
     "selected_vertices",
     "resolve_metric",
@@ -45,17 +70,6 @@ __all__ = [
     "edge_mask",
     "edge_kinds",
 ]
-
-
-def vertex_stats(g: Grouped) -> dict[str, np.ndarray]:
-    """Per-vertex statistics across groups, dense semantics (a missing group counts 0).
-
-    See :mod:`perflow.pag.stats`: ``sum``, ``mean``, ``max``, ``min``, ``std``
-    (population), ``count`` (groups with a row), ``argmax`` (group code of the
-    maximum; the lowest on ties; -1 when the maximum is a missing group's 0)
-    and ``n`` (groups).
-    """
-    return stats_of_rows(g.vertex, g.group, g.value, g.n_vertices, g.n_groups)
 
 
 def as_pag(data: PAG | Selection) -> PAG:

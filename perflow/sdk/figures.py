@@ -1,4 +1,4 @@
-"""Shared helpers of the plot passes: figures without pyplot, axis units, colours, per-process data.
+"""The SDK for figures: figures without pyplot, axis units, colours, per-process data.
 
 Every figure is a :class:`matplotlib.figure.Figure` with an Agg canvas
 attached and no pyplot state, so plot passes can run in threads of the flow
@@ -6,7 +6,7 @@ scheduler and never open windows. Close nothing: the figure is garbage
 collected with its last reference.
 
 Figures show themselves in notebooks: :func:`new_figure` makes a
-:class:`perflow.passes._mplfig.PerflowFigure`, a ``Figure`` subclass whose
+:class:`perflow.sdk.mplfig.PerflowFigure`, a ``Figure`` subclass whose
 ``_repr_png_`` gives IPython a PNG, so a figure displays as the last
 expression of a cell without ``%matplotlib inline`` (see docs/viewing.md).
 
@@ -26,13 +26,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.types import Figure  # matplotlib itself is imported when a figure is made
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-from perflow.pag.sites import call_site_paths
-
-from ._render import as_frame, guess_unit, numeric, require_columns
+from .. import progress
+from .._atomic import atomic_path
+from ..errors import PassError
+from ..flow.types import Figure  # matplotlib itself is imported when a figure is made
+from ..flow.writes import output_path
+from ..pag.pag import PAG
+from ..pag.sets import VertexSet
+from ..pag.sites import call_site_paths
+from .render import as_frame, guess_unit, numeric, require_columns
 
 __all__ = [
     "Figure",
@@ -40,7 +42,7 @@ __all__ = [
     "save_figure",
     "axis_scale",
     "CATEGORY_COLORS",
-    "CATEGORIES",
+    "PLOT_CATEGORIES",
     "palette",
     "per_process",
     "vertex_ids",
@@ -49,8 +51,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Breakdown categories in display order, and their colours.
-CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "off_cpu", "other")
+#: The breakdown categories (:data:`perflow.sdk.profile.CATEGORIES`) in display order, with ``other``;
+#: and their colours.
+PLOT_CATEGORIES = ("computation", "p2p", "collective", "sync", "wait", "io", "mpi", "gpu", "idle", "off_cpu", "other")
 CATEGORY_COLORS = {
     "computation": "#8fbc8f",
     "p2p": "#4c72b0",
@@ -68,9 +71,9 @@ CATEGORY_COLORS = {
 
 def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Figure:
     """A new figure with an Agg canvas (no pyplot, no global state) that displays itself in notebooks."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazily: matplotlib is heavy
 
-    from ._mplfig import PerflowFigure
+    from .mplfig import PerflowFigure  # imports matplotlib
 
     fig = PerflowFigure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
@@ -83,10 +86,6 @@ def save_figure(fig: Any, path: str | Path | None, *, dpi: int | None = None, se
     Under a flow run the path (the value of the pass's ``setting``) must be
     allowed by the run's write policy (:func:`perflow.flow.writes.output_path`).
     """
-    from perflow import progress
-    from perflow._atomic import atomic_path
-    from perflow.flow.writes import output_path
-
     p = output_path(path, setting=setting)
     if p is None:
         return None
@@ -259,7 +258,7 @@ def value_formatter(unit: str) -> Any:
     """A tick formatter writing values with their unit (``2.00 KiB``, ``12.3 ms``), as the tables do."""
     from matplotlib.ticker import FuncFormatter
 
-    from ._render import format_value
+    from perflow.sdk.render import format_value
 
     return FuncFormatter(lambda x, _pos: format_value(x, unit, digits=3))
 

@@ -1,4 +1,4 @@
-"""Shared helpers of the output passes: input coercion, unit formatting, table rendering.
+"""The SDK for output: input coercion, unit formatting, tables in every format, files written by policy.
 
 Numbers are formatted by their column's unit and headers say how a column
 aggregates over processes, through :mod:`perflow.units` (one definition for
@@ -21,13 +21,17 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.pag.pag import PAG
-from perflow.pag.tabular import as_frame, numeric, require_columns
-from perflow.units import aggregate_label, column_labels, column_units, format_column, format_value, guess_unit
+from .._atomic import write_bytes as atomic_write_bytes
+from .._atomic import write_text as atomic_write_text
+from ..errors import PassError
+from ..flow.writes import output_path
+from ..pag.pag import PAG
+from ..pag.tabular import as_frame, numeric, require_columns
+from ..units import aggregate_label, column_labels, column_units, format_column, format_value, guess_unit
 
 __all__ = [
     "as_frame",
@@ -36,8 +40,15 @@ __all__ = [
     "guess_unit",
     "format_value",
     "format_column",
+    "column_units",
+    "column_labels",
+    "aggregate_label",
     "render_frame",
+    "render_table",
+    "select_rows",
     "write_text",
+    "write_bytes",
+    "slug",
     "declare_aggregates",
     "TABLE_FORMATS",
 ]
@@ -182,15 +193,60 @@ def write_text(text: str, path: str | Path | None, *, setting: str = "path") -> 
     Under a flow run the path (the value of the pass's ``setting``) must be
     allowed by the run's write policy (:func:`perflow.flow.writes.output_path`).
     """
-    from perflow._atomic import write_text as atomic_write_text
-    from perflow.flow.writes import output_path
-
     p = output_path(path, setting=setting)
     if p is None:
         return None
     atomic_write_text(p, text)
     log.debug("wrote %s (%d characters)", p, len(text))
     return p
+
+
+def write_bytes(data: bytes, path: str | Path | None, *, setting: str = "path") -> Path | None:
+    """Write ``data`` to ``path`` as :func:`write_text` writes text (atomically, by the run's write policy)."""
+    p = output_path(path, setting=setting)
+    if p is None:
+        return None
+    atomic_write_bytes(p, data)
+    log.info("wrote %s (%d bytes)", p, len(data))
+    return p
+
+
+def select_rows(
+    df: pd.DataFrame, columns: Iterable[str] | None, sort_by: str | None, ascending: bool, who: str
+) -> pd.DataFrame:
+    """``df`` with only ``columns`` (in that order) and sorted by ``sort_by``; errors name ``who``'s setting."""
+    if columns:
+        require_columns(df, columns, who, setting="columns")
+        df = df[list(columns)]
+    if sort_by:
+        require_columns(df, [sort_by], who, setting="sort_by")
+        df = df.sort_values(sort_by, ascending=ascending, kind="stable")
+    return df
+
+
+def render_table(
+    data: Any,
+    format: str = "text",  # noqa: A002 - the natural setting name
+    *,
+    columns: list[str] | None = None,
+    sort_by: str | None = None,
+    ascending: bool = False,
+    max_rows: int | None = None,
+    units: dict[str, str] | None = None,
+    auto_units: bool = True,
+    digits: int = 3,
+    title: str | None = None,
+    who: str = "render_table",
+) -> str:
+    """A table (DataFrame, Series, vertex or edge set) as aligned text, Markdown, an HTML ``<table>`` or CSV.
+
+    What the ``render_table`` pass returns (see its settings: ``perflow passes
+    render_table``); ``who`` is named in errors.
+    """
+    df = select_rows(as_frame(data, who), columns, sort_by, ascending, who)
+    return render_frame(
+        df, format, units=units, auto_units=auto_units, digits=digits, title=title, max_rows=max_rows, who=who
+    )
 
 
 def slug(text: str) -> str:

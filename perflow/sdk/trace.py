@@ -1,4 +1,18 @@
-"""Helpers shared by the trace-analysis passes (wait states, critical path, delay, POP, variance)."""
+"""The SDK for trace analyses: trace requirements, wait states, the critical path, the replay, trace columns.
+
+Helpers of the trace-analysis passes (wait states, critical path, delay,
+POP, variance), and from the trace layer what such a pass builds on: the
+wait-state kinds (:data:`WAIT_KINDS`, :data:`IDLE_KINDS`,
+:data:`WAIT_COLUMNS` of the instance table), the cached analyses
+(:data:`REPLAY_PLAN` with :class:`ReplaySettings` and :func:`ideal_replay`;
+the others are in :mod:`perflow.sdk`), :class:`CriticalPath`, the replay
+engine (:class:`Plan`, :class:`Rates`, :func:`run_plan`, :func:`run_many`,
+:func:`replay_path`, :func:`vertex_time`), performance snippets
+(:func:`snippet_table`, :func:`performance_matrix`,
+:func:`normalised_performance`, :class:`Matrix`), OpenMP teams
+(:func:`parallel_teams`), region roles (:func:`vertex_roles`) and the RMA
+transfer kinds (:data:`TRANSFERS`).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +22,57 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.kinds import IDLE_REGIONS
-from perflow.pag.instances import Trace
-from perflow.pag.pag import PAG
-from perflow.pag.sites import call_site_paths, source_labels
-from perflow.pag.tree import descendants_mask
-from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, LOCATIONS, WAIT_INSTANCES, CriticalSettings
-from perflow.trace.critical import CriticalPath
-from perflow.trace.waits import IDLE_KINDS, WAIT_KINDS, WaitSettings
+from ..errors import PassError
+from ..kinds import IDLE_REGIONS
+from ..pag.instances import Trace
+from ..pag.pag import PAG
+from ..pag.sites import call_site_paths, source_labels
+from ..pag.tree import descendants_mask
+from ..trace.analyses import (
+    CRITICAL_PATH,
+    EXCLUSIVE_BY_VERTEX,
+    LOCATIONS,
+    REPLAY_PLAN,
+    WAIT_INSTANCES,
+    CriticalSettings,
+    ReplaySettings,
+    ideal_replay,
+    vertex_roles,
+)
+from ..trace.critical import CriticalPath
+from ..trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_many, run_plan
+from ..trace.replaydeps import ReplayMode
+from ..trace.replaykernels import vertex_time
+from ..trace.rma import TRANSFERS
+from ..trace.snippets import Matrix, normalised_performance, performance_matrix, snippet_table
+from ..trace.threadwaits import parallel_teams
+from ..trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 __all__ = [
+    "CriticalSettings",
+    "WAIT_KINDS",
+    "WAIT_COLUMNS",
+    "WaitSettings",
+    "REPLAY_PLAN",
+    "ReplaySettings",
+    "ReplayMode",
+    "ideal_replay",
+    "vertex_roles",
+    "CriticalPath",
+    "Plan",
+    "Rates",
+    "Run",
+    "ReplayPath",
+    "run_plan",
+    "run_many",
+    "replay_path",
+    "vertex_time",
+    "TRANSFERS",
+    "Matrix",
+    "normalised_performance",
+    "performance_matrix",
+    "snippet_table",
+    "parallel_teams",
     "require_trace",
     "waits_for",
     "cp_for",

@@ -13,21 +13,45 @@
 The names below are public and documented (``docs/architecture.md``,
 "Writing a pass"); passes use them instead of the PAG's private members, so
 a pass written against them keeps working as perflow's internals change.
+perflow's own passes use nothing else: everything they need from outside
+the pass library is here or in the SDK's modules,
+
+=======================  ===========================================================
+:mod:`perflow.sdk`       registering, the PAG and its sets, analyses and settings,
+                         kinds, tables, figures, files (this page)
+:mod:`.profile`          per-vertex groupings, categories, metric names, alignment,
+                         imbalance measures, ensembles, tree masks, call sites
+:mod:`.trace`            trace requirements, wait states, the critical path, the
+                         replay, snippets, thread teams, trace columns
+:mod:`.render`           units and formatting, tables in every format, files
+:mod:`.figures`          figures without pyplot, colours, axes, per-process data
+:mod:`.io`               reading, loading, runs, the current engine, progress
+:mod:`.readers`          what a reader needs: profile tables, trace builders
+=======================  ===========================================================
+
+and importing the SDK registers nothing and imports no pass.
 
 Registering
     :func:`pass_` (positional parameters are inputs, keyword-only ones
-    settings), :class:`PassError` for bad inputs and settings.
+    settings), :func:`get_pass`, :class:`PassError` for bad inputs and
+    settings, :class:`FormatError` for bad files.
 The PAG
     :class:`PAG`: ``vertex_table`` and ``metrics`` (shallow copies),
     ``rows`` (:class:`MetricRows`: read-only, zero-copy arrays of the
     metrics table), ``check_metric``, ``aggregate``, ``call_paths``,
     ``subgraph``, ``parallel`` (``vertex_ids``, ``edge_table``), ``trace``
     (:class:`Trace`: intervals, messages, collectives), ``analyses``;
-    :class:`VertexSet`, :class:`ParallelVertexSet`.
+    :class:`VertexSet`, :class:`EdgeSet`, :class:`ParallelVertexSet`,
+    :class:`ParallelEdgeSet` (all :class:`Selection`); kinds:
+    :class:`VertexKind`, :class:`MPIClass`, :class:`CollectiveOp`,
+    :func:`mpi_class`, :func:`is_gpu_api`, :data:`IDLE_REGIONS`.
 Analyses (cached per PAG, computed where the data live on an engine)
     :class:`Analysis`, :class:`Settings`, :class:`NoSettings`,
-    :class:`SettingsError`, :class:`Partition` (what a partitioned form
-    sees); the built-in ones: :data:`VERTEX_STATS` (:func:`vertex_stats_of`),
+    :class:`SettingsError`, :func:`settings_keywords` (a pass's keyword
+    settings from a Settings class), :func:`settings_dict`,
+    :class:`Partition` (what a partitioned form sees), :class:`Executor`
+    (where analyses run); :class:`Grouped` and :func:`grouped` (one value
+    per vertex and process or location); the built-in ones: :data:`VERTEX_STATS` (:func:`vertex_stats_of`),
     :data:`WAIT_INSTANCES`, :data:`CRITICAL_PATH`, :data:`DELAY_COSTS`,
     :data:`LOCATIONS`, :data:`FLAT_TIMELINE`, :data:`EXCLUSIVE_BY_VERTEX`,
     with :class:`WaitSettings` and :class:`DelaySettings`.
@@ -35,8 +59,9 @@ Trace requirements
     :func:`require_trace` (a clear error for a profile).
 Tables
     :func:`vertex_columns` (vertex, name, kind, call path), :func:`render_table`
-    (text, Markdown, HTML, CSV with units), :func:`format_value` (the one
-    formatter of times, bytes and percentages).
+    (text, Markdown, HTML, CSV with units; the ``render_table`` pass without
+    its ``path``), :func:`format_value` (the one formatter of times, bytes
+    and percentages).
 Figures
     :func:`new_figure` (no pyplot; shows itself in notebooks),
     :func:`save_figure`, :data:`Figure` (for annotations; imports matplotlib
@@ -52,24 +77,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import PassError
-from .flow.registry import pass_
-from .flow.types import Figure
-from .flow.writes import output_path
-from .pag.analysis import Analysis, NoSettings, Settings, SettingsError
-from .pag.faces import MetricRows
-from .pag.instances import Trace
-from .pag.pag import PAG, MetricInfo
-from .pag.parallel import ParallelVertexSet
-from .pag.partitioned import Partition
-from .pag.sets import VertexSet
-from .pag.stats import VERTEX_STATS, StatsSettings
-from .passes._common import vertex_columns
-from .passes._figure import new_figure, save_figure
-from .passes._render import format_value, write_text
-from .passes._tracekit import require_trace
-from .passes.report import render_table
-from .trace.analyses import (
+from ..errors import FormatError, PassError
+from ..flow.registry import get_pass, pass_
+from ..flow.types import Figure
+from ..flow.writes import output_path
+from ..kinds import IDLE_REGIONS, CollectiveOp, MPIClass, VertexKind, is_gpu_api, mpi_class
+from ..pag.analysis import Analysis, NoSettings, Settings, SettingsError
+from ..pag.faces import MetricRows
+from ..pag.instances import Trace
+from ..pag.pag import PAG, MetricInfo
+from ..pag.parallel import ParallelEdgeSet, ParallelVertexSet
+from ..pag.partitioned import Executor, Partition
+from ..pag.selection import Selection
+from ..pag.sets import EdgeSet, VertexSet
+from ..pag.settings import settings_dict, settings_keywords
+from ..pag.stats import VERTEX_STATS, Grouped, StatsSettings, grouped
+from ..trace.analyses import (
     CRITICAL_PATH,
     DELAY_COSTS,
     EXCLUSIVE_BY_VERTEX,
@@ -77,23 +100,43 @@ from .trace.analyses import (
     LOCATIONS,
     WAIT_INSTANCES,
     DelaySettings,
-    WaitSettings,
 )
+from ..trace.waits import WaitSettings
+from .figures import new_figure, save_figure
+from .profile import vertex_columns
+from .render import format_value, render_table, write_text
+from .trace import require_trace
 
 __all__ = [
     "pass_",
+    "get_pass",
     "PassError",
+    "FormatError",
     "PAG",
     "MetricInfo",
     "MetricRows",
     "Trace",
+    "Selection",
     "VertexSet",
+    "EdgeSet",
     "ParallelVertexSet",
+    "ParallelEdgeSet",
+    "VertexKind",
+    "MPIClass",
+    "CollectiveOp",
+    "mpi_class",
+    "is_gpu_api",
+    "IDLE_REGIONS",
     "Analysis",
     "Settings",
     "NoSettings",
     "SettingsError",
+    "settings_keywords",
+    "settings_dict",
     "Partition",
+    "Executor",
+    "Grouped",
+    "grouped",
     "VERTEX_STATS",
     "StatsSettings",
     "vertex_stats_of",

@@ -1,0 +1,1 @@
+"""A tiny perflow plug-in: a reader, a pass with a partitioned analysis, a flow library and an engine."""
