@@ -68,16 +68,21 @@ def test_every_sampled_frame_matches_llvm_symbolizer(recorded) -> None:  # noqa:
         want = _llvm_chain(exe, offs)
         for k, fr in enumerate(p.sample_frames):
             chain = []
+            outside = 0  # frames below the program's innermost one (a libc leaf such as memset)
             for a in np.asarray(fr, np.uint64)[::-1]:  # outermost first
                 a = int(a)
                 if any(x <= a < y and f == exe for x, y, _, f in rows):
                     chain += want[a - base]
+                    outside = 0
+                else:
+                    outside += 1
             fn = [c[0] for c in chain]
             if "main" not in fn:
                 continue  # a frame outside the program (libc, MPI): not resolved against the executable
             expect = fn[len(fn) - 1 - fn[::-1].index("main") :]
             got = [names[r] for r in frames.get(int(mine["stack"][k]), [])]
-            assert got == expect, f"sample {k} of rank {p.rank}: {got} != llvm-symbolizer {expect}"
+            assert got[: len(expect)] == expect, f"sample {k} of rank {p.rank}: {got} != llvm-symbolizer {expect}"
+            assert len(got) - len(expect) <= outside, f"sample {k} of rank {p.rank}: {got} beyond {expect}"
             checked += 1
             inlined += "halo::Grid::slow_compute(long)" in got
     assert checked >= 30 and inlined >= 20
