@@ -36,10 +36,10 @@ symptom the analysis walks the parallel view backwards, one vertex per step:
 The walk stops at the first *abnormal* vertex, the root cause: by default a
 computation vertex (see :func:`perflow.sdk.profile.categories`) whose value on
 this process exceeds ``k`` times its mean across processes (``x_p > k *
-mean``, k = 1.3) by at least 1% of the waiting time the path has crossed so
-far (``x_p - mean >= 0.01 * wait``: a vertex cannot explain more waiting than
-its excess, so a millisecond of glue code between two sampled functions is no
-cause of seconds of waiting); or at a vertex already on the path, a vertex without
+mean``, k = 1.3) by at least 5% of the waiting time the path has crossed so
+far (``x_p - mean >= 0.05 * wait``: a vertex cannot explain more waiting than
+its excess, so a few milliseconds of glue code between two sampled functions, or
+the tail of a stretch after its last sample, is no cause of seconds of waiting); or at a vertex already on the path, a vertex without
 predecessor, or after ``max_steps`` steps (then the path has no root cause).
 The per-step work is constant time on arrays prepared once with numpy.
 Root causes are ranked by the waiting time their path crossed.
@@ -66,7 +66,7 @@ from perflow.sdk.trace import WAIT_KINDS
 __all__ = ["backtrack", "predecessors", "comm_in"]
 
 #: the default root cause explains at least this share of the waiting its path crossed (module docstring)
-_MIN_EXPLAINED = 0.01
+_MIN_EXPLAINED = 0.05
 
 _WAITING = ("p2p", "collective", "sync")
 
@@ -262,7 +262,7 @@ def backtrack(
     abnormal : ParallelVertexSet, optional
         The vertices that count as root causes (e.g. from
         :func:`perflow.passes.imbalance.outlier_vertices`); default: computation
-        vertices with ``x_p > k * mean`` whose excess is at least 1% of the waiting the path crossed.
+        vertices with ``x_p > k * mean`` whose excess is at least 5% of the waiting the path crossed.
     metric : str
         Metric for the default abnormality test and symptom choice.
     k : float
