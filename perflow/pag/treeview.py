@@ -25,7 +25,17 @@ from .sets import VertexSet
 from .tabular import as_frame, numeric, require_columns
 from .tree import ancestors_mask, descendants_mask, tree_index
 
-__all__ = ["TreeView", "tree_view", "tree_lines", "TreeText", "LEVELS", "level_of"]
+__all__ = [
+    "TreeView",
+    "tree_view",
+    "tree_lines",
+    "TreeText",
+    "LEVELS",
+    "level_of",
+    "metric_values",
+    "format_tree_value",
+    "repeated_siblings",
+]
 
 #: Magnitude levels (fraction of the largest value): ANSI SGR code and HTML colour.
 LEVELS = (
@@ -259,7 +269,7 @@ class TreeText(str):
         return str(self)
 
 
-def _repeated(tv: TreeView) -> set[int]:
+def repeated_siblings(tv: TreeView) -> set[int]:
     """Shown vertices whose name repeats among their siblings (two call sites of one function)."""
     out: set[int] = set()
     for kids in [tv.roots, *tv.children.values()]:
@@ -298,7 +308,7 @@ def tree_lines(
         ("|- ", "`- ", "|  ", "   ") if ascii else ("\u251c\u2500 ", "\u2514\u2500 ", "\u2502  ", "   ")
     )
     total = int(tv.shown.sum())
-    repeated = _repeated(tv)  # call sites of one function under one parent: told apart by file:line
+    repeated = repeated_siblings(tv)  # call sites of one function under one parent: told apart by file:line
     walked = []
     for count, (v, d, last) in enumerate(tv.walk()):
         if count >= max_lines:

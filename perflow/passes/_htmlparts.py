@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.sdk.render import as_frame, column_units, format_column
-from perflow.units import format_value
+from perflow.sdk.render import as_frame, column_units, figure_png, format_column, format_value
 
 __all__ = ["table_html", "markdown_html", "figure_html", "MAX_ROWS", "PAGE_ROWS"]
 
@@ -125,8 +124,6 @@ def markdown_html(text: str) -> str:
 def figure_html(fig: Any, alt: str, png: bytes | None = None) -> str:
     """A figure as an inline PNG (``png``: its bytes, already rendered to a file)."""
     if png is None:
-        from perflow.sdk.mplfig import figure_png
-
         png = figure_png(fig, dpi=100)
     data = base64.b64encode(png).decode()
     return f'<img class="pf-fig" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'

@@ -35,12 +35,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.pag.pag import PAG, metric_combine
-from perflow.pag.stats import grouped
-from perflow.pag.tree import ancestors_mask, tree_index
-from perflow.sdk.profile import categories
-
-from ._evidence import wait_label
+from perflow.sdk import PAG, grouped
+from perflow.sdk.profile import ancestors_mask, categories, metric_combine, tree_index
+from perflow.sdk.trace import wait_label
 
 __all__ = ["panes_data", "CATEGORY_LABELS"]
 

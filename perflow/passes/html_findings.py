@@ -16,8 +16,8 @@ import pandas as pd
 
 from perflow.sdk.render import format_value
 
-from ._evidence import GAIN
 from .findings import COST_NOTE
+from .whatif import GAIN
 
 __all__ = ["findings_html"]
 

@@ -41,11 +41,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, pass_
 from perflow.sdk.render import write_text
+from perflow.sdk.trace import waits_for
 
 from ._htmlparts import MAX_ROWS, figure_html, markdown_html, table_html
+from .findings import findings as findings_pass
+from .html_findings import findings_html
+from .html_timeline import bokeh_js, timeline_section
+from .html_tree import PANES_JS, profile_html, web_asset
 
 __all__ = ["run_page", "report_page", "output_html", "table_html", "markdown_html", "figure_html", "find_overlays"]
 
@@ -74,8 +78,6 @@ def _trace_waits(pag: PAG, waits: pd.DataFrame | None) -> pd.DataFrame | None:
     if waits is not None or not _is_trace_pag(pag):
         return waits
     try:
-        from perflow.sdk.trace import waits_for
-
         return waits_for(pag, "report_page")
     except Exception as exc:  # a trace the wait analysis cannot read: the page shows no wait states
         log.debug("report page: no wait states: %s", exc)
@@ -157,9 +159,6 @@ def run_page(
         The folder the outputs were written to (``perflow run --output``): tables link their
         ``NAME.csv`` and figures embed their ``NAME.png``.
     """
-    from .html_findings import findings_html
-    from .html_tree import PANES_JS, profile_html, web_asset
-
     items = [(str(k), v) for k, v in (outputs.items() if isinstance(outputs, Mapping) else outputs)]
     esc = html.escape
     pags = [(n, v) for n, v in items if isinstance(v, PAG)]
@@ -170,8 +169,6 @@ def run_page(
     waits, path = find_overlays(values)
     waits = _trace_waits(main, waits) if main is not None else waits
     if findings is None:
-        from .findings import findings as findings_pass
-
         findings = findings_pass(values, main)
     anchors: list[tuple[str, str]] = []
     parts: list[str] = []
@@ -183,9 +180,7 @@ def run_page(
     parts.append(f'<section id="findings"><h2>Findings</h2>\n{fh}\n</section>')
     anchors.append(("findings", "findings"))
     if has_timeline:
-        from bokeh.embed import components
-
-        from .html_timeline import bokeh_js, timeline_section
+        from bokeh.embed import components  # Bokeh is heavy: imported when a timeline is drawn
 
         sec = timeline_section(main, waits, path)
         script, div = components(sec.model)
@@ -309,8 +304,6 @@ def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
             return f"<p>an HTML document ({len(value):,} characters): <code>result.save(DIR)</code> writes it</p>"
         return markdown_html(value)
     if isinstance(value, pd.DataFrame) and value.attrs.get("table") == "findings":
-        from .html_findings import findings_html
-
         return findings_html(value)
     if isinstance(value, pd.DataFrame | pd.Series) or (hasattr(value, "to_frame") and hasattr(value, "_ids")):
         return table_html(value, max_rows=max_rows)

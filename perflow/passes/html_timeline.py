@@ -34,13 +34,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.render import write_text
 
 from ._binned import TimelineData, interval_categories, path_rows, path_runs, span_cover, timeline_data
 from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, longest, pyramid
+from .html_tree import web_asset
 from .timeline import overlay_table
 
 __all__ = ["timeline_html", "timeline_section", "TimelineSection"]
@@ -489,8 +488,6 @@ def timeline_html(
         The HTML document.
     """
     from bokeh.embed import components
-
-    from .html_tree import web_asset
 
     sec = timeline_section(
         pag, wait_states, critical_path, processes=processes, top_regions=top_regions, levels=levels,

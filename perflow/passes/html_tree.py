@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG
 
 from ._panes import panes_data
 

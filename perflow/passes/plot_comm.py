@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
+from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.figures import Figure, new_figure, save_figure, value_formatter
 from perflow.sdk.render import as_frame, format_value, guess_unit, numeric, require_columns
 

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
+from perflow.sdk import PassError, pass_
 from perflow.sdk.figures import Figure, legend_outside, new_figure, palette, save_figure, value_formatter
 from perflow.sdk.render import as_frame, format_value, numeric, require_columns
 

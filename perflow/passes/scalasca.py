@@ -21,13 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.settings import settings_keywords
-from perflow.sdk.render import declare_aggregates
-from perflow.sdk.trace import call_path_column, check_choice, name_column, require_trace
-from perflow.trace.cubemetrics import METRICS, ScalascaSettings
-from perflow.trace.cubemetrics import scalasca_metrics as _metrics
+from perflow.sdk import PAG, PassError, output_path, pass_, settings_keywords
+from perflow.sdk.io import cube_archive
+from perflow.sdk.render import declare_aggregates, write_bytes
+from perflow.sdk.trace import SCALASCA_METRICS as METRICS
+from perflow.sdk.trace import ScalascaSettings, call_path_column, check_choice, name_column, require_trace
+from perflow.sdk.trace import scalasca_metrics as _metrics
 
 __all__ = ["scalasca_metrics", "cube_file", "CubeFile"]
 
@@ -64,8 +63,6 @@ def scalasca_metrics(
     if metrics is not None:
         unknown = [m for m in metrics if m not in order]
         if unknown:
-            from perflow.errors import PassError
-
             raise PassError(f"pass 'scalasca_metrics': unknown metrics {unknown}; the metrics are {order}")
         t = t[t["metric"].astype(str).isin(metrics)]
         order = list(metrics)
@@ -109,12 +106,10 @@ class CubeFile:
         self.data, self.metrics, self.cnodes, self.locations = data, metrics, cnodes, locations
 
     def write_file(self, stem: str | Path) -> Path:
-        """Write the archive to ``stem`` plus ``.cubex`` (atomically); return the path."""
-        from perflow._atomic import write_bytes
-
+        """Write the archive to ``stem`` plus ``.cubex`` (atomically, by the running flow's write policy)."""
         p = Path(stem)
         p = p if p.suffix == self.suffix else p.with_name(p.name + self.suffix)
-        write_bytes(p, self.data)
+        write_bytes(self.data, p)
         return p
 
     def __repr__(self) -> str:
@@ -140,9 +135,6 @@ def cube_file(pag: PAG, *, path: str = "", analysis: bool = True, settings: Scal
     analysis : bool
         Scalasca's trace-analysis metrics (a trace is needed); false: time and visits only.
     """
-    from perflow.flow.writes import output_path
-    from perflow.writers.cube import cube_archive
-
     if analysis:
         require_trace(pag, "cube_file")
     data = cube_archive(pag, analysis=analysis, settings=settings)

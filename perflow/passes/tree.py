@@ -26,23 +26,19 @@ from typing import Any
 
 import pandas as pd
 
-from perflow.errors import PassError
-from perflow.flow.registry import pass_
-from perflow.pag.pag import PAG
-from perflow.pag.sets import VertexSet
-from perflow.pag.treeview import (
+from perflow.sdk import PAG, PassError, VertexSet, pass_
+from perflow.sdk.profile import (
     LEVELS,
     TreeText,
     TreeView,
-    _repeated,
     format_tree_value,
     level_of,
     metric_values,
+    repeated_siblings,
     tree_lines,
     tree_view,
 )
-from perflow.sdk.render import write_text
-from perflow.units import guess_unit
+from perflow.sdk.render import guess_unit, write_text
 
 __all__ = ["tree_text", "tree_dot", "tree_html"]
 
@@ -247,7 +243,7 @@ def tree_dot(
     from matplotlib.colors import to_hex
 
     cm = matplotlib.colormaps[cmap]
-    repeated = _repeated(tv)
+    repeated = repeated_siblings(tv)
     out = [
         f"digraph {_dot_str(name)} {{",
         f"  rankdir={rankdir};",
@@ -355,7 +351,7 @@ def tree_html(
         collapse=collapse,
         sort=sort,
     )
-    repeated = _repeated(tv)
+    repeated = repeated_siblings(tv)
     esc = html.escape
     parts = ['<div class="pf-tree">', f'<p class="pf-head">{esc(tv.header)}</p>']
     open_stack: list[int] = []  # depths of open <details>

@@ -34,7 +34,7 @@ from ..flow.writes import output_path
 from ..pag.pag import PAG
 from ..pag.sets import VertexSet
 from ..pag.sites import call_site_paths
-from .render import as_frame, guess_unit, numeric, require_columns
+from .render import as_frame, format_value, guess_unit, numeric, require_columns
 
 __all__ = [
     "Figure",
@@ -73,7 +73,7 @@ def new_figure(width: float = 8.0, height: float = 4.5, *, dpi: int = 100) -> Fi
     """A new figure with an Agg canvas (no pyplot, no global state) that displays itself in notebooks."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazily: matplotlib is heavy
 
-    from .mplfig import PerflowFigure  # imports matplotlib
+    from .mplfig import PerflowFigure  # the one lazy import here: importing mplfig imports matplotlib
 
     fig = PerflowFigure(figsize=(width, height), dpi=dpi)
     FigureCanvasAgg(fig)
@@ -257,8 +257,6 @@ def legend_outside(ax: Any, **kw: Any) -> Any:
 def value_formatter(unit: str) -> Any:
     """A tick formatter writing values with their unit (``2.00 KiB``, ``12.3 ms``), as the tables do."""
     from matplotlib.ticker import FuncFormatter
-
-    from perflow.sdk.render import format_value
 
     return FuncFormatter(lambda x, _pos: format_value(x, unit, digits=3))
 

@@ -13,8 +13,13 @@ Also here, from the PAG layer: :func:`location_key`, :data:`AGGREGATIONS`
 by call path), :func:`imbalance_measures` and :data:`IMBALANCE_CRITERIA`,
 :class:`Ensemble` and :data:`DEFAULT_PERCENTILES`, the tree masks
 (:func:`ancestors_mask`, :func:`descendants_mask`, :func:`tree_index`), call
-sites (:func:`call_site_paths`, :func:`source_labels`) and the parallel
-view's :data:`EDGE_KINDS`.
+sites (:func:`call_site_paths`, :func:`source_labels`), the parallel
+view's :data:`EDGE_KINDS`, how a metric combines (:func:`metric_combine`),
+and the top-down tree as text (:func:`tree_view` selects the vertices shown
+into a :class:`TreeView`, :func:`tree_lines` draws it, :class:`TreeText`
+holds it; :func:`metric_values`, :func:`format_tree_value`,
+:func:`repeated_siblings`, the heat levels :data:`LEVELS` and
+:func:`level_of`: what ``pag.tree()`` and the ``tree_*`` passes share).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import pandas as pd
 from ..errors import PassError
 from ..kinds import IDLE_REGIONS, OFF_CPU, MPIClass, VertexKind, is_gpu_api, mpi_class
 from ..pag.align import align
+from ..pag.base import metric_combine
 from ..pag.ensemble import DEFAULT_PERCENTILES, Ensemble
 from ..pag.frames import AGGREGATIONS
 from ..pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
@@ -39,6 +45,17 @@ from ..pag.sets import VertexSet
 from ..pag.sites import call_site_paths, source_labels
 from ..pag.stats import Grouped, grouped, location_key
 from ..pag.tree import ancestors_mask, descendants_mask, tree_index
+from ..pag.treeview import (
+    LEVELS,
+    TreeText,
+    TreeView,
+    format_tree_value,
+    level_of,
+    metric_values,
+    repeated_siblings,
+    tree_lines,
+    tree_view,
+)
 
 __all__ = [
     "Grouped",
@@ -56,6 +73,16 @@ __all__ = [
     "call_site_paths",
     "source_labels",
     "EDGE_KINDS",
+    "metric_combine",
+    "TreeView",
+    "tree_view",
+    "tree_lines",
+    "TreeText",
+    "metric_values",
+    "format_tree_value",
+    "repeated_siblings",
+    "LEVELS",
+    "level_of",
     "as_pag",
     "selected_vertices",
     "resolve_metric",

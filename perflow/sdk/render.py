@@ -11,12 +11,15 @@ row's unit. A table's ``df.attrs["note"]`` is printed under it. Text, Markdown a
 CSV keeps the raw values and puts the unit in the header
 (``time_exc (sum over 8 processes) [s]``). When every aggregated column
 aggregates the same way, text, Markdown and HTML say it once, in the title
-line (``time_exc, time_inc: sum over 8 processes``).
+line (``time_exc, time_inc: sum over 8 processes``). Long text is cut at a word
+boundary by :func:`shorten_end`, as the terminal's tables cut it; a figure becomes
+PNG bytes with :func:`figure_png` (for a page or a notebook).
 """
 
 from __future__ import annotations
 
 import html
+import io
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -28,6 +31,7 @@ import pandas as pd
 from .._atomic import write_bytes as atomic_write_bytes
 from .._atomic import write_text as atomic_write_text
 from ..errors import PassError
+from ..flow.terminal import shorten_end
 from ..flow.writes import output_path
 from ..pag.pag import PAG
 from ..pag.tabular import as_frame, numeric, require_columns
@@ -48,7 +52,9 @@ __all__ = [
     "select_rows",
     "write_text",
     "write_bytes",
+    "figure_png",
     "slug",
+    "shorten_end",
     "declare_aggregates",
     "TABLE_FORMATS",
 ]
@@ -209,6 +215,13 @@ def write_bytes(data: bytes, path: str | Path | None, *, setting: str = "path") 
     atomic_write_bytes(p, data)
     log.info("wrote %s (%d bytes)", p, len(data))
     return p
+
+
+def figure_png(fig: Any, *, dpi: float | None = None) -> bytes:
+    """A figure as PNG bytes (tight bounding box; imports nothing: the figure renders itself)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi or fig.dpi, bbox_inches="tight")
+    return buf.getvalue()
 
 
 def select_rows(

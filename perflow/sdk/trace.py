@@ -10,8 +10,11 @@ engine (:class:`Plan`, :class:`Rates`, :func:`run_plan`, :func:`run_many`,
 :func:`replay_path`, :func:`vertex_time`), performance snippets
 (:func:`snippet_table`, :func:`performance_matrix`,
 :func:`normalised_performance`, :class:`Matrix`), OpenMP teams
-(:func:`parallel_teams`), region roles (:func:`vertex_roles`) and the RMA
-transfer kinds (:data:`TRANSFERS`).
+(:func:`parallel_teams`), region roles (:func:`vertex_roles`), the RMA
+transfer kinds (:data:`TRANSFERS`), the display name of a wait-state kind
+(:func:`wait_label`: ``late_sender`` -> ``Late Sender``), and the analysis
+under Scalasca's metric names (:func:`scalasca_metrics`, its metric tree
+:data:`SCALASCA_METRICS` and :class:`ScalascaSettings`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from ..trace.analyses import (
     vertex_roles,
 )
 from ..trace.critical import CriticalPath
+from ..trace.cubemetrics import METRICS as SCALASCA_METRICS
+from ..trace.cubemetrics import ScalascaSettings, scalasca_metrics
 from ..trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_many, run_plan
 from ..trace.replaydeps import ReplayMode
 from ..trace.replaykernels import vertex_time
@@ -205,4 +210,35 @@ def kind_list(pass_name: str, kinds: list[str] | None, family: str | None = None
     return list(kinds)
 
 
-__all__ += ["n_locations", "kind_list", "IDLE_KINDS"]
+_WAIT_LABELS = {
+    "late_sender": "Late Sender",
+    "late_sender_wrong_order_same": "Late Sender, wrong order (same source)",
+    "late_sender_wrong_order_diff": "Late Sender, wrong order (different sources)",
+    "late_sender_completion": "Late Sender completion",
+    "late_receiver": "Late Receiver",
+    "wait_barrier": "Wait at Barrier",
+    "barrier_completion": "Barrier completion",
+    "wait_nxn": "Wait at N\u00d7N",
+    "nxn_completion": "N\u00d7N completion",
+    "late_broadcast": "Late Broadcast",
+    "early_reduce": "Early Reduce",
+    "early_scan": "Early Scan",
+    "omp_barrier_wait": "OpenMP barrier wait",
+    "omp_ibarrier_wait": "OpenMP implicit barrier wait",
+    "lock_contention_critical": "critical-section contention",
+    "lock_contention_api": "lock contention",
+    "rma_wait_at_fence": "RMA Wait at Fence",
+    "rma_wait_at_create": "RMA Wait at Create",
+    "rma_wait_at_free": "RMA Wait at Free",
+    "rma_late_post": "RMA Late Post",
+    "rma_early_wait": "RMA Early Wait",
+}
+
+
+def wait_label(kind: str) -> str:
+    """Scalasca's name of a wait-state kind: ``late_sender`` -> ``Late Sender``."""
+    return _WAIT_LABELS.get(str(kind), str(kind).replace("_", " "))
+
+
+__all__ += ["n_locations", "kind_list", "IDLE_KINDS", "wait_label", "scalasca_metrics", "SCALASCA_METRICS",
+            "ScalascaSettings"]  # fmt: skip
