@@ -47,39 +47,11 @@ import numpy as np
 import pandas as pd
 
 from perflow.sdk.render import format_value
+from perflow.sdk.trace import wait_label
 
 from .whatif import GAIN  # the column the what-if replay adds to tables: the predicted gain of fixing a row
 
-__all__ = ["Candidate", "candidates", "wait_label", "rank_list", "GAIN"]
-
-_WAIT_LABELS = {
-    "late_sender": "Late Sender",
-    "late_sender_wrong_order_same": "Late Sender, wrong order (same source)",
-    "late_sender_wrong_order_diff": "Late Sender, wrong order (different sources)",
-    "late_sender_completion": "Late Sender completion",
-    "late_receiver": "Late Receiver",
-    "wait_barrier": "Wait at Barrier",
-    "barrier_completion": "Barrier completion",
-    "wait_nxn": "Wait at N\u00d7N",
-    "nxn_completion": "N\u00d7N completion",
-    "late_broadcast": "Late Broadcast",
-    "early_reduce": "Early Reduce",
-    "early_scan": "Early Scan",
-    "omp_barrier_wait": "OpenMP barrier wait",
-    "omp_ibarrier_wait": "OpenMP implicit barrier wait",
-    "lock_contention_critical": "critical-section contention",
-    "lock_contention_api": "lock contention",
-    "rma_wait_at_fence": "RMA Wait at Fence",
-    "rma_wait_at_create": "RMA Wait at Create",
-    "rma_wait_at_free": "RMA Wait at Free",
-    "rma_late_post": "RMA Late Post",
-    "rma_early_wait": "RMA Early Wait",
-}
-
-
-def wait_label(kind: str) -> str:
-    """Scalasca's name of a wait-state kind: ``late_sender`` -> ``Late Sender``."""
-    return _WAIT_LABELS.get(str(kind), str(kind).replace("_", " "))
+__all__ = ["Candidate", "candidates", "rank_list", "GAIN"]
 
 
 def rank_list(procs: Any, limit: int = 6) -> str:
@@ -115,6 +87,10 @@ class Candidate:
     context: bool = False  # a hotspot: where the time goes, listed after the problems
     label: str = ""  # where, when the finding has no call path (a slow range's code)
     short: str = ""  # a few words for the "also" of a merged line ("Late Sender 154 ms")
+    amount: float = math.nan  # a wait state's or a root cause's waiting time, summed over processes (s)
+    wait_kind: str = ""  # a wait state's kind (``late_receiver``)
+    explains: dict[str, float] = field(default_factory=dict)  # a root cause's waiting caused, per wait kind (s)
+    explained: bool = False  # a wait state the root causes explain (shown with them, not on its own)
 
 
 def _has(df: Any, *cols: str) -> bool:
@@ -240,21 +216,34 @@ def _root_causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Can
         row = df.iloc[i]
         v, cp = _where_cols(row)
         procs = h.cause_processes(v) or [int(_num(row, "top_process", -1))]
-        kinds = ""
+        explains: dict[str, float] = {}  # the causes column: the waiting caused per wait kind, "kind:seconds"
         if isinstance(row.get("causes"), str) and row["causes"]:
-            parts = []
             for item in row["causes"].split(","):
                 k, _, amount = item.strip().partition(":")
                 try:
-                    parts.append(f"{wait_label(k)} {_fmt(float(amount))}")
+                    a = float(amount)
                 except ValueError:
                     continue
-            kinds = f" ({', '.join(parts)})" if parts else ""
+                if k and math.isfinite(a) and a > 0:
+                    explains[k] = explains.get(k, 0.0) + a
+        parts = [f"{wait_label(k)} {_fmt(a)}" for k, a in explains.items()]
+        kinds = f" ({', '.join(parts)})" if parts else ""
         what = f"delays others: {_fmt(float(total[i]))} of waiting in total{kinds}"
         short = f"root cause of {_fmt(float(total[i]))} of waiting"
         out.append(
             Candidate(
-                "root cause", what, float(total[i]) / locs, v, cp, procs, _num(row, GAIN), name, int(i), short=short
+                "root cause",
+                what,
+                float(total[i]) / locs,
+                v,
+                cp,
+                procs,
+                _num(row, GAIN),
+                name,
+                int(i),
+                short=short,
+                amount=float(total[i]),
+                explains=explains,
             )
         )
 
@@ -286,6 +275,8 @@ def _waits(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate
                 int(i),
                 window,
                 short=short,
+                amount=float(amount[i]),
+                wait_kind=kind,
             )
         )
 

@@ -12,7 +12,16 @@ that is per process already (load imbalance ``max - mean``, critical-path imbala
 efficiency's lost seconds). Findings about one call path are merged into one line (the costliest
 first, the others after "also"); a wait state at an MPI call hides that call's own load
 imbalance (the same time seen twice). Hotspots only say where the time goes: they come after
-the problems. A table with a ``gain [s]`` column (the runtime the what-if replay predicts fixing
+the problems.
+
+**A cause comes before the waiting it explains.** A root cause (the ``root_cause`` table's
+``causes`` column: the waiting it makes others spend, per wait-state kind) explains the wait
+states of those kinds; the waiting of one kind is shared among its wait states in proportion to
+their amounts, and a wait state is never explained beyond its own amount. The waiting a cause
+explains is said on the cause's line ("explains 319 ms of Late Receiver waiting in MPI_Send on
+rank 0") and counted in its cost, not again as a finding of its own: a wait state stays a finding
+only for the part no cause explains, and only when that part is at least :data:`UNEXPLAINED` of
+it (a wait state nobody explains stays whole). A table with a ``gain [s]`` column (the runtime the what-if replay predicts fixing
 the row would save) gives its finding a gain.
 
 >>> findings(result.outputs, pag)                  # doctest: +SKIP
@@ -28,14 +37,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.flow.registry import pass_
-from perflow.flow.terminal import shorten_end
-from perflow.pag.pag import PAG
-from perflow.sdk.render import format_value
+from perflow.sdk import PAG, pass_
+from perflow.sdk.render import format_value, shorten_end
+from perflow.sdk.trace import wait_label, waits_for
 
 from ._evidence import GAIN, Candidate, candidates, rank_list
+from .hotspot import hotspot
+from .imbalance import imbalance
+from .waitstates import wait_state_summary
 
-__all__ = ["findings", "findings_markdown", "finding_line", "FINDING_COLUMNS", "COST_NOTE"]
+__all__ = ["findings", "findings_markdown", "finding_line", "FINDING_COLUMNS", "COST_NOTE", "UNEXPLAINED"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +57,9 @@ FINDING_COLUMNS = (
 )  # fmt: skip
 #: What the cost column means (said under every rendering).
 COST_NOTE = "cost: the run time a finding takes per process (a sum over processes divided by their number)"
+#: A wait state that root causes explain stays a finding of its own when at least this share of it is
+#: explained by none of them (the rest is said on the causes' lines).
+UNEXPLAINED = 0.1
 
 
 def _n_locations(pag: PAG | None) -> int:
@@ -63,10 +77,6 @@ def _from_pag(pag: PAG, values: Mapping[str, Any], found: list[Candidate]) -> li
     extra: dict[str, Any] = {}
     if "wait state" not in kinds and getattr(pag, "trace", None) is not None:
         try:
-            from perflow.sdk.trace import waits_for
-
-            from .waitstates import wait_state_summary
-
             w = waits_for(pag, "findings")
             if len(w):
                 extra["waits per call path"] = wait_state_summary(pag, w, by="vertex")
@@ -74,17 +84,74 @@ def _from_pag(pag: PAG, values: Mapping[str, Any], found: list[Candidate]) -> li
         except Exception as exc:  # a trace without what the wait analysis needs: no wait findings
             log.debug("findings: no wait states: %s", exc)
     if not kinds & {"load imbalance", "critical-path imbalance", "root cause"} and len(pag.processes) > 1:
-        from .imbalance import imbalance
-
         extra["load imbalance"] = imbalance(pag)
     if "hotspot" not in kinds and sum(not c.context for c in found) < 3:
-        from .hotspot import hotspot
-
         extra["hotspots"] = hotspot(pag, metric="time_exc", k=3)
     for c in (more := candidates({**extra, **{k: v for k, v in values.items() if k not in extra}}, _n_locations(pag))):
         if c.output in extra:
             c.output = ""  # not a table of the page: the evidence is the call tree
     return [c for c in more if c.kind not in kinds]
+
+
+def _name(pag: PAG | None, c: Candidate) -> str:
+    """The short name of a candidate's call path (``MPI_Send``)."""
+    if isinstance(pag, PAG) and 0 <= c.vertex < pag.n_vertices:
+        return str(pag.vertex_table["name"].iat[c.vertex])
+    return c.call_path.rsplit("/", 1)[-1] if c.call_path else (c.label or "an unknown call path")
+
+
+def _secs(x: float) -> str:
+    return format_value(x, "s")
+
+
+def _on(procs: list[int]) -> str:
+    ranks = rank_list(procs, 3)
+    return f" on rank{'s' if any(ch in ranks for ch in ',-') or ' and ' in ranks else ''} {ranks}" if ranks else ""
+
+
+def _explain(found: list[Candidate], pag: PAG | None) -> None:
+    """Link root causes to the wait states they explain (see the module docstring); changes ``found`` in place."""
+    waits = [c for c in found if c.kind == "wait state" and c.wait_kind and c.amount > 0 and c.cost > 0]
+    causes = [c for c in found if c.kind == "root cause" and c.explains]
+    if not waits or not causes:
+        return
+    of_kind: dict[str, float] = {}
+    for w in waits:
+        of_kind[w.wait_kind] = of_kind.get(w.wait_kind, 0.0) + w.amount
+    links: list[tuple[Candidate, Candidate, float]] = [  # (cause, wait, seconds), before the cap
+        (c, w, a * w.amount / of_kind[w.wait_kind])
+        for c in causes
+        for k, a in c.explains.items()
+        if of_kind.get(k, 0.0) > 0
+        for w in waits
+        if w.wait_kind == k
+    ]
+    claimed: dict[int, float] = {}
+    for _, w, e in links:
+        claimed[id(w)] = claimed.get(id(w), 0.0) + e
+    capped = [(c, w, e * min(1.0, w.amount / claimed[id(w)])) for c, w, e in links]  # never beyond the wait
+    for c in causes:
+        mine = sorted(((w, e) for cc, w, e in capped if cc is c and e > 0), key=lambda we: -we[1])
+        if not mine:
+            continue
+        said = [
+            f"{_secs(e)} of {wait_label(w.wait_kind)} waiting in {_name(pag, w)}{_on(w.processes)}" for w, e in mine
+        ]
+        more = f" and {len(said) - 3} more" if len(said) > 3 else ""
+        c.what = f"delays others: {_secs(c.amount)} of waiting in total; explains {', '.join(said[:3])}{more}"
+    for w in waits:
+        by = sorted(((c, e) for c, ww, e in capped if ww is w and e > 0), key=lambda ce: -ce[1])
+        done = sum(e for _, e in by)
+        if done <= 0:
+            continue
+        rest = max(w.amount - done, 0.0)
+        if rest < UNEXPLAINED * w.amount:
+            w.explained = True  # said on its causes' lines
+            continue
+        names = list(dict.fromkeys(_name(pag, c) for c, _ in by))
+        w.cost *= rest / w.amount
+        w.what += f"; {_secs(done)} of it explained by {', '.join(names[:3])}, {_secs(rest)} by no root cause"
+        w.short = f"{wait_label(w.wait_kind)} {_secs(rest)} unexplained"
 
 
 def _merge(cands: list[Candidate]) -> list[dict[str, Any]]:
@@ -96,6 +163,9 @@ def _merge(cands: list[Candidate]) -> list[dict[str, Any]]:
     for group in groups.values():
         if any(c.kind == "wait state" for c in group):  # an MPI call's imbalance is its waiting, seen again
             group = [c for c in group if c.kind not in ("load imbalance", "hotspot")]
+        group = [c for c in group if not c.explained]  # said on the lines of the causes that explain it
+        if not group:
+            continue
         problems = sorted((c for c in group if not c.context), key=lambda c: -c.cost)
         ordered = problems or sorted(group, key=lambda c: -c.cost)
         first = ordered[0]
@@ -189,6 +259,7 @@ def findings(outputs: dict[str, Any], pag: PAG | None = None, *, k: int = 8) -> 
     found = candidates(values, _n_locations(pag))
     if isinstance(pag, PAG):
         found += _from_pag(pag, values, found)
+    _explain(found, pag if isinstance(pag, PAG) else None)
     merged = _merge(found)[: max(int(k), 0)]
     rows = []
     for i, f in enumerate(merged):

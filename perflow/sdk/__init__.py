@@ -20,12 +20,16 @@ the pass library is here or in the SDK's modules,
 :mod:`perflow.sdk`       registering, the PAG and its sets, analyses and settings,
                          kinds, tables, figures, files (this page)
 :mod:`.profile`          per-vertex groupings, categories, metric names, alignment,
-                         imbalance measures, ensembles, tree masks, call sites
-:mod:`.trace`            trace requirements, wait states, the critical path, the
-                         replay, snippets, thread teams, trace columns
-:mod:`.render`           units and formatting, tables in every format, files
+                         imbalance measures, ensembles, tree masks, call sites,
+                         how a metric combines, the top-down tree as text
+:mod:`.trace`            trace requirements, wait states and their names, the
+                         critical path, the replay, snippets, thread teams, trace
+                         columns, Scalasca's metrics
+:mod:`.render`           units and formatting, tables in every format, text cut to
+                         a width, figures as PNG, files
 :mod:`.figures`          figures without pyplot, colours, axes, per-process data
-:mod:`.io`               reading, loading, runs, the current engine, progress
+:mod:`.io`               reading, loading, runs, the current engine, progress,
+                         CUBE4 archives
 :mod:`.readers`          what a reader needs: profile tables, trace builders
 =======================  ===========================================================
 

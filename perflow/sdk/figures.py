@@ -47,6 +47,9 @@ __all__ = [
     "per_process",
     "vertex_ids",
     "vertex_labels",
+    "legend_outside",
+    "value_formatter",
+    "unit_label",
 ]
 
 log = logging.getLogger(__name__)
