@@ -75,6 +75,8 @@ def _found(run) -> dict:  # noqa: ANN001
 
         s = rc["summary"].iloc[0]
         _FOUND[key] = {
+            "pag": pag,
+            "root_cause_outputs": rc.outputs,
             "root_cause": where(int(top["vertex"]), int(top["top_process"])),
             "critical_path": where(v, int(on_path.idxmax())),
             "unattributed": float(s["unattributed"]) / float(s["total_wait"]),
@@ -107,3 +109,37 @@ def test_the_late_receiver_is_a_wait_state_of_the_send(recorded) -> None:  # noq
     assert len(w) == 3, w
     assert set(w["process"]) == {0} and set(w["cause_process"]) == {1}
     assert set(w["name"].astype(str)) == {"MPI_Send"} and (w["amount"] > 0.02).all()
+
+
+def test_the_findings_put_the_late_receive_above_the_send_it_delays(recorded) -> None:  # noqa: ANN001
+    """The findings of root_cause: rank 1's late_recv_work first, explaining the Late Receiver waiting in MPI_Send.
+
+    The send's waiting is said on the cause's line; it is a finding of its own only for what no root cause
+    explains (time rank 1 spent off the CPU on a loaded machine), and then ranks by that rest alone.
+    """
+    from perflow.passes.findings import UNEXPLAINED, findings
+
+    run = recorded("late_recv.c", "3", "80", n=4, outputs=())
+    got = _found(run)
+    pag, outputs = got["pag"], got["root_cause_outputs"]
+    f = findings(outputs, pag)
+    problems = f[~f["context"]].reset_index(drop=True)
+    cause = problems[problems["where"].str.startswith("late_recv_work")]
+    assert len(cause) == 1 and cause["kind"].iloc[0] == "root cause" and cause["processes"].iloc[0] == "1"
+    what = cause["what"].iloc[0]
+    assert "explains " in what and " of Late Receiver waiting in MPI_Send on rank 0" in what, what
+    from perflow.passes.waitstates import wait_states
+
+    def late_receiver(c: str) -> float:  # a causes cell "kind:seconds, ...": its Late Receiver part
+        parts = dict(item.strip().partition(":")[::2] for item in str(c).split(",") if ":" in item)
+        return float(parts.get("late_receiver", 0.0))
+
+    explained = sum(late_receiver(c) for c in outputs["causes"]["causes"])
+    amount = float(wait_states(pag, kinds=["late_receiver"])["amount"].sum())
+    sends = problems[problems["where"].str.startswith("MPI_Send")]
+    rest = amount - explained
+    if rest < UNEXPLAINED * amount - 0.01:  # the send's waiting is (nearly) all the late receive's: the cause first
+        assert sends.empty and problems["where"].iloc[0].startswith("late_recv_work"), problems
+    elif rest > UNEXPLAINED * amount + 0.01:  # a loaded machine: the send keeps the waiting no code explains
+        assert sends["what"].iloc[0].endswith(" by no root cause")
+        assert sends["cost"].iloc[0] * len(pag.locations) == pytest.approx(rest, abs=0.01 * amount + 1e-3)
