@@ -138,7 +138,9 @@ def test_cube_rounding_negative_is_zero(tmp_path: Path) -> None:
     pag = perflow.read(f, format="cube")
     assert float(pag.metrics[["time_exc", "time_inc"]].min().min()) >= 0.0
     clean = perflow.read(need_shared("cube", "scorep-cpi", "profile.cubex"), format="cube")
-    assert clean.metrics["time_inc"].sum() - pag.metrics["time_inc"].sum() == pytest.approx(3.66579451e-04, rel=1e-6)  # that value is 0
+    assert clean.metrics["time_inc"].sum() - pag.metrics["time_inc"].sum() == pytest.approx(
+        3.66579451e-04, rel=1e-6
+    )  # that value is 0
     (tmp_path / "big").mkdir()
     g = _cube(tmp_path / "big", lambda d: _cube_value(d, 16, -1e-3))
     refused(g, "cube", "-0.001")
