@@ -547,12 +547,17 @@ class PAG(Arithmetic):
     # ------------------------------------------------------------------ derived PAGs
     def with_metrics(self, info: Mapping[str, MetricInfo] | None = None, **columns: np.ndarray) -> PAG:
         """A new PAG with extra (or replaced) metric columns aligned with ``metrics`` rows."""
-        m = self._metrics.copy(deep=False)
-        for k, v in columns.items():
-            a = np.asarray(v)
+        m = self._metrics
+        arrays = {k: np.asarray(v) for k, v in columns.items()}
+        for k, a in arrays.items():
             if len(a) != len(m):
                 raise PAGError(f"metric {k!r} has {len(a)} values, the PAG has {len(m)} metric rows")
-            m[k] = a
+        if arrays:  # one concatenation, not one insert per column (pandas warns of a fragmented frame)
+            order = list(m.columns) + [k for k in arrays if k not in m.columns]
+            new = pd.DataFrame(arrays, index=m.index)
+            m = pd.concat([m.drop(columns=[k for k in arrays if k in m.columns]), new], axis=1)[order]
+        else:
+            m = m.copy(deep=False)
         mi = dict(self._metric_info)
         mi.update(info or {})
         out = PAG(self._vertices, m, metric_info=mi, trace=self._trace, comm=self._comm, attrs=self.attrs)

@@ -27,7 +27,7 @@ from ..kinds import VertexKind, classify_region
 from ..pag.literal import complete_time_metrics
 from ..pag.pag import PAG, MetricInfo
 from ..trace.build import build_pag
-from ._values import check_profile, check_trace
+from ._values import check_profile, check_trace, clamp_rounding
 
 __all__ = [
     "TreeBuilder",
@@ -251,12 +251,14 @@ def checked_profile(pag: PAG, source: Path | str | None, *, complete: bool = Tru
     inclusive time exceeds their parent's).
     """
 
+    pag = clamp_rounding(pag)
     check_profile(pag, source)
     if complete:
         had = set(pag.metric_names)
         pag = complete_time_metrics(pag)
         if "time_inc" in had and "time_exc" not in had and "time_exc" in pag.metric_names:
             check_profile(pag, source, derived={"time_exc": True})
+            pag = clamp_rounding(pag)
     return pag
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "Damage",
     "check_profile",
     "check_trace",
+    "clamp_rounding",
     "show",
     "MAX_SECONDS",
     "MAX_COUNT",
@@ -302,6 +303,35 @@ def _profile_record(pag: Any, row: int) -> str:
 
     path = call_site_paths(pag)[v]
     return f"call path {path!r}, process {p}, thread {t}"
+
+
+#: A negative time no larger than this fraction of its column's largest magnitude is float rounding (a
+#: profiler subtracting two sums, as Score-P and Scalasca do for exclusive times), not damage.
+ROUNDING = 1e-9
+
+
+def clamp_rounding(pag: Any) -> Any:
+    """``pag`` with rounding-sized negative times set to 0 (a new PAG; the same one if none).
+
+    A writer that derives a time by subtracting sums stores ``-1.7e-13`` where the true value is 0.
+    Such a value is within :data:`ROUNDING` of its column's largest magnitude; it is clamped (and
+    counted in a debug message) so that :func:`check_profile` refuses only real damage.
+    """
+    m = pag.metrics
+    fixed: dict[str, np.ndarray] = {}
+    for name in m.columns:
+        if _kind_of(str(name), pag.metric_info.get(name)) != "time":
+            continue
+        col = m[name].to_numpy(dtype=np.float64, na_value=np.nan)
+        neg = col < 0
+        if not neg.any():
+            continue
+        tol = ROUNDING * float(np.nanmax(np.abs(col), initial=0.0))
+        tiny = neg & (col >= -tol)
+        if tiny.any():
+            fixed[str(name)] = np.where(tiny, 0.0, col)
+            log.debug("%s: %d rounding-sized negative values (>= -%g s) clamped to 0", name, int(tiny.sum()), tol)
+    return pag.with_metrics(**fixed) if fixed else pag
 
 
 def check_profile(pag: Any, source: Path | str | None, *, derived: Mapping[str, bool] | None = None) -> None:

@@ -209,6 +209,20 @@ def _check_values(path: Path, member: str, metric: str, vals: np.ndarray, *, min
         )
 
 
+def _combine(df: pd.DataFrame, aggs: dict[str, str]) -> pd.DataFrame:
+    """One row per (vertex, process, thread): each metric combined as its ``aggs`` entry says.
+
+    A cnode tree may map several cnodes to one vertex; the metrics of one kind are combined
+    together (one groupby reduction per kind, not one column at a time).
+    """
+    g = df.groupby(["vertex", "process", "thread"], sort=True)
+    kinds: dict[str, list[str]] = {}
+    for name, how in aggs.items():
+        kinds.setdefault(how, []).append(name)
+    parts = [getattr(g[names], how)() for how, names in kinds.items()]
+    return pd.concat(parts, axis=1)[list(aggs)].reset_index()
+
+
 def _enumerations(cnodes: list[tuple[int, int, str]]) -> tuple[np.ndarray, np.ndarray]:
     """Rows (document pre-order) of the cnodes in the two orders the index files use.
 
@@ -417,7 +431,7 @@ def _build(path: Path, root: ET.Element, members: dict[str, bytes], merge: bool)
     pp = np.tile(procs, n)
     tt = np.tile(thrs, n)
     df = pd.DataFrame({"vertex": vv, "process": pp, "thread": tt, **{k: v.reshape(-1) for k, v in cols.items()}})
-    df = df.groupby(["vertex", "process", "thread"], sort=True).agg(aggs).reset_index()
+    df = _combine(df, aggs)
     keep = df[list(cols)].to_numpy().any(axis=1)
     df = df[keep]
     attrs: dict[str, Any] = {a.get("key"): a.get("value") for a in root.findall("attr")}

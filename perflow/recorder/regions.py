@@ -184,6 +184,9 @@ _OUTLINED = re.compile(r"omp_outlined|^\.omp_task_entry\.|\._omp_fn\.\d+$|^__kmp
 
 #: the OpenMP runtimes' libraries (LLVM/Intel libomp, GCC libgomp)
 _OMP_RUNTIME = re.compile(r"^lib(omp|gomp|iomp5)\b")
+#: the runtimes' entry points and internals by name: a frame in the program's own module can bear one (the
+#: PLT stub of ``__kmpc_fork_call``, sampled while the initial thread jumps through it)
+_OMP_ENTRY = re.compile(r"^(__kmpc_|__kmp_|GOMP_|gomp_)")
 
 
 def _trim_main(frames: list[Frame]) -> list[Frame]:
@@ -207,7 +210,7 @@ def _trim_main(frames: list[Frame]) -> list[Frame]:
                 out = frames[i:]
                 break
     for i, f in enumerate(out):
-        if _OMP_RUNTIME.match(Path(getattr(f, "module", "") or "").name):
+        if _OMP_RUNTIME.match(Path(getattr(f, "module", "") or "").name) or _OMP_ENTRY.match(f[0]):
             return out[:i]
     return out
 

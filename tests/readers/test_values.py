@@ -131,6 +131,21 @@ def test_cube(tmp_path: Path, case: str, k: int, value: float, needle: str) -> N
     refused(f, "cube", needle)
 
 
+def test_cube_rounding_negative_is_zero(tmp_path: Path) -> None:
+    """A time of -1.7e-13 s (a sum minus a sum, rounded) is read as 0, not refused; -1e-3 still is."""
+
+    f = _cube(tmp_path, lambda d: _cube_value(d, 16, -1.7e-13))
+    pag = perflow.read(f, format="cube")
+    assert float(pag.metrics[["time_exc", "time_inc"]].min().min()) >= 0.0
+    clean = perflow.read(need_shared("cube", "scorep-cpi", "profile.cubex"), format="cube")
+    assert clean.metrics["time_inc"].sum() - pag.metrics["time_inc"].sum() == pytest.approx(
+        3.66579451e-04, rel=1e-6
+    )  # that value is 0
+    (tmp_path / "big").mkdir()
+    g = _cube(tmp_path / "big", lambda d: _cube_value(d, 16, -1e-3))
+    refused(g, "cube", "-0.001")
+
+
 # ------------------------------------------------------------------------------------ JSON tree readers
 def _json_edit(src: Path, tmp: Path, edit) -> Path:  # type: ignore[no-untyped-def]
     doc = json.loads(src.read_text())

@@ -27,7 +27,9 @@ from perflow.recorder.functions import (
     S_MAGIC,
     S_SAMPLE,
 )
+from perflow.recorder.regions import _trim_main
 from perflow.recorder.session import is_python, python_command
+from perflow.recorder.symbols import Frame
 from perflow.recorder.toolchain import CSRC, Toolchain, build_library, program_mpi
 from perflow.trace.store import load_raw, save_raw
 
@@ -339,3 +341,19 @@ def test_public_names_resolve() -> None:
 
     for name in rec.__all__:
         assert callable(getattr(rec, name)), name
+
+
+def test_sampled_stacks_stop_before_the_openmp_runtime() -> None:
+    """Frames outermost first: the start-up above ``main`` goes, and so does everything from the first OpenMP
+    runtime frame on, named by its library or, in the program's own module (a PLT stub), by its name."""
+
+    def f(name: str, module: str = "/bin/prog") -> Frame:
+        return Frame(name, "p.c", 1, module)
+
+    start = [f("_start"), f("__libc_start_main", "/lib/libc.so.6"), f("main")]
+    assert [x.function for x in _trim_main([*start, f("work")])] == ["main", "work"]
+    assert [x.function for x in _trim_main([*start, f("__kmpc_fork_call"), f("__kmp_fork_call")])] == ["main"]
+    lib = [f("__kmpc_barrier", "/usr/lib/x86_64-linux-gnu/libomp.so.5"), f("x", "/usr/lib/libomp.so.5")]
+    assert [x.function for x in _trim_main([*start, f("solve"), *lib])] == ["main", "solve"]
+    outlined = [*start, f("__kmp_invoke_microtask", "/usr/lib/libomp.so.5"), f(".omp_outlined."), f("loop_work")]
+    assert [x.function for x in _trim_main(outlined)] == ["loop_work"]
