@@ -290,8 +290,12 @@ def make_spec(
     )
 
 
+def _builtin_module(module: str) -> bool:
+    return module == "perflow.passes" or module.startswith("perflow.passes.")
+
+
 def _builtin(spec: PassSpec) -> bool:
-    return spec.module == "perflow.passes" or spec.module.startswith("perflow.passes.")
+    return _builtin_module(spec.module)
 
 
 def register(spec: PassSpec) -> PassSpec:
@@ -373,7 +377,7 @@ def role_pass(role: str) -> PassSpec:
             f"no pass library provides the role {role!r} ({ROLES[role].doc}): "
             f"a pass registered with @pass_(role={role!r}) fills it"
         )
-    own = sorted(n for n, m in found.items() if not (m == "perflow.passes" or m.startswith("perflow.passes.")))
+    own = sorted(n for n, m in found.items() if not _builtin_module(m))
     if len(own) > 1:
         raise PassError(f"the role {role!r} is claimed by several passes: {', '.join(own)} (keep one)")
     return get_pass(own[0] if own else sorted(found)[0])
