@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     real_stdout = sys.stdout
     sys.stdout = EscapingStream(real_stdout)  # type: ignore[assignment] # names from data never drive the terminal
     try:
-        from ..trace.clc import clock_correction
+        from ..trace.clcmode import clock_correction
 
         with clock_correction(getattr(args, "clock_correction", None) or "auto"):
             status = args.func(args)

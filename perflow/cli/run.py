@@ -265,11 +265,11 @@ def _check_output(out: str) -> None:
 
 
 def _findings(outputs: dict[str, Any], pag: Any) -> Any:
-    """The run's findings table (the ``findings`` pass), or None when it cannot be made (said on stderr)."""
-    from ..flow.registry import get_pass
+    """The run's findings table (the pass for the ``findings`` role), or None when it cannot be made (said on stderr)."""
+    from ..flow.registry import role_pass
 
     try:
-        return get_pass("findings")(outputs, pag)
+        return role_pass("findings")(outputs, pag)
     except Exception as exc:  # the run's own outputs stand without them
         print(f"perflow: warning: no findings: {type(exc).__name__}: {exc}", file=sys.stderr)
         return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .registry import PassSpec, Port, Setting, all_passes, get_pass, pass_
+from .registry import PassSpec, Port, Setting, all_passes, get_pass, pass_, role_pass
 
 if TYPE_CHECKING:  # imported on first use (pandas and the scheduler are not needed to list or register passes)
     from .api import prepare_inputs, run
@@ -46,6 +46,7 @@ __all__ = [
     "Port",
     "Setting",
     "get_pass",
+    "role_pass",
     "all_passes",
     "Flow",
     "FlowInput",

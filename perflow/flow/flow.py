@@ -52,6 +52,7 @@ from .parts import (
     FlowOutput,
     Ref,
     Step,
+    SubFlow,
     iter_refs,
     looks_like_refs,
     ref_text,
@@ -68,7 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Flow", "Step", "FlowInput", "FlowOutput", "Ref", "MISSING", "NAME_RE", "INPUT_PREFIX"]
 
 
-class Flow:
+class Flow(SubFlow):
     """An analysis flow: inputs, steps (pass invocations) and outputs.
 
     Parameters
@@ -219,11 +220,8 @@ class Flow:
             raise FlowError(f"cannot set {path!r}: flow {self.name!r} has no step {step!r}{hint}")
         st = self.steps[step]
         if isinstance(st.target, str) and st.target.startswith("flow:"):
-            from .loader import resolve_flow_ref
-            from .yaml_io import source_dir
-
             try:
-                st.target = resolve_flow_ref(st.target[5:], source_dir(self))
+                st.target = loader.resolve_flow_ref(st.target[5:], yaml_io.source_dir(self))
             except Exception as exc:
                 raise FlowError(f"cannot set {path!r}: the sub-flow of step {step!r} cannot be read: {exc}") from None
         if isinstance(st.target, Flow):
@@ -256,15 +254,11 @@ class Flow:
     # ------------------------------------------------------------------ checking and running
     def problems(self, *, allow_import: bool = False) -> list[Problem]:
         """Every problem of the flow (empty when it is valid); see :mod:`perflow.flow.validate`."""
-        from .validate import find_problems
-
-        return find_problems(self, allow_import=allow_import)
+        return validate_.find_problems(self, allow_import=allow_import)
 
     def validate(self, *, allow_import: bool = False) -> Flow:
         """Raise :class:`~perflow.errors.ValidationError` listing every problem; return the flow if valid."""
-        from .validate import validate
-
-        validate(self, allow_import=allow_import)
+        validate_.validate(self, allow_import=allow_import)
         return self
 
     def run(self, inputs: Mapping[str, Any] | None = None, /, **kwargs: Any) -> FlowResult:
@@ -280,29 +274,21 @@ class Flow:
         A sub-flow loaded by name or path (``origin``) is written as that
         reference; one built in Python is embedded.
         """
-        from .yaml_io import flow_to_dict
-
-        return flow_to_dict(self)
+        return yaml_io.flow_to_dict(self)
 
     def to_yaml(self) -> str:
         """The flow as YAML text (``perflow.load_flow`` reads it back to an equal flow)."""
-        from .yaml_io import dump
-
-        return dump(self)
+        return yaml_io.dump(self)
 
     @classmethod
     def from_yaml(cls, text: str, *, source: str | None = None, allow_import: bool = False) -> Flow:
         """Read a flow from YAML text and validate it."""
-        from .yaml_io import loads
-
-        return loads(text, source=source, allow_import=allow_import)
+        return yaml_io.loads(text, source=source, allow_import=allow_import)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, allow_import: bool = False) -> Flow:
         """Build a flow from plain data in the YAML schema and validate it."""
-        from .yaml_io import flow_from_data
-
-        f = flow_from_data(data, allow_import=allow_import)
+        f = yaml_io.flow_from_data(data, allow_import=allow_import)
         f.validate(allow_import=allow_import)
         return f
 
@@ -331,9 +317,7 @@ class Flow:
 
     # ------------------------------------------------------------------ protocol
     def _canonical(self) -> dict[str, Any]:
-        from .yaml_io import flow_to_dict
-
-        return flow_to_dict(self, strict=False)
+        return yaml_io.flow_to_dict(self, strict=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Flow):
@@ -387,3 +371,12 @@ class Flow:
             + "".join(rows)
             + f"</table>outputs: {outputs or '&mdash;'}"
         )
+
+
+# Reading, writing and checking flows build on the Flow class (they import it
+# at their top): the modules, not their names, are imported here, last, so
+# that either can be imported first. Running (perflow.flow.api: the readers,
+# pandas) is imported by Flow.run only, so that building, loading and
+# validating a flow stay free of pandas and numpy.
+from . import loader, yaml_io  # noqa: E402
+from . import validate as validate_  # noqa: E402

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FlowError
+from . import yaml_io  # the module: yaml_io, loader and flow import each other (see flow.py's last lines)
 from .flow import Flow
 from .library import find_flow, flow_names
 from .problems import did_you_mean
-from .yaml_io import MAX_FLOW_BYTES, loads
 
 __all__ = ["load_flow", "resolve_flow_ref", "flow_from_python"]
 
@@ -65,14 +65,14 @@ def _read_file(path: Path, *, allow_import: bool, validate: bool) -> Flow:
         return f
 
     with open(path, "rb") as fh:
-        data = fh.read(MAX_FLOW_BYTES + 1)  # never more: the parser refuses longer flows anyway
-    if len(data) > MAX_FLOW_BYTES:
-        raise FlowError(f"{path}: the flow file is larger than the {MAX_FLOW_BYTES:,} bytes allowed")
+        data = fh.read(yaml_io.MAX_FLOW_BYTES + 1)  # never more: the parser refuses longer flows anyway
+    if len(data) > yaml_io.MAX_FLOW_BYTES:
+        raise FlowError(f"{path}: the flow file is larger than the {yaml_io.MAX_FLOW_BYTES:,} bytes allowed")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FlowError(f"{path}: not a text file ({exc})") from None
-    f = loads(text, source=str(path), validate=False)
+    f = yaml_io.loads(text, source=str(path), validate=False)
     if validate:
         f.validate(allow_import=allow_import)
     return f

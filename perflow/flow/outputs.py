@@ -20,8 +20,8 @@ anything else                          ``NAME.txt`` (its repr)
 
 :func:`write_outputs` writes every output of a run and ``index.html``, one
 self-contained page with the reports, tables, figures, call tree and (for a
-trace) the interactive timeline (the ``report_page`` pass of the pass library,
-found by name: this layer does not import the passes).
+trace) the interactive timeline, made by the pass library's pass for the
+``page`` role (:mod:`perflow.flow.roles`: this layer never names a pass).
 
 :func:`as_text` fits tables to the terminal (:mod:`perflow.flow.terminal`): no
 column is left out; long call paths are shortened in the middle and a table still
@@ -47,7 +47,7 @@ from .. import progress
 from .._atomic import all_or_nothing, atomic_path, write_bytes, write_text
 from .._json import json_default
 from ..pag.pag import PAG
-from .registry import get_pass
+from .registry import role_pass
 from .terminal import fit_table, fit_text
 
 __all__ = [
@@ -182,9 +182,11 @@ def run_page(
     findings: pd.DataFrame | None = None,
     folder: str | None = None,
 ) -> str:
-    """The self-contained HTML page of a run, the one assembly every engine and command uses (``report_page``)."""
+    """The self-contained HTML page of a run, the one assembly every engine and command uses.
 
-    page = get_pass("report_page")(dict(values), pag, steps, findings, title=title, subtitle=subtitle, folder=folder)
+    Made by the pass library's pass for the ``page`` role (:mod:`perflow.flow.roles`).
+    """
+    page = role_pass("page")(dict(values), pag, steps, findings, title=title, subtitle=subtitle, folder=folder)
     return str(page)
 
 
@@ -214,7 +216,7 @@ def write_outputs(
 
     All or nothing (:func:`perflow._atomic.all_or_nothing`): when one cannot
     be written (a full disk), none replaces the previous outputs. ``findings``
-    (the ``findings`` pass's table, computed here when not given) is written as
+    (the run's findings, from the pass for the ``findings`` role, computed here when not given) is written as
     ``findings.csv`` (unless an output has that name) and opens the page.
     """
 
@@ -229,7 +231,7 @@ def _write_all(
     if index:
         pag = input_pag(result)
         if findings is None:
-            findings = get_pass("findings")(result.outputs, pag)
+            findings = role_pass("findings")(result.outputs, pag)
         if "findings" not in result.outputs and findings is not None and len(findings):
             paths["findings"] = write_value(findings, directory, "findings")
         paths["index"] = write_index(

@@ -25,6 +25,7 @@ __all__ = [
     "iter_refs",
     "looks_like_refs",
     "canon",
+    "SubFlow",
 ]
 
 INPUT_PREFIX = "input:"
@@ -123,6 +124,17 @@ def looks_like_refs(value: Any) -> bool:
     return False
 
 
+class SubFlow:
+    """The base of :class:`~perflow.flow.flow.Flow`: what a :class:`Step` knows of a flow it runs.
+
+    A step tells a sub-flow from a pass by this class, so that this module
+    (which the flow module is built on) never imports the flow module.
+    """
+
+    name: str
+    origin: str | None
+
+
 @dataclass
 class FlowInput:
     """A value the flow takes when it runs."""
@@ -173,19 +185,15 @@ class Step:
     @property
     def is_flow(self) -> bool:
         """Whether the step runs a sub-flow."""
-        from .flow import Flow
-
-        return isinstance(self.target, Flow)
+        return isinstance(self.target, SubFlow)
 
     @property
     def target_name(self) -> str:
         """The pass name (or ``flow:NAME``) for listings and YAML."""
-        from .flow import Flow
-
         t = self.target
         if t is None:
             return "?"
-        if isinstance(t, Flow):
+        if isinstance(t, SubFlow):
             return f"flow:{t.origin or t.name}"
         if isinstance(t, str):
             return t

@@ -49,6 +49,7 @@ class PassInfo:
     inputs: tuple[tuple[str, str, bool, str | None], ...] = ()
     outputs: tuple[tuple[str, str], ...] = ()
     settings: tuple[tuple[str, str, str | None, str], ...] = ()
+    role: str | None = None  # the role it fills (perflow.flow.roles)
 
     @property
     def summary(self) -> str:
@@ -75,12 +76,13 @@ def info_of(spec: Any) -> PassInfo:
             (s.name, type_label(s.type), None if s.default is inspect.Parameter.empty else repr(s.default), s.doc)
             for s in spec.settings
         ),
+        role=spec.role,
     )
 
 
 def record_of(info: PassInfo) -> dict[str, Any]:
-    """A JSON-able record of ``info`` (the index's format)."""
-    return {
+    """A JSON-able record of ``info`` (the index's format; ``role`` only for a pass that fills one)."""
+    rec: dict[str, Any] = {
         "module": info.module,
         "function": info.function,
         "version": info.version,
@@ -91,6 +93,9 @@ def record_of(info: PassInfo) -> dict[str, Any]:
         "outputs": [list(p) for p in info.outputs],
         "settings": [list(s) for s in info.settings],
     }
+    if info.role is not None:
+        rec["role"] = info.role
+    return rec
 
 
 def from_record(name: str, rec: Mapping[str, Any]) -> PassInfo:
@@ -106,6 +111,7 @@ def from_record(name: str, rec: Mapping[str, Any]) -> PassInfo:
         inputs=tuple(tuple(p) for p in rec.get("inputs", ())),  # type: ignore[misc]
         outputs=tuple(tuple(p) for p in rec.get("outputs", ())),  # type: ignore[misc]
         settings=tuple(tuple(s) for s in rec.get("settings", ())),  # type: ignore[misc]
+        role=rec.get("role"),
     )
 
 

@@ -20,6 +20,11 @@ Passes are found by name in this registry, filled from the entry-point group
 :mod:`perflow.passes` is registered that way too), or by dotted path
 ``package.module:function`` where the caller allows importing code.
 
+The framework itself never names a pass: it asks for a **role**
+(:mod:`perflow.flow.roles`: the page of a run, its findings, a notebook
+fragment) with :func:`role_pass`, and a library registers a pass for a role
+with ``@pass_(role=...)``.
+
 A library module that provides ``pass_index()`` and ``load_all()`` (see
 :mod:`perflow.flow.passindex`) is registered lazily: its passes are known by
 name from the index (:func:`pass_infos` lists them without importing
@@ -40,6 +45,7 @@ from typing import Any, TypeVar, get_args, get_origin
 
 from ..errors import PassError
 from .plugins import load_group
+from .roles import ROLES, role_problem
 
 __all__ = [
     "pass_",
@@ -54,7 +60,7 @@ __all__ = [
     "is_compatible",
     "load_builtin_passes",
     "pass_infos",
-    "library_hook",
+    "role_pass",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,6 +115,8 @@ class PassSpec:
     multi_output: bool = False
     cacheable: bool = True
     tags: tuple[str, ...] = field(default_factory=tuple)
+    #: the role the pass fills for the framework (:mod:`perflow.flow.roles`), if any
+    role: str | None = None
 
     @property
     def summary(self) -> str:
@@ -186,6 +194,7 @@ def pass_(
     outputs: Mapping[str, Any] | None = None,
     cacheable: bool = True,
     tags: tuple[str, ...] = (),
+    role: str | None = None,
 ) -> Any:
     """Register a function as a pass (usable as ``@pass_`` or ``@pass_(...)``).
 
@@ -203,10 +212,15 @@ def pass_(
         Whether results may be cached across runs (false for passes with side effects).
     tags : tuple of str
         Free-form labels (``"profile"``, ``"trace"``, ``"plot"``) for listings.
+    role : str, optional
+        A role of :mod:`perflow.flow.roles` the pass fills (``"page"``, ``"findings"``,
+        ``"fragment"``): the framework calls it for that role, never by its name.
     """
 
     def wrap(f: F) -> F:
-        spec = make_spec(f, name=name, version=version, output=output, outputs=outputs, cacheable=cacheable, tags=tags)
+        spec = make_spec(
+            f, name=name, version=version, output=output, outputs=outputs, cacheable=cacheable, tags=tags, role=role
+        )
         register(spec)
         f.__perflow_pass__ = spec  # type: ignore[attr-defined]
         return f
@@ -223,8 +237,9 @@ def make_spec(
     outputs: Mapping[str, Any] | None = None,
     cacheable: bool = True,
     tags: tuple[str, ...] = (),
+    role: str | None = None,
 ) -> PassSpec:
-    """Build a :class:`PassSpec` from a function's signature and docstring."""
+    """Build a :class:`PassSpec` from a function's signature and docstring (its role checked)."""
     sig = inspect.signature(f)
     try:
         hints = typing.get_type_hints(f)
@@ -255,6 +270,10 @@ def make_spec(
     else:
         outs = (Port(output, hints.get("return", Any)),)
         multi = False
+    if role is not None:
+        problem = role_problem(role, name or f.__name__, tuple(inputs), tuple(settings))
+        if problem:
+            raise PassError(problem)
     return PassSpec(
         name=name or f.__name__,
         func=f,
@@ -267,11 +286,16 @@ def make_spec(
         multi_output=multi,
         cacheable=cacheable,
         tags=tuple(tags),
+        role=role,
     )
 
 
+def _builtin_module(module: str) -> bool:
+    return module == "perflow.passes" or module.startswith("perflow.passes.")
+
+
 def _builtin(spec: PassSpec) -> bool:
-    return spec.module == "perflow.passes" or spec.module.startswith("perflow.passes.")
+    return _builtin_module(spec.module)
 
 
 def register(spec: PassSpec) -> PassSpec:
@@ -331,20 +355,32 @@ def load_builtin_passes() -> None:
             pass_(obj, name=ep_name)
 
 
-def library_hook(name: str) -> Callable[..., Any] | None:
-    """The function ``name`` of the first pass library that provides one (perflow's own first), else None.
+def role_pass(role: str) -> PassSpec:
+    """The pass that fills ``role`` (:mod:`perflow.flow.roles`), imported on first use.
 
-    Pass libraries may provide hooks the framework calls without naming a
-    pass: ``page(values, pag, steps, *, title, subtitle) -> str`` (the HTML
-    page of a run, :func:`perflow.flow.outputs.run_page`) and
-    ``fragment(value, *, name, max_rows) -> str`` (one value as HTML for a
-    notebook). perflow's own library (:mod:`perflow.passes`) provides both.
+    A pass of a third-party library replaces perflow's own; two third-party
+    passes for one role are an error naming both.
+
+    Raises
+    ------
+    PassError
+        For an unknown role, for two third-party passes claiming it, or when no
+        pass library provides it.
     """
-    for obj in load_group("perflow.passes").values():
-        fn = getattr(obj, name, None) if isinstance(obj, types.ModuleType) else None
-        if callable(fn):
-            return fn  # type: ignore[no-any-return]
-    return None
+    if role not in ROLES:
+        raise PassError(f"unknown role {role!r} (roles: {', '.join(ROLES)})")
+    load_builtin_passes()
+    found = {n: sp.module for n, sp in _REGISTRY.items() if sp.role == role}
+    found.update({n: str(rec["module"]) for n, rec in _LAZY.items() if rec.get("role") == role and n not in found})
+    if not found:
+        raise PassError(
+            f"no pass library provides the role {role!r} ({ROLES[role].doc}): "
+            f"a pass registered with @pass_(role={role!r}) fills it"
+        )
+    own = sorted(n for n, m in found.items() if not _builtin_module(m))
+    if len(own) > 1:
+        raise PassError(f"the role {role!r} is claimed by several passes: {', '.join(own)} (keep one)")
+    return get_pass(own[0] if own else sorted(found)[0])
 
 
 def _load_lazy(name: str) -> PassSpec | None:

@@ -12,9 +12,9 @@ from perflow.pag.pag import PAG
 
 from .._atomic import write_text
 from ..errors import FlowError, StepError
-from .outputs import write_outputs
+from .outputs import run_page, write_outputs
 from .problems import did_you_mean
-from .registry import get_pass
+from .registry import role_pass
 
 __all__ = ["FlowResult"]
 
@@ -139,9 +139,7 @@ class FlowResult:
         """The self-contained HTML page of the run (as ``index.html``); also written to ``path`` when given."""
 
         pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
-        page = get_pass("report_page")(
-            self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary()
-        )
+        page = run_page(self.outputs, pag, self.steps, title=f"perflow: {self.flow.name}", subtitle=self.summary())
         if path is not None:
             write_text(path, page)
         return page
@@ -175,12 +173,8 @@ class FlowResult:
             )
         shown = []
         try:  # the diagnosis first, as on the run's page and in the terminal
-            from perflow.pag.pag import PAG
-
-            from .registry import get_pass
-
             pag = next((v for v in self.inputs.values() if isinstance(v, PAG)), None)
-            found = get_pass("findings")(self.outputs, pag)
+            found = role_pass("findings")(self.outputs, pag)
             if len(found):
                 shown.append(f"<h4>Findings</h4>{_inline(found, 'findings')}")
         except Exception as exc:  # the outputs stand without them
@@ -203,6 +197,5 @@ INLINE_ROWS = 20
 
 
 def _inline(value: Any, name: str) -> str:
-    """One output as an HTML fragment for a notebook (the ``output_html`` pass of the pass library)."""
-
-    return str(get_pass("output_html")(value, name=name, max_rows=INLINE_ROWS))
+    """One output as an HTML fragment for a notebook (the pass library's pass for the ``fragment`` role)."""
+    return str(role_pass("fragment")(value, name=name, max_rows=INLINE_ROWS))

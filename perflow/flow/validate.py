@@ -27,13 +27,12 @@ from typing import Any, get_args, get_origin
 
 from ..errors import ValidationError
 from ..pag.settings import SettingsError, settings_of
+from . import loader, yaml_io  # the modules: they, validate and flow import each other (flow.py's last lines)
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
-from .loader import resolve_flow_ref
 from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
 from .registry import Port, Setting, check_value, get_pass, is_compatible
 from .types import coerce_value, shallow_check, type_label
-from .yaml_io import INVALID, source_dir
 
 __all__ = ["Node", "FlowCheck", "analyse", "find_problems", "validate", "Problem"]
 
@@ -126,7 +125,7 @@ class _Checker:
             return None
         if isinstance(t, str) and t.startswith("flow:"):
             try:
-                t = resolve_flow_ref(t[5:], source_dir(self.flow), allow_import=self.allow_import)
+                t = loader.resolve_flow_ref(t[5:], yaml_io.source_dir(self.flow), allow_import=self.allow_import)
             except Exception as exc:  # missing file, refused import, unreadable flow
                 self.problem(f"{path}.flow", str(exc))
                 return None
@@ -271,7 +270,7 @@ class _Checker:
                     spath,
                     f"{node.what} has no setting {k!r}{did_you_mean(k, sets)} (settings: {', '.join(sets) or 'none'})",
                 )
-            elif v is not INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
+            elif v is not yaml_io.INVALID and not check_value(coerce_value(v, sets[k].type), sets[k].type):
                 got = _quote(v) if _choices(sets[k].type) is not None else f"{type(v).__name__} {_quote(v)}"
                 self.problem(spath, f"setting {k!r} of {node.what} {expects(sets[k].type)}, got {got}")
         given: dict[str, Any] = {}
@@ -279,11 +278,11 @@ class _Checker:
         for s in node.settings:
             if s.name in step.settings:
                 v = step.settings[s.name]
-                if v is not INVALID and check_value(coerce_value(v, s.type), s.type):
+                if v is not yaml_io.INVALID and check_value(coerce_value(v, s.type), s.type):
                     given[s.name] = v
             elif s.name in self.scope:
                 v = self.scope[s.name]
-                if v is INVALID:
+                if v is yaml_io.INVALID:
                     continue
                 if not check_value(coerce_value(v, s.type), s.type):
                     self.flow_setting_problem(s.name, (step.name, node.what, expects(s.type)))

@@ -28,9 +28,10 @@ from ..errors import PAGError
 from ..kinds import VertexKind, classify_region
 from .pag import PAG
 
-__all__ = ["from_literal", "to_literal", "complete_time_metrics"]
+__all__ = ["from_literal", "to_literal", "complete_time_metrics", "HATCHET_NAMES"]
 
-_HATCHET_NAMES = {"time (inc)": "time_inc", "time": "time_exc"}
+#: Hatchet's metric names -> perflow's (the literal form and the Hatchet reader both map them)
+HATCHET_NAMES = {"time (inc)": "time_inc", "time": "time_exc"}
 
 
 def _bad_value(where: str, v: Any) -> PAGError:
@@ -160,7 +161,7 @@ def from_literal(literal: Any, *, attrs: Mapping[str, Any] | None = None) -> PAG
         )
         hatchet = "frame" in node
         for m, v in (node.get("metrics") or {}).items():
-            key = _HATCHET_NAMES.get(m, m) if hatchet else m
+            key = HATCHET_NAMES.get(m, m) if hatchet else m
             c = cells.get(key)
             if c is None:
                 c = cells[key] = _Cells()
@@ -340,7 +341,7 @@ def to_literal(pag: PAG, *, hatchet: bool = False) -> list[dict[str, Any]]:
                 (int(pp), int(tt)) if tt else int(pp): float(x) for pp, tt, x in zip(p[lo:hi], t[lo:hi], cols[k][lo:hi])
             }
 
-    inv = {v: k for k, v in _HATCHET_NAMES.items()}
+    inv = {v: k for k, v in HATCHET_NAMES.items()}
     for i in range(len(vt)):
         if hatchet:
             node = {

@@ -366,12 +366,10 @@ class PAG(Arithmetic):
         str
             The tree, one vertex per line.
         """
-        from .treeview import TreeText, metric_values, tree_lines, tree_view
-
         metrics = [metric] if isinstance(metric, str) else list(metric)
         if not metrics:
             raise PassError("tree: metric names no metric")
-        tv = tree_view(
+        tv = treeview.tree_view(
             self, None, who="tree", metric=metrics[0], agg=agg, depth=depth, threshold=threshold,
             expand=expand, collapse=collapse, sort=True, process=process,
         )  # fmt: skip
@@ -379,13 +377,13 @@ class PAG(Arithmetic):
         for m in metrics[1:]:
             info = self.metric_info.get(m)
             unit = info.unit if info is not None and info.unit in ("s", "bytes") else guess_unit(m)
-            columns.append((m, metric_values(self, m, agg, process, "tree"), unit))
-        plain, colored = tree_lines(
+            columns.append((m, treeview.metric_values(self, m, agg, process, "tree"), unit))
+        plain, colored = treeview.tree_lines(
             tv, columns=columns, show_file=show_file, color=color, units=units, precision=precision,
             ascii=ascii, max_lines=max_lines,
         )  # fmt: skip
         lines = colored if color else plain
-        return TreeText("\n".join(lines) + ("\n" if lines else ""))
+        return treeview.TreeText("\n".join(lines) + ("\n" if lines else ""))
 
     @property
     def roots(self) -> np.ndarray:
@@ -645,8 +643,8 @@ class PAG(Arithmetic):
         return f"<b>PAG</b><table>{rows}</table>"
 
 
-# Reading literals and saving build on the PAG class (they import it at their
-# top): the modules, not their names, are imported here, last, so that either
-# can be imported first.
+# Reading literals, saving and the tree display build on the PAG class (they
+# import it at their top): the modules, not their names, are imported here,
+# last, so that either can be imported first.
 from . import literal as literal_  # noqa: E402
-from . import persist  # noqa: E402
+from . import persist, treeview  # noqa: E402

@@ -22,6 +22,7 @@ from ..errors import PassError
 from ..units import aggregate_label, format_value, guess_unit
 from .pag import PAG
 from .sets import VertexSet
+from .stats import grouped
 from .tabular import as_frame, numeric, require_columns
 from .tree import ancestors_mask, descendants_mask, tree_index
 
@@ -140,8 +141,6 @@ def metric_values(pag: PAG, metric: str, agg: str, process: int | None, who: str
     try:
         if process is None:
             return pag.aggregate(metric, agg).to_numpy(dtype=np.float64)
-        from .stats import grouped
-
         g = grouped(pag, metric, "process")
         hit = np.flatnonzero(g.process == int(process))
         if not len(hit):

@@ -230,7 +230,7 @@ def _window(pag: PAG | None, vertex: int, processes: list[int]) -> tuple[float, 
     return float(s[i]), float(e[i])
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="1", tags=("report",), role="findings")
 def findings(outputs: dict[str, Any], pag: PAG | None = None, *, k: int = 8) -> pd.DataFrame:
     """The top findings of a run, ranked by what they cost (see the module docstring).
 

@@ -225,7 +225,7 @@ def run_page(
     )
 
 
-@pass_(version="2", tags=("report",))
+@pass_(version="2", tags=("report",), role="page")
 def report_page(
     outputs: dict[str, Any],
     pag: Any = None,
@@ -279,7 +279,7 @@ def report_page(
     return page
 
 
-@pass_(version="1", tags=("report",))
+@pass_(version="1", tags=("report",), role="fragment")
 def output_html(value: Any, *, name: str = "", max_rows: int = 20) -> str:
     """One value as an HTML fragment for a notebook: a Markdown report rendered, a figure as PNG, a table.
 

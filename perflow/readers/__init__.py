@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import progress
 from ..errors import FormatError, PerflowError
+from ..trace.clcmode import clock_correction
 
 __all__ = ["read", "formats", "reader_module", "detect_format", "check_input", "READER_MODULES"]
 
@@ -288,8 +289,6 @@ def read(path: str | os.PathLike[str], format: str | None = None, *, engine: Any
         fmt = format or detect_format(p)
 
     cc = options.pop("clock_correction", None)
-    from ..trace.clc import clock_correction
-
     with progress.task(f"reading {p.name}"), clock_correction(cc) if cc is not None else contextlib.nullcontext():
         pag = engine.read(p, fmt, **options) if engine is not None else None
         if pag is None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FormatError, PAGError
-from ..pag.literal import _HATCHET_NAMES, from_literal
+from ..pag.literal import HATCHET_NAMES, from_literal
 from ..pag.pag import PAG, MetricInfo
 from ._common import TIME_UNITS, checked_profile, clean_text, head_bytes, load_json, reader_errors
 
@@ -98,7 +98,7 @@ def _from_graph_literal(roots: list[Any], path: Path) -> tuple[list[dict[str, An
             for k, v in metrics.items():
                 if k in _SKIP_METRICS or not _number(v):
                     continue
-                kept[_HATCHET_NAMES.get(k, k)] = v
+                kept[HATCHET_NAMES.get(k, k)] = v
                 names.add(k)
             new = {
                 "name": clean_text(str(name)) if name is not None else name,
@@ -151,7 +151,7 @@ def _from_graphframe_json(d: Mapping[str, Any], path: Path) -> tuple[list[dict[s
             if m in _SKIP_METRICS or not _number(x):
                 continue
             names.add(m)
-            col = per.setdefault(_HATCHET_NAMES.get(m, m), {})
+            col = per.setdefault(HATCHET_NAMES.get(m, m), {})
             col[key] = col.get(key, 0.0) + float(x)
     children_of = {k: [str(c) for c in (v.get("children") or [])] for k, v in data.items()}
     is_child = {c for cs in children_of.values() for c in cs}

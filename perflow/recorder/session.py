@@ -34,7 +34,7 @@ from .assemble import load_recording
 from .filtermap import map_filter
 from .filters import DEFAULT_FILTER, Filter, read_filter
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
-from .watchdog import Watchdog
+from .watchdog import Watchdog, stop_ranks
 
 __all__ = [
     "record",
@@ -194,38 +194,6 @@ class _Stopped(Exception):
     def __init__(self, sig: int) -> None:
         super().__init__(signal.Signals(sig).name)
         self.sig = sig
-
-
-def stop_ranks(rawdir: Path | None, grace: float = 3.0) -> None:
-    """SIGTERM to each recorded rank still running, and a moment for its crash handler to flush.
-
-    The ranks are the processes that write ``rawdir/p<pid>.*`` (checked by
-    their environment); asked first, each flushes what it recorded before the
-    launcher, noticing, kills the others without warning.
-    """
-    if rawdir is None or not rawdir.is_dir():
-        return
-    mark = f"PERFLOW_RECORD_DIR={rawdir.resolve()}".encode()
-    pids = []
-    for f in rawdir.glob("p*.txt"):
-        try:
-            pid = int(f.stem[1:])
-            if mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
-                os.kill(pid, signal.SIGTERM)
-                pids.append(pid)
-        except (ValueError, OSError):
-            continue
-    t0 = time.monotonic()
-    while pids and time.monotonic() - t0 < grace:
-        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
-        time.sleep(0.05)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 def _kill_group(proc: subprocess.Popen, rawdir: Path | None = None) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Watchdog", "main"]
+__all__ = ["Watchdog", "main", "stop_ranks"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,38 @@ def _stop(pgid: int) -> None:
                 return
 
 
+def stop_ranks(rawdir: Path | None, grace: float = 3.0) -> None:
+    """SIGTERM to each recorded rank still running, and a moment for its crash handler to flush.
+
+    The ranks are the processes that write ``rawdir/p<pid>.*`` (checked by
+    their environment); asked first, each flushes what it recorded before the
+    launcher, noticing, kills the others without warning.
+    """
+    if rawdir is None or not rawdir.is_dir():
+        return
+    mark = f"PERFLOW_RECORD_DIR={rawdir.resolve()}".encode()
+    pids = []
+    for f in rawdir.glob("p*.txt"):
+        try:
+            pid = int(f.stem[1:])
+            if mark in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
+        except (ValueError, OSError):
+            continue
+    t0 = time.monotonic()
+    while pids and time.monotonic() - t0 < grace:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+        time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
 def main(argv: list[str]) -> int:
     fd, pgid, outdir, attrs = int(argv[0]), int(argv[1]), argv[2], json.loads(argv[3])
     data = b""
@@ -117,12 +149,12 @@ def main(argv: list[str]) -> int:
         data += chunk
     if b"done" in data:
         return 0
-    from .session import stop_ranks
-
     stop_ranks(Path(outdir) / "raw" if outdir else None)  # perflow record died: the ranks flush and stop,
     _stop(pgid)  # then the launcher and whatever is left of its process group
     if not outdir:
         return 0
+    # the assembly (numpy, pandas, the OTF2 writer) is imported on this path only: the watchdog
+    # starts with every `perflow record` and must start fast (stdlib only, see the module docstring)
     from .session import RecordResult, assemble_outputs
 
     attrs["stopped"] = "perflow record was killed; the watchdog stopped the program and assembled what it recorded"

@@ -27,6 +27,7 @@ import numpy as np
 from .._arrays import unique
 from ..pag.pag import PAG
 from ..pag.partitioned import LocalRuntime
+from . import clc
 from .parts import assemble, pag_attrs
 from .pipeline import BuildOptions, build
 from .raw import RawTrace
@@ -97,8 +98,6 @@ def build_pag(
         With ``time_inc``, ``time_exc``, ``visits``, byte counts and any
         trace metric, and a :class:`~perflow.pag.instances.Trace`.
     """
-    from . import clc
-
     how = clc.mode(clock_correction)
     if how == "on":
         return _corrected(raw, close_open, validate, infer_collectives, jobs, None)
@@ -114,8 +113,6 @@ def _corrected(
     raw: RawTrace, close_open: bool, validate: bool, infer: bool, jobs: int | None, found: int | None
 ) -> PAG:
     """Build from the timestamps the controlled logical clock corrected (``found``: violations the build saw)."""
-    from . import clc
-
     if validate:
         raw.validate()
     fixed, rep = clc.correct(raw)

@@ -38,11 +38,8 @@ violations, ``"on"`` always, ``"off"`` never.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +48,7 @@ import numpy as np
 from .._jit import njit
 from ..kinds import CollectiveOp
 from .clcgraph import TABLES, EventOrder, Groups, event_order, groups
+from .clcmode import MODES, clock_correction, mode  # the mode lives apart (no numpy)
 from .raw import RawTrace
 
 __all__ = [
@@ -66,32 +64,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: values of the ``clock_correction`` setting
-MODES = ("auto", "on", "off")
 #: the forward amortisation's slope after a jump (Scalasca's first pass uses the same)
 GAMMA = 0.99999
 #: at most this many backward-amortisation sweeps (each carries shifts one dependency further back)
 _SWEEPS = 64
-
-_MODE: contextvars.ContextVar[str] = contextvars.ContextVar("perflow_clock_correction", default="auto")
-
-
-def mode(value: str | None = None) -> str:
-    """The clock-correction mode in effect: ``value`` if given, else the one set by :func:`clock_correction`."""
-    m = _MODE.get() if value is None else value
-    if m not in MODES:
-        raise ValueError(f"clock_correction must be one of {', '.join(map(repr, MODES))}, not {m!r}")
-    return m
-
-
-@contextlib.contextmanager
-def clock_correction(value: str) -> Iterator[None]:
-    """Read traces inside the block with ``clock_correction=value`` ("auto", "on" or "off")."""
-    token = _MODE.set(mode(value))
-    try:
-        yield
-    finally:
-        _MODE.reset(token)
 
 
 @dataclass(frozen=True)

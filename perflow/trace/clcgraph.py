@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinds import CollectiveOp, ThreadEv
-from .match import collective_begin_pairs, collective_seq, nth_pairs, p2p_records, p2p_threaded, record_key
+from .match import collective_begin_pairs, collective_seq, nth_pairs, p2p_records, p2p_threaded, record_key, to_world
+from .omptree import _last_fork_before
 from .raw import TABLE_SCHEMAS, RawTrace
 from .records import _fifo
 
@@ -160,8 +161,6 @@ def _collectives(raw: RawTrace, eo: EventOrder, b: _Builder) -> None:
     loc = ev["location"].astype(np.int64)
     proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc[ends]]
     comm = ev["comm"][ends].astype(np.int64)
-    from .match import to_world
-
     begin_t = np.where(j >= 0, ev["time"][begins[np.maximum(j, 0)]], ev["time"][ends])
     seq = collective_seq(raw, ends, order, begin_t)
     inst_key = comm * (1 << 32) + seq
@@ -236,8 +235,6 @@ def _init_finalize(raw: RawTrace, eo: EventOrder, b: _Builder) -> None:
 
 
 def _teams(raw: RawTrace, eo: EventOrder, b: _Builder) -> None:
-    from .omptree import _last_fork_before
-
     ev = raw.thread_events
     kind = ev["kind"]
     if not (kind == ThreadEv.FORK).any():

@@ -32,7 +32,10 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pandas as pd
 
+from .._atomic import write_bytes
+from ..errors import PAGError
 from ..pag.pag import PAG
+from ..trace.cubemetrics import METRICS, CubeMetric, scalasca_metrics
 
 __all__ = ["write_cube", "cube_archive"]
 
@@ -69,8 +72,6 @@ def _preorder(parent: np.ndarray) -> np.ndarray:
 
 def _metric_table(pag: PAG, analysis: bool, settings: Any) -> tuple[list[Any], pd.DataFrame]:
     """The metrics to write (definitions in tree order) and their values (``metric``, vertex, process, thread)."""
-    from ..trace.cubemetrics import METRICS, CubeMetric, scalasca_metrics
-
     m = pag.metrics.reset_index()
     if analysis:
         defs: list[Any] = list(METRICS)
@@ -128,8 +129,6 @@ def cube_archive(pag: PAG, *, analysis: bool | None = None, settings: Any = None
     """The ``.cubex`` archive of ``pag`` as bytes (see :func:`write_cube`)."""
     analysis = pag.trace is not None if analysis is None else bool(analysis)
     if analysis and pag.trace is None:
-        from ..errors import PAGError
-
         raise PAGError("a CUBE file with the trace analysis needs a trace-backed PAG (read a trace)")
     vt = pag.vertex_table
     n = len(vt)
@@ -231,8 +230,6 @@ def cube_archive(pag: PAG, *, analysis: bool | None = None, settings: Any = None
 
 
 def _scalasca() -> set[str]:
-    from ..trace.cubemetrics import METRICS
-
     return {m.name for m in METRICS}
 
 
@@ -249,8 +246,6 @@ def write_cube(pag: PAG, path: str | os.PathLike[str], *, analysis: bool | None 
     settings : perflow.trace.cubemetrics.ScalascaSettings, optional
         Settings of the analyses (Scalasca's rules by default).
     """
-    from .._atomic import write_bytes
-
     out = Path(path)
     if out.suffix != ".cubex":
         out = out.with_name(out.name + ".cubex")

@@ -18,6 +18,9 @@ import sys
 import types
 import zipfile
 
+from . import mpi as pympi  # imported before recording starts: its import is not the program's
+from .recorder import start_from_env
+
 __all__ = ["main"]
 
 
@@ -58,9 +61,6 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(2)
     target = argv[1] if mode != "script" else argv[0]
     rest = argv[2:] if mode != "script" else argv[1:]
-
-    from . import mpi as pympi  # imported before recording starts: its import is not the program's
-    from .recorder import start_from_env
 
     rec = start_from_env(program=os.path.abspath(target) if mode == "script" else f"{mode} {target}")
     if rec is not None:
