@@ -7,12 +7,9 @@ Importing this package imports none of them: the registry
 module when one of its passes is first used, so that listing passes or running
 a flow costs only the modules (and their libraries: matplotlib, scipy, ...) in
 use. :func:`load_all` imports every family; ``perflow.passes.<family>`` imports
-one.
-
-The library also provides the framework's presentation hooks
-(:func:`perflow.flow.registry.library_hook`): :func:`page`, the HTML page of
-a run, and :func:`fragment`, one value as HTML for a notebook (both from
-:mod:`perflow.passes.html_report`, imported when first called).
+one. The run's page, its findings and a value's HTML fragment are passes of
+this library that fill the flow layer's presentation roles
+(:mod:`perflow.flow.roles`).
 """
 
 from __future__ import annotations
@@ -25,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-__all__ = ["pass_index", "modules", "load_all", "page", "fragment"]
+__all__ = ["pass_index", "modules", "load_all"]
 
 
 @functools.cache
@@ -52,17 +49,6 @@ def load_all() -> None:
 def _family(name: str) -> ModuleType:
     """A pass family's module, imported on first use (the one lazy mechanism of this package)."""
     return importlib.import_module(f"{__name__}.{name}")
-
-
-def page(values: dict[str, Any], pag: Any = None, steps: Any = None, *, title: str = "perflow report",
-         subtitle: str = "") -> str:  # fmt: skip
-    """The self-contained HTML page of a run (``index.html``; see :func:`perflow.passes.html_report.run_page`)."""
-    return str(_family("html_report").run_page(values, pag=pag, steps=steps, title=title, subtitle=subtitle))
-
-
-def fragment(value: Any, *, name: str = "", max_rows: int = 20) -> str:
-    """One value as an HTML fragment for a notebook (the ``output_html`` pass)."""
-    return str(_family("html_report").output_html(value, name=name, max_rows=max_rows))
 
 
 def __getattr__(name: str) -> ModuleType:
