@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .._jit import njit
+from .._jit import SMALL, njit
 from .omptree import OMP_METRICS
 from .tally import dense_keys
 
@@ -148,10 +148,10 @@ def _instance_sums(
 
     The same sums as ``dense_keys`` and ``bincount`` give (each bin adds its
     elements in element order); None when the keys are not a small dense
-    range (then the general path sorts them).
+    range (then the general path sorts them) or the partition is small.
     """
     n = len(callpath)
-    if n == 0:
+    if n <= SMALL:  # small: numpy's few passes are quick, and the kernels would run interpreted (perflow._jit)
         return None
     kmax = int(callpath.max()) * nloc + int(loc.max())
     if int(callpath.min()) < 0 or int(loc.min()) < 0 or kmax >= max(4 * n, 1 << 22):
