@@ -9,7 +9,9 @@
   caching: slower, never a crash.
 - **Lazy.** numba is imported on the first call that needs a compiled kernel.
   Decorating costs nothing, so importing a module full of kernels is cheap and a
-  run compiles only the kernels it calls.
+  run compiles only the kernels it calls. The same holds for C callbacks
+  (:func:`cfunc`, with a signature string): compiled on the first use of their
+  ``address``.
 - **Small inputs run as Python.** Starting numba costs about a second per
   process (more when a kernel must be compiled); for small inputs the kernel's
   own Python function, interpreted over the numpy arrays, is faster. A kernel
@@ -49,8 +51,10 @@ from . import progress
 
 __all__ = [
     "SMALL",
+    "CFunc",
     "Dict",
     "Kernel",
+    "carray",
     "cache_root",
     "cfunc",
     "configure",
@@ -208,6 +212,8 @@ class _Stand:
 Dict = _Stand("numba.typed", "Dict")
 #: numba's type objects inside kernels
 types = _Stand("numba.types")
+#: numba's ``carray`` (an array over a C pointer) inside kernels
+carray = _Stand("numba", "carray")
 
 
 class _Intrinsic:
@@ -399,19 +405,49 @@ def njit(
     return wrap(func) if func is not None else wrap
 
 
-def cfunc(sig: Any, **options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.cfunc`` (compiled at once) with perflow's cache location; announces a first compile."""
+class CFunc:
+    """A ``numba.cfunc`` compiled on the first use of its :attr:`address` (so that defining one loads no numba)."""
 
-    def wrap(f: Callable[..., Any]) -> Any:
-        numba = load_numba()
-        cache = kernel_cache_dir() is not None
-        opts = dict(options)
-        opts.pop("cache", None)
-        if not _STATE["noticed"] and not _is_cached(f):
-            _first_compile_notice()
-        t = time.perf_counter()
-        out = numba.cfunc(sig, cache=cache, **opts)(f)
-        log.debug("cfunc %s ready in %.3f s", f.__qualname__, time.perf_counter() - t)
-        return out
+    def __init__(self, func: Callable[..., Any], sig: Any, options: dict[str, Any]) -> None:
+        self.py_func, self.sig, self.options = func, sig, options
+        self._compiled: Any = None
+        self.__name__, self.__qualname__, self.__module__ = func.__name__, func.__qualname__, func.__module__
+        self.__doc__ = func.__doc__
+
+    def __repr__(self) -> str:
+        return f"<perflow cfunc {self.__module__}.{self.__qualname__}>"
+
+    @property
+    def compiled(self) -> Any:
+        """numba's compiled cfunc (compiled, or loaded from the cache, on first access)."""
+        if self._compiled is None:
+            with _LOCK:
+                if self._compiled is None:
+                    numba = load_numba()
+                    cache = kernel_cache_dir() is not None
+                    if not _STATE["noticed"] and not _is_cached(self.py_func):
+                        _first_compile_notice()
+                    t = time.perf_counter()
+                    self._compiled = numba.cfunc(self.sig, cache=cache, **self.options)(_for_numba(self.py_func))
+                    log.debug("cfunc %s ready in %.3f s", self.__qualname__, time.perf_counter() - t)
+        return self._compiled
+
+    @property
+    def address(self) -> int:
+        """The C function's address."""
+        return int(self.compiled.address)
+
+
+def cfunc(sig: Any, **options: Any) -> Callable[[Callable[..., Any]], CFunc]:
+    """``numba.cfunc`` with perflow's cache location, compiled on first use of ``.address``.
+
+    ``sig`` is a numba signature, or its string form (``"int32(uint64, voidptr)"``) so that a module of
+    callbacks can be imported without numba; a first compile is announced.
+    """
+    opts = dict(options)
+    opts.pop("cache", None)
+
+    def wrap(f: Callable[..., Any]) -> CFunc:
+        return CFunc(f, sig, opts)
 
     return wrap

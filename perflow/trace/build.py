@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from .._arrays import unique
+from .._arrays import release_free_heap, unique
 from ..pag.pag import PAG
 from ..pag.partitioned import LocalRuntime
 from . import clc
@@ -100,12 +100,15 @@ def build_pag(
     """
     how = clc.mode(clock_correction)
     if how == "on":
-        return _corrected(raw, close_open, validate, infer_collectives, jobs, None)
-    pag = _build(raw, close_open, validate, infer_collectives, jobs)
-    if how == "auto" and pag.trace is not None:
-        n = clc.built_violations(pag.trace)
-        if n:
-            return _corrected(raw, close_open, validate, infer_collectives, jobs, n)
+        pag = _corrected(raw, close_open, validate, infer_collectives, jobs, None)
+    else:
+        pag = _build(raw, close_open, validate, infer_collectives, jobs)
+        if how == "auto" and pag.trace is not None:
+            n = clc.built_violations(pag.trace)
+            if n:
+                pag = _corrected(raw, close_open, validate, infer_collectives, jobs, n)
+    if raw.n_events > PARALLEL_EVENTS:  # the build's temporaries are freed: their pages go back to the system
+        release_free_heap()
     return pag
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from .._jit import SMALL, njit
 from .omptree import OMP_METRICS
 from .tally import dense_keys
 
@@ -52,7 +53,11 @@ def interval_rows(
     pv, pp, pn = (pc.vertex, pc.parent, pc.n) if pc is not None else (none, none, none)
     pe, pl = (pc.enter, pc.leave) if pc is not None else (np.zeros(0), np.zeros(0))
 
+    only_inst = not len(st.row_of_piece)  # no pieces: the rows are the instances, in order (pieces.row_order)
+
     def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any) -> np.ndarray:
+        if only_inst:
+            return np.array(inst, dtype=dtype)  # a copy: never a view into the scan's buffers
         out = np.empty(n_rows, dtype=dtype)
         out[st.row_of_inst] = inst
         out[st.row_of_piece] = piece
@@ -66,7 +71,7 @@ def interval_rows(
     cols = {
         "process": loc_proc[st.row_loc].astype(np.int32),
         "thread": loc_thr[st.row_loc].astype(np.int32),
-        "vertex": rows(cp_map[res.callpath], cp_map[pv], np.int32),
+        "vertex": rows(cp_map.astype(np.int32)[res.callpath], cp_map[pv], np.int32),
         "enter": rows(st.t_enter, pe, np.float64),
         "leave": rows(st.t_leave, pl, np.float64),
         "parent": rows(glob(res.parent), glob(pp), np.int64),
@@ -106,6 +111,10 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
         parts.append((pc.vertex * nloc + pc.location, d, d, True, pc.n.astype(np.float64)))
         z = np.zeros(len(pc.direct_vertex))
         parts.append((pc.direct_vertex * nloc + pc.direct_location, z, z, False, np.ones(len(z))))
+    if len(parts) == 1 and not st.inst_metrics:  # region instances only (the common case): one fused pass
+        fused = _instance_sums(st.res.callpath, st.inst_loc, st.inc, st.exc, nloc)
+        if fused is not None:
+            return fused
     key = np.concatenate([q[0] for q in parts]).astype(np.int64, copy=False)
     uniq, inv = dense_keys(key)
     m = len(uniq)
@@ -130,3 +139,54 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
     for name, per_inst in st.inst_metrics.items():  # e.g. the OpenMP team layout's omp_fork/omp_join
         cols[name] = np.bincount(inv[:n_inst], weights=per_inst, minlength=m)
     return uniq, cols
+
+
+def _instance_sums(
+    callpath: np.ndarray, loc: np.ndarray, inc: np.ndarray, exc: np.ndarray, nloc: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """:func:`metric_sums` of region instances alone, without the key, inverse and weight temporaries.
+
+    The same sums as ``dense_keys`` and ``bincount`` give (each bin adds its
+    elements in element order); None when the keys are not a small dense
+    range (then the general path sorts them) or the partition is small.
+    """
+    n = len(callpath)
+    if n <= SMALL:  # small: numpy's few passes are quick, and the kernels would run interpreted (perflow._jit)
+        return None
+    kmax = int(callpath.max()) * nloc + int(loc.max())
+    if int(callpath.min()) < 0 or int(loc.min()) < 0 or kmax >= max(4 * n, 1 << 22):
+        return None
+    present = np.zeros(kmax + 1, dtype=np.int64)
+    uniq = _mark_keys(callpath, loc, nloc, present)
+    m = len(uniq)
+    t_inc, t_exc, visits = np.zeros(m), np.zeros(m), np.zeros(m)
+    _add_instances(callpath, loc, nloc, present, inc, exc, t_inc, t_exc, visits)
+    return uniq, {"time_inc": t_inc, "time_exc": t_exc, "visits": visits}
+
+
+@njit
+def _mark_keys(callpath, loc, nloc, present):  # noqa: ANN001, ANN202
+    """Mark the keys ``callpath * nloc + loc`` present, then number them: ``present[k]`` = rank of key k; the keys."""
+    for i in range(len(callpath)):
+        present[callpath[i] * nloc + loc[i]] = 1
+    m = 0
+    for k in range(len(present)):
+        if present[k]:
+            present[k] = m
+            m += 1
+        else:
+            present[k] = -1
+    uniq = np.empty(m, np.int64)
+    for k in range(len(present)):
+        if present[k] >= 0:
+            uniq[present[k]] = k
+    return uniq
+
+
+@njit
+def _add_instances(callpath, loc, nloc, rank, inc, exc, t_inc, t_exc, visits):  # noqa: ANN001, ANN202
+    for i in range(len(callpath)):
+        j = rank[callpath[i] * nloc + loc[i]]
+        t_inc[j] += inc[i]
+        t_exc[j] += exc[i]
+        visits[j] += 1.0

@@ -12,12 +12,12 @@ The state layout is described in :mod:`._layout`.
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, types
-from numba.extending import intrinsic
 
 from ..._jit import cfunc, njit
 from ...kinds import P2P, CollEv, ThreadEv
 from . import _layout as L
+from ._cbkit import U8, U32, U64, VP, carray, f64, fail, i8, i16, i32, i64, seconds, sig
+from ._rmacb import RMA_HANDLERS
 
 __all__ = ["callback_addresses"]
 
@@ -25,46 +25,14 @@ __all__ = ["callback_addresses"]
 _TYPE_UINT64, _TYPE_INT64 = 4, 8
 
 
-def _pointer_intrinsic(ty: types.Type):  # noqa: ANN202 - numba intrinsic
-    @intrinsic
-    def _ptr(typingctx, addr):  # noqa: ANN001, ANN202
-        sig = types.CPointer(ty)(types.int64)
-
-        def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202
-            return builder.inttoptr(args[0], context.get_value_type(types.CPointer(ty)))
-
-        return sig, codegen
-
-    return _ptr
-
-
-_f64 = _pointer_intrinsic(types.float64)
-_i64 = _pointer_intrinsic(types.int64)
-_i32 = _pointer_intrinsic(types.int32)
-_i16 = _pointer_intrinsic(types.int16)
-_i8 = _pointer_intrinsic(types.int8)
-
-
-@njit(python=False)
-def _fail(st, code, ref):  # noqa: ANN001, ANN202
-    st[L.S_ERR] = code
-    st[L.S_ERRREF] = ref
-    return 1  # OTF2_CALLBACK_INTERRUPT
-
-
-@njit(python=False)
-def _seconds(st, stf, t):  # noqa: ANN001, ANN202
-    return np.float64(np.int64(t - np.uint64(st[L.S_OFF]))) / stf[L.S_RES]
-
-
 @njit(python=False)
 def _region(ud, t, kind, region):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
     if region >= st[L.S_NRMAP]:
-        return _fail(st, L.ERR_REGION, region)
-    d = _i32(st[L.S_RMAP])[region]
+        return fail(st, L.ERR_REGION, region)
+    d = i32(st[L.S_RMAP])[region]
     if d < 0:
-        return _fail(st, L.ERR_REGION, region)
+        return fail(st, L.ERR_REGION, region)
     return _region_row(ud, t, kind, d)
 
 
@@ -74,10 +42,10 @@ def _region_row(ud, t, kind, d):  # noqa: ANN001, ANN202
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.REG_N]
     if i >= st[L.REG_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.REG_T])[i] = _seconds(st, stf, t)
-    _i8(st[L.REG_K])[i] = kind
-    _i32(st[L.REG_R])[i] = d
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.REG_T])[i] = seconds(st, stf, t)
+    i8(st[L.REG_K])[i] = kind
+    i32(st[L.REG_R])[i] = d
     st[L.REG_N] = i + 1
     return 0
 
@@ -88,15 +56,15 @@ def _p2p(ud, t, kind, peer, comm, tag, nbytes, request):  # noqa: ANN001, ANN202
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.P2P_N]
     if i >= st[L.P2P_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.P2P_T])[i] = _seconds(st, stf, t)
-    _i8(st[L.P2P_K])[i] = kind
-    _i32(st[L.P2P_PEER])[i] = peer
-    _i32(st[L.P2P_COMM])[i] = comm
-    _i32(st[L.P2P_TAG])[i] = tag
-    _i64(st[L.P2P_BYTES])[i] = nbytes
-    _i64(st[L.P2P_REQ])[i] = request
-    _i64(st[L.P2P_POS])[i] = st[L.REG_N]
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.P2P_T])[i] = seconds(st, stf, t)
+    i8(st[L.P2P_K])[i] = kind
+    i32(st[L.P2P_PEER])[i] = peer
+    i32(st[L.P2P_COMM])[i] = comm
+    i32(st[L.P2P_TAG])[i] = tag
+    i64(st[L.P2P_BYTES])[i] = nbytes
+    i64(st[L.P2P_REQ])[i] = request
+    i64(st[L.P2P_POS])[i] = st[L.REG_N]
     st[L.P2P_N] = i + 1
     return 0
 
@@ -107,16 +75,16 @@ def _coll(ud, t, kind, op, comm, root, sent, received, request):  # noqa: ANN001
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.COLL_N]
     if i >= st[L.COLL_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.COLL_T])[i] = _seconds(st, stf, t)
-    _i8(st[L.COLL_K])[i] = kind
-    _i16(st[L.COLL_OP])[i] = op
-    _i32(st[L.COLL_COMM])[i] = comm
-    _i32(st[L.COLL_ROOT])[i] = root
-    _i64(st[L.COLL_SENT])[i] = sent
-    _i64(st[L.COLL_RECV])[i] = received
-    _i64(st[L.COLL_POS])[i] = st[L.REG_N]
-    _i64(st[L.COLL_REQ])[i] = request
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.COLL_T])[i] = seconds(st, stf, t)
+    i8(st[L.COLL_K])[i] = kind
+    i16(st[L.COLL_OP])[i] = op
+    i32(st[L.COLL_COMM])[i] = comm
+    i32(st[L.COLL_ROOT])[i] = root
+    i64(st[L.COLL_SENT])[i] = sent
+    i64(st[L.COLL_RECV])[i] = received
+    i64(st[L.COLL_POS])[i] = st[L.REG_N]
+    i64(st[L.COLL_REQ])[i] = request
     st[L.COLL_N] = i + 1
     return 0
 
@@ -127,11 +95,11 @@ def _sample(ud, t, context, unwind):  # noqa: ANN001, ANN202
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.SMP_N]
     if i >= st[L.SMP_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.SMP_T])[i] = _seconds(st, stf, t)
-    _i32(st[L.SMP_S])[i] = context
-    _f64(st[L.SMP_W])[i] = unwind
-    _i64(st[L.SMP_POS])[i] = st[L.REG_N]
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.SMP_T])[i] = seconds(st, stf, t)
+    i32(st[L.SMP_S])[i] = context
+    f64(st[L.SMP_W])[i] = unwind
+    i64(st[L.SMP_POS])[i] = st[L.REG_N]
     st[L.SMP_N] = i + 1
     return 0
 
@@ -142,14 +110,14 @@ def _thread_row(ud, t, kind, team, count, lock, order):  # noqa: ANN001, ANN202
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.THR_N]
     if i >= st[L.THR_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.THR_T])[i] = _seconds(st, stf, t)
-    _i8(st[L.THR_K])[i] = kind
-    _i32(st[L.THR_TEAM])[i] = team
-    _i32(st[L.THR_COUNT])[i] = count
-    _i64(st[L.THR_POS])[i] = st[L.REG_N]
-    _i64(st[L.THR_LOCK])[i] = lock
-    _i64(st[L.THR_ORDER])[i] = order
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.THR_T])[i] = seconds(st, stf, t)
+    i8(st[L.THR_K])[i] = kind
+    i32(st[L.THR_TEAM])[i] = team
+    i32(st[L.THR_COUNT])[i] = count
+    i64(st[L.THR_POS])[i] = st[L.REG_N]
+    i64(st[L.THR_LOCK])[i] = lock
+    i64(st[L.THR_ORDER])[i] = order
     st[L.THR_N] = i + 1
     return 0
 
@@ -164,20 +132,13 @@ def _lock(ud, t, kind, lock, order):  # noqa: ANN001, ANN202
     return _thread_row(ud, t, kind, np.int32(-1), np.int32(-1), np.int64(lock), np.int64(order))
 
 
-_u64, _u32, _u8, _vp = types.uint64, types.uint32, types.uint8, types.voidptr
-
-
-def _sig(*extra: types.Type) -> types.Type:
-    return types.int32(_u64, _u64, _u64, _vp, _vp, *extra)
-
-
 # --- region events ---------------------------------------------------------
-@cfunc(_sig(_u32), nopython=True)
+@cfunc(sig(U32), nopython=True)
 def cb_enter(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
     return _region(ud, t, 0, region)
 
 
-@cfunc(_sig(_u32), nopython=True)
+@cfunc(sig(U32), nopython=True)
 def cb_leave(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
     return _region(ud, t, 1, region)
 
@@ -187,38 +148,38 @@ def cb_leave(loc, t, ev, ud, al, region):  # noqa: ANN001, ANN201
 @njit(python=False)
 def _program(ud, t, kind):  # noqa: ANN001, ANN202
     st = carray(ud, (L.STATE_LEN,), np.int64)
-    return _region_row(ud, t, kind, _i32(st[L.S_RMAP])[st[L.S_NRMAP]])
+    return _region_row(ud, t, kind, i32(st[L.S_RMAP])[st[L.S_NRMAP]])
 
 
-@cfunc(_sig(_u32, _u32, _vp), nopython=True)
+@cfunc(sig(U32, U32, VP), nopython=True)
 def cb_program_begin(loc, t, ev, ud, al, name, nargs, args):  # noqa: ANN001, ANN201
     st = carray(ud, (L.STATE_LEN,), np.int64)
     st[L.S_PROG] = np.int64(name)
     return _program(ud, t, 0)
 
 
-@cfunc(_sig(types.int64), nopython=True)
+@cfunc(sig("int64"), nopython=True)
 def cb_program_end(loc, t, ev, ud, al, status):  # noqa: ANN001, ANN201
     return _program(ud, t, 1)
 
 
 # --- point-to-point --------------------------------------------------------
-@cfunc(_sig(_u32, _u32, _u32, _u64), nopython=True)
+@cfunc(sig(U32, U32, U32, U64), nopython=True)
 def cb_mpi_send(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 0, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64), nopython=True)
+@cfunc(sig(U32, U32, U32, U64), nopython=True)
 def cb_mpi_recv(loc, t, ev, ud, al, peer, comm, tag, length):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 3, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(-1))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), nopython=True)
+@cfunc(sig(U32, U32, U32, U64, U64), nopython=True)
 def cb_mpi_isend(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 1, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
 
 
-@cfunc(_sig(_u32, _u32, _u32, _u64, _u64), nopython=True)
+@cfunc(sig(U32, U32, U32, U64, U64), nopython=True)
 def cb_mpi_irecv(loc, t, ev, ud, al, peer, comm, tag, length, req):  # noqa: ANN001, ANN201
     return _p2p(ud, t, 5, np.int32(peer), np.int32(comm), np.int32(tag), np.int64(length), np.int64(req))
 
@@ -228,33 +189,33 @@ def _request_only(ud, t, kind, req):  # noqa: ANN001, ANN202
     return _p2p(ud, t, kind, np.int32(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(req))
 
 
-@cfunc(_sig(_u64), nopython=True)
+@cfunc(sig(U64), nopython=True)
 def cb_mpi_isend_complete(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 2, req)
 
 
-@cfunc(_sig(_u64), nopython=True)
+@cfunc(sig(U64), nopython=True)
 def cb_mpi_irecv_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 4, req)
 
 
-@cfunc(_sig(_u64), nopython=True)
+@cfunc(sig(U64), nopython=True)
 def cb_mpi_request_test(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 6, req)
 
 
-@cfunc(_sig(_u64), nopython=True)
+@cfunc(sig(U64), nopython=True)
 def cb_mpi_request_cancelled(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _request_only(ud, t, 7, req)
 
 
 # --- collectives -----------------------------------------------------------
-@cfunc(_sig(), nopython=True)
+@cfunc(sig(), nopython=True)
 def cb_mpi_collective_begin(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
     return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(-1))
 
 
-@cfunc(_sig(_u8, _u32, _u32, _u64, _u64), nopython=True)
+@cfunc(sig(U8, U32, U32, U64, U64), nopython=True)
 def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  # noqa: ANN001, ANN201
     return _coll(
         ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(-1)
@@ -262,12 +223,12 @@ def cb_mpi_collective_end(loc, t, ev, ud, al, op, comm, root, sent, received):  
 
 
 # non-blocking collectives: BEGIN at the request, END at the completion, both with the request id
-@cfunc(_sig(_u64), nopython=True)
+@cfunc(sig(U64), nopython=True)
 def cb_nbc_request(loc, t, ev, ud, al, req):  # noqa: ANN001, ANN201
     return _coll(ud, t, 0, np.int16(-1), np.int32(-1), np.int32(-1), np.int64(0), np.int64(0), np.int64(req))
 
 
-@cfunc(_sig(_u8, _u32, _u32, _u64, _u64, _u64), nopython=True)
+@cfunc(sig(U8, U32, U32, U64, U64, U64), nopython=True)
 def cb_nbc_complete(loc, t, ev, ud, al, op, comm, root, sent, received, req):  # noqa: ANN001, ANN201
     return _coll(
         ud, t, 1, np.int16(op), np.int32(comm), np.int32(root), np.int64(sent), np.int64(received), np.int64(req)
@@ -275,37 +236,37 @@ def cb_nbc_complete(loc, t, ev, ud, al, op, comm, root, sent, received, req):  #
 
 
 # --- samples ------------------------------------------------------------------
-@cfunc(_sig(_u32, _u32, _u32), nopython=True)
+@cfunc(sig(U32, U32, U32), nopython=True)
 def cb_calling_context_sample(loc, t, ev, ud, al, context, unwind, generator):  # noqa: ANN001, ANN201
     return _sample(ud, t, np.int32(context), np.float64(unwind))
 
 
 # --- metrics ---------------------------------------------------------------
-@cfunc(_sig(_u32, _u8, _vp, _vp), nopython=True)
+@cfunc(sig(U32, U8, VP, VP), nopython=True)
 def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001, ANN201
     st = carray(ud, (L.STATE_LEN,), np.int64)
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     if metric >= st[L.S_NMREF]:
-        return _fail(st, L.ERR_METRIC, metric)
-    offs = _i64(st[L.S_MOFF])
+        return fail(st, L.ERR_METRIC, metric)
+    offs = i64(st[L.S_MOFF])
     a = offs[metric]
     b = offs[metric + 1]
     if b <= a:
-        return _fail(st, L.ERR_METRIC, metric)
+        return fail(st, L.ERR_METRIC, metric)
     m = min(b - a, np.int64(n))
     i = st[L.MET_N]
     if i + m > st[L.MET_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
+        return fail(st, L.ERR_FULL, 0)
     if m <= 0:
         return 0
     tids = carray(type_ids, (m,), np.uint8)
     vu = carray(values, (m,), np.uint64)
     vi = carray(values, (m,), np.int64)
     vf = carray(values, (m,), np.float64)
-    members = _i32(st[L.S_MMEM])
-    tm = _seconds(st, stf, t)
+    members = i32(st[L.S_MMEM])
+    tm = seconds(st, stf, t)
     pos = st[L.REG_N]
-    pt, pm, pv, pp = _f64(st[L.MET_T]), _i32(st[L.MET_M]), _f64(st[L.MET_V]), _i64(st[L.MET_POS])
+    pt, pm, pv, pp = f64(st[L.MET_T]), i32(st[L.MET_M]), f64(st[L.MET_V]), i64(st[L.MET_POS])
     for k in range(m):
         ty = tids[k]
         if ty == _TYPE_UINT64:
@@ -323,73 +284,73 @@ def cb_metric(loc, t, ev, ud, al, metric, n, type_ids, values):  # noqa: ANN001,
 
 
 # --- threads ---------------------------------------------------------------
-@cfunc(_sig(_u8, _u32), nopython=True)
+@cfunc(sig(U8, U32), nopython=True)
 def cb_thread_fork(loc, t, ev, ud, al, model, n):  # noqa: ANN001, ANN201
     return _thread(ud, t, 0, np.int32(-1), np.int32(n))
 
 
-@cfunc(_sig(_u8), nopython=True)
+@cfunc(sig(U8), nopython=True)
 def cb_thread_join(loc, t, ev, ud, al, model):  # noqa: ANN001, ANN201
     return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
 
 
-@cfunc(_sig(_u32), nopython=True)
+@cfunc(sig(U32), nopython=True)
 def cb_omp_fork(loc, t, ev, ud, al, n):  # noqa: ANN001, ANN201
     return _thread(ud, t, 0, np.int32(-1), np.int32(n))
 
 
-@cfunc(_sig(), nopython=True)
+@cfunc(sig(), nopython=True)
 def cb_omp_join(loc, t, ev, ud, al):  # noqa: ANN001, ANN201
     return _thread(ud, t, 1, np.int32(-1), np.int32(-1))
 
 
-@cfunc(_sig(_u32), nopython=True)
+@cfunc(sig(U32), nopython=True)
 def cb_thread_team_begin(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
     return _thread(ud, t, 2, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32), nopython=True)
+@cfunc(sig(U32), nopython=True)
 def cb_thread_team_end(loc, t, ev, ud, al, team):  # noqa: ANN001, ANN201
     return _thread(ud, t, 3, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), nopython=True)
+@cfunc(sig(U32, U64), nopython=True)
 def cb_thread_create(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 4, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), nopython=True)
+@cfunc(sig(U32, U64), nopython=True)
 def cb_thread_begin(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 5, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), nopython=True)
+@cfunc(sig(U32, U64), nopython=True)
 def cb_thread_wait(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 6, np.int32(team), np.int32(-1))
 
 
-@cfunc(_sig(_u32, _u64), nopython=True)
+@cfunc(sig(U32, U64), nopython=True)
 def cb_thread_end(loc, t, ev, ud, al, team, seq):  # noqa: ANN001, ANN201
     return _thread(ud, t, 7, np.int32(team), np.int32(-1))
 
 
 # --- locks (OpenMP locks and critical sections, pthread mutexes) -------------------
-@cfunc(_sig(_u8, _u32, _u32), nopython=True)
+@cfunc(sig(U8, U32, U32), nopython=True)
 def cb_thread_acquire_lock(loc, t, ev, ud, al, model, lock, order):  # noqa: ANN001, ANN201
     return _lock(ud, t, 8, lock, order)
 
 
-@cfunc(_sig(_u8, _u32, _u32), nopython=True)
+@cfunc(sig(U8, U32, U32), nopython=True)
 def cb_thread_release_lock(loc, t, ev, ud, al, model, lock, order):  # noqa: ANN001, ANN201
     return _lock(ud, t, 9, lock, order)
 
 
-@cfunc(_sig(_u32, _u32), nopython=True)
+@cfunc(sig(U32, U32), nopython=True)
 def cb_omp_acquire_lock(loc, t, ev, ud, al, lock, order):  # noqa: ANN001, ANN201
     return _lock(ud, t, 8, lock, order)
 
 
-@cfunc(_sig(_u32, _u32), nopython=True)
+@cfunc(sig(U32, U32), nopython=True)
 def cb_omp_release_lock(loc, t, ev, ud, al, lock, order):  # noqa: ANN001, ANN201
     return _lock(ud, t, 9, lock, order)
 
@@ -401,24 +362,24 @@ def _io(ud, t, kind, handle, mode, nbytes, matching):  # noqa: ANN001, ANN202
     stf = carray(ud, (L.STATE_LEN,), np.float64)
     i = st[L.IO_N]
     if i >= st[L.IO_N + 1]:
-        return _fail(st, L.ERR_FULL, 0)
-    _f64(st[L.IO_T])[i] = _seconds(st, stf, t)
-    _i8(st[L.IO_K])[i] = kind
-    _i32(st[L.IO_H])[i] = handle
-    _i8(st[L.IO_M])[i] = mode
-    _i64(st[L.IO_B])[i] = nbytes
-    _i64(st[L.IO_MATCH])[i] = matching
-    _i64(st[L.IO_POS])[i] = st[L.REG_N]
+        return fail(st, L.ERR_FULL, 0)
+    f64(st[L.IO_T])[i] = seconds(st, stf, t)
+    i8(st[L.IO_K])[i] = kind
+    i32(st[L.IO_H])[i] = handle
+    i8(st[L.IO_M])[i] = mode
+    i64(st[L.IO_B])[i] = nbytes
+    i64(st[L.IO_MATCH])[i] = matching
+    i64(st[L.IO_POS])[i] = st[L.REG_N]
     st[L.IO_N] = i + 1
     return 0
 
 
-@cfunc(_sig(_u32, _u8, _u32, _u64, _u64), nopython=True)
+@cfunc(sig(U32, U8, U32, U64, U64), nopython=True)
 def cb_io_begin(loc, t, ev, ud, al, handle, mode, flags, nbytes, matching):  # noqa: ANN001, ANN201
     return _io(ud, t, 0, np.int32(handle), np.int8(mode), np.int64(nbytes), np.int64(matching))
 
 
-@cfunc(_sig(_u32, _u64, _u64), nopython=True)
+@cfunc(sig(U32, U64, U64), nopython=True)
 def cb_io_complete(loc, t, ev, ud, al, handle, nbytes, matching):  # noqa: ANN001, ANN201
     return _io(ud, t, 1, np.int32(handle), np.int8(-1), np.int64(nbytes), np.int64(matching))
 
@@ -459,8 +420,6 @@ _HANDLERS = {
     "ProgramBegin": cb_program_begin,
     "ProgramEnd": cb_program_end,
 }
-from ._rmacb import RMA_HANDLERS  # noqa: E402 - the RMA callbacks use the helpers above
-
 _HANDLERS.update(RMA_HANDLERS)
 assert set(_HANDLERS) == set(L.HANDLED_EVENTS)
 # The kinds written above are the perflow enum values; keep them in step.

@@ -21,6 +21,7 @@ from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._bindings import decode_events
+from ._callbacks import callback_addresses
 from ._defs import Defs, patch_bindings, read_definitions
 from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
@@ -208,8 +209,6 @@ def decode(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | N
     if decoder == "bindings":
         return _warn_counts(_run_isolated(_bindings_job, anchor, isolate=isolate))
     if isolate:  # compile or load the callbacks here, once: forked workers inherit them
-        from ._callbacks import callback_addresses
-
         callback_addresses()
     if isolate and _event_bytes(anchor) <= SMALL_TRACE_BYTES:
         return _warn_counts(_run_isolated(_small_fast_job, anchor, isolate=True))  # one child does it all
@@ -372,8 +371,6 @@ def _run_workers(
                 results[i] = r
             totals.append(rows)
         return results, totals
-    from ._callbacks import callback_addresses
-
     callback_addresses()  # compile/load once here; forked workers inherit the code
     tasks = [(_worker, (anchor, arena, k, idx, [refs[i] for i in idx], maps, max_events)) for k, idx in enumerate(plan)]
     try:

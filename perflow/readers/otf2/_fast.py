@@ -20,6 +20,7 @@ from ...codecs.otf2 import capi as _capi
 from ...errors import FormatError
 from . import _layout as L
 from ._arena import Arena, Writer
+from ._callbacks import callback_addresses
 
 __all__ = ["LocationResult", "decode_locations", "BATCH", "event_file", "check_local_defs", "has_local_defs"]
 
@@ -183,8 +184,6 @@ def decode_locations(
         Read at most this many events of each location (a prefix; used by the
         traffic pass of the Dask engine).
     """
-    from ._callbacks import callback_addresses
-
     lib = _capi.lib()
     _capi.clear_errors()
     addresses = callback_addresses()
