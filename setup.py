@@ -37,7 +37,9 @@ class BuildPyWithKernels(build_py):
         dest = base / "perflow" / "_kernels"
         part = dest.with_name("_kernels.part")
         shutil.rmtree(part, ignore_errors=True)
-        shutil.rmtree(dest, ignore_errors=True)
+        if dest.is_dir():  # a rebuild (editable): fresh entries load instead of compiling, stale ones are replaced
+            shutil.copytree(dest, part)
+            shutil.rmtree(dest)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONNOUSERSITE", "PYTHONHOME")}
         env.update(PYTHONPATH=str(base), PYTHONDONTWRITEBYTECODE="1", PERFLOW_AOT="1")
         env.pop("NUMBA_CACHE_DIR", None)

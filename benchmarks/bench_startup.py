@@ -38,6 +38,7 @@ and the ratio first / warm (target 1.5).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -131,13 +132,15 @@ def best_of(n: int, cmd: list[str], env: dict[str, str], cwd: Path, before: obje
 
 
 def empty_kernel_caches(fresh: FreshEnv, cache_home: Path) -> None:
-    """Remove the per-user cache and any compiled-kernel cache files inside the installed package."""
+    """Remove the per-user cache and any compiled-kernel cache files numba wrote inside the installed package
+    (the kernels compiled ahead of time, ``perflow/_kernels/``, are part of the installation and stay)."""
     shutil.rmtree(cache_home, ignore_errors=True)
     cache_home.mkdir(parents=True)
     pkg = fresh.site_packages / "perflow"
     for pattern in ("*.nbi", "*.nbc"):
         for f in pkg.rglob(pattern):
-            f.unlink()
+            if "_kernels" not in f.relative_to(pkg).parts:
+                f.unlink()
 
 
 def record_figure(fresh: FreshEnv, env: dict[str, str], work: Path, repeat: int) -> tuple[float, ...] | None:
@@ -185,6 +188,7 @@ def main() -> None:
     ap.add_argument("--trace", help="trace of the first-contact figure (default: 2 M events, made once)")
     ap.add_argument("--no-trace", action="store_true", help="skip the first-contact figure")
     ap.add_argument("--only-trace", action="store_true", help="only the first-contact figure")
+    ap.add_argument("--no-aot", action="store_true", help="install without compiling the kernels ahead of time")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="perflow-startup-"))
@@ -193,8 +197,15 @@ def main() -> None:
         t = time.perf_counter()
         src = copy_source(root / "src")
         fresh = make_env(root / "venv")
-        fresh.install(src)
+        fresh.install(src, aot=not args.no_aot)
         print(f"environment: {fresh.root} (built and installed in {time.perf_counter() - t:.1f} s)")
+        manifest = fresh.site_packages / "perflow" / "_kernels" / "manifest.json"
+        if manifest.exists():
+            m = json.loads(manifest.read_text())
+            print(f"kernels compiled ahead of time by the build: {m['kernels']} kernels, {m['signatures']} "
+                  f"signatures in {m['seconds']} s (numba {m['numba']}, CPU {m['cpu'][1]})")  # fmt: skip
+        else:
+            print("no kernels compiled ahead of time (--no-aot, or the build could not)")
         cache_home = root / "cache"
         cache_home.mkdir(exist_ok=True)
         env = fresh.env(XDG_CACHE_HOME=str(cache_home))
@@ -209,16 +220,25 @@ def main() -> None:
         if not args.no_trace:
             big = trace_for_first_contact(args.trace)
             cmd = [perflow, "-q", "run", "wait_states", "--input", str(big)]
-            first = best_of(args.first_repeat, cmd, env, work, before=lambda: empty_kernel_caches(fresh, cache_home))
+            empty = lambda: empty_kernel_caches(fresh, cache_home)  # noqa: E731
+            nonaot = best_of(args.first_repeat, cmd, dict(env, PERFLOW_AOT="0"), work, before=empty)
+            first = best_of(args.first_repeat, cmd, env, work, before=empty)
             warm = best_of(args.repeat, cmd, env, work)
+            figures["trace, first run, no AOT kernels"] = nonaot
             figures["wait_states on a trace, first run"] = first
             figures["wait_states on a trace, warm"] = warm
+            print(f"first contact without the kernels compiled ahead of time (PERFLOW_AOT=0): {nonaot[1]:.2f} s CPU "
+                  f"({nonaot[0]:.2f} s wall): / warm = {nonaot[1] / warm[1]:.2f} CPU, {nonaot[0] / warm[0]:.2f} wall")  # fmt: skip
             print(f"first contact, perflow run wait_states on {big}: first run {first[1]:.2f} s CPU "
                   f"({first[0]:.2f} s wall), warm {warm[1]:.2f} s CPU ({warm[0]:.2f} s wall): "
                   f"first / warm = {first[1] / warm[1]:.2f} CPU, {first[0] / warm[0]:.2f} wall "
                   f"(target {FIRST_CONTACT_RATIO})")  # fmt: skip
             if args.only_trace:
                 return
+        figures["first run, no AOT kernels"] = best_of(
+            args.first_repeat, run_cmd, dict(env, PERFLOW_AOT="0"), work,
+            before=lambda: empty_kernel_caches(fresh, cache_home),
+        )  # fmt: skip
         figures["first run (empty caches)"] = best_of(
             args.first_repeat, run_cmd, env, work, before=lambda: empty_kernel_caches(fresh, cache_home)
         )
