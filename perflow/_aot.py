@@ -169,7 +169,7 @@ class Layered:
 
 
 def has_entry(py_func: Any) -> bool:
-    """Whether the shipped directory holds a fresh index for ``py_func`` (this numba, this source)."""
+    """Whether the shipped directory holds fresh entries for ``py_func`` (this numba, this source, this CPU)."""
     cache = shipped_cache(py_func)
     if cache is None:
         return False
@@ -183,7 +183,10 @@ def has_entry(py_func: Any) -> bool:
             stamp, overloads = pickle.loads(f.read())
     except Exception:  # noqa: BLE001 - absent or damaged: no entry
         return False
-    return stamp == cache._impl.locator.get_source_stamp() and bool(overloads)
+    if stamp != cache._impl.locator.get_source_stamp():
+        return False
+    host = _cpu()
+    return any(tuple(key[1]) == host for key in overloads)
 
 
 # ------------------------------------------------------------------ building
