@@ -33,7 +33,7 @@ class BuildPyWithKernels(build_py):
         if os.environ.get("PERFLOW_AOT", "1").strip().lower() in ("0", "no", "false", "off"):
             return
         editable = getattr(self, "editable_mode", False)
-        base = ROOT if editable else Path(self.build_lib)
+        base = ROOT if editable else Path(self.build_lib).resolve()
         dest = base / "perflow" / "_kernels"
         part = dest.with_name("_kernels.part")
         shutil.rmtree(part, ignore_errors=True)
