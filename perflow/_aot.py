@@ -141,8 +141,8 @@ class Layered:
         self.hits = 0  # overloads loaded from the shipped directory
 
     @property
-    def cache_path(self) -> str:
-        return self.user.cache_path
+    def cache_path(self) -> str | None:
+        return getattr(self.user, "cache_path", None)
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         try:
