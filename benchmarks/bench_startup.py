@@ -203,7 +203,7 @@ def main() -> None:
         if manifest.exists():
             m = json.loads(manifest.read_text())
             print(f"kernels compiled ahead of time by the build: {m['kernels']} kernels, {m['signatures']} "
-                  f"signatures in {m['seconds']} s (numba {m['numba']}, CPU {m['cpu'][1]})")  # fmt: skip
+                  f"signatures in {m['seconds']} s wall, {m.get('cpu_seconds', '?')} s CPU (numba {m['numba']}, CPU {m['cpu'][1]})")  # fmt: skip
         else:
             print("no kernels compiled ahead of time (--no-aot, or the build could not)")
         cache_home = root / "cache"
