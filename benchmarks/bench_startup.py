@@ -29,7 +29,10 @@ record post-processing     ``perflow record -n 2 -- ./ring``: from the        1 
 trace from ``benchmarks/make_otf2_trace.py``; ``--no-trace`` skips it):
 ``perflow run wait_states --input TRACE`` with the compiled-kernel caches
 emptied before each run, against the same run warm; CPU seconds and wall,
-and the ratio first / warm (target 1.5).
+and the ratio first / warm (target 1.5). perflow is installed with its
+kernels compiled ahead of time by the build (``setup.py``, ``perflow/_aot.py``;
+``--no-aot`` installs without); the first runs are measured with the shipped
+kernels and, as the figure before them, ignoring them (``PERFLOW_AOT=0``).
 
     python benchmarks/bench_startup.py
     python benchmarks/bench_startup.py --repeat 7 --first-repeat 3
