@@ -1,7 +1,7 @@
 """Build hook: perflow's numba kernels compiled ahead of time into the package (see perflow/_aot.py).
 
 Everything else about the package is declared in pyproject.toml. After the
-usual ``build_py``, the hook runs ``python -m perflow._aot`` on the built
+usual ``build_py``, the hook runs ``python -m perflow.cli.aot`` on the built
 package (a wheel's build directory; for an editable install, the source tree)
 in the interpreter that builds, outside pip's build isolation, so that it sees
 the environment's numpy and numba. When they are missing (a first install into
@@ -45,7 +45,7 @@ class BuildPyWithKernels(build_py):
         env.pop("NUMBA_CACHE_DIR", None)
         t = time.perf_counter()
         res = subprocess.run(
-            [sys.executable, "-m", "perflow._aot", str(part), str(ROOT)],
+            [sys.executable, "-m", "perflow.cli.aot", str(part), str(ROOT)],
             env=env,
             cwd=str(base),
             capture_output=True,

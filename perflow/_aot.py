@@ -3,7 +3,7 @@
 A first analysis of a large trace used to compile some 90 numba kernels (about
 30 s on this machine) before doing any work. Building perflow (``pip install
 .``, ``pip install -e .``, a wheel) now runs a small analysis workload with
-every kernel compiled (:func:`build`, called by the build hook in ``setup.py``)
+every kernel compiled (:mod:`perflow.cli.aot`, run by the build hook in ``setup.py``)
 and writes numba's cache files for them into ``perflow/_kernels/``; at run
 time :mod:`perflow._jit` gives every kernel a two-level cache
 (:class:`Layered`): entries are read from that shipped directory first, then
@@ -23,7 +23,7 @@ The shipped entries are keyed so that a stale or foreign one is never used:
 
 ``PERFLOW_AOT=0`` turns the shipped cache off at run time, and at build time
 skips building it; ``PERFLOW_AOT=DIR`` reads a cache built by
-``python -m perflow._aot DIR`` instead of the package's (one built once on a
+``python -m perflow.cli.aot DIR`` instead of the package's (one built once on a
 cluster's shared file system, say).
 """
 
@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import logging
 import os
 import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ENV_AOT", "ENV_BUILD", "Layered", "build", "enabled", "shipped_cache", "shipped_root"]
+__all__ = ["ENV_AOT", "ENV_BUILD", "MANIFEST", "Layered", "enabled", "has_entry", "shipped_cache", "shipped_root"]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +58,7 @@ def enabled() -> bool:
 
 def shipped_root() -> Path | None:
     """The shipped cache in use: the one being built (:data:`ENV_BUILD`), else ``PERFLOW_AOT`` when it names a
-    directory (one built by ``python -m perflow._aot DIR`` and shared read-only, say), else the package's."""
+    directory (one built by ``python -m perflow.cli.aot DIR`` and shared read-only, say), else the package's."""
     building = os.environ.get(ENV_BUILD)
     if building:
         return Path(building)
@@ -189,100 +187,7 @@ def has_entry(py_func: Any) -> bool:
     return any(tuple(key[1]) == host for key in overloads)
 
 
-# ------------------------------------------------------------------ building
-def _workload(out: Path, source: Path | None) -> list[list[str]]:
-    """The command lines run to compile kernels: the analyses a large trace meets, on small traces."""
-    traces = []
-    ring8 = (source or PACKAGE.parent) / "examples" / "data" / "ring8" / "traces.otf2"
-    if ring8.exists():
-        traces.append(str(ring8))
-    maker = (source or PACKAGE.parent) / "benchmarks" / "make_otf2_trace.py"
-    if maker.exists():
-        sys.path.insert(0, str(maker.parent))
-        try:
-            from make_otf2_trace import make_trace
-
-            make_trace(str(out / "synthetic"), 20_000, 8)
-            traces.append(str(out / "synthetic" / "traces.otf2"))
-        finally:
-            sys.path.remove(str(maker.parent))
-    flows = ("wait_states", "critical_path", "mpi_profiler", "pop", "root_cause", "imbalance")
-    runs = [["-q", "run", flow, "--input", t] for t in traces for flow in flows]
-    # the controlled logical clock's kernels, which a trace violating the clock condition needs
-    return runs + [["-q", "--clock-correction", "on", "run", "wait_states", "--input", t] for t in traces]
-
-
-def build(dest: Path, source: Path | None = None) -> dict[str, Any]:
-    """Compile perflow's kernels on a small workload into the shipped cache ``dest``; return its manifest."""
-    import tempfile
-    import time
-
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    t0, c0 = time.perf_counter(), _cpu_seconds()
-    with tempfile.TemporaryDirectory(prefix="perflow-aot-") as tmp:
-        os.environ[ENV_BUILD] = str(dest)
-        os.environ["PERFLOW_JIT"] = "compile"
-        os.environ["PERFLOW_CACHE_DIR"] = str(Path(tmp) / "cache")  # nothing else is written anywhere
-        os.environ.pop("NUMBA_CACHE_DIR", None)
-        import contextlib
-        import io
-
-        from perflow.cli import main as cli
-
-        commands = _workload(Path(tmp), source)
-        failed = []
-        for argv in commands:
-            with contextlib.redirect_stdout(io.StringIO()):  # the reports: only the kernels they compiled matter
-                rc = cli.main(argv)
-            if rc not in (0, None):
-                failed.append(" ".join(argv))
-    import numba
-
-    from . import _jit
-
-    compiled = [k for k in _jit._KERNELS if k._dispatcher is not None and k._dispatcher.signatures]
-    manifest = {
-        "numba": numba.__version__,
-        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
-        "cpu": list(_cpu()),
-        "kernels": len(compiled),
-        "signatures": sum(len(k._dispatcher.signatures) for k in compiled),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "cpu_seconds": round(_cpu_seconds() - c0, 1),
-        "failed": failed,
-    }
-    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    return manifest
-
-
-def _cpu_seconds() -> float:
-    import resource
-
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def _cpu() -> tuple:
     from numba.core.registry import cpu_target
 
     return tuple(cpu_target.target_context.codegen().magic_tuple())
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m perflow._aot DEST [SOURCE]``: build the shipped cache (what the build hook runs)."""
-    args = sys.argv[1:] if argv is None else argv
-    if not args:
-        print(main.__doc__, file=sys.stderr)
-        return 2
-    logging.basicConfig(level=logging.WARNING)
-    manifest = build(Path(args[0]), Path(args[1]) if len(args) > 1 else None)
-    print(
-        f"perflow: {manifest['kernels']} kernels ({manifest['signatures']} signatures) compiled ahead of time "
-        f"in {manifest['seconds']} s ({manifest['cpu_seconds']} s CPU) into {args[0]}"
-    )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
