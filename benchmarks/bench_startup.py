@@ -29,7 +29,10 @@ record post-processing     ``perflow record -n 2 -- ./ring``: from the        1 
 trace from ``benchmarks/make_otf2_trace.py``; ``--no-trace`` skips it):
 ``perflow run wait_states --input TRACE`` with the compiled-kernel caches
 emptied before each run, against the same run warm; CPU seconds and wall,
-and the ratio first / warm (target 1.5).
+and the ratio first / warm (target 1.5). perflow is installed with its
+kernels compiled ahead of time by the build (``setup.py``, ``perflow/_aot.py``;
+``--no-aot`` installs without); the first runs are measured with the shipped
+kernels and, as the figure before them, ignoring them (``PERFLOW_AOT=0``).
 
     python benchmarks/bench_startup.py
     python benchmarks/bench_startup.py --repeat 7 --first-repeat 3
@@ -38,6 +41,7 @@ and the ratio first / warm (target 1.5).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -131,13 +135,15 @@ def best_of(n: int, cmd: list[str], env: dict[str, str], cwd: Path, before: obje
 
 
 def empty_kernel_caches(fresh: FreshEnv, cache_home: Path) -> None:
-    """Remove the per-user cache and any compiled-kernel cache files inside the installed package."""
+    """Remove the per-user cache and any compiled-kernel cache files numba wrote inside the installed package
+    (the kernels compiled ahead of time, ``perflow/_kernels/``, are part of the installation and stay)."""
     shutil.rmtree(cache_home, ignore_errors=True)
     cache_home.mkdir(parents=True)
     pkg = fresh.site_packages / "perflow"
     for pattern in ("*.nbi", "*.nbc"):
         for f in pkg.rglob(pattern):
-            f.unlink()
+            if "_kernels" not in f.relative_to(pkg).parts:
+                f.unlink()
 
 
 def record_figure(fresh: FreshEnv, env: dict[str, str], work: Path, repeat: int) -> tuple[float, ...] | None:
@@ -185,6 +191,7 @@ def main() -> None:
     ap.add_argument("--trace", help="trace of the first-contact figure (default: 2 M events, made once)")
     ap.add_argument("--no-trace", action="store_true", help="skip the first-contact figure")
     ap.add_argument("--only-trace", action="store_true", help="only the first-contact figure")
+    ap.add_argument("--no-aot", action="store_true", help="install without compiling the kernels ahead of time")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="perflow-startup-"))
@@ -193,8 +200,15 @@ def main() -> None:
         t = time.perf_counter()
         src = copy_source(root / "src")
         fresh = make_env(root / "venv")
-        fresh.install(src)
+        fresh.install(src, aot=not args.no_aot)
         print(f"environment: {fresh.root} (built and installed in {time.perf_counter() - t:.1f} s)")
+        manifest = fresh.site_packages / "perflow" / "_kernels" / "manifest.json"
+        if manifest.exists():
+            m = json.loads(manifest.read_text())
+            print(f"kernels compiled ahead of time by the build: {m['kernels']} kernels, {m['signatures']} "
+                  f"signatures in {m['seconds']} s wall, {m.get('cpu_seconds', '?')} s CPU (numba {m['numba']}, CPU {m['cpu'][1]})")  # fmt: skip
+        else:
+            print("no kernels compiled ahead of time (--no-aot, or the build could not)")
         cache_home = root / "cache"
         cache_home.mkdir(exist_ok=True)
         env = fresh.env(XDG_CACHE_HOME=str(cache_home))
@@ -209,16 +223,25 @@ def main() -> None:
         if not args.no_trace:
             big = trace_for_first_contact(args.trace)
             cmd = [perflow, "-q", "run", "wait_states", "--input", str(big)]
-            first = best_of(args.first_repeat, cmd, env, work, before=lambda: empty_kernel_caches(fresh, cache_home))
+            empty = lambda: empty_kernel_caches(fresh, cache_home)  # noqa: E731
+            nonaot = best_of(args.first_repeat, cmd, dict(env, PERFLOW_AOT="0"), work, before=empty)
+            first = best_of(args.first_repeat, cmd, env, work, before=empty)
             warm = best_of(args.repeat, cmd, env, work)
+            figures["trace, first run, no AOT kernels"] = nonaot
             figures["wait_states on a trace, first run"] = first
             figures["wait_states on a trace, warm"] = warm
+            print(f"first contact without the kernels compiled ahead of time (PERFLOW_AOT=0): {nonaot[1]:.2f} s CPU "
+                  f"({nonaot[0]:.2f} s wall): / warm = {nonaot[1] / warm[1]:.2f} CPU, {nonaot[0] / warm[0]:.2f} wall")  # fmt: skip
             print(f"first contact, perflow run wait_states on {big}: first run {first[1]:.2f} s CPU "
                   f"({first[0]:.2f} s wall), warm {warm[1]:.2f} s CPU ({warm[0]:.2f} s wall): "
                   f"first / warm = {first[1] / warm[1]:.2f} CPU, {first[0] / warm[0]:.2f} wall "
                   f"(target {FIRST_CONTACT_RATIO})")  # fmt: skip
             if args.only_trace:
                 return
+        figures["first run, no AOT kernels"] = best_of(
+            args.first_repeat, run_cmd, dict(env, PERFLOW_AOT="0"), work,
+            before=lambda: empty_kernel_caches(fresh, cache_home),
+        )  # fmt: skip
         figures["first run (empty caches)"] = best_of(
             args.first_repeat, run_cmd, env, work, before=lambda: empty_kernel_caches(fresh, cache_home)
         )
@@ -237,11 +260,9 @@ def main() -> None:
             figures["record post-processing"] = (rec[0], rec[1])
             figures["record start-up before launch"] = (rec[2], float("nan"))
 
-        written = [
-            str(p.relative_to(fresh.site_packages))
-            for p in (fresh.site_packages / "perflow").rglob("*")
-            if p.suffix in (".nbi", ".nbc")
-        ]
+        pkg = fresh.site_packages / "perflow"
+        files = [p.relative_to(pkg) for p in pkg.rglob("*") if p.suffix in (".nbi", ".nbc")]
+        written = [str(p) for p in files if "_kernels" not in p.parts]  # by numba at run time: must be none
         print(f"\n{'figure':34s} {'wall s':>8s} {'cpu s':>8s} {'target':>8s}")
         for name, (wall, cpu) in figures.items():
             target = TARGETS.get(name)
@@ -250,7 +271,8 @@ def main() -> None:
             cpu_s = f"{cpu:8.2f}" if cpu == cpu else " " * 8
             print(f"{name:34s} {wall:8.2f} {cpu_s} {tgt}{mark}")
         print(f"(best of {args.repeat} runs; first run best of {args.first_repeat}; {os.cpu_count()} CPUs)")
-        print(f"compiled-kernel files inside the installed package: {len(written)}")
+        print(f"compiled-kernel files shipped by the build (perflow/_kernels): {len(files) - len(written)}; "
+              f"written inside the installed package at run time: {len(written)}")  # fmt: skip
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

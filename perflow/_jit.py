@@ -30,6 +30,10 @@
   is interpreted.
 - **Modes.** ``PERFLOW_JIT=auto`` (default) as above; ``compile`` always compiles
   (the test suite uses it); ``python`` never does (debugging).
+- **Compiled ahead of time.** Building perflow compiles its kernels into a
+  read-only cache shipped inside the package (:mod:`perflow._aot`); every
+  dispatcher reads it before the per-user cache, and saves new compiles to the
+  per-user cache only.
 - **First compile.** Compiling a kernel that is not cached yet prints a one-line
   notice through :mod:`perflow.progress`.
 """
@@ -275,6 +279,26 @@ def _is_cached(f: Callable[..., Any]) -> bool:
     return (where / sub / name).exists()
 
 
+def _shipped_has(f: Callable[..., Any]) -> bool:
+    """Whether the shipped cache (:mod:`perflow._aot`) holds fresh entries for ``f``."""
+    from . import _aot
+
+    return _aot.shipped_root() is not None and _aot.has_entry(f)
+
+
+def _use_shipped(d: Any, py_func: Callable[..., Any] | None = None) -> None:
+    """Give dispatcher (or cfunc) ``d`` the kernels compiled ahead of time (:mod:`perflow._aot`), when shipped."""
+    from . import _aot
+
+    shipped = _aot.shipped_cache(py_func or d.py_func)
+    if shipped is None:
+        return
+    if os.environ.get(_aot.ENV_BUILD):  # building the shipped cache: compiles are saved there
+        d._cache = shipped
+    else:
+        d._cache = _aot.Layered(shipped, d._cache)
+
+
 def _first_compile_notice() -> None:
     """Announce, once per process, that kernels are being compiled (none of them cached yet)."""
     if _STATE["noticed"]:
@@ -312,7 +336,7 @@ class Kernel:
         return (_kernel_named, (self.__module__, self.__qualname__))
 
     def _cached(self) -> bool:
-        return _is_cached(self.py_func)
+        return _is_cached(self.py_func) or _shipped_has(_for_numba(self.py_func))
 
     @property
     def dispatcher(self) -> Any:
@@ -322,7 +346,9 @@ class Kernel:
                 if self._dispatcher is None:
                     numba = load_numba()
                     cache = kernel_cache_dir() is not None
-                    self._dispatcher = numba.njit(cache=cache, **self.options)(_for_numba(self.py_func))
+                    d = numba.njit(cache=cache, **self.options)(_for_numba(self.py_func))
+                    _use_shipped(d)
+                    self._dispatcher = d
         return self._dispatcher
 
     @property
@@ -423,12 +449,23 @@ class CFunc:
         if self._compiled is None:
             with _LOCK:
                 if self._compiled is None:
-                    numba = load_numba()
-                    cache = kernel_cache_dir() is not None
-                    if not _STATE["noticed"] and not _is_cached(self.py_func):
+                    load_numba()
+                    from numba.core import sigutils
+                    from numba.core.ccallback import CFunc as NumbaCFunc
+
+                    f = _for_numba(self.py_func)
+                    if not _STATE["noticed"] and not _is_cached(self.py_func) and not _shipped_has(self.py_func):
                         _first_compile_notice()
                     t = time.perf_counter()
-                    self._compiled = numba.cfunc(self.sig, cache=cache, **self.options)(_for_numba(self.py_func))
+                    opts = dict(self.options)
+                    out = NumbaCFunc(
+                        f, sigutils.normalize_signature(self.sig), locals=dict(opts.pop("locals", {})), options=opts
+                    )
+                    if kernel_cache_dir() is not None:
+                        out.enable_caching()
+                    _use_shipped(out, self.py_func)
+                    out.compile()
+                    self._compiled = out
                     log.debug("cfunc %s ready in %.3f s", self.__qualname__, time.perf_counter() - t)
         return self._compiled
 

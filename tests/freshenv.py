@@ -54,18 +54,23 @@ class FreshEnv:
         )
         return Path(out.stdout.strip())
 
-    def pip(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    def pip(self, *args: str, timeout: float = 900, **extra_env: str) -> subprocess.CompletedProcess:
         """Run the outer environment's pip on this environment (``pip --python``), offline and quiet."""
         cmd = [sys.executable, "-m", "pip", "--python", str(self.python), "--no-input", "-q", *args]
-        env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1", **extra_env)
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         if res.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
         return res
 
-    def install(self, source: Path, *, editable: bool = False) -> None:
-        """``pip install [-e] SOURCE`` with no dependencies and no build isolation."""
-        self.pip("install", "--no-deps", "--no-build-isolation", *(["-e"] if editable else []), str(source))
+    def install(self, source: Path, *, editable: bool = False, aot: bool = False) -> None:
+        """``pip install [-e] SOURCE`` with no dependencies and no build isolation.
+
+        ``aot``: let the build compile the kernels ahead of time (``setup.py``, some minutes); off by default
+        (``PERFLOW_AOT=0``), so installing in a test costs seconds.
+        """
+        args = ("install", "--no-deps", "--no-build-isolation", *(["-e"] if editable else []), str(source))
+        self.pip(*args, PERFLOW_AOT="1" if aot else "0")
 
     def env(self, **extra: str) -> dict[str, str]:
         """The environment for running this venv's programs (its bin first on PATH, no PYTHONPATH)."""

@@ -167,7 +167,11 @@ def test_bad_mode_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _fresh_python(code: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PERFLOW_CACHE_DIR", "PERFLOW_JIT")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NUMBA_CACHE_DIR", "PERFLOW_CACHE_DIR", "PERFLOW_JIT", "PERFLOW_AOT", "PERFLOW_AOT_BUILD")
+    }
     res = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         env={**base, **env},
@@ -254,3 +258,60 @@ def test_interpreted_otf2_writer_matches_compiled(tmp_path: Path, monkeypatch: p
         for col in ta:
             np.testing.assert_array_equal(ta[col], tb[col], err_msg=f"{name}.{col}")
     assert len(a.region_events["time"]) == len(raw.region_events["time"])
+
+
+def test_kernels_compiled_ahead_of_time_are_read_and_stale_ones_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """perflow._aot: a shipped cache is read first (nothing compiled, nothing written into it); an entry of an
+    edited source file or of another CPU is ignored: the kernel is compiled and cached per user instead."""
+    import pickle
+
+    calls = """
+        import numpy as np
+        from perflow.trace.critical import _bsearch_left
+        from perflow.trace.delays import _find_i64
+        from perflow.trace.replayplan import _positions
+        a = np.array([1, 3, 5, 7], np.int64)
+        res = [_bsearch_left(a, 0, 4, 4), _find_i64(a, 0, 4, 6), int(_positions(np.array([0, 1, 0]), 2)[0][2])]
+        hits = [getattr(k.dispatcher._cache, "hits", None) for k in (_bsearch_left, _find_i64, _positions)]
+        print(res, hits)
+    """
+    ship = tmp_path / "ship"
+    build = _fresh_python(
+        calls, tmp_path, PERFLOW_AOT_BUILD=str(ship), PERFLOW_CACHE_DIR=str(tmp_path / "c0"), PERFLOW_JIT="compile"
+    )
+    assert build.stdout.split("]")[0] == "[2, 3, 1"
+    (ship / "manifest.json").write_text("{}")
+    assert not list((tmp_path / "c0").rglob("*.nbi"))  # building writes the shipped cache only
+
+    def tamper(pattern: str, how: str) -> None:
+        (index,) = ship.rglob(pattern)
+        with open(index, "rb") as f:
+            version = pickle.load(f)
+            stamp, overloads = pickle.loads(f.read())
+        if how == "source":  # the source file changed since (an editable install)
+            stamp = "0" * 64
+        else:  # compiled for another CPU
+            overloads = {(sig, (magic[0], "foreign-cpu", ""), code): v for (sig, magic, code), v in overloads.items()}
+        with open(index, "wb") as f:
+            pickle.dump(version, f, protocol=-1)
+            f.write(pickle.dumps((stamp, overloads), protocol=-1))
+
+    tamper("delays._find_i64-*.nbi", "source")
+    tamper("replayplan._positions-*.nbi", "cpu")
+    before = {p: p.stat().st_mtime_ns for p in ship.rglob("*")}
+    run = _fresh_python(
+        calls, tmp_path, PERFLOW_AOT=str(ship), PERFLOW_CACHE_DIR=str(tmp_path / "c1"), PERFLOW_JIT="compile"
+    )
+    assert run.stdout.strip() == "[2, 3, 1] [1, 0, 0]"
+    user = sorted(p.name.split("-")[0] for p in (tmp_path / "c1").rglob("*.nbi"))
+    assert user == ["delays._find_i64", "replayplan._positions"]  # compiled and cached per user, not shipped
+    assert {p: p.stat().st_mtime_ns for p in ship.rglob("*")} == before
+    from perflow import _aot
+
+    monkeypatch.delenv("PERFLOW_AOT_BUILD", raising=False)
+    monkeypatch.setenv("PERFLOW_AOT", str(ship))
+    assert _aot.shipped_root() == ship
+    monkeypatch.setenv("PERFLOW_AOT", "0")  # off: the per-user cache only
+    assert _aot.shipped_root() is None
