@@ -51,7 +51,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import progress
+from . import _aot, progress
 
 __all__ = [
     "SMALL",
@@ -281,15 +281,11 @@ def _is_cached(f: Callable[..., Any]) -> bool:
 
 def _shipped_has(f: Callable[..., Any]) -> bool:
     """Whether the shipped cache (:mod:`perflow._aot`) holds fresh entries for ``f``."""
-    from . import _aot
-
     return _aot.shipped_root() is not None and _aot.has_entry(f)
 
 
 def _use_shipped(d: Any, py_func: Callable[..., Any] | None = None) -> None:
     """Give dispatcher (or cfunc) ``d`` the kernels compiled ahead of time (:mod:`perflow._aot`), when shipped."""
-    from . import _aot
-
     shipped = _aot.shipped_cache(py_func or d.py_func)
     if shipped is None:
         return
