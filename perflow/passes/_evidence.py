@@ -158,7 +158,7 @@ class _Helpers:
         w = self.waits
         if w is None:
             return [], None, ""
-        m = (w["vertex"].to_numpy() == vertex) & (w["kind"].astype(str).to_numpy() == kind)
+        m = (w["vertex"].to_numpy() == vertex) & (w["kind"] == kind).to_numpy()  # (by the categorical's codes)
         if not m.any():
             return [], None, ""
         amt = w["amount"].to_numpy(dtype=np.float64)[m]

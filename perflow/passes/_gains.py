@@ -37,8 +37,15 @@ def _balance_gains(pag: PAG, s: BalanceSettings) -> dict[int, float]:
     plan = replay_plan(pag, "balance_gains", s.late_receiver)
     verts = [int(v) for v in s.vertices.split(",") if v]
     w = (s.t0, s.t1)
+    # each vertex's work per location in one pass over the plan's pieces (the same sums, in the same order,
+    # as one pass per scenario), only for the vertices asked about
+    vmap = np.full(pag.n_vertices, -1, np.int64)
+    vmap[verts] = np.arange(len(verts))
+    x = np.zeros((pag.n_vertices, plan.n_locations))
+    x[verts] = _vertex_time(plan, vmap, len(verts), w)
     rates = [
-        rates_for(pag, plan, Scenario((Change(v, None, BALANCE),)), w, "balance_gains", callees=False) for v in verts
+        rates_for(pag, plan, Scenario((Change(v, None, BALANCE),)), w, "balance_gains", callees=False, vertex_times=x)
+        for v in verts
     ]
     runtimes = run_many(plan, rates, w)
     return {v: (s.t1 - s.t0) - float(r) for v, r in zip(verts, runtimes, strict=True)}

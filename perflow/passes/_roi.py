@@ -74,9 +74,9 @@ def trace_window(
         return t_start, t_end, f"whole run [{t_start:.9g}, {t_end:.9g}] s"
     iv = trace.intervals
     names = pag.vertex_table["name"].astype(str).str.lower().to_numpy()
-    vname = names[iv["vertex"].to_numpy()] if len(iv) else np.zeros(0, dtype=object)
-    init = np.isin(vname, _INIT)
-    fin = np.isin(vname, _FINALIZE)
+    vtx = iv["vertex"].to_numpy()  # the names tested once per vertex, then looked up per interval
+    init = np.isin(names, _INIT)[vtx] if len(iv) else np.zeros(0, dtype=bool)
+    fin = np.isin(names, _FINALIZE)[vtx] if len(iv) else np.zeros(0, dtype=bool)
     t0 = float(iv["leave"].to_numpy()[init].min()) if init.any() else t_start
     t1 = float(iv["enter"].to_numpy()[fin].max()) if fin.any() else t_end
     if not t1 > t0:  # MPI_Finalize before MPI_Init ended: nothing between them

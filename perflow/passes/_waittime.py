@@ -41,6 +41,21 @@ WAIT_FAMILIES: dict[str, tuple[str, ...]] = {
 _WT_COLS = ["vertex", "process", "thread", *WAIT_FAMILIES, "wait"]
 
 
+def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)`` (last key primary), in linear time when the rows are in that order already
+    (the wait table is in call order: the usual case)."""
+    n = len(keys[0])
+    if any(k.dtype.kind == "f" and np.isnan(k).any() for k in keys):
+        return np.lexsort(keys)
+    tie = np.ones(max(n - 1, 0), dtype=bool)  # rows equal to the next one on the keys checked so far
+    for k in keys[::-1]:
+        a, b = k[:-1], k[1:]
+        if (tie & (b < a)).any():
+            return np.lexsort(keys)
+        tie &= b == a
+    return np.arange(n)
+
+
 def _union_per_key(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per row (sorted by key, then start): the part of ``[start, end]`` not covered by earlier rows of its key."""
     if not len(key):
@@ -105,19 +120,23 @@ def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
     cols = _WT_COLS if s.per == "vertex" else ["interval", *_WT_COLS]
     per = s.per
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
-    kind = w["kind"].astype(str).to_numpy()
     fam = np.full(len(w), -1, dtype=np.int64)
-    for i, ks in enumerate(WAIT_FAMILIES.values()):
-        fam[np.isin(kind, ks)] = i
+    for i, ks in enumerate(WAIT_FAMILIES.values()):  # (categorical kinds: compared by their codes)
+        fam[w["kind"].isin(ks).to_numpy()] = i
     rows = np.flatnonzero(fam >= 0)
     iv = w["interval"].to_numpy()[rows].astype(np.int64)
     key = np.where(iv >= 0, iv, -1 - np.arange(len(iv)))  # a wait without a known call is charged alone
     fam, start, end = fam[rows], w["start"].to_numpy()[rows], w["end"].to_numpy()[rows]
-    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    if len(key) and (key[1:] >= key[:-1]).all():  # in call order (the usual case): no sort
+        new = np.r_[True, key[1:] != key[:-1]]
+        first = np.flatnonzero(new)
+        ukey, inv = key[first], np.cumsum(new) - 1
+    else:
+        ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
     nf = len(WAIT_FAMILIES)
-    o = np.lexsort((start, inv))  # the union of all waits of a call
+    o = _lexsort((start, inv))  # the union of all waits of a call
     union = np.bincount(inv[o], weights=_union_per_key(inv[o], start[o], end[o]), minlength=len(ukey))
-    o = np.lexsort((start, fam, inv))  # the union of each family's waits of a call
+    o = _lexsort((start, fam, inv))  # the union of each family's waits of a call
     per_fam = np.zeros((len(ukey), nf))
     np.add.at(per_fam, (inv[o], fam[o]), _union_per_key(inv[o] * nf + fam[o], start[o], end[o]))
     charged = np.zeros_like(per_fam)

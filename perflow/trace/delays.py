@@ -341,11 +341,14 @@ def delay_costs(
     idle = waits.iloc[idle_rows]
     w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
     w_cloc = locs.lookup(idle["cause_process"].to_numpy(), idle["cause_thread"].to_numpy())
-    kstr = idle["kind"].astype(str)
-    w_kind = pd.Categorical(kstr, categories=kinds).codes.astype(np.int64)
-    kind_arr = kstr.to_numpy()
-    w_cls = np.where(kind_arr == "omp_idle", 2, np.where(np.isin(kind_arr, _OMP), 1, 0)).astype(np.int64)
-    w_cap = np.isin(kind_arr, _CAPPED)
+    ikind = idle["kind"]  # (compared by its categorical codes, never as strings)
+    if isinstance(ikind.dtype, pd.CategoricalDtype):
+        w_kind = ikind.cat.set_categories(kinds).cat.codes.to_numpy().astype(np.int64)
+    else:
+        w_kind = pd.Categorical(ikind.astype(str), categories=kinds).codes.astype(np.int64)
+    is_omp = ikind.isin(_OMP).to_numpy()
+    w_cls = np.where((ikind == "omp_idle").to_numpy(), 2, np.where(is_omp, 1, 0)).astype(np.int64)
+    w_cap = ikind.isin(_CAPPED).to_numpy()
     sel = np.flatnonzero((w_loc >= 0) & (w_cloc >= 0) & (w_cloc != w_loc))
     tau = idle["end"].to_numpy()
     start = idle["start"].to_numpy()

@@ -98,17 +98,14 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
     enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
     vtx = iv["vertex"].to_numpy().astype(np.int64)
     m = trace.messages
-    kind = waits["kind"].astype(str).to_numpy()
+    kind = waits["kind"]  # (categorical: compared by its codes, never as 20 M strings)
     wiv = waits["interval"].to_numpy().astype(np.int64)
     msg = waits["message"].to_numpy().astype(np.int64)
-    comp = (
-        pd.Series(waits["amount"].to_numpy()[kind == "late_sender_completion"])
-        .groupby(wiv[kind == "late_sender_completion"])
-        .sum()
-    )
+    lsc = (kind == "late_sender_completion").to_numpy()
+    comp = pd.Series(waits["amount"].to_numpy()[lsc]).groupby(wiv[lsc]).sum()
     out = []
     for kinds, own, other in ((LS_KINDS, "recv_interval", "send_interval"), (("late_receiver",), None, None)):
-        r = np.flatnonzero(np.isin(kind, kinds) & (wiv >= 0) & (msg >= 0))
+        r = np.flatnonzero(kind.isin(kinds).to_numpy() & (wiv >= 0) & (msg >= 0))
         if not len(r):
             continue
         mm = msg[r]
@@ -183,8 +180,7 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     released = np.minimum(ref, Lr)
     completion = np.where(sync, np.maximum(0.0, Lr - np.maximum(earliest, released)), 0.0)
     # the wait state of each synchronising row
-    wk = waits["kind"].astype(str).to_numpy()
-    wr = np.flatnonzero(np.isin(wk, _COLL_WAITS))
+    wr = np.flatnonzero(waits["kind"].isin(_COLL_WAITS).to_numpy())
     wkey = pd.Series(wr, index=pd.MultiIndex.from_arrays(
         [waits["instance"].to_numpy()[wr], waits["process"].to_numpy()[wr], waits["thread"].to_numpy()[wr]]))  # fmt: skip
     wkey = wkey[~wkey.index.duplicated()]
@@ -222,8 +218,7 @@ def _omp_points(
     out = []
     b, _ = barrier_instances(iv, roles, regions)
     if len(b):
-        kind = waits["kind"].astype(str).to_numpy()
-        wr = np.flatnonzero(np.isin(kind, ("omp_barrier_wait", "omp_ibarrier_wait")))
+        wr = np.flatnonzero(waits["kind"].isin(("omp_barrier_wait", "omp_ibarrier_wait")).to_numpy())
         by_iv = pd.Series(wr, index=waits["interval"].to_numpy()[wr])
         by_iv = by_iv[~by_iv.index.duplicated()]
         wid = by_iv.reindex(b).fillna(-1).to_numpy().astype(np.int64)
