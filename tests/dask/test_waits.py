@@ -208,4 +208,3 @@ def test_critical_path_and_pop_run_on_the_partitions(engine, monkeypatch) -> Non
     for a in ("critical_path", "replay_plan", "exclusive_by_vertex", "vertex_spans", "location_keys"):
         assert f"trace.{a} (program)" in forms, a
     assert "trace" not in pag.gathered
-
