@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perflow import synthetic
 from perflow.pag.partitioned import LocalRuntime
 from perflow.trace.analyses import CRITICAL_PATH, EXCLUSIVE_BY_VERTEX, VERTEX_SPANS, WAIT_INSTANCES, vertex_roles
 from perflow.trace.build import build_pag
@@ -49,12 +48,6 @@ def _check(raw, ref, n_parts: int, settings: list[dict]) -> None:  # noqa: ANN00
         pd.testing.assert_frame_equal(spans_program(b, ref.n_vertices), ref.analyses.get(VERTEX_SPANS))
     finally:
         rt.close()
-
-
-def test_synthetic_critical_path_over_partitions() -> None:
-    raw = synthetic.raw_trace(nprocs=6, iterations=6, late_sender=0.3, slow_rank=2, imbalance=0.3, seed=9)
-    ref = build_pag(raw)
-    _check(raw, ref, 3, [{}, {"path_ends": "trace", "late_receiver": "synchronous"}])
 
 
 @pytest.mark.parametrize("name", ["omp_imbalance", "late_sender"])
