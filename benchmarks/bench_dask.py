@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[int, dict[str, Any]] = {}
     for w in a.workers:
         res[w] = _child(["--memory", str(a.memory), "--child", str(w), str(path), str(warm), keep], a.timeout)
+        r = res[w]
+        print(f"(done: {w} worker(s), wall {sum(r['times'].values()):.1f} s, workers' CPU {sum(r['worker_cpu']):.1f} s, "
+              f"client CPU {r['client_cpu']:.1f} s; {r['times']})", flush=True)  # fmt: skip
     n = (local or next(iter(res.values())))["events"]
     if local:
         tot = sum(local["cpu"].values())

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from perflow.sdk import PAG, PassError, Trace
+from perflow.sdk import PAG, PassError
 from perflow.sdk.profile import descendants_mask
-from perflow.sdk.trace import check_choice, require_trace
+from perflow.sdk.trace import VERTEX_SPANS, check_choice, require_trace
 
 __all__ = ["region_vertices", "trace_window", "init_finalize_vertices", "inclusive_per_location", "SPANS"]
 
@@ -36,10 +36,6 @@ def region_vertices(pag: PAG, region: str, pass_name: str) -> np.ndarray:
     return hit[~below[hit]]
 
 
-def _intervals_of(trace: Trace, vertices: np.ndarray) -> np.ndarray:
-    return np.isin(trace.intervals["vertex"].to_numpy(), vertices)
-
-
 def trace_window(
     pag: PAG,
     pass_name: str,
@@ -63,22 +59,20 @@ def trace_window(
             )
         return t0, t1, f"time window [{t0:.9g}, {t1:.9g}] s"
     if region is not None:
-        iv = trace.intervals
-        sel = _intervals_of(trace, region_vertices(pag, region, pass_name))
-        if not sel.any():
+        sp = pag.analyses.get(VERTEX_SPANS).iloc[region_vertices(pag, region, pass_name)]
+        if not sp["count"].to_numpy().any():
             raise PassError(f"pass {pass_name!r}: region={region!r} has no instances in the trace")
-        t0, t1 = float(iv["enter"].to_numpy()[sel].min()), float(iv["leave"].to_numpy()[sel].max())
+        t0, t1 = float(np.nanmin(sp["first_enter"].to_numpy())), float(np.nanmax(sp["last_leave"].to_numpy()))
         return t0, t1, f"instances of {region} [{t0:.9g}, {t1:.9g}] s"
     check_choice(pass_name, "span", span, SPANS)
     if span == "run":
         return t_start, t_end, f"whole run [{t_start:.9g}, {t_end:.9g}] s"
-    iv = trace.intervals
     names = pag.vertex_table["name"].astype(str).str.lower().to_numpy()
-    vtx = iv["vertex"].to_numpy()  # the names tested once per vertex, then looked up per interval
-    init = np.isin(names, _INIT)[vtx] if len(iv) else np.zeros(0, dtype=bool)
-    fin = np.isin(names, _FINALIZE)[vtx] if len(iv) else np.zeros(0, dtype=bool)
-    t0 = float(iv["leave"].to_numpy()[init].min()) if init.any() else t_start
-    t1 = float(iv["enter"].to_numpy()[fin].max()) if fin.any() else t_end
+    sp = pag.analyses.get(VERTEX_SPANS)  # per vertex: first and last enter and leave of its instances
+    has = sp["count"].to_numpy() > 0
+    init, fin = has & np.isin(names, _INIT), has & np.isin(names, _FINALIZE)
+    t0 = float(sp["first_leave"].to_numpy()[init].min()) if init.any() else t_start
+    t1 = float(sp["last_enter"].to_numpy()[fin].max()) if fin.any() else t_end
     if not t1 > t0:  # MPI_Finalize before MPI_Init ended: nothing between them
         return t_start, t_end, f"whole run [{t_start:.9g}, {t_end:.9g}] s (nothing between MPI_Init and MPI_Finalize)"
     what = " and ".join(

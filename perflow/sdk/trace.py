@@ -34,8 +34,9 @@ from ..pag.tree import descendants_mask
 from ..trace.analyses import (
     CRITICAL_PATH,
     EXCLUSIVE_BY_VERTEX,
-    LOCATIONS,
+    LOCATION_KEYS,
     REPLAY_PLAN,
+    VERTEX_SPANS,
     WAIT_INSTANCES,
     CriticalSettings,
     ReplaySettings,
@@ -59,6 +60,7 @@ __all__ = [
     "WAIT_COLUMNS",
     "WaitSettings",
     "REPLAY_PLAN",
+    "VERTEX_SPANS",
     "ReplaySettings",
     "ReplayMode",
     "ideal_replay",
@@ -196,7 +198,7 @@ def exclusive_by_vertex(pag: PAG, pass_name: str) -> tuple[np.ndarray, float]:
 
 def n_locations(pag: PAG) -> int:
     """Number of (process, thread) locations of a trace-backed PAG."""
-    return max(len(pag.analyses.get(LOCATIONS)), 1) if pag.trace is not None else max(len(pag.locations), 1)
+    return max(len(pag.analyses.get(LOCATION_KEYS)), 1) if pag.trace is not None else max(len(pag.locations), 1)
 
 
 def kind_list(pass_name: str, kinds: list[str] | None, family: str | None = None) -> list[str]:

@@ -7,8 +7,9 @@ passes ask for them instead of recomputing, so the wait-state table that the
 is computed once. :class:`~perflow.trace.waits.WaitSettings` declares the
 wait-state settings (choices, defaults, checks) in one place.
 
-The wait-state instances and the replay plan have partitioned forms
-(:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.replayparts.program`)
+The wait-state instances, the critical path and the replay plan have partitioned forms
+(:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.criticalparts.program`,
+:func:`perflow.trace.replayparts.program`)
 that an engine runs where the trace's partitions live; the others run on the
 gathered trace.
 """
@@ -25,7 +26,7 @@ from ..errors import PAGError
 from ..pag.analysis import Analysis, Settings
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
-from . import replayparts, waitparts
+from . import criticalparts, partfacts, replayparts, waitparts
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
@@ -40,6 +41,8 @@ __all__ = [
     "DelaySettings",
     "trace_of",
     "LOCATIONS",
+    "LOCATION_KEYS",
+    "VERTEX_SPANS",
     "FLAT_TIMELINE",
     "SUBTREE_SIZES",
     "WAIT_INSTANCES",
@@ -187,6 +190,22 @@ def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
     )
 
 
+def _critical_program(built: Any, pag: Any, s: CriticalSettings) -> CriticalPath:
+    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
+    w = pag.analyses.get(WAIT_INSTANCES, s.waits())
+    roles, regions = vertex_roles(pag)
+    return criticalparts.program(
+        built,
+        w,
+        pag.n_vertices,
+        path_ends=s.path_ends,
+        follow_locks=s.follow_locks,
+        names=_names(pag),
+        roles=roles,
+        regions=regions,
+    )
+
+
 def _delays(pag: Any, s: DelaySettings) -> DelayResult:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
     roles, regions = vertex_roles(pag)
@@ -204,18 +223,30 @@ def _delays(pag: Any, s: DelaySettings) -> DelayResult:
 
 
 def _exclusive(pag: Any, s: Settings) -> tuple[np.ndarray, float]:
-    flat = pag.analyses.get(FLAT_TIMELINE)
-    n = pag.n_vertices
-    if len(flat.time) < 2:
-        return np.zeros(n), 0.0
-    dur = np.diff(flat.time)
-    same = np.ones(len(dur), dtype=bool)
-    ends = flat.offsets[1:-1] - 1  # the last event of every location but the last
-    same[ends[(ends >= 0) & (ends < len(dur))]] = False
-    v = flat.vertex[:-1]
-    w = np.where(same, np.maximum(dur, 0.0), 0.0)
-    out = np.bincount(np.where(v >= 0, v, n), weights=w, minlength=n + 1)
-    return out[:n], float(out[n])
+    return partfacts.exclusive_time(pag.analyses.get(FLAT_TIMELINE), pag.n_vertices)
+
+
+def _exclusive_program(built: Any, pag: Any, s: Settings) -> tuple[np.ndarray, float]:
+    return partfacts.exclusive_program(built, pag.n_vertices)
+
+
+def _spans(pag: Any, s: Settings) -> pd.DataFrame:
+    iv = trace_of(pag).intervals
+    sp = partfacts.vertex_spans(iv["vertex"].to_numpy(), iv["enter"].to_numpy(), iv["leave"].to_numpy(), pag.n_vertices)
+    return partfacts.finish_spans(sp)
+
+
+def _spans_program(built: Any, pag: Any, s: Settings) -> pd.DataFrame:
+    return partfacts.spans_program(built, pag.n_vertices)
+
+
+def _location_keys(pag: Any, s: Settings) -> pd.DataFrame:
+    locs = pag.analyses.get(LOCATIONS)
+    return pd.DataFrame({"process": locs.process, "thread": locs.thread})
+
+
+def _location_keys_program(built: Any, pag: Any, s: Settings) -> pd.DataFrame:
+    return partfacts.location_keys_program(built)
 
 
 LOCATIONS = Analysis(
@@ -223,6 +254,20 @@ LOCATIONS = Analysis(
 )
 FLAT_TIMELINE = Analysis(
     "trace.flat_timeline", compute=_flat, uses=_TRACE, doc="per location, the innermost interval between events"
+)
+LOCATION_KEYS = Analysis(
+    "trace.location_keys",
+    compute=_location_keys,
+    program=_location_keys_program,
+    uses=_TRACE,
+    doc="the (process, thread) streams with intervals, sorted (a frame)",
+)
+VERTEX_SPANS = Analysis(
+    "trace.vertex_spans",
+    compute=_spans,
+    program=_spans_program,
+    uses=_TRACE_V,
+    doc="per vertex: first and last enter and leave of its intervals, and their number",
 )
 SUBTREE_SIZES = Analysis("trace.subtree_sizes", compute=_sizes, uses=_TRACE, doc="intervals in each interval's subtree")
 WAIT_INSTANCES = Analysis(
@@ -234,7 +279,12 @@ WAIT_INSTANCES = Analysis(
     doc="every wait-state instance (perflow.trace.waits.WAIT_COLUMNS)",
 )
 CRITICAL_PATH = Analysis(
-    "trace.critical_path", compute=_critical, settings=CriticalSettings, uses=_TRACE_V, doc="the critical path"
+    "trace.critical_path",
+    compute=_critical,
+    program=_critical_program,
+    settings=CriticalSettings,
+    uses=_TRACE_V,
+    doc="the critical path",
 )
 DELAY_COSTS = Analysis(
     "trace.delay_costs", compute=_delays, settings=DelaySettings, uses=_TRACE_V, doc="delay costs of the wait states"
@@ -242,6 +292,7 @@ DELAY_COSTS = Analysis(
 EXCLUSIVE_BY_VERTEX = Analysis(
     "trace.exclusive_by_vertex",
     compute=_exclusive,
+    program=_exclusive_program,
     uses=_TRACE_V,
     doc="exclusive time per vertex over all locations, and the time outside every region",
 )

@@ -36,12 +36,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._arrays import unique
 from ..pag.instances import Trace
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
 from .threadwaits import fork_edges
 from .waits import IDLE_KINDS
 
-__all__ = ["CriticalPath", "critical_path", "SEGMENT_COLUMNS", "PATH_ENDS"]
+__all__ = [
+    "CriticalPath",
+    "critical_path",
+    "SEGMENT_COLUMNS",
+    "PATH_ENDS",
+    "charge_hops",
+    "wait_edges",
+    "walk",
+    "assemble",
+    "mpi_marks",
+    "mpi_ends",
+]
 
 #: Columns of the critical-path segment table.
 SEGMENT_COLUMNS: dict[str, str] = {
@@ -127,16 +139,17 @@ def _walk(eoff, etau, edst, lstart, cur, t):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _charge(time, owner, vertex, offsets, hl, ha, hb, nvert):  # type: ignore[no-untyped-def]
-    """Cut the hops into exclusive pieces (in time order) and sum them per vertex."""
-    cp = np.zeros(nvert + 1, np.float64)
+def _pieces(time, owner, vertex, offsets, hl, ha, hb):  # type: ignore[no-untyped-def]
+    """The flat-timeline slots each hop covers, clipped to it, in path (time) order: hop, start, end, owner
+    interval and its vertex of every piece (hops were found backwards)."""
     cap = 1024
-    pl = np.empty(cap, np.int64)
+    ph = np.empty(cap, np.int64)
     pa = np.empty(cap, np.float64)
     pb = np.empty(cap, np.float64)
     po = np.empty(cap, np.int64)
+    pv = np.empty(cap, np.int64)
     n = 0
-    for h in range(hl.shape[0] - 1, -1, -1):  # hops were found backwards
+    for h in range(hl.shape[0] - 1, -1, -1):
         loc = hl[h]
         a = ha[h]
         b = hb[h]
@@ -158,29 +171,88 @@ def _charge(time, owner, vertex, offsets, hl, ha, hb, nvert):  # type: ignore[no
             s = max(time[k], a)
             e = min(time[k + 1], b)
             if e > s:
-                v = vertex[k]
-                cp[v if v >= 0 else nvert] += e - s
-                if n > 0 and po[n - 1] == owner[k] and pl[n - 1] == loc and pb[n - 1] == s:
-                    pb[n - 1] = e
-                else:
-                    if n == cap:
-                        cap *= 2
-                        pl2 = np.empty(cap, np.int64)
-                        pa2 = np.empty(cap, np.float64)
-                        pb2 = np.empty(cap, np.float64)
-                        po2 = np.empty(cap, np.int64)
-                        pl2[:n] = pl[:n]
-                        pa2[:n] = pa[:n]
-                        pb2[:n] = pb[:n]
-                        po2[:n] = po[:n]
-                        pl, pa, pb, po = pl2, pa2, pb2, po2
-                    pl[n] = loc
-                    pa[n] = s
-                    pb[n] = e
-                    po[n] = owner[k]
-                    n += 1
+                if n == cap:
+                    cap *= 2
+                    ph2 = np.empty(cap, np.int64)
+                    pa2 = np.empty(cap, np.float64)
+                    pb2 = np.empty(cap, np.float64)
+                    po2 = np.empty(cap, np.int64)
+                    pv2 = np.empty(cap, np.int64)
+                    ph2[:n] = ph[:n]
+                    pa2[:n] = pa[:n]
+                    pb2[:n] = pb[:n]
+                    po2[:n] = po[:n]
+                    pv2[:n] = pv[:n]
+                    ph, pa, pb, po, pv = ph2, pa2, pb2, po2, pv2
+                ph[n] = h
+                pa[n] = s
+                pb[n] = e
+                po[n] = owner[k]
+                pv[n] = vertex[k]
+                n += 1
             k += 1
-    return pl[:n], pa[:n], pb[:n], po[:n], cp
+    return ph[:n], pa[:n], pb[:n], po[:n], pv[:n]
+
+
+#: the pieces of a path (:func:`charge_hops`): hop, start, end, owner interval, vertex
+Pieces = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def charge_hops(flat: FlatTimeline, hl: np.ndarray, ha: np.ndarray, hb: np.ndarray) -> Pieces:
+    """Cut the hops ``(location, start, end)`` of a path into the exclusive pieces of ``flat``, in path order."""
+    return _pieces(flat.time, flat.owner, flat.vertex, flat.offsets, hl.astype(np.int64), ha, hb)
+
+
+def wait_edges(waits: pd.DataFrame, locs: Locations, follow_locks: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where the path may jump: (waiting location, location waited for, end of the wait) of the idle waits."""
+    kinds = [k for k in IDLE_KINDS if follow_locks or not k.startswith("lock_contention")]
+    w = waits[waits["kind"].isin(kinds).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
+    src = locs.lookup(w["process"].to_numpy(), w["thread"].to_numpy())
+    dst = locs.lookup(w["cause_process"].to_numpy(), w["cause_thread"].to_numpy())
+    return src, dst, w["end"].to_numpy()
+
+
+def walk(
+    n_locations: int, src: np.ndarray, dst: np.ndarray, tau: np.ndarray, lstart: np.ndarray, cur: int, t_end: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The hops of the path (location, start, end; last first) from ``cur`` at ``t_end`` along the edges."""
+    ok = (src >= 0) & (dst >= 0) & (src != dst)
+    src, dst, tau = src[ok], dst[ok], tau[ok]
+    order = np.lexsort((tau, src))
+    src, dst, tau = src[order], dst[order], tau[order]
+    eoff = np.searchsorted(src, np.arange(n_locations + 1)).astype(np.int64)
+    return _walk(eoff, tau.astype(np.float64), dst.astype(np.int64), lstart, cur, t_end)
+
+
+def assemble(
+    process: np.ndarray, thread: np.ndarray, hops: tuple[np.ndarray, np.ndarray, np.ndarray], pieces: Pieces,
+    n_vertices: int,
+) -> CriticalPath:  # fmt: skip
+    """The :class:`CriticalPath` of its hops and pieces (``process``, ``thread``: per location): pieces of
+    one interval that follow each other on a location are merged into one segment; the time per vertex
+    is summed piece by piece in path order."""
+    hl, ha, hb = hops
+    ph, pa, pb, po, pv = pieces
+    pl = hl[ph]
+    n = len(ph)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = (po[1:] != po[:-1]) | (pl[1:] != pl[:-1]) | (pa[1:] != pb[:-1])
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:], n] - 1
+    cp = np.bincount(np.where(pv >= 0, pv, n_vertices), weights=pb - pa, minlength=n_vertices + 1)
+    segments = pd.DataFrame(
+        {
+            "process": process[pl[first]].astype(np.int32),
+            "thread": thread[pl[first]].astype(np.int32),
+            "start": pa[first],
+            "end": pb[last],
+            "vertex": pv[first].astype(np.int64),
+            "interval": po[first].astype(np.int64),
+        }
+    )
+    hops_ = pd.DataFrame({"process": process[hl[::-1]], "thread": thread[hl[::-1]], "start": ha[::-1], "end": hb[::-1]})
+    return CriticalPath(segments, hops_, cp[:n_vertices].copy(), float(cp[n_vertices]), float(ha[-1]), float(hb[0]))
 
 
 def critical_path(
@@ -229,11 +301,7 @@ def critical_path(
         return CriticalPath(empty, hops, np.zeros(n_vertices), 0.0, 0.0, 0.0)
     lstart = flat.start()
     lend = flat.end()
-    kinds = [k for k in IDLE_KINDS if follow_locks or not k.startswith("lock_contention")]
-    w = waits[waits["kind"].isin(kinds).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
-    src = locs.lookup(w["process"].to_numpy(), w["thread"].to_numpy())
-    dst = locs.lookup(w["cause_process"].to_numpy(), w["cause_thread"].to_numpy())
-    tau = w["end"].to_numpy()
+    src, dst, tau = wait_edges(waits, locs, follow_locks)
     if roles is not None and regions is not None:  # a worker's team begins at its fork, on the forking thread
         fp, ft, mp_, mt, ftau = fork_edges(trace.intervals, roles, regions)
         src = np.r_[src, locs.lookup(fp, ft)]
@@ -241,49 +309,39 @@ def critical_path(
         tau = np.r_[tau, ftau]
     cur, t_end = int(np.argmax(lend)), float(lend[np.argmax(lend)])
     if path_ends == "finalize" and names is not None:
-        cur, t_end, lstart = _mpi_ends(trace, locs, names, lstart, cur, t_end)
-    ok = (src >= 0) & (dst >= 0) & (src != dst)
-    src, dst, tau = src[ok], dst[ok], tau[ok]
-    order = np.lexsort((tau, src))
-    src, dst, tau = src[order], dst[order], tau[order]
-    eoff = np.searchsorted(src, np.arange(L + 1)).astype(np.int64)
-    hl, ha, hb = _walk(eoff, tau.astype(np.float64), dst.astype(np.int64), lstart, cur, t_end)
-    pl, pa, pb, po, cp = _charge(flat.time, flat.owner, flat.vertex, flat.offsets, hl, ha, hb, int(n_vertices))
-    vtx = trace.intervals["vertex"].to_numpy()
-    segments = pd.DataFrame(
-        {
-            "process": locs.process[pl].astype(np.int32),
-            "thread": locs.thread[pl].astype(np.int32),
-            "start": pa,
-            "end": pb,
-            "vertex": np.where(po >= 0, vtx[np.maximum(po, 0)], -1).astype(np.int64),
-            "interval": po.astype(np.int64),
-        }
-    )
-    hops = pd.DataFrame(
-        {"process": locs.process[hl[::-1]], "thread": locs.thread[hl[::-1]], "start": ha[::-1], "end": hb[::-1]}
-    )
-    return CriticalPath(segments, hops, cp[:n_vertices].copy(), float(cp[n_vertices]), float(ha[-1]), float(hb[0]))
+        t_fin, fin_locs, first_init = mpi_marks(trace.intervals, locs, names)
+        cur, t_end, lstart = mpi_ends(t_fin, fin_locs, first_init, lstart, cur, t_end)
+    hops = walk(L, src, dst, tau, lstart, cur, t_end)
+    return assemble(locs.process, locs.thread, hops, charge_hops(flat, *hops), int(n_vertices))
 
 
-def _mpi_ends(
-    trace: Trace, locs: Locations, names: np.ndarray, lstart: np.ndarray, cur: int, t_end: float
-) -> tuple[int, float, np.ndarray]:
-    """Scalasca's ends: the latest enter into MPI_Finalize, and each location's first MPI_Init enter."""
-    iv = trace.intervals
+def mpi_marks(iv: pd.DataFrame, locs: Locations, names: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The latest enter into MPI_Finalize (-inf: none), the locations entering it then, and each location's
+    first enter into MPI_Init (MPI_Init_thread; inf: none)."""
     vname = np.asarray(names).astype(str)
     v = iv["vertex"].to_numpy()
     enter = iv["enter"].to_numpy()
     fin = np.flatnonzero(np.isin(v, np.flatnonzero(vname == "MPI_Finalize")))  # vertices by name, not every interval
+    t_fin, fin_locs = -np.inf, np.zeros(0, np.int64)
     if len(fin):
-        t_end = float(enter[fin].max())
-        last = fin[enter[fin] == t_end]
-        cur = int(locs.of_interval[last].min())
+        t_fin = float(enter[fin].max())
+        fin_locs = unique(locs.of_interval[fin[enter[fin] == t_fin]])
     ini = np.flatnonzero(np.isin(v, np.flatnonzero(np.isin(vname, ["MPI_Init", "MPI_Init_thread"]))))
+    first = np.full(len(locs), np.inf)
     if len(ini):
-        lstart = lstart.copy()
-        first = np.full(len(lstart), np.inf)
         np.minimum.at(first, locs.of_interval[ini], enter[ini])
-        has = np.isfinite(first)
-        lstart[has] = np.maximum(lstart[has], first[has])
+    return t_fin, fin_locs, first
+
+
+def mpi_ends(
+    t_fin: float, fin_locs: np.ndarray, first_init: np.ndarray, lstart: np.ndarray, cur: int, t_end: float
+) -> tuple[int, float, np.ndarray]:
+    """Scalasca's ends (:func:`mpi_marks`): the latest enter into MPI_Finalize (on the lowest location entering
+    it then), and each location's start moved to its first MPI_Init enter."""
+    if np.isfinite(t_fin) and len(fin_locs):
+        t_end, cur = float(t_fin), int(fin_locs.min())
+    has = np.isfinite(first_init)
+    if has.any():
+        lstart = lstart.copy()
+        lstart[has] = np.maximum(lstart[has], first_init[has])
     return cur, t_end, lstart

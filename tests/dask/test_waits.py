@@ -166,3 +166,45 @@ def test_errors(engine) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(PerflowError, match="wrong_order_window must be >= 0, got -1"):
         dist_waits(dt, window=-1)
     assert np.isfinite(dt.span()).all()
+
+
+def _no_gather(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Gathering a distributed trace's instance tables (or its messages, collectives) to the client raises."""
+    from perflow.dask.dtrace import DistTrace
+
+    def refuse(self, *a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the trace was gathered to the client")
+
+    for name in ("trace_tables", "messages", "collectives", "to_pag"):
+        monkeypatch.setattr(DistTrace, name, refuse)
+
+
+def _assert_same_path(got, exp) -> None:  # type: ignore[no-untyped-def]
+    pd.testing.assert_frame_equal(got.segments, exp.segments, check_exact=True)
+    pd.testing.assert_frame_equal(got.hops, exp.hops, check_exact=True)
+    assert np.array_equal(got.cp_time, exp.cp_time)
+    assert (got.outside, got.start, got.end) == (exp.outside, exp.start, exp.end)
+
+
+def test_critical_path_and_pop_run_on_the_partitions(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from perflow.passes.critical_path import critical_path
+    from perflow.passes.pop import pop_metrics
+    from perflow.trace.analyses import CRITICAL_PATH
+
+    raw = raw_trace(nprocs=10, iterations=12, slow_rank=4, late_sender=0.3, imbalance=0.3, seed=7)
+    ref = build_pag(raw)
+    pag = engine.load(raw, n_partitions=3).pag()
+    _no_gather(monkeypatch)
+    for settings in ({}, {"path_ends": "trace", "late_receiver": "synchronous"}):
+        _assert_same_path(pag.analyses.get(CRITICAL_PATH, **settings), ref.analyses.get(CRITICAL_PATH, **settings))
+    got, exp = critical_path(pag), critical_path(ref)
+    pd.testing.assert_frame_equal(got["segments"], exp["segments"], check_exact=True)
+    # exclusive times are summed per partition: equal to rounding
+    pd.testing.assert_frame_equal(got["profile"], exp["profile"], check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(got["summary"], exp["summary"], check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(pop_metrics(pag), pop_metrics(ref), check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(pop_metrics(pag, region="main"), pop_metrics(ref, region="main"), rtol=1e-12)
+    forms = " ".join(pag.dist.timings)
+    for a in ("critical_path", "replay_plan", "exclusive_by_vertex", "vertex_spans", "location_keys"):
+        assert f"trace.{a} (program)" in forms, a
+    assert "trace" not in pag.gathered
