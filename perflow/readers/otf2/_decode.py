@@ -21,7 +21,7 @@ from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._bindings import decode_events
-from ._callbacks import callback_addresses
+from ._callbacks import callback_addresses, callbacks_ready
 from ._defs import Defs, patch_bindings, read_definitions
 from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
@@ -57,13 +57,11 @@ def fast_available() -> bool:
 
 
 def _fast_pays_off(anchor: str) -> bool:
-    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
-    import sys
-
+    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not compiled yet."""
     m = mode()
     if m != "auto":
         return m == "compile"
-    return f"{__package__}._callbacks" in sys.modules or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
+    return callbacks_ready() or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
 
 
 @contextlib.contextmanager
