@@ -19,6 +19,7 @@ from perflow.passes.imbalance import imbalance  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
+from tests.conftest import shared  # noqa: E402
 
 from .example_analysis import WAITS_BY_VERTEX  # noqa: E402
 
@@ -225,6 +226,23 @@ def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore
     assert set(dt.timings) >= {"scout", "ingest", "scan", "match"}
     assert_same_pag(dt.to_pag(), ref)
     np.testing.assert_array_equal(dt.messages()["late_sender_wait"].to_numpy(), late_sender_wait(ref.trace))
+
+
+def test_scorep_openmp_trace_loads_on_the_workers_as_here(engine) -> None:  # type: ignore[no-untyped-def]
+    """Score-P 8's ProgramBegin opens an artificial program region that no definition declares (id 253 here):
+    every partition and the client must have the region table of the whole archive's read."""
+    from perflow.readers.otf2 import decode, fast_available
+
+    if not fast_available():
+        pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
+    anchor = shared("scorep-scalasca", "omp_imbalance", "traces.otf2")  # 2 ranks x 2 OpenMP threads
+    raw = decode(anchor)
+    ref = build_pag(raw)
+    dt = engine.load(anchor)
+    assert dt.n_parts == 2
+    pd.testing.assert_frame_equal(dt.defs.regions, raw.regions)
+    assert dt.defs.regions["name"].iloc[-1] == raw.regions["name"].iloc[-1] == "omp_imbalance"
+    assert_same_pag(dt.to_pag(), ref)
 
 
 def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
