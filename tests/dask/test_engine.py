@@ -245,6 +245,25 @@ def test_scorep_openmp_trace_loads_on_the_workers_as_here(engine) -> None:  # ty
     assert_same_pag(dt.to_pag(), ref)
 
 
+def test_uncorrected_clock_violations_are_counted_and_logged(engine, synthetic, caplog) -> None:  # type: ignore[no-untyped-def]
+    from perflow.trace import clc
+
+    raw = clc.skew_clock(synthetic[0], 5, -0.05)  # rank 5's clock 50 ms early: its messages arrive before sent
+    ref = build_pag(raw, clock_correction="off")
+    n_msg = int(ref.trace.messages["clock_violation"].sum())
+    n_coll = clc.built_violations(ref.trace) - n_msg
+    assert n_msg > 0 and n_coll > 0
+    with caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+        dt = engine.load(raw)
+    assert dt.clock_violations == dt.summary()["clock_violations"] == {"messages": n_msg, "collectives": n_coll}
+    assert f"{n_msg + n_coll} clock-condition violations ({n_msg} messages" in caplog.text
+    assert "the Dask engine does no clock correction (clock_correction='auto')" in caplog.text
+    caplog.clear()
+    with clc.clock_correction("off"), caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+        engine.load(raw)
+    assert "clock" not in caplog.text
+
+
 def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     tb = TraceBuilder()
     tb.enter(0, 0.0, "main")
