@@ -389,8 +389,11 @@ def _sampled_and_stacked() -> TraceBuilder:
     return tb
 
 
-def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # type: ignore[no-untyped-def]
+def test_samples_and_call_stacks_go_through_the_partitions(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Recorder output (samples, region call stacks) builds on the workers into the single-process PAG."""
+    from perflow.readers.otf2 import decode, fast_available
+    from perflow.writers.otf2 import write_otf2
+
     raw = _sampled_and_stacked().raw()
     assert len(raw.sample_events["location"]) and "stack" in raw.regions.columns
     ref = build_pag(raw)
@@ -398,6 +401,9 @@ def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # t
     for load in ({}, {"partition": "round_robin", "n_partitions": 4}, {"partition": np.array([0, 1, 1, 0])}):
         dt = engine.load(raw, **load)
         assert_same_pag(dt.to_pag(), ref)
+    if fast_available():  # from OTF2, each worker decoding its locations: their samples' stacks come along
+        anchor = write_otf2(raw, tmp_path / "run")
+        assert_same_pag(engine.load(anchor).to_pag(), build_pag(decode(anchor)))
     # rank 1 spent twice as long in solve: the sampled time says so
     solve = ref.vertex("main/timestep/solve").id
     t = ref.metrics.xs(solve, level="vertex")["time_inc"]
