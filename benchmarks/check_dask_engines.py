@@ -19,14 +19,14 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
 
 import perflow
 from perflow.dask import Engine
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from tests.dask.test_flows_equal import _same as same  # noqa: E402 - the tests' comparison of flow outputs
+
 FLOWS = ("wait_states", "critical_path")
 
 
@@ -37,22 +37,6 @@ def archives() -> list[str]:
         str(Path(p).resolve()) for r in roots if r.is_dir() for p in glob.glob(f"{r}/**/traces.otf2", recursive=True)
     }
     return sorted(found)
-
-
-def same(got: Any, exp: Any, what: str) -> None:
-    """Raise AssertionError naming ``what`` where two flow outputs differ (figures: the same type)."""
-    if isinstance(exp, pd.DataFrame):
-        drop = [c for c in exp.columns if "std" in str(c)]  # sqrt(E[x^2] - mean^2): rounding noise at flat spreads
-        pd.testing.assert_frame_equal(got.drop(columns=drop), exp.drop(columns=drop), rtol=1e-9, check_dtype=False,
-                                      obj=what)  # fmt: skip
-    elif isinstance(exp, dict):
-        assert got.keys() == exp.keys(), what
-        for k in exp:
-            same(got[k], exp[k], f"{what}.{k}")
-    elif isinstance(exp, str | int | float | bool) or exp is None:
-        assert got == exp, what
-    else:
-        assert type(got) is type(exp), what
 
 
 def check(engine: Engine, anchor: str) -> str:
