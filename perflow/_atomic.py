@@ -159,7 +159,9 @@ _BATCH: contextvars.ContextVar[list[tuple[str, Path | None, Path | None, int | N
     "perflow_atomic_batch", default=None
 )
 #: the files written so far in the running :func:`all_or_nothing` block: target (absolute) -> its temporary
-_PENDING: contextvars.ContextVar[dict[Path, Path] | None] = contextvars.ContextVar("perflow_atomic_pending", default=None)
+_PENDING: contextvars.ContextVar[dict[Path, Path] | None] = contextvars.ContextVar(
+    "perflow_atomic_pending", default=None
+)
 
 
 def current_file(target: str | os.PathLike[str]) -> Path | None:
