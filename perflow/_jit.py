@@ -466,6 +466,11 @@ class CFunc:
         return self._compiled
 
     @property
+    def ready(self) -> bool:
+        """Whether it is compiled (or loaded from a cache) in this process."""
+        return self._compiled is not None
+
+    @property
     def address(self) -> int:
         """The C function's address."""
         return int(self.compiled.address)

@@ -23,6 +23,8 @@ from ..pag.instances import Trace, conform
 from ..pag.pag import PAG, MetricInfo
 from ..pag.partitioned import Each
 from ..trace import parts as P
+from ..trace.clc import collective_extremes, early_collectives
+from ..trace.clcmode import mode as clc_mode
 from ..trace.partition import Partitioning
 from ..trace.pipeline import BuildOptions, Built, build
 from ..trace.raw import RawTrace
@@ -56,6 +58,10 @@ class DistTrace:
     timings : dict
         Seconds spent in each phase (``scout``, ``ingest``, ``scan``, ``merge``,
         ``finalize``, ``match``, ``metrics``, ``collectives``, analyses).
+    clock_violations : dict
+        After the build: clock-condition violations (``messages``,
+        ``collectives``). The Dask engine does not correct them (a logged
+        warning says so); :func:`perflow.read` does (``clock_correction``).
     """
 
     def __init__(
@@ -71,6 +77,8 @@ class DistTrace:
         self.timings: dict[str, float] = {}
         self._built: Built | None = None
         self._cache: dict[str, Any] = {}
+        #: clock-condition violations the build found (``messages``, ``collectives``); not corrected here
+        self.clock_violations: dict[str, int] = {}
 
     # ------------------------------------------------------------------ building
     @property
@@ -92,7 +100,30 @@ class DistTrace:
             self._built = build(self.runtime, self._raws, self.defs, p.processes, p.assign, self._opts)
             self.timings.update(self._built.timings)
             self._raws = []  # the raw partitions are released
+            self._check_clocks()
         return self
+
+    def _check_clocks(self) -> None:
+        """Count the clock-condition violations; the Dask engine does not correct them: say so.
+
+        ``perflow.read`` (and :func:`perflow.build_pag`) correct the timestamps
+        of a trace that violates the clock condition (``clock_correction="auto"``,
+        :mod:`perflow.trace.clc`); here the analyses see the recorded times.
+        """
+        b = self._built
+        assert b is not None
+        messages = int(sum(x["clock_violations"] for x in b.info))
+        rt = self.runtime
+        collectives = early_collectives(rt.gather(rt.map(collective_extremes, Each(b.coll))))
+        self.clock_violations = {"messages": messages, "collectives": collectives}
+        how = clc_mode(None)
+        if messages + collectives and how != "off":
+            log.warning(
+                "%s: %d clock-condition violations (%d messages received before sent, %d collectives left before "
+                "their last member entered) are not corrected: the Dask engine does no clock correction "
+                "(clock_correction=%r); perflow.read corrects them",
+                self.defs.attrs.get("source", "trace"), messages + collectives, messages, collectives, how,
+            )  # fmt: skip
 
     def parts(self) -> list[Any]:
         """Futures of the partitions as partitioned analyses see them (:class:`~perflow.trace.parts.TracePart`)."""
@@ -225,6 +256,7 @@ class DistTrace:
         """Events, partitions, cut and balance, records exchanged, timings."""
         s = {"events": self.n_events, "partitions": self.n_parts, **self.partitioning.summary()}
         s.update({f"exchanged_{k}": v for k, v in self.runtime.exchanged.items()})
+        s["clock_violations"] = dict(self.clock_violations)
         s["timings"] = dict(self.timings)
         return s
 

@@ -10,7 +10,9 @@
    definitions declare (or the event-file sizes when they do not).
 3. The ranks are partitioned (:mod:`perflow.trace.partition`), and each
    partition's worker decodes all events of its locations
-   (:func:`ingest_otf2`) into a partition raw trace that stays there.
+   (:func:`ingest_otf2`) into a partition raw trace that stays there; all of
+   them, and the client, get the region table of the whole archive's read
+   (Score-P 8's artificial program region is known from the events only).
 
 Decoding is the OTF2 reader's own (:func:`perflow.readers.otf2._decode.decode_locations_of`):
 the C library only ever parses the archive in a forked child, so a crash or
@@ -31,7 +33,7 @@ import pandas as pd
 
 from .._arrays import unique
 from ..errors import FormatError, PerflowError
-from ..readers.otf2._decode import decode_locations_of, definitions_raw, fast_available, read_defs
+from ..readers.otf2._decode import decode_locations_of, definitions_raw, fast_available, program_opened, read_defs
 from ..readers.otf2._fast import event_file
 from ..trace.partition import Partitioning
 from ..trace.raw import RawTrace
@@ -54,6 +56,11 @@ def _scout(anchor: str, defs: Any, locs: list[int], max_events: int) -> pd.DataF
 def _ingest(anchor: str, defs: Any, locs: list[int]) -> RawTrace:
     """The raw trace of a partition's locations (the C library runs in a forked child: a crash is a FormatError)."""
     return decode_locations_of(anchor, defs, locs, jobs=1)
+
+
+def _with_regions(raw: RawTrace, regions: pd.DataFrame) -> RawTrace:
+    """A partition raw trace with the whole archive's region table."""
+    return dataclasses.replace(raw, regions=regions)
 
 
 def _weights(anchor: str, defs: Any) -> np.ndarray:
@@ -149,5 +156,27 @@ def ingest_otf2(engine: Engine, src: OTF2Source, p: Partitioning) -> list[Any]:
     bad = [f for f in futs if f.status == "error"]
     if bad:
         _gather(engine.client, bad[:1], src.anchor)
+    futs = _same_regions(engine, src, futs)
     src.timings["ingest"] = time.perf_counter() - t0
     return futs
+
+
+def _same_regions(engine: Engine, src: OTF2Source, futs: list[Any]) -> list[Any]:
+    """Give the client and every partition the region table the whole archive's read has.
+
+    Score-P 8's ProgramBegin/End open an artificial program region that the
+    decoders add after the defined regions, named after the first location's
+    ProgramBegin; a partition knows only whether its own locations open it.
+    """
+    n_defined = len(src.defs.regions)
+    client = engine.client
+    opened = [o for o in client.gather([client.submit(program_opened, f, n_defined, pure=False) for f in futs]) if o]
+    if not opened:
+        return futs
+    src.raw = definitions_raw(src.anchor, src.defs, program=min(opened)[1])
+    regions = client.scatter(src.raw.regions, broadcast=True, hash=False)
+    return [
+        client.submit(_with_regions, f, regions, workers=[engine.worker_of(i, len(futs))], allow_other_workers=True,
+                      pure=False)
+        for i, f in enumerate(futs)
+    ]  # fmt: skip

@@ -57,6 +57,8 @@ __all__ = [
     "correct",
     "violations",
     "built_violations",
+    "collective_extremes",
+    "early_collectives",
     "clock_correction",
     "mode",
     "skew_clock",
@@ -120,6 +122,11 @@ def violations(raw: RawTrace) -> tuple[int, int]:
     return _violated(groups(raw, eo), eo.time)
 
 
+#: collective operations whose members cannot leave before the last one entered
+SYNC_OPS = (CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE, CollectiveOp.ALLREDUCE,
+            CollectiveOp.ALLGATHER, CollectiveOp.ALLTOALL)  # fmt: skip
+
+
 def built_violations(trace: Any) -> int:
     """Violations a built trace shows: messages received before sent, synchronising collectives left early.
 
@@ -128,19 +135,40 @@ def built_violations(trace: Any) -> int:
     """
     m = trace.messages
     n = int(m["clock_violation"].to_numpy().sum()) if len(m) else 0
-    c = trace.collectives
-    if len(c):
-        op = c["op"].to_numpy()
-        sync = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE, CollectiveOp.ALLREDUCE,
-                            CollectiveOp.ALLGATHER, CollectiveOp.ALLTOALL])  # fmt: skip
-        if sync.any():
-            inst = c["instance"].to_numpy()[sync]
-            begin, end = c["begin"].to_numpy()[sync], c["end"].to_numpy()[sync]
-            u, k = np.unique(inst, return_inverse=True)
-            latest = np.full(len(u), -np.inf)
-            np.maximum.at(latest, k.ravel(), begin)
-            n += int(len(np.unique(k.ravel()[end < latest[k.ravel()]])))
-    return n
+    return n + early_collectives([collective_extremes(trace.collectives)])
+
+
+def collective_extremes(c: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per synchronising collective instance of some collective rows: (instance, latest begin, earliest end).
+
+    The partial of :func:`early_collectives`: a trace in partitions computes
+    one per partition.
+    """
+    if not len(c):
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    sync = np.isin(c["op"].to_numpy(), SYNC_OPS)
+    return _extremes(c["instance"].to_numpy()[sync], c["begin"].to_numpy()[sync], c["end"].to_numpy()[sync])
+
+
+def early_collectives(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> int:
+    """Synchronising collective instances that a member left before another entered, from their extremes."""
+    parts = [p for p in parts if len(p[0])]
+    if not parts:
+        return 0
+    if len(parts) > 1:
+        parts = [_extremes(*(np.concatenate([p[i] for p in parts]) for i in range(3)))]
+    _, latest, first_end = parts[0]
+    return int((first_end < latest).sum())
+
+
+def _extremes(inst: np.ndarray, begin: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    u, k = np.unique(inst, return_inverse=True)
+    k = k.ravel()
+    latest = np.full(len(u), -np.inf)
+    np.maximum.at(latest, k, begin)
+    first_end = np.full(len(u), np.inf)
+    np.minimum.at(first_end, k, end)
+    return u, latest, first_end
 
 
 @njit

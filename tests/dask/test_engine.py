@@ -19,6 +19,7 @@ from perflow.passes.imbalance import imbalance  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
+from tests.conftest import shared  # noqa: E402
 
 from .example_analysis import WAITS_BY_VERTEX  # noqa: E402
 
@@ -227,6 +228,42 @@ def test_otf2_ingest_on_workers(engine, tmp_path: Path) -> None:  # type: ignore
     np.testing.assert_array_equal(dt.messages()["late_sender_wait"].to_numpy(), late_sender_wait(ref.trace))
 
 
+def test_scorep_openmp_trace_loads_on_the_workers_as_here(engine) -> None:  # type: ignore[no-untyped-def]
+    """Score-P 8's ProgramBegin opens an artificial program region that no definition declares (id 253 here):
+    every partition and the client must have the region table of the whole archive's read."""
+    from perflow.readers.otf2 import decode, fast_available
+
+    if not fast_available():
+        pytest.skip("the fast OTF2 decoder (numba, llvmlite, otf2 C library) is not available")
+    anchor = shared("scorep-scalasca", "omp_imbalance", "traces.otf2")  # 2 ranks x 2 OpenMP threads
+    raw = decode(anchor)
+    ref = build_pag(raw)
+    dt = engine.load(anchor)
+    assert dt.n_parts == 2
+    pd.testing.assert_frame_equal(dt.defs.regions, raw.regions)
+    assert dt.defs.regions["name"].iloc[-1] == raw.regions["name"].iloc[-1] == "omp_imbalance"
+    assert_same_pag(dt.to_pag(), ref)
+
+
+def test_uncorrected_clock_violations_are_counted_and_logged(engine, synthetic, caplog) -> None:  # type: ignore[no-untyped-def]
+    from perflow.trace import clc
+
+    raw = clc.skew_clock(synthetic[0], 5, -0.05)  # rank 5's clock 50 ms early: its messages arrive before sent
+    ref = build_pag(raw, clock_correction="off")
+    n_msg = int(ref.trace.messages["clock_violation"].sum())
+    n_coll = clc.built_violations(ref.trace) - n_msg
+    assert n_msg > 0 and n_coll > 0
+    with caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+        dt = engine.load(raw)
+    assert dt.clock_violations == dt.summary()["clock_violations"] == {"messages": n_msg, "collectives": n_coll}
+    assert f"{n_msg + n_coll} clock-condition violations ({n_msg} messages" in caplog.text
+    assert "the Dask engine does no clock correction (clock_correction='auto')" in caplog.text
+    caplog.clear()
+    with clc.clock_correction("off"), caplog.at_level(logging.WARNING, logger="perflow.dask.dtrace"):
+        engine.load(raw)
+    assert "clock" not in caplog.text
+
+
 def test_errors(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     tb = TraceBuilder()
     tb.enter(0, 0.0, "main")
@@ -352,8 +389,11 @@ def _sampled_and_stacked() -> TraceBuilder:
     return tb
 
 
-def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # type: ignore[no-untyped-def]
+def test_samples_and_call_stacks_go_through_the_partitions(engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Recorder output (samples, region call stacks) builds on the workers into the single-process PAG."""
+    from perflow.readers.otf2 import decode, fast_available
+    from perflow.writers.otf2 import write_otf2
+
     raw = _sampled_and_stacked().raw()
     assert len(raw.sample_events["location"]) and "stack" in raw.regions.columns
     ref = build_pag(raw)
@@ -361,6 +401,9 @@ def test_samples_and_call_stacks_go_through_the_partitions(engine) -> None:  # t
     for load in ({}, {"partition": "round_robin", "n_partitions": 4}, {"partition": np.array([0, 1, 1, 0])}):
         dt = engine.load(raw, **load)
         assert_same_pag(dt.to_pag(), ref)
+    if fast_available():  # from OTF2, each worker decoding its locations: their samples' stacks come along
+        anchor = write_otf2(raw, tmp_path / "run")
+        assert_same_pag(engine.load(anchor).to_pag(), build_pag(decode(anchor)))
     # rank 1 spent twice as long in solve: the sampled time says so
     solve = ref.vertex("main/timestep/solve").id
     t = ref.metrics.xs(solve, level="vertex")["time_inc"]

@@ -159,7 +159,9 @@ def assemble(
     program : str, optional
         The program name of the ProgramBegin records: their instances (region
         id ``len(defs.regions)``, written by the decoders) are instances of an
-        artificial region named after it (:func:`program_region`).
+        artificial region named after it (:func:`program_region`). Given
+        with no events (a partitioned read's definitions), the region table
+        still has that region, as the whole archive's read does.
     """
     nloc = len(defs.locations)
     reg_offset = np.zeros(nloc + 1, dtype=np.int64)
@@ -181,7 +183,7 @@ def assemble(
 
     regions = defs.regions.copy()
     reg = out["region_events"]["region"]
-    if len(reg) and int(reg.max()) >= len(regions):  # ProgramBegin/End were decoded
+    if program is not None or (len(reg) and int(reg.max()) >= len(regions)):  # ProgramBegin/End were decoded
         regions = pd.concat([regions, program_region(program)], ignore_index=True)
     out["sample_events"], stacks, reg_stack = resolve_samples(
         defs.attrs.get("contexts"), out["sample_events"], len(regions)

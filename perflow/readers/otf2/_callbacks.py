@@ -462,6 +462,11 @@ def _skip_counters() -> dict[str, int]:
     return _skip_addresses
 
 
+def callbacks_ready() -> bool:
+    """Whether the callbacks are compiled (or loaded from the cache) in this process already."""
+    return bool(_skip_addresses) or any(f.ready for f in _HANDLERS.values())
+
+
 def callback_addresses() -> dict[str, int]:
     """Return ``{record type name: C function address}`` for every OTF2 event record type."""
     out = {name: f.address for name, f in _HANDLERS.items()}

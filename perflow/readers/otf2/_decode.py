@@ -21,14 +21,14 @@ from ...trace.raw import OPTIONAL_COLUMNS, TABLE_SCHEMAS, RawTrace
 from ._arena import Arena
 from ._assemble import TABLES, assemble
 from ._bindings import decode_events
-from ._callbacks import callback_addresses
+from ._callbacks import callback_addresses, callbacks_ready
 from ._defs import Defs, patch_bindings, read_definitions
 from ._fast import LocationResult, check_local_defs, decode_locations, event_file, has_local_defs
 from ._forked import CrashError, HangError, run_forked
 from ._layout import SKIPPED_EVENTS
 from ._paths import resolve_anchor
 
-__all__ = ["decode", "fast_available", "read_defs", "decode_locations_of", "definitions_raw"]
+__all__ = ["decode", "fast_available", "read_defs", "decode_locations_of", "definitions_raw", "program_opened"]
 
 log = logging.getLogger("perflow.readers.otf2")
 
@@ -57,13 +57,11 @@ def fast_available() -> bool:
 
 
 def _fast_pays_off(anchor: str) -> bool:
-    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not loaded yet."""
-    import sys
-
+    """Engine "auto": the fast decoder, unless the trace is small and its callbacks are not compiled yet."""
     m = mode()
     if m != "auto":
         return m == "compile"
-    return f"{__package__}._callbacks" in sys.modules or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
+    return callbacks_ready() or _event_bytes(anchor) > BINDINGS_TRACE_BYTES
 
 
 @contextlib.contextmanager
@@ -517,22 +515,45 @@ def decode_locations_of(
         loc_events=defs.loc_events[glocs],
     )
     part = _decode_fast(anchor, sub, jobs, max_events)
-    full = definitions_raw(anchor, defs)  # the archive's definition tables, no events
+    opened = program_opened(part, len(defs.regions))
+    # the archive's definition tables, no events; with the program region when these locations open it
+    full = definitions_raw(anchor, defs, program=None if opened is None else opened[1])
     ev = {}
     for t in TABLES:
         tab = dict(getattr(part, t))
         tab["location"] = glocs[tab["location"]].astype(np.int32) if len(tab["location"]) else tab["location"]
         ev[t] = tab
     full.attrs["skipped_events"] = part.attrs.get("skipped_events", {})
-    return dataclasses.replace(full, **ev)
+    return dataclasses.replace(full, stacks=part.stacks, **ev)  # the stacks its samples refer to
 
 
-def definitions_raw(anchor: str, defs: Defs) -> RawTrace:
-    """A RawTrace with the archive's definitions and no events."""
+def program_opened(raw: RawTrace, n_defined: int) -> tuple[int, str] | None:
+    """The first location whose events open the program region (Score-P 8's ProgramBegin), and the region's name.
+
+    ``None`` when no event does. The decoders give the program region the id
+    ``n_defined`` (the number of regions the definitions define) and name it
+    after the first location's ProgramBegin (:func:`._assemble.program_region`):
+    a read of the archive in parts takes the first over its parts and builds
+    every part's definitions with ``definitions_raw(anchor, defs, program=name)``,
+    so that all of them have the region table of the whole archive's read.
+    """
+    reg = raw.region_events["region"]
+    hit = reg >= n_defined
+    if not len(reg) or not hit.any():
+        return None
+    return int(raw.region_events["location"][hit].min()), str(raw.regions["name"].iloc[n_defined])
+
+
+def definitions_raw(anchor: str, defs: Defs, program: str | None = None) -> RawTrace:
+    """A RawTrace with the archive's definitions and no events.
+
+    With ``program`` (the name of the program region, :func:`program_opened`),
+    the region table ends with that region, as when the events were read.
+    """
 
     def dtype(t: str, c: str) -> np.dtype:
         return TABLE_SCHEMAS[t][c] if c in TABLE_SCHEMAS[t] else OPTIONAL_COLUMNS[t][c][0]
 
     counts = {t: np.zeros(len(defs.locations), dtype=np.int64) for t in TABLES}
     empty = {t: {c: np.zeros(0, dtype=dtype(t, c)) for c in TABLES[t] if c != "location"} for t in TABLES}
-    return assemble(defs, empty, counts, {}, "fast")
+    return assemble(defs, empty, counts, {}, "fast", program)
