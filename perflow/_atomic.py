@@ -64,6 +64,7 @@ __all__ = [
     "temp_sibling",
     "confined",
     "all_or_nothing",
+    "current_file",
     "STALE_SECONDS",
 ]
 
@@ -157,6 +158,24 @@ def _pinned(target: Path) -> Iterator[Path]:
 _BATCH: contextvars.ContextVar[list[tuple[str, Path | None, Path | None, int | None]] | None] = contextvars.ContextVar(
     "perflow_atomic_batch", default=None
 )
+#: the files written so far in the running :func:`all_or_nothing` block: target (absolute) -> its temporary
+_PENDING: contextvars.ContextVar[dict[Path, Path] | None] = contextvars.ContextVar(
+    "perflow_atomic_pending", default=None
+)
+
+
+def current_file(target: str | os.PathLike[str]) -> Path | None:
+    """Where ``target``'s newest content is now: its temporary while an :func:`all_or_nothing` set is pending.
+
+    Inside the block a file already written is still under its temporary name (renamed when the block
+    ends); a later writer of the same set (a page linking and embedding the files written before it)
+    reads it from there. Outside a set, or for a file not written in it, ``target`` when it exists, else None.
+    """
+    pending = _PENDING.get()
+    t = Path(os.path.abspath(target))
+    if pending is not None and t in pending:
+        return pending[t]
+    return t if t.is_file() else None
 
 
 @contextlib.contextmanager
@@ -173,6 +192,7 @@ def all_or_nothing() -> Iterator[None]:
         return
     batch: list[tuple[str, Path | None, Path | None, int | None]] = []
     token = _BATCH.set(batch)
+    token_p = _PENDING.set({})
     try:
         yield
     except BaseException:
@@ -187,6 +207,7 @@ def all_or_nothing() -> Iterator[None]:
         raise
     finally:
         _BATCH.reset(token)
+        _PENDING.reset(token_p)
         fds = [fd for kind, _tmp, _t, fd in batch if kind == "fd" and fd is not None]
     try:
         for kind, tmp, t, _fd in batch:
@@ -285,6 +306,9 @@ def atomic_path(target: str | os.PathLike[str], *, fsync: bool = True) -> Iterat
             batch = _BATCH.get()
             if batch is not None:
                 batch.append(("file", tmp, t, None))  # renamed with the rest of the set
+                pending = _PENDING.get()
+                if pending is not None:
+                    pending[Path(os.path.abspath(target))] = tmp
             else:
                 os.replace(tmp, t)
         except BaseException as exc:

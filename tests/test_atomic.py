@@ -265,3 +265,28 @@ def test_outputs_of_a_run_are_written_atomically(tmp_path: Path, monkeypatch: py
     monkeypatch.undo()
     assert {n: p.read_bytes() for n, p in paths.items()} == before
     assert _temporaries(tmp_path) == []
+
+
+def test_a_page_written_in_the_same_set_reads_the_files_before_it(tmp_path):
+    """Under all_or_nothing the page embeds the PNG already rendered and links the CSV (both still temporaries)."""
+    import base64
+
+    from matplotlib.figure import Figure
+
+    from perflow._atomic import all_or_nothing, current_file
+    from perflow.flow.outputs import write_index
+
+    fig = Figure(figsize=(2, 1))
+    fig.add_subplot().plot([0, 1], [1, 0])
+    table = pd.DataFrame({"v": range(100)})
+    assert current_file(tmp_path / "fig.png") is None
+    with all_or_nothing():
+        write_value(fig, tmp_path, "fig")
+        write_value(table, tmp_path, "big")
+        pending = current_file(tmp_path / "fig.png")
+        assert pending is not None and pending.is_file() and not (tmp_path / "fig.png").exists()
+        write_index({"fig": fig, "big": table}, tmp_path)
+    assert current_file(tmp_path / "fig.png") == tmp_path / "fig.png"
+    page = (tmp_path / "index.html").read_text()
+    assert base64.b64encode((tmp_path / "fig.png").read_bytes()).decode() in page  # drawn once, for the file
+    assert '<a href="big.csv">big.csv</a>' in page

@@ -30,6 +30,7 @@ __all__ = [
     "TimelineData",
     "timeline_data",
     "aggregate_bins",
+    "aggregate_bins_many",
     "interval_categories",
     "span_cover",
     "path_rows",
@@ -110,34 +111,59 @@ def aggregate_bins(
     subtracts it from its parent's category (``parent_cat`` -1: no parent).
     Returns an array of shape ``(n_rows, bins, n_cats)`` in seconds.
     """
+    (out,) = aggregate_bins_many(row, enter, leave, [(cat, parent_cat, n_cats)], n_rows=n_rows, t0=t0, t1=t1, bins=bins)
+    return out
+
+
+def aggregate_bins_many(
+    row: np.ndarray,
+    enter: np.ndarray,
+    leave: np.ndarray,
+    colourings: list[tuple[np.ndarray, np.ndarray, int]],
+    *,
+    n_rows: int,
+    t0: float,
+    t1: float,
+    bins: int,
+) -> list[np.ndarray]:
+    """:func:`aggregate_bins` of the same intervals under several colourings, in one pass over the intervals.
+
+    ``colourings`` holds ``(cat, parent_cat, n_cats)`` per colouring (per kind and per function, say);
+    the bins each interval covers are found once. Each result equals :func:`aggregate_bins`'s exactly.
+    """
     w = (t1 - t0) / bins
     a = np.clip(enter, t0, t1)
     b = np.clip(leave, t0, t1)
     ia = np.minimum(((a - t0) / w).astype(np.int64), bins - 1)
     ib = np.minimum(((b - t0) / w).astype(np.int64), bins - 1)
-    size = n_rows * bins * n_cats
-    out = np.zeros(size)
-    full = np.zeros(size)  # difference array over bins, for the fully covered bins
-    base_row = row.astype(np.int64) * (bins * n_cats)
     same = ia == ib
     first = np.where(same, b - a, t0 + (ia + 1) * w - a)
     last = np.where(same, 0.0, b - (t0 + ib * w))
     span = ib > ia + 1
-    for c, sign in ((cat, 1.0), (parent_cat, -1.0)):
-        base = base_row + c
-        ok = c >= 0
-        if not ok.all():
-            base = base[ok]
-            ia_, ib_, first_, last_, span_ = ia[ok], ib[ok], first[ok], last[ok], span[ok]
-        else:
-            ia_, ib_, first_, last_, span_ = ia, ib, first, last, span
-        out += sign * np.bincount(base + ia_ * n_cats, weights=first_, minlength=size)
-        out += sign * np.bincount(base + ib_ * n_cats, weights=last_, minlength=size)
-        bs = base[span_]
-        full += sign * w * np.bincount(bs + (ia_[span_] + 1) * n_cats, minlength=size)
-        full -= sign * w * np.bincount(bs + ib_[span_] * n_cats, minlength=size)
-    cover = np.cumsum(full.reshape(n_rows, bins, n_cats), axis=1)
-    return out.reshape(n_rows, bins, n_cats) + cover
+    row64 = row.astype(np.int64)
+    results = []
+    for cat, parent_cat, n_cats in colourings:
+        size = n_rows * bins * n_cats
+        out = np.zeros(size)
+        full = np.zeros(size)  # difference array over bins, for the fully covered bins
+        base_row = row64 * (bins * n_cats)
+        for c, add in ((cat, True), (parent_cat, False)):
+            base = base_row + c
+            ok = c >= 0
+            if not ok.all():
+                base = base[ok]
+                ia_, ib_, first_, last_, span_ = ia[ok], ib[ok], first[ok], last[ok], span[ok]
+            else:
+                ia_, ib_, first_, last_, span_ = ia, ib, first, last, span
+            op = np.add if add else np.subtract  # in place: the same sums as adding (+1 or -1) * each term
+            op(out, np.bincount(base + ia_ * n_cats, weights=first_, minlength=size), out=out)
+            op(out, np.bincount(base + ib_ * n_cats, weights=last_, minlength=size), out=out)
+            bs = base[span_]
+            op(full, w * np.bincount(bs + (ia_[span_] + 1) * n_cats, minlength=size), out=full)
+            op(full, -w * np.bincount(bs + ib_[span_] * n_cats, minlength=size), out=full)
+        cover = np.cumsum(full.reshape(n_rows, bins, n_cats), axis=1)
+        results.append(out.reshape(n_rows, bins, n_cats) + cover)
+    return results
 
 
 def span_cover(
@@ -257,22 +283,28 @@ class TimelineData:
 
     def shares(self, t0: float, t1: float, bins: int, sel: np.ndarray | None = None) -> np.ndarray:
         """Share of each category in each (row, bin) of ``[t0, t1)``: ``(rows, bins, categories)``, 0..1."""
+        return self.shares_with([], t0, t1, bins, sel)[0]
+
+    def shares_with(
+        self, others: list[TimelineData], t0: float, t1: float, bins: int, sel: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """:meth:`shares` of this colouring and of ``others`` (the same instances coloured otherwise), in one pass."""
+        if any(len(o.row) != len(self.row) for o in others):
+            raise ValueError("shares_with: the other colourings must hold the same instances")
         if sel is None and (t0 > self.span[0] or t1 < self.span[1]):
             sel = self.in_window(t0, t1)
         pick = (lambda a: a) if sel is None else (lambda a: a[sel])
-        cov = aggregate_bins(
+        covs = aggregate_bins_many(
             pick(self.row),
             pick(self.enter),
             pick(self.leave),
-            pick(self.cat),
-            pick(self.parent_cat),
+            [(pick(td.cat), pick(td.parent_cat), len(td.names)) for td in (self, *others)],
             n_rows=self.n_rows,
-            n_cats=len(self.names),
             t0=t0,
             t1=t1,
             bins=bins,
         )
-        return np.clip(cov / ((t1 - t0) / bins), 0.0, 1.0)
+        return [np.clip(cov / ((t1 - t0) / bins), 0.0, 1.0) for cov in covs]
 
     def rows_of(self, process: np.ndarray, thread: np.ndarray) -> np.ndarray:
         """Row of each (process, thread); -1 for locations not shown."""

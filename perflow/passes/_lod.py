@@ -13,7 +13,7 @@ from perflow.sdk import PAG
 
 from ._binned import TimelineData, share_pixels
 
-__all__ = ["SUB", "IDLE", "IDLE_CODE", "pyramid", "complete_instances", "longest"]
+__all__ = ["SUB", "IDLE", "IDLE_CODE", "pyramid", "finest_bins", "complete_instances", "longest"]
 
 #: Band height of a row in summary pixels (the top one a gap between rows).
 SUB = 6
@@ -22,19 +22,26 @@ IDLE = "#ffffff00"
 IDLE_CODE = 255
 
 
+def finest_bins(levels: int, tile_bins: int) -> int:
+    """Bins across the whole span at the finest level of a :func:`pyramid`."""
+    return tile_bins * 2 ** (levels - 1)
+
+
 def pyramid(
-    td: TimelineData, t0: float, t1: float, levels: int, tile_bins: int
+    td: TimelineData, t0: float, t1: float, levels: int, tile_bins: int, shares: np.ndarray | None = None
 ) -> tuple[list[tuple[int, int, np.ndarray]], np.ndarray]:
     """Summary tiles of every level and the finest level's shares.
 
     Each tile is ``(level, i, pixels)``: ``(rows * SUB, tile_bins)`` uint8, a category index per
     pixel (:data:`IDLE_CODE` where idle, and on the top pixel line of each row: the gap between
-    rows); tiles where nothing happens are left out.
+    rows); tiles where nothing happens are left out. ``shares``: ``td.shares(t0, t1,
+    finest_bins(levels, tile_bins))`` when already computed (with another colouring, say).
     """
     if len(td.names) >= IDLE_CODE:
         raise ValueError(f"at most {IDLE_CODE - 1} timeline categories, not {len(td.names)}")
-    finest = tile_bins * 2 ** (levels - 1)
-    shares = td.shares(t0, t1, finest)  # (rows, finest, categories): computed once; coarser levels are means
+    finest = finest_bins(levels, tile_bins)
+    if shares is None:  # (rows, finest, categories): computed once; coarser levels are means
+        shares = td.shares(t0, t1, finest)
     n_rows, n_cats = td.n_rows, len(td.names)
     tiles: list[tuple[int, int, np.ndarray]] = []
     for k in range(levels):

@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.sdk import PAG, pass_
-from perflow.sdk.render import write_text
+from perflow.sdk.render import current_file, write_text
 from perflow.sdk.trace import waits_for
 
 from ._htmlparts import MAX_ROWS, figure_html, markdown_html, table_html
@@ -96,7 +96,8 @@ def _section(name: str, value: Any, aid: str, folder: Path | None, fold: bool = 
     """
     esc = html.escape
     safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "output"
-    csv = f"{safe}.csv" if folder is not None and (folder / f"{safe}.csv").is_file() else None
+    # the files of this run's outputs (still under their temporary names while the set is being written)
+    csv = f"{safe}.csv" if folder is not None and current_file(folder / f"{safe}.csv") is not None else None
     if isinstance(value, str):
         t = value.lstrip()
         if t[:15].lower().startswith(("<!doctype", "<html")):
@@ -114,8 +115,8 @@ def _section(name: str, value: Any, aid: str, folder: Path | None, fold: bool = 
                 f'<span class="pf-more">table, {n:,} row{"s" if n != 1 else ""}</span></summary>\n{body}\n</details>'
             )
     elif hasattr(value, "savefig"):
-        png = folder / f"{safe}.png" if folder is not None else None
-        body = figure_html(value, name, png.read_bytes() if png is not None and png.is_file() else None)
+        png = current_file(folder / f"{safe}.png") if folder is not None else None
+        body = figure_html(value, name, png.read_bytes() if png is not None else None)
     elif isinstance(value, PAG):
         return None
     elif type(value).__name__ == "Styler":

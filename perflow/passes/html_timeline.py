@@ -38,7 +38,7 @@ from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.render import write_text
 
 from ._binned import TimelineData, interval_categories, path_rows, path_runs, span_cover, timeline_data
-from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, longest, pyramid
+from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, finest_bins, longest, pyramid
 from .html_tree import web_asset
 from .timeline import overlay_table
 
@@ -170,8 +170,9 @@ def timeline_section(
     pack = _Pack()
     meta: dict[str, Any] = {"t0": t0, "t1": t1, "levels": levels, "tile_bins": tile_bins, "sub": SUB, "tick": tick}
     # summary pyramids, per category and per function
-    tiles_k, shares = pyramid(td, t0, t1, levels, tile_bins)
-    tiles_r, shares_r = pyramid(tf, t0, t1, levels, tile_bins)
+    both = td.shares_with([tf], t0, t1, finest_bins(levels, tile_bins))  # one pass over the instances
+    tiles_k, shares = pyramid(td, t0, t1, levels, tile_bins, both[0])
+    tiles_r, shares_r = pyramid(tf, t0, t1, levels, tile_bins, both[1])
     meta["tiles_kind"] = [[lv, i, pack.add(None, img, "u8")] for lv, i, img in tiles_k]
     region = _Pack()  # the summary per function: its own data, decoded when asked for
     meta["tiles_region"] = [[lv, i, region.add(None, img, "u8")] for lv, i, img in tiles_r]

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from perflow.sdk import PAG, PassError, pass_
-from perflow.sdk.figures import Figure, axis_scale, new_figure, save_figure
+from perflow.sdk.figures import Figure, axis_scale, layout_free, new_figure, save_figure
 from perflow.sdk.render import numeric, require_columns
 
 from ._binned import (
@@ -104,8 +104,15 @@ def _draw_summary(
     shares = td.shares(t0, t1, bins, sel)
     palette = np.vstack([rgba, [1.0, 1.0, 1.0, 0.0]])  # the last entry: idle (transparent)
     img = _band_image(shares, palette, td.n_rows)
-    ax.imshow(
-        img, extent=(t0, t1, td.n_rows - 0.5, -0.5), aspect="auto", interpolation="nearest", origin="upper", zorder=1
+    layout_free(  # drawn once when saved (not also when measured for bbox_inches="tight")
+        ax.imshow(
+            img,
+            extent=(t0, t1, td.n_rows - 0.5, -0.5),
+            aspect="auto",
+            interpolation="nearest",
+            origin="upper",
+            zorder=1,
+        )
     )
     if sax is not None:
         centre = t0 + (np.arange(bins) + 0.5) * (t1 - t0) / bins
@@ -141,12 +148,14 @@ def _draw_waits(ax: Any, ws: pd.DataFrame, td: TimelineData, t0: float, t1: floa
     over = np.zeros((td.n_rows, 4, bins, 4))
     over[:, 3, :, :3] = WAIT_RGBA
     over[:, 3, :, 3] = 0.9 * cover
-    ax.imshow(
-        over.reshape(td.n_rows * 4, bins, 4),
-        extent=(t0, t1, td.n_rows - 0.5, -0.5),
-        aspect="auto",
-        interpolation="nearest",
-        zorder=3,
+    layout_free(
+        ax.imshow(
+            over.reshape(td.n_rows * 4, bins, 4),
+            extent=(t0, t1, td.n_rows - 0.5, -0.5),
+            aspect="auto",
+            interpolation="nearest",
+            zorder=3,
+        )
     )
     return Patch(facecolor=(*WAIT_RGBA, 0.6), edgecolor="#b00000", label="wait states")
 

@@ -9,11 +9,15 @@ module imports matplotlib.
 
 from __future__ import annotations
 
+from typing import Any
+
+from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
 
 from .render import figure_png
 
-__all__ = ["PerflowFigure", "figure_png"]
+__all__ = ["PerflowFigure", "LayoutFreeImage", "figure_png"]
 
 
 class PerflowFigure(Figure):
@@ -21,3 +25,18 @@ class PerflowFigure(Figure):
 
     def _repr_png_(self) -> bytes:
         return figure_png(self)
+
+
+class LayoutFreeImage(AxesImage):
+    """An image that skips its resampling when the renderer's drawing is disabled.
+
+    ``savefig(bbox_inches="tight")`` and the constrained layout draw the figure once with the
+    renderer's ``draw_*`` methods replaced by no-ops (``RendererBase._draw_disabled``), to measure
+    it; an image's extent does not depend on its pixels, so resampling a large image (a summary
+    timeline's bands) then is wasted work. The real draw is unchanged (the same pixels).
+    """
+
+    def draw(self, renderer: Any) -> None:
+        if getattr(getattr(renderer, "draw_image", None), "__wrapped__", None) is RendererBase.draw_image:
+            return  # a measuring pass: nothing is drawn
+        super().draw(renderer)

@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._atomic import current_file
 from .._atomic import write_bytes as atomic_write_bytes
 from .._atomic import write_text as atomic_write_text
 from ..errors import PassError
@@ -52,6 +53,7 @@ __all__ = [
     "select_rows",
     "write_text",
     "write_bytes",
+    "current_file",
     "figure_png",
     "slug",
     "shorten_end",
