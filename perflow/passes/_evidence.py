@@ -8,6 +8,8 @@ table (columns)                    finding                                      
 =================================  ===========================================  ===========================
 root causes (vertex, cost, total,  a call path whose delays make others wait    total / locations
 top_process)
+off the CPU (the same and          a call path the delaying thread was off the  total / locations
+off_cpu_vertex)                    CPU in, making others wait
 waits per call path (vertex,       a wait state at an MPI call                  amount / locations
 kind, amount, max_process)
 critical-path imbalance (vertex,   a call path that keeps the critical path     cpi
@@ -91,6 +93,7 @@ class Candidate:
     wait_kind: str = ""  # a wait state's kind (``late_receiver``)
     explains: dict[str, float] = field(default_factory=dict)  # a root cause's waiting caused, per wait kind (s)
     explained: bool = False  # a wait state the root causes explain (shown with them, not on its own)
+    lead: str = ""  # words that open a root cause's line whatever it explains ("off the CPU here ..., ")
 
 
 def _has(df: Any, *cols: str) -> bool:
@@ -209,27 +212,48 @@ def _fmt(x: float) -> str:
 
 
 def _root_causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
+    _causes(name, df, h, n, out, off_cpu=False)
+
+
+def _off_cpu(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate]) -> None:
+    _causes(name, df, h, n, out, off_cpu=True)
+
+
+def _kinds_caused(text: Any) -> dict[str, float]:
+    """A ``causes`` cell ("kind:seconds, ...") as seconds per wait kind."""
+    explains: dict[str, float] = {}
+    if isinstance(text, str) and text:
+        for item in text.split(","):
+            k, _, amount = item.strip().partition(":")
+            try:
+                a = float(amount)
+            except ValueError:
+                continue
+            if k and math.isfinite(a) and a > 0:
+                explains[k] = explains.get(k, 0.0) + a
+    return explains
+
+
+def _causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidate], *, off_cpu: bool) -> None:
+    """Root causes: a call path whose delays make others wait (``off_cpu``: while off the CPU in it)."""
     total = df["total"].to_numpy(dtype=np.float64)
     keep = total >= 0.01 * max(float(np.nansum(total)), 1e-300)
+    if off_cpu and "percent" in df.columns:  # and at least 1% of all the waiting analysed (not noise)
+        keep &= pd.to_numeric(df["percent"], errors="coerce").fillna(0.0).to_numpy() >= 1.0
     locs = _over(df, "total", n)
     for i in np.flatnonzero(keep):
         row = df.iloc[i]
         v, cp = _where_cols(row)
-        procs = h.cause_processes(v) or [int(_num(row, "top_process", -1))]
-        explains: dict[str, float] = {}  # the causes column: the waiting caused per wait kind, "kind:seconds"
-        if isinstance(row.get("causes"), str) and row["causes"]:
-            for item in row["causes"].split(","):
-                k, _, amount = item.strip().partition(":")
-                try:
-                    a = float(amount)
-                except ValueError:
-                    continue
-                if k and math.isfinite(a) and a > 0:
-                    explains[k] = explains.get(k, 0.0) + a
+        ov = int(_num(row, "off_cpu_vertex", -1)) if off_cpu else -1
+        procs = h.cause_processes(ov if off_cpu else v) or [int(_num(row, "top_process", -1))]
+        explains = _kinds_caused(row.get("causes"))  # the waiting caused per wait kind
         parts = [f"{wait_label(k)} {_fmt(a)}" for k, a in explains.items()]
         kinds = f" ({', '.join(parts)})" if parts else ""
         what = f"delays others: {_fmt(float(total[i]))} of waiting in total{kinds}"
         short = f"root cause of {_fmt(float(total[i]))} of waiting"
+        lead = "off the CPU here (descheduled or blocked outside MPI), " if off_cpu else ""
+        if off_cpu:  # the thread was descheduled (an oversubscribed node) or blocked in a system call here
+            what, short = lead + what, f"off the CPU: {short}"
         out.append(
             Candidate(
                 "root cause",
@@ -244,6 +268,7 @@ def _root_causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Can
                 short=short,
                 amount=float(total[i]),
                 explains=explains,
+                lead=lead,
             )
         )
 
@@ -475,6 +500,7 @@ def _hotspots(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candid
 
 #: (required columns, extractor), tried in this order on every table.
 EXTRACTORS = (
+    (("vertex", "off_cpu_vertex", "cost", "total", "top_process"), _off_cpu),
     (("vertex", "cost", "total", "top_process"), _root_causes),
     (("vertex", "kind", "amount", "max_process"), _waits),
     (("vertex", "cpi"), _cpi),

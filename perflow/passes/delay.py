@@ -30,7 +30,7 @@ __all__ = ["root_cause", "delay_tables"]
 def delay_tables(
     pag: PAG, pass_name: str, delay_settings: DelaySettings | None = None, *, gains: int = 20, sort: str = "total"
 ) -> dict[str, Any]:
-    """``causes``, ``by_process`` and ``summary`` tables (see :func:`root_cause`)."""
+    """``causes``, ``by_process``, ``summary`` and ``off_cpu`` tables (see :func:`root_cause`)."""
     require_trace(pag, pass_name)
     check_choice(pass_name, "sort", sort, ("total", "gain"))
     if isinstance(gains, bool) or not isinstance(gains, int) or gains < -1:
@@ -48,46 +48,18 @@ def delay_tables(
     code = ~gone[~c["propagating"].to_numpy()], ~gone[c["propagating"].to_numpy()]
 
     def per(keys: list[str], code_only: bool = False) -> pd.DataFrame:
-        dd, pp = (direct[code[0]], prop[code[1]]) if code_only else (direct, prop)
-        d = dd.groupby(keys)["cost"].sum().rename("cost")
-        p = pp.groupby(keys)["cost"].sum().rename("propagating")
-        out = pd.concat([d, p], axis=1).fillna(0.0)
-        out["total"] = out["cost"] + out["propagating"]
-        return out
+        return _sums(direct[code[0]], prop[code[1]], keys) if code_only else _sums(direct, prop, keys)
 
-    by_vertex = per(["vertex"], code_only=True)
     bp = per(["process", "thread", "vertex"])
-    cols = ["vertex", "name", "call_path", "source", "cost", "propagating", "total", "percent"]
-    if len(by_vertex):
-        top = bp["total"].groupby(level="vertex").idxmax()
-        by_vertex["top_process"] = [t[0] for t in top.reindex(by_vertex.index)]
-        by_vertex["top_process_cost"] = bp["total"].groupby(level="vertex").max().reindex(by_vertex.index)
-        kinds = c.assign(wait_kind=c["wait_kind"].astype(str)).groupby(["vertex", "wait_kind"])["cost"].sum()
-        kinds = kinds[kinds > 0].sort_values(ascending=False)
-        by_vertex["causes"] = (
-            pd.Series(
-                {v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items()) for v, g in kinds.groupby(level=0, sort=False)}
-            )
-            .reindex(by_vertex.index)
-            .fillna("")
-        )
-    else:
-        by_vertex["top_process"] = pd.Series(dtype=np.int64)
-        by_vertex["top_process_cost"] = pd.Series(dtype=np.float64)
-        by_vertex["causes"] = pd.Series(dtype=object)
-    by_vertex["percent"] = 100.0 * by_vertex["total"] / total
-    causes = by_vertex.reset_index()
-    v = causes["vertex"].to_numpy()
-    causes.insert(1, "name", name_column(pag, v))
-    causes.insert(2, "call_path", call_path_column(pag, v))
-    causes.insert(3, "source", source_column(pag, v))
-    causes = causes[[*cols, "top_process", "top_process_cost", "causes"]]
-    causes = causes.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    causes = _vertex_table(pag, per(["vertex"], code_only=True), bp, c, total)
     causes.insert(
-        cols.index("percent") + 1, GAIN, balance_gains(pag, causes["vertex"].to_numpy(), None, pass_name, rows=gains)
+        causes.columns.get_loc("percent") + 1,
+        GAIN,
+        balance_gains(pag, causes["vertex"].to_numpy(), None, pass_name, rows=gains),
     )
     if sort == "gain":
         causes = causes.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    off = _off_cpu_table(pag, direct[~code[0]], prop[~code[1]], bp, c, total)
     bp["percent"] = 100.0 * bp["total"] / total
     bp = bp.reset_index()
     v = bp["vertex"].to_numpy()
@@ -106,13 +78,82 @@ def delay_tables(
             "lost": [res.lost],
         }
     )
-    return {"causes": causes, "by_process": bp, "summary": summary}
+    return {"causes": causes, "by_process": bp, "summary": summary, "off_cpu": off}
+
+
+#: Columns of the per-call-path tables (``causes`` adds ``gain [s]`` after ``percent``).
+_COLS = ["vertex", "name", "call_path", "source", "cost", "propagating", "total", "percent"]
+
+
+def _sums(direct: pd.DataFrame, prop: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``cost``, ``propagating`` and ``total`` per ``keys`` of the direct and propagating delay costs."""
+    d = direct.groupby(keys)["cost"].sum().rename("cost")
+    p = prop.groupby(keys)["cost"].sum().rename("propagating")
+    out = pd.concat([d, p], axis=1).fillna(0.0)
+    out["total"] = out["cost"] + out["propagating"]
+    return out
+
+
+def _vertex_table(pag: PAG, by_vertex: pd.DataFrame, bp: pd.DataFrame, c: pd.DataFrame, total: float) -> pd.DataFrame:
+    """One row per vertex of ``by_vertex`` (indexed by vertex) with its names, top process and wait kinds caused."""
+    by_vertex = by_vertex.copy()
+    if len(by_vertex):
+        top = bp["total"].groupby(level="vertex").idxmax()
+        by_vertex["top_process"] = [t[0] for t in top.reindex(by_vertex.index)]
+        by_vertex["top_process_cost"] = bp["total"].groupby(level="vertex").max().reindex(by_vertex.index)
+        cv = c[c["vertex"].isin(by_vertex.index)]
+        kinds = cv.assign(wait_kind=cv["wait_kind"].astype(str)).groupby(["vertex", "wait_kind"])["cost"].sum()
+        kinds = kinds[kinds > 0].sort_values(ascending=False)
+        by_vertex["causes"] = (
+            pd.Series(
+                {
+                    v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items())
+                    for v, g in kinds.groupby(level=0, sort=False)
+                },
+                dtype=object,
+            )
+            .reindex(by_vertex.index)
+            .fillna("")
+        )
+    else:
+        by_vertex["top_process"] = pd.Series(dtype=np.int64)
+        by_vertex["top_process_cost"] = pd.Series(dtype=np.float64)
+        by_vertex["causes"] = pd.Series(dtype=object)
+    by_vertex["percent"] = 100.0 * by_vertex["total"] / total
+    out = by_vertex.reset_index()
+    v = out["vertex"].to_numpy()
+    out.insert(1, "name", name_column(pag, v))
+    out.insert(2, "call_path", call_path_column(pag, v))
+    out.insert(3, "source", source_column(pag, v))
+    out = out[[*_COLS, "top_process", "top_process_cost", "causes"]]
+    return out.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def _off_cpu_table(
+    pag: PAG, direct: pd.DataFrame, prop: pd.DataFrame, bp: pd.DataFrame, c: pd.DataFrame, total: float
+) -> pd.DataFrame:
+    """The waiting caused while the delaying threads were off the CPU, per call path they were off it in.
+
+    An ``off_cpu`` vertex sits below the frames that were waiting for the CPU (or blocked outside
+    MPI); its row is that code's, ``vertex`` the code's vertex and ``off_cpu_vertex`` its own.
+    """
+    by_off = _sums(direct, prop, ["vertex"])
+    table = _vertex_table(pag, by_off, bp, c, total)
+    ov = table["vertex"].to_numpy(dtype=np.int64)
+    parent = pag.vertex_table["parent"].to_numpy()[ov] if len(ov) else np.zeros(0, np.int64)
+    code = np.where(parent >= 0, parent, ov)
+    table.insert(1, "off_cpu_vertex", ov)
+    table["vertex"] = code
+    table["name"] = name_column(pag, code)
+    table["call_path"] = call_path_column(pag, code)
+    table["source"] = source_column(pag, code)
+    return table
 
 
 @pass_(
-    version="3",
+    version="4",
     tags=("trace", "root-cause", "delay"),
-    outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame},
+    outputs={"causes": pd.DataFrame, "by_process": pd.DataFrame, "summary": pd.DataFrame, "off_cpu": pd.DataFrame},
 )
 @settings_keywords(DelaySettings, "delay_settings")
 def root_cause(
@@ -149,6 +190,12 @@ def root_cause(
         blocked outside MPI: a recorded run's ``off_cpu`` call paths, which are
         no code's: left out of ``causes``, kept in ``by_process`` to say who it
         was), ``lost`` (long-term shares with no later wait to go to).
+    off_cpu
+        The waiting caused off the CPU, per call path the delaying threads were
+        off the CPU in (descheduled, as on an oversubscribed node, or blocked in
+        a system call): the columns of ``causes`` without ``gain [s]``, with
+        ``vertex`` the code's call path and ``off_cpu_vertex`` the ``off_cpu``
+        vertex below it. Its ``total`` sums to the summary's ``off_cpu``.
 
     Parameters
     ----------

@@ -138,7 +138,7 @@ def _explain(found: list[Candidate], pag: PAG | None) -> None:
             f"{_secs(e)} of {wait_label(w.wait_kind)} waiting in {_name(pag, w)}{_on(w.processes)}" for w, e in mine
         ]
         more = f" and {len(said) - 3} more" if len(said) > 3 else ""
-        c.what = f"delays others: {_secs(c.amount)} of waiting in total; explains {', '.join(said[:3])}{more}"
+        c.what = f"{c.lead}delays others: {_secs(c.amount)} of waiting in total; explains {', '.join(said[:3])}{more}"
     for w in waits:
         by = sorted(((c, e) for c, ww, e in capped if ww is w and e > 0), key=lambda ce: -ce[1])
         done = sum(e for _, e in by)

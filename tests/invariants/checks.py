@@ -195,13 +195,16 @@ def waits_partition_calls(pag: perflow.PAG, **settings: Any) -> None:
 def unattributed_waiting_reported(pag: perflow.PAG) -> None:
     """root_cause accounts for all waiting it analyses: attributed + off_cpu + unattributed + lost = total_wait.
 
-    (``off_cpu``: waiting caused by time a recorded rank spent off the CPU, which is no code's.) And it
+    (``off_cpu``: waiting caused by time a recorded rank spent off the CPU, which is no code's; the
+    ``off_cpu`` table per call path sums to it.) And it
     analyses no more than the idle wait states (no double counting), short-term and long-term.
     """
     ws = run("wait_states", pag)
     idle = float(ws.loc[ws["kind"].isin(list(IDLE_KINDS)).to_numpy(), "amount"].sum())
     for long_term in (False, True):
-        s = run("root_cause", pag, long_term=long_term)["summary"].iloc[0]
+        res = run("root_cause", pag, long_term=long_term)
+        s = res["summary"].iloc[0]
+        close(float(res["off_cpu"]["total"].sum()), s["off_cpu"], "root_cause's off_cpu table against its summary")
         assert s["unattributed"] >= 0 and s["lost"] >= 0 and s["attributed"] >= 0 and s["off_cpu"] >= 0
         close(
             s["attributed"] + s["off_cpu"] + s["unattributed"] + s["lost"],

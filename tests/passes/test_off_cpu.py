@@ -57,3 +57,31 @@ def test_code_blame_passes_leave_it_out(pag: perflow.PAG) -> None:
     assert "off_cpu" not in set(hotspot(pag, k=20)["name"].astype(str))
     assert "off_cpu" not in set(imbalance(pag)["name"].astype(str))
     assert "off_cpu" in set(names)
+
+
+def test_root_cause_says_which_code_was_off_the_cpu(pag: perflow.PAG) -> None:
+    res = root_cause(pag, long_term=True)
+    off, s = res["off_cpu"], res["summary"].iloc[0]
+    assert len(off) == 1
+    row = off.iloc[0]
+    names = pag.vertex_table["name"].astype(str)
+    assert row["name"] == "work" and row["call_path"].endswith("main/work")  # the code it was off the CPU in
+    assert names.iat[int(row["off_cpu_vertex"])] == "off_cpu"
+    assert int(pag.vertex_table["parent"].iat[int(row["off_cpu_vertex"])]) == int(row["vertex"])
+    assert row["total"] == pytest.approx(s["off_cpu"]) == pytest.approx(3.0)
+    assert int(row["top_process"]) == 0 and row["causes"] == "wait_nxn:3"
+    assert row["percent"] == pytest.approx(60.0)  # of the 5 s of waiting analysed
+
+
+def test_findings_name_the_code_off_the_cpu_and_explain_the_wait(pag: perflow.PAG) -> None:
+    from perflow.passes.findings import findings
+
+    f = findings(root_cause(pag, long_term=True), pag)
+    first = f.iloc[0]
+    assert first["where"] == "work" and first["processes"] == "0"
+    assert first["what"].startswith("off the CPU here (descheduled or blocked outside MPI), delays others: 3.00 s")
+    assert "explains 3.00 s of Wait at N×N waiting in MPI_Allreduce on rank 1" in first["what"]
+    assert "also root cause of 2.00 s of waiting" in first["what"]
+    # the 5 s of waiting at the allreduce is explained (3 s off the CPU, 2 s of work): no finding of its own
+    assert not f["what"].str.contains("by no root cause").any()
+    assert not ((f["kind"] == "wait state") & (f["where"].str.startswith("MPI_Allreduce"))).any()
