@@ -2,7 +2,8 @@
 
 :class:`MetricInfo` describes a metric column (the PAG, its readers, saved PAGs'
 manifests and the trace pipeline's tallies all use it); :func:`read_only` is how
-the PAG's faces hand out arrays without copying. Nothing here imports another
+the PAG's faces hand out arrays without copying; :func:`off_cpu_flags` says which
+vertices are a recorded thread's time off the CPU. Nothing here imports another
 part of the PAG, so every module of :mod:`perflow.pag` can import it.
 """
 
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MetricInfo", "DEFAULT_METRICS", "metric_combine", "read_only"]
+from ..kinds import OFF_CPU
+
+__all__ = ["MetricInfo", "DEFAULT_METRICS", "metric_combine", "read_only", "off_cpu_flags"]
 
 
 @dataclass(frozen=True)
@@ -70,3 +73,15 @@ def read_only(a: np.ndarray) -> np.ndarray:
     v = np.asarray(a).view()
     v.flags.writeable = False
     return v
+
+
+def off_cpu_flags(names: object, roles: object | None = None) -> np.ndarray:
+    """Per vertex, by its region name and role: whether it is time off the CPU.
+
+    That is the recorder's artificial region :data:`perflow.kinds.OFF_CPU` (role "artificial"; with
+    ``roles`` None, for a PAG without a role column, the name alone decides).
+    """
+    out = np.asarray(names, dtype=object) == OFF_CPU
+    if roles is not None and out.any():
+        out = out & (np.asarray(roles, dtype=object) == "artificial")
+    return np.asarray(out, dtype=bool)

@@ -251,7 +251,7 @@ def _causes(name: str, df: pd.DataFrame, h: _Helpers, n: int, out: list[Candidat
         kinds = f" ({', '.join(parts)})" if parts else ""
         what = f"delays others: {_fmt(float(total[i]))} of waiting in total{kinds}"
         short = f"root cause of {_fmt(float(total[i]))} of waiting"
-        lead = "off the CPU here (descheduled or blocked outside MPI), " if off_cpu else ""
+        lead = "off the CPU here (descheduled, or blocked in a system call), " if off_cpu else ""
         if off_cpu:  # the thread was descheduled (an oversubscribed node) or blocked in a system call here
             what, short = lead + what, f"off the CPU: {short}"
         out.append(

@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PassError
-from ..kinds import IDLE_REGIONS, OFF_CPU, MPIClass, VertexKind, is_gpu_api, mpi_class
+from ..kinds import IDLE_REGIONS, MPIClass, VertexKind, is_gpu_api, mpi_class
 from ..pag.align import align
-from ..pag.base import metric_combine
+from ..pag.base import metric_combine, off_cpu_flags
 from ..pag.ensemble import DEFAULT_PERCENTILES, Ensemble
 from ..pag.frames import AGGREGATIONS
 from ..pag.imbalance import IMBALANCE_CRITERIA, imbalance_measures
@@ -285,10 +285,7 @@ def off_cpu_mask(pag: PAG) -> np.ndarray:
     vt = pag.vertex_table
     if not len(vt):
         return np.zeros(0, dtype=bool)
-    out = (vt["name"].astype(str) == OFF_CPU).to_numpy()
-    if "role" in vt.columns and out.any():
-        out = out & (vt["role"].astype(str) == "artificial").to_numpy()
-    return out
+    return off_cpu_flags(vt["name"].astype(str), vt["role"].astype(str) if "role" in vt.columns else None)
 
 
 def device_categories(names: pd.Series, kind: np.ndarray) -> np.ndarray:

@@ -24,11 +24,12 @@ import pandas as pd
 
 from ..errors import PAGError
 from ..pag.analysis import Analysis, Settings
+from ..pag.base import off_cpu_flags
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
 from . import criticalparts, partfacts, replayparts, waitparts
 from .critical import CriticalPath, critical_path
-from .delays import DelayResult, delay_costs
+from .delays import DelayResult, delay_costs, off_cpu_children
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
 from .replay import replay
 from .replaydeps import ReplayMode
@@ -209,6 +210,7 @@ def _critical_program(built: Any, pag: Any, s: CriticalSettings) -> CriticalPath
 def _delays(pag: Any, s: DelaySettings) -> DelayResult:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
     roles, regions = vertex_roles(pag)
+    vt = pag.vertex_table
     return delay_costs(
         trace_of(pag),
         w,
@@ -219,6 +221,7 @@ def _delays(pag: Any, s: DelaySettings) -> DelayResult:
         flat=pag.analyses.get(FLAT_TIMELINE),
         roles=roles,
         regions=regions,
+        off_cpu=off_cpu_children(vt["parent"].to_numpy(), off_cpu_flags(vt["name"].astype(str), roles)),
     )
 
 

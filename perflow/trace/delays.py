@@ -55,7 +55,7 @@ from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, windo
 from .syncpoints import LS_KINDS, sync_points
 from .waits import IDLE_KINDS
 
-__all__ = ["DelayResult", "delay_costs", "LONG_TERM_KINDS", "NOT_ANALYSED"]
+__all__ = ["DelayResult", "delay_costs", "off_cpu_children", "LONG_TERM_KINDS", "NOT_ANALYSED"]
 
 _MAXSTEP = 64
 
@@ -97,9 +97,13 @@ def _find_i64(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _less_waiting(j0, j1, sp_wait, sp_vtx, nvert, acc, mark, touched, nt):  # type: ignore[no-untyped-def]
+def _less_waiting(j0, j1, sp_wait, sp_vtx, inner, nvert, acc, mark, touched, nt):  # type: ignore[no-untyped-def]
     """Take the waiting at synchronisation points ``j0..j1-1`` off ``acc`` per call path (marking each
-    touched one); return the new ``nt`` and the waiting taken."""
+    touched one); return the new ``nt`` and the waiting taken.
+
+    Waiting beyond the call's own time in the window is taken off the time spent off the CPU inside
+    the call (``inner[v]``, its ``off_cpu`` child; -1 none): waiting while descheduled is waiting.
+    """
     W = 0.0
     for j in range(j0, j1):
         if sp_wait[j] > 0.0:
@@ -110,6 +114,11 @@ def _less_waiting(j0, j1, sp_wait, sp_vtx, nvert, acc, mark, touched, nt):  # ty
                 nt += 1
             acc[v] -= sp_wait[j]
             W += sp_wait[j]
+            u = inner[v]
+            if u >= 0 and acc[v] < 0.0 and acc[u] > 0.0:  # (acc[u] > 0: already touched by the window sums)
+                move = min(-acc[v], acc[u])
+                acc[u] -= move
+                acc[v] += move
     return nt, W
 
 
@@ -165,7 +174,7 @@ def _kernel(  # type: ignore[no-untyped-def]
     order, w_loc, w_start, w_amount, w_cloc, w_ctime, w_kind, w_cls, w_cap, nkind,
     time, vertex, offsets, lstart, nvert,
     sp_off, sp_t, sp_rel, sp_wait, sp_vtx, sp_wid, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp,
-    long_term, file_first,
+    inner, long_term, file_first,
 ):  # fmt: skip
     nw = order.shape[0]
     pos = np.full(w_loc.shape[0], -1, np.int64)  # -1: a wait not analysed (what reaches it is lost)
@@ -213,8 +222,8 @@ def _kernel(  # type: ignore[no-untyped-def]
         nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt)
         nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt)
         # waiting at the delayer's (and the waiter's) points inside its interval is no work
-        nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, nvert, accS, mark, touched, nt)
-        nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, nvert, accR, mark, touched, nt)
+        nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, inner, nvert, accS, mark, touched, nt)
+        nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, inner, nvert, accR, mark, touched, nt)
         D = 0.0
         for t in range(nt):
             v = touched[t]
@@ -302,6 +311,22 @@ def _grow(o_w, o_v, o_c, o_f, o_k, n, cap):  # type: ignore[no-untyped-def]
     return a1, a2, a3, a4, a5
 
 
+def off_cpu_children(parent: np.ndarray, off_cpu: np.ndarray) -> np.ndarray:
+    """Per vertex, its child that is time off the CPU (``off_cpu``: a mask per vertex), -1 when none."""
+    out = np.full(len(parent), -1, np.int64)
+    kids = np.flatnonzero(np.asarray(off_cpu, dtype=bool) & (np.asarray(parent) >= 0))
+    out[np.asarray(parent)[kids]] = kids
+    return out
+
+
+def _inner(off_cpu: np.ndarray | None, n_vertices: int) -> np.ndarray:
+    """The kernel's ``inner``: ``off_cpu`` with one more slot (time outside every region), -1 filled."""
+    out = np.full(n_vertices + 1, -1, np.int64)
+    if off_cpu is not None and len(off_cpu):
+        out[: min(len(off_cpu), n_vertices)] = np.asarray(off_cpu, dtype=np.int64)[:n_vertices]
+    return out
+
+
 #: idle kinds the delay analysis leaves out: MPI_Finalize's wait (a synchronisation point, but no delay metric)
 NOT_ANALYSED = ("finalize_wait",)
 #: kinds whose short-term cost is at most the delay found (Scalasca caps Late Sender and Late Receiver costs)
@@ -322,12 +347,15 @@ def delay_costs(
     flat: FlatTimeline | None = None,
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,
+    off_cpu: np.ndarray | None = None,
 ) -> DelayResult:
     """Delay costs of the idle wait states in ``waits`` (a wait-state instance table of ``trace``).
 
     ``locs`` and ``flat`` are ``locations(trace)`` and ``flat_timeline(trace)``, when already at hand;
     ``roles`` and ``regions`` (region role and region id of each vertex) enable the OpenMP
-    synchronisation points. ``long_term_kind`` files long-term costs under the kind of the wait they
+    synchronisation points. ``off_cpu`` (per vertex, the vertex of the time off the CPU below it,
+    -1 none: :func:`off_cpu_children`) makes time a delayer spent off the CPU inside a waiting
+    call count as that waiting, not as work. ``long_term_kind`` files long-term costs under the kind of the wait they
     finally cause ("caused") or of the wait they land on ("first"; see the module docstring).
     """
     if long_term_kind not in LONG_TERM_KINDS:
@@ -392,6 +420,7 @@ def delay_costs(
         sp.group_off,
         sp.group_loc,
         last_grp.astype(np.int64),
+        _inner(off_cpu, int(n_vertices)),
         bool(long_term),
         long_term_kind == "first",
     )

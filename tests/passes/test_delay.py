@@ -103,3 +103,30 @@ def test_synthetic_slow_rank_compute_is_blamed(slow_pag):
 def test_error_without_trace():
     with pytest.raises(PassError, match="pass 'root_cause' needs a trace-backed PAG"):
         root_cause(synthetic.profile(10, 2))
+
+
+def test_time_off_the_cpu_inside_a_waiting_call_is_waiting():
+    # P0's MPI_Send [1, 5] waits 3.8 s for P1 (Late Receiver) and is off the CPU in [2, 4] inside the
+    # call; P2 waits 4 s for P0's next send. Of P0's 4 s in the call, 3.8 s are waiting (propagating,
+    # back to P1's compute) even where P0 was descheduled; only the 0.2 s after P1 arrived delay P2.
+    tb = TraceBuilder()
+    tb.call(0, "compute", 0, 1)
+    tb.enter(0, 1, "MPI_Send")
+    tb.send(0, 1, 1, bytes=8)
+    tb.call(0, "off_cpu", 2, 4, role="artificial", paradigm="measurement_system")
+    tb.leave(0, 5)
+    tb.call(0, "MPI_Send", 5, 5.1, send={"to": 2, "bytes": 8})
+    tb.call(1, "compute", 0, 4.8)
+    tb.call(1, "MPI_Recv", 4.8, 5, recv={"frm": 0, "bytes": 8})
+    tb.call(2, "compute", 0, 1)
+    tb.call(2, "MPI_Recv", 1, 5.1, recv={"frm": 0, "bytes": 8})
+    pag = tb.build()
+    short = root_cause(pag)
+    assert _costs(short, prop=False) == {(1, "compute"): 3.8, (0, "off_cpu"): 0.2}
+    assert _costs(short, prop=True) == {(0, "MPI_Send"): 3.8}
+    long = root_cause(pag, long_term=True)
+    assert _costs(long) == {(1, "compute"): 7.6, (0, "off_cpu"): 0.2}
+    s = long["summary"].iloc[0]
+    assert (s["total_wait"], s["off_cpu"]) == pytest.approx((7.8, 0.2))
+    off = long["off_cpu"].iloc[0]
+    assert (off["name"], off["total"]) == ("MPI_Send", pytest.approx(0.2))  # the call it was off the CPU in
