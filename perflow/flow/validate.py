@@ -3,10 +3,10 @@
 :func:`analyse` resolves each step's target (a registered pass, a dotted
 path, a function or a sub-flow) to a :class:`Node` (its inputs, outputs and
 settings), then checks names, references, input and setting completeness,
-setting types and allowed values (:func:`perflow.flow.registry.check_value`;
+setting types and allowed values (:func:`perflow.flow.types.check_value`;
 a ``Literal`` lists the allowed values), the checks of the settings classes
 a pass takes (:func:`perflow.pag.settings.settings_keywords`), port types
-(:func:`perflow.flow.registry.is_compatible`), cycles and unused inputs.
+(:func:`perflow.flow.types.is_compatible`), cycles and unused inputs.
 
 Flow settings (``Flow.settings``, ``settings:`` at the top of a YAML flow)
 reach every step of the flow and of its sub-flows whose pass has a setting of
@@ -31,8 +31,9 @@ from . import loader, yaml_io  # the modules: they, validate and flow import eac
 from .flow import MISSING, NAME_RE, Flow, Ref, Step
 from .parts import iter_refs
 from .problems import Problem, did_you_mean, locate
-from .registry import Port, Setting, check_value, get_pass, is_compatible
-from .types import coerce_value, shallow_check, type_label
+from .registry import get_pass
+from .spec import Port, Setting
+from .types import check_value, coerce_value, is_compatible, shallow_check, type_label
 
 __all__ = ["Node", "FlowCheck", "analyse", "find_problems", "validate", "Problem"]
 
