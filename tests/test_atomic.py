@@ -73,7 +73,7 @@ def test_a_failing_writer_leaves_the_previous_file(tmp_path: Path) -> None:
 def test_only_stale_temporaries_of_the_target_are_removed(tmp_path: Path) -> None:
     target = tmp_path / "t.csv"
     dead, alive = _dead_pid(), os.getppid()
-    host = _atomic._HOST
+    host = _atomic.temps.HOST
     names = {
         f".t.csv.tmp-{host}-{dead}-0123abcd.csv": False,  # our host, dead writer: removed
         f".t.csv.old-{host}-{dead}-0123abce": False,

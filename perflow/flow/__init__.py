@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .registry import PassSpec, Port, Setting, all_passes, get_pass, pass_, role_pass
+from .registry import all_passes, get_pass, pass_, role_pass
+from .spec import PassSpec, Port, Setting
 
 if TYPE_CHECKING:  # imported on first use (pandas and the scheduler are not needed to list or register passes)
     from .api import prepare_inputs, run

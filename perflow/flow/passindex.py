@@ -58,7 +58,7 @@ class PassInfo:
 
 
 def info_of(spec: Any) -> PassInfo:
-    """The :class:`PassInfo` of a registered :class:`~perflow.flow.registry.PassSpec`."""
+    """The :class:`PassInfo` of a registered :class:`~perflow.flow.spec.PassSpec`."""
 
     return PassInfo(
         name=spec.name,

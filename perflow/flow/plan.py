@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..errors import FlowError
 from .fingerprint import Unfingerprintable, digest_of, fingerprint
 from .flow import MISSING, Flow, FlowInput, Ref
-from .registry import PassSpec
+from .spec import PassSpec
 from .types import coerce_value
 from .validate import FlowCheck, validate
 

@@ -30,22 +30,26 @@ A library module that provides ``pass_index()`` and ``load_all()`` (see
 name from the index (:func:`pass_infos` lists them without importing
 anything) and the module defining a pass is imported when the pass is first
 asked for. :func:`all_passes` imports everything.
+
+What a pass is (:class:`PassSpec`, :class:`Port`, :class:`Setting`,
+:func:`make_spec`) lives in :mod:`perflow.flow.spec`; the type checks
+(:func:`check_value`, :func:`is_compatible`, :func:`type_name`) in
+:mod:`perflow.flow.types`. Both are re-exported here.
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import types
-import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Any, TypeVar
 
 from ..errors import PassError
 from .plugins import load_group
-from .roles import ROLES, role_problem
+from .roles import ROLES
+from .spec import PassSpec, Port, Setting, make_spec
+from .types import check_value, is_compatible, type_name
 
 __all__ = [
     "pass_",
@@ -72,117 +76,6 @@ _entry_points_loaded = False
 _LAZY: dict[str, dict[str, Any]] = {}
 #: libraries registered lazily (modules with pass_index() and load_all())
 _LIBRARIES: list[Any] = []
-
-
-@dataclass(frozen=True)
-class Port:
-    """A data input or output of a pass."""
-
-    name: str
-    type: Any = Any
-    required: bool = True
-    default: Any = None
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class Setting:
-    """A keyword-only setting of a pass."""
-
-    name: str
-    type: Any = Any
-    default: Any = inspect.Parameter.empty
-    doc: str = ""
-
-    @property
-    def required(self) -> bool:
-        """A setting without a default must be given."""
-        return self.default is inspect.Parameter.empty
-
-
-@dataclass(frozen=True)
-class PassSpec:
-    """Everything the framework knows about a pass."""
-
-    name: str
-    func: Callable[..., Any]
-    version: str = "1"
-    inputs: tuple[Port, ...] = ()
-    outputs: tuple[Port, ...] = ()
-    settings: tuple[Setting, ...] = ()
-    doc: str = ""
-    module: str = ""
-    multi_output: bool = False
-    cacheable: bool = True
-    tags: tuple[str, ...] = field(default_factory=tuple)
-    #: the role the pass fills for the framework (:mod:`perflow.flow.roles`), if any
-    role: str | None = None
-
-    @property
-    def summary(self) -> str:
-        """First line of the documentation."""
-        return self.doc.strip().splitlines()[0] if self.doc.strip() else ""
-
-    def input(self, name: str) -> Port:
-        """The input port called ``name``."""
-        for p in self.inputs:
-            if p.name == name:
-                return p
-        raise PassError(
-            f"pass {self.name!r} has no input {name!r}; inputs are {', '.join(p.name for p in self.inputs) or 'none'}"
-        )
-
-    def output(self, name: str) -> Port:
-        """The output port called ``name``."""
-        for p in self.outputs:
-            if p.name == name:
-                return p
-        raise PassError(
-            f"pass {self.name!r} has no output {name!r}; outputs are {', '.join(p.name for p in self.outputs)}"
-        )
-
-    def setting(self, name: str) -> Setting:
-        """The setting called ``name``."""
-        for s in self.settings:
-            if s.name == name:
-                return s
-        from difflib import get_close_matches
-
-        close = get_close_matches(name, [s.name for s in self.settings], n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise PassError(f"pass {self.name!r} has no setting {name!r}{hint}")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.func(*args, **kwargs)
-
-
-def _param_docs(doc: str) -> dict[str, str]:
-    """Parameter descriptions from a numpydoc ``Parameters`` section."""
-    out: dict[str, str] = {}
-    lines = inspect.cleandoc(doc or "").splitlines()
-    in_params = False
-    current = None
-    for i, line in enumerate(lines):
-        if (
-            line.strip() in ("Parameters", "Settings", "Inputs")
-            and i + 1 < len(lines)
-            and set(lines[i + 1].strip()) == {"-"}
-        ):
-            in_params = True
-            continue
-        if in_params and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"} and line.strip():
-            in_params = False
-        if not in_params or set(line.strip()) == {"-"}:
-            continue
-        if line and not line.startswith(" "):
-            names = line.split(":")[0]
-            current = [n.strip() for n in names.split(",")]
-            for n in current:
-                out[n] = ""
-        elif current and line.strip():
-            for n in current:
-                out[n] = (out[n] + " " + line.strip()).strip()
-    return out
 
 
 def pass_(
@@ -226,68 +119,6 @@ def pass_(
         return f
 
     return wrap(func) if func is not None else wrap
-
-
-def make_spec(
-    f: Callable[..., Any],
-    *,
-    name: str | None = None,
-    version: str = "1",
-    output: str = "result",
-    outputs: Mapping[str, Any] | None = None,
-    cacheable: bool = True,
-    tags: tuple[str, ...] = (),
-    role: str | None = None,
-) -> PassSpec:
-    """Build a :class:`PassSpec` from a function's signature and docstring (its role checked)."""
-    sig = inspect.signature(f)
-    try:
-        hints = typing.get_type_hints(f)
-    except Exception:  # unresolved forward references: fall back to raw annotations
-        hints = {k: v.annotation for k, v in sig.parameters.items() if v.annotation is not inspect.Parameter.empty}
-    pdoc = _param_docs(f.__doc__ or "")
-    inputs, settings = [], []
-    for p in sig.parameters.values():
-        ann = hints.get(p.name, Any)
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            has_default = p.default is not p.empty
-            inputs.append(
-                Port(
-                    p.name,
-                    ann,
-                    required=not has_default,
-                    default=p.default if has_default else None,
-                    doc=pdoc.get(p.name, ""),
-                )
-            )
-        elif p.kind is p.KEYWORD_ONLY:
-            settings.append(Setting(p.name, ann, p.default, pdoc.get(p.name, "")))
-        else:
-            raise PassError(f"pass {f.__name__!r}: *args and **kwargs are not allowed in a pass signature")
-    if outputs:
-        outs = tuple(Port(k, v) for k, v in outputs.items())
-        multi = True
-    else:
-        outs = (Port(output, hints.get("return", Any)),)
-        multi = False
-    if role is not None:
-        problem = role_problem(role, name or f.__name__, tuple(inputs), tuple(settings))
-        if problem:
-            raise PassError(problem)
-    return PassSpec(
-        name=name or f.__name__,
-        func=f,
-        version=str(version),
-        inputs=tuple(inputs),
-        outputs=outs,
-        settings=tuple(settings),
-        doc=inspect.getdoc(f) or "",
-        module=getattr(f, "__module__", ""),
-        multi_output=multi,
-        cacheable=cacheable,
-        tags=tuple(tags),
-        role=role,
-    )
 
 
 def _builtin_module(module: str) -> bool:
@@ -465,83 +296,7 @@ def pass_infos() -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-# ---------------------------------------------------------------------- types
-def type_name(tp: Any) -> str:
-    """A short readable name for a type annotation."""
-    if tp is Any or tp is inspect.Parameter.empty:
-        return "any"
-    if isinstance(tp, type):
-        return tp.__name__
-    return str(tp).replace("typing.", "")
-
-
-def _resolve(tp: Any) -> Any:
-    return Any if tp is inspect.Parameter.empty else tp
-
-
-def is_compatible(produced: Any, expected: Any) -> bool:
-    """Whether a value of type ``produced`` may feed a port of type ``expected`` (unknown types pass)."""
-    produced, expected = _resolve(produced), _resolve(expected)
-    if produced is Any or expected is Any or isinstance(produced, str) or isinstance(expected, str):
-        return True
-    exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
-    prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
-    for pa in prod_args:
-        ok = False
-        for ea in exp_args:
-            pe, ee = flowtypes.real_class(get_origin(pa) or pa), flowtypes.real_class(get_origin(ea) or ea)
-            if ee is Any or pe is Any:
-                ok = True
-            elif isinstance(pe, type) and isinstance(ee, type):
-                ok = issubclass(pe, ee)
-            else:
-                ok = True
-            if ok:
-                break
-        if not ok:
-            return False
-    return True
-
-
-def check_value(value: Any, tp: Any) -> bool:
-    """Whether ``value`` fits the annotation ``tp`` (int accepted for float; ``None`` for Optional)."""
-    tp = _resolve(tp)
-    if tp is Any or isinstance(tp, str):
-        return True
-    origin = get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        return any(check_value(value, a) for a in get_args(tp))
-    if origin is typing.Literal:
-        return value in get_args(tp)
-    if tp is type(None):
-        return value is None
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin in (list, tuple, set, frozenset):
-        if not isinstance(value, list | tuple | set | frozenset):
-            return False
-        args = get_args(tp)
-        if not args or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-            return all(check_value(v, args[0]) for v in value) if args else True
-        if origin is tuple:
-            return len(args) == len(value) and all(check_value(v, a) for v, a in zip(value, args))
-        return all(check_value(v, args[0]) for v in value)
-    if origin is dict or tp is dict:
-        if not isinstance(value, dict):
-            return False
-        args = get_args(tp)
-        return not args or all(check_value(k, args[0]) and check_value(v, args[1]) for k, v in value.items())
-    if isinstance(origin, type):
-        return isinstance(value, origin)
-    if isinstance(tp, type):
-        return isinstance(value, tp)
-    return True
-
-
-# The pass index and the flow types build on the registry (they import it at
-# their top): the modules, not their names, are imported here, last, so that
-# either can be imported first.
+# The pass index builds on the registry (it imports it at its top): the
+# module, not its names, is imported here, last, so that either can be
+# imported first.
 from . import passindex  # noqa: E402
-from . import types as flowtypes  # noqa: E402

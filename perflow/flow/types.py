@@ -11,6 +11,10 @@ stood for by a *lazy class* (:func:`lazy_class`, :data:`Figure`): a class
 whose ``isinstance``/``issubclass`` checks compare the qualified names of the
 classes involved, so that checking a value or a port type needs no import;
 pass modules annotate with it to stay cheap to import.
+
+Type checks: :func:`type_name` (a short readable name for an annotation),
+:func:`is_compatible` (whether an output may feed an input) and
+:func:`check_value` (whether a value fits an annotation).
 """
 
 from __future__ import annotations
@@ -25,8 +29,6 @@ import types
 import typing
 from typing import Any, get_args, get_origin
 
-from .registry import type_name
-
 __all__ = [
     "TYPE_NAMES",
     "Figure",
@@ -38,6 +40,9 @@ __all__ = [
     "shallow_check",
     "coerce_value",
     "describe_value",
+    "type_name",
+    "is_compatible",
+    "check_value",
 ]
 
 
@@ -264,3 +269,78 @@ def describe_value(value: Any, limit: int = 80) -> str:
     r.maxstring = limit
     r.maxother = limit
     return r.repr(value)
+
+
+# ---------------------------------------------------------------------- type checks
+def type_name(tp: Any) -> str:
+    """A short readable name for a type annotation."""
+    if tp is Any or tp is inspect.Parameter.empty:
+        return "any"
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def _resolve(tp: Any) -> Any:
+    return Any if tp is inspect.Parameter.empty else tp
+
+
+def is_compatible(produced: Any, expected: Any) -> bool:
+    """Whether a value of type ``produced`` may feed a port of type ``expected`` (unknown types pass)."""
+    produced, expected = _resolve(produced), _resolve(expected)
+    if produced is Any or expected is Any or isinstance(produced, str) or isinstance(expected, str):
+        return True
+    exp_args = get_args(expected) if get_origin(expected) in (typing.Union, types.UnionType) else (expected,)
+    prod_args = get_args(produced) if get_origin(produced) in (typing.Union, types.UnionType) else (produced,)
+    for pa in prod_args:
+        ok = False
+        for ea in exp_args:
+            pe, ee = real_class(get_origin(pa) or pa), real_class(get_origin(ea) or ea)
+            if ee is Any or pe is Any:
+                ok = True
+            elif isinstance(pe, type) and isinstance(ee, type):
+                ok = issubclass(pe, ee)
+            else:
+                ok = True
+            if ok:
+                break
+        if not ok:
+            return False
+    return True
+
+
+def check_value(value: Any, tp: Any) -> bool:
+    """Whether ``value`` fits the annotation ``tp`` (int accepted for float; ``None`` for Optional)."""
+    tp = _resolve(tp)
+    if tp is Any or isinstance(tp, str):
+        return True
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(check_value(value, a) for a in get_args(tp))
+    if origin is typing.Literal:
+        return value in get_args(tp)
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (list, tuple, set, frozenset):
+        if not isinstance(value, list | tuple | set | frozenset):
+            return False
+        args = get_args(tp)
+        if not args or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+            return all(check_value(v, args[0]) for v in value) if args else True
+        if origin is tuple:
+            return len(args) == len(value) and all(check_value(v, a) for v, a in zip(value, args))
+        return all(check_value(v, args[0]) for v in value)
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            return False
+        args = get_args(tp)
+        return not args or all(check_value(k, args[0]) and check_value(v, args[1]) for k, v in value.items())
+    if isinstance(origin, type):
+        return isinstance(value, origin)
+    if isinstance(tp, type):
+        return isinstance(value, tp)
+    return True

@@ -27,6 +27,10 @@ An ensemble is a sequence of PAGs (``len``, iteration, ``ens[0]``,
 ``ens["27_cores"]``), so passes taking a list of runs (``scalability``)
 take one as is. :meth:`Ensemble.from_paths` reads a directory, a glob or a
 list of runs with perflow's readers.
+
+The metadata table's making (run names, standard and user columns) and the
+groups of :meth:`Ensemble.groupby` are in :mod:`perflow.pag.ensemble_meta`,
+the statistics across runs in :mod:`perflow.pag.ensemble_stats`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,7 @@ import pandas as pd
 
 from ..errors import MetricError, PAGError
 from .align import Alignment, align
+from .ensemble_meta import EnsembleGroups, default_names, group_key, merged_metadata, meta_frame
 from .ensemble_stats import across_runs
 from .pag import PAG
 from .runinfo import run_info
@@ -61,29 +65,6 @@ def set_path_reader(reader: Callable[..., list[PAG]]) -> None:
     """Install the function :meth:`Ensemble.from_paths` reads runs with (done by :mod:`perflow.readers.runs`)."""
     global _PATH_READER
     _PATH_READER = reader
-
-
-def _default_names(runs: Sequence[PAG]) -> list[str]:
-    """A label per run: the name of its source file without suffix (``27_cores``), made unique; else ``run<i>``."""
-    out: list[str] = []
-    for i, p in enumerate(runs):
-        src = p.attrs.get("source")
-        base = Path(str(src)).name.split(".")[0] if src else ""
-        if not base or base in ("traces", "profile", "experiment", "run"):
-            base = Path(str(src)).parent.name if src else ""
-        base = base or f"run{i}"
-        name, k = base, 2
-        while name in out:
-            name, k = f"{base}#{k}", k + 1
-        out.append(name)
-    return out
-
-
-def _plain(key: Any) -> Any:
-    """A group key with numpy scalars as Python ones (``27``, not ``np.int64(27)``)."""
-    if isinstance(key, tuple):
-        return tuple(_plain(k) for k in key)
-    return key.item() if isinstance(key, np.generic) else key
 
 
 class Ensemble:
@@ -114,7 +95,7 @@ class Ensemble:
         for i, r in enumerate(runs):
             if not isinstance(r, PAG):
                 raise PAGError(f"run {i} of the ensemble is a {type(r).__name__}, not a PAG")
-        labels = [str(n) for n in names] if names is not None else _default_names(runs)
+        labels = [str(n) for n in names] if names is not None else default_names(runs)
         if len(labels) != len(runs):
             raise PAGError(f"{len(labels)} names for {len(runs)} runs")
         if len(set(labels)) != len(labels):
@@ -122,7 +103,7 @@ class Ensemble:
             raise PAGError(f"run names must be unique; repeated: {', '.join(dup)}")
         self._runs = runs
         self._names = labels
-        meta = _meta_frame([run_info(r) for r in runs], pd.Index(labels, name="run"))
+        meta = meta_frame([run_info(r) for r in runs], pd.Index(labels, name="run"))
         meta["date"] = pd.to_datetime(meta["date"], utc=True)
         self._meta = meta
         if metadata is not None:
@@ -169,36 +150,7 @@ class Ensemble:
         return out
 
     def _merged(self, metadata: pd.DataFrame | Mapping[str, Any]) -> pd.DataFrame:
-        meta = self._meta.copy()
-        if isinstance(metadata, pd.DataFrame):
-            df = metadata
-            if not df.index.isin(self._names).all():
-                if len(df) != len(self):
-                    raise PAGError(
-                        f"metadata has {len(df)} rows for {len(self)} runs and its index is not the run names "
-                        f"({', '.join(self._names)})"
-                    )
-                df = df.set_axis(pd.Index(self._names, name="run"))
-            for c in df.columns:
-                meta[c] = df[c].reindex(meta.index)
-            return meta
-        for c, v in metadata.items():
-            meta[c] = _meta_series(self._column(c, v), meta.index)
-        return meta
-
-    def _column(self, name: str, values: Any) -> Any:
-        if callable(values):
-            return [values(r) for r in self._runs]
-        if isinstance(values, Mapping):
-            unknown = sorted(set(map(str, values)) - set(self._names))
-            if unknown:
-                raise PAGError(f"metadata column {name!r} names unknown runs: {', '.join(unknown)}")
-            return [values.get(n) for n in self._names]
-        if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray | pd.Series):
-            return [values] * len(self)
-        if len(values) != len(self):
-            raise PAGError(f"metadata column {name!r} has {len(values)} values for {len(self)} runs")
-        return list(values)
+        return merged_metadata(self._meta, metadata, self._names, self._runs)
 
     def with_metadata(self, **columns: Any) -> Ensemble:
         """A copy with more metadata columns.
@@ -301,7 +253,7 @@ class Ensemble:
         """The runs grouped by metadata columns: ``{key: Ensemble}`` in sorted key order (missing values last)."""
         cols = self._key(by)
         groups = self._meta.reset_index(drop=True).groupby(cols if len(cols) > 1 else cols[0], dropna=False, sort=True)
-        return EnsembleGroups({_plain(k): self._derived(list(ix)) for k, ix in groups.indices.items()}, by=cols)
+        return EnsembleGroups({group_key(k): self._derived(list(ix)) for k, ix in groups.indices.items()}, by=cols)
 
     # ------------------------------------------------------------------ aligned call trees
     @functools.cached_property
@@ -457,51 +409,3 @@ class Ensemble:
         )
         head = "".join(f"<th>{html.escape(c)}</th>" for c in ["run", *cols, "vertices"])
         return f"<b>Ensemble</b> of {len(self)} runs<table><tr>{head}</tr>{rows}</table>"
-
-
-class EnsembleGroups(dict):
-    """The groups of :meth:`Ensemble.groupby`: ``{key: Ensemble}``, with statistics for all groups at once."""
-
-    def __init__(self, groups: Mapping[Any, Ensemble], by: Sequence[str]) -> None:
-        super().__init__(groups)
-        self.by = list(by)
-
-    def stats(self, metric: str = "time_exc", agg: str = "sum", **kwargs: Any) -> pd.DataFrame:
-        """:meth:`Ensemble.stats` of each group, stacked, with the group's key column(s) first."""
-        parts = []
-        for key, ens in self.items():
-            s = ens.stats(metric, agg, **kwargs)
-            keys = key if isinstance(key, tuple) else (key,)
-            for c, k in reversed(list(zip(self.by, keys))):
-                s.insert(0, c, k)
-            parts.append(s.reset_index())
-        out = pd.concat(parts, ignore_index=True)
-        if parts:
-            out.attrs.update({k: v for k, v in parts[0].attrs.items()})
-        return out
-
-    def metadata(self) -> pd.DataFrame:
-        """Number of runs and their names per group."""
-        rows = [
-            {**dict(zip(self.by, k if isinstance(k, tuple) else (k,))), "runs": len(e), "names": ", ".join(e.names)}
-            for k, e in self.items()
-        ]
-        return pd.DataFrame(rows)
-
-
-def _meta_series(values: Sequence[Any], index: pd.Index) -> pd.Series:
-    """One metadata column; text with missing values stays ``object`` so missing is None on every pandas.
-
-    pandas 3 infers its ``str`` dtype for text, whose missing value is NaN; a run
-    whose tool recorded no ``command`` must read as None, as it does on pandas 2.
-    """
-    vals = list(values)
-    if any(v is None for v in vals) and all(v is None or isinstance(v, str) for v in vals):
-        return pd.Series(vals, index=index, dtype=object)
-    return pd.Series(vals, index=index)
-
-
-def _meta_frame(records: Sequence[Mapping[str, Any]], index: pd.Index) -> pd.DataFrame:
-    """The metadata table of some runs' records (keys in first-seen order), columns as :func:`_meta_series`."""
-    keys = list(dict.fromkeys(k for r in records for k in r))
-    return pd.DataFrame({k: _meta_series([r.get(k) for r in records], index) for k in keys}, index=index)

@@ -33,6 +33,11 @@ first). ``attrs["pid_map"]``/``attrs["tid_map"]`` record the mapping.
 
 The result is ``build_pag(raw, infer_collectives=True)``: MPI collectives are
 recognised from call names (``MPI_Allreduce``...).
+
+This module reads the files and assembles the trace; the event kinds
+(locations, region names, message flows, value checks) are read by
+:mod:`perflow.readers._chrome_events`, the nesting by
+:mod:`perflow.readers._chrome_nest`.
 """
 
 from __future__ import annotations
@@ -49,19 +54,17 @@ import pandas as pd
 
 from .._inflate import inflate
 from ..errors import FormatError, TraceError
-from ..kinds import P2P, mpi_class
 from ..pag.pag import PAG
 from ..trace.raw import RawTrace
+from ._chrome_events import check_times, event_values, locations, map_locations, messages, region_table
 from ._chrome_nest import nest_intervals, pair_begin_end
 from ._common import build_trace, clean_text, head_bytes, reader_errors
-from ._values import MAX_SECONDS, Damage, Values
+from ._values import MAX_SECONDS, Damage
 
 FORMAT = "chrome"
 DESCRIPTION = "Chrome Trace Event JSON (viztracer, PyTorch profiler, PerfFlowAspect .pfw), one file or one per rank"
 
 _SUFFIXES = (".json", ".pfw", ".trace", ".gz")
-_RANK_RE = re.compile(r"rank\D{0,3}(\d+)", re.IGNORECASE)
-_SRC_RE = re.compile(r"^(.*\S) \((.+):(\d+)\)$")
 
 
 def detect(path: Path) -> bool:
@@ -269,57 +272,13 @@ def read(path: Path | str | Sequence[Path | str], **options: Any) -> PAG:
             raise FormatError(src, f"inconsistent events: {exc}") from None
 
 
-def _locations(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tuple[int, Any], str]):  # type: ignore[no-untyped-def]
-    keys = df[["file", "pid_k", "tid_k"]].drop_duplicates()
-    proc: dict[tuple[int, Any], int] = {}
-    if len(files) > 1:
-        for fi, pid in keys[["file", "pid_k"]].drop_duplicates().itertuples(index=False):
-            proc[(fi, pid)] = ranks[fi]
-    else:
-        pids = sorted({p for p in keys["pid_k"]}, key=lambda x: (isinstance(x, str), x))
-        nm = [names.get((0, p), "") for p in pids]
-        found = [_RANK_RE.search(n) for n in nm]
-        if pids and all(found) and len({int(m[1]) for m in found}) == len(pids):
-            proc = {(0, p): int(m[1]) for p, m in zip(pids, found)}
-        else:
-            proc = {(0, p): i for i, p in enumerate(pids)}
-    thr: dict[tuple[int, Any, Any], int] = {}
-    per_proc: dict[int, list[tuple[int, Any, Any]]] = {}
-    for fi, pid, tid in keys.itertuples(index=False):
-        per_proc.setdefault(proc[(fi, pid)], []).append((fi, pid, tid))
-    for _p, lst in per_proc.items():
-        lst.sort(
-            key=lambda k: (
-                k[2] != k[1],
-                isinstance(k[2], str),
-                str(k[1]),
-                k[2] if not isinstance(k[2], str) else 0,
-                str(k[2]),
-            )
-        )
-        for i, k in enumerate(lst):
-            thr[k] = i
-    return proc, thr
-
-
-def _map_locations(frame: pd.DataFrame, proc: dict, thr: dict) -> pd.DataFrame:  # type: ignore[type-arg]
-    """Add ``process`` and ``thread`` columns to rows keyed by (file, pid_k, tid_k) (NaN when unknown)."""
-    keys = pd.DataFrame(
-        [(f, p, t, proc[(f, p)], i) for (f, p, t), i in thr.items()],
-        columns=["file", "pid_k", "tid_k", "process", "thread"],
-    )
-    out = frame.drop(columns=[c for c in ("process", "thread") if c in frame.columns])
-    out = out.reset_index().merge(keys, on=["file", "pid_k", "tid_k"], how="left").set_index("index")
-    return out
-
-
 def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tuple[int, Any], str]) -> PAG:
     src = str(files[0]) if len(files) == 1 else str(files[0].parent)
     span = df[df["ph"].isin(["X", "B", "E"])].copy()
     if span.empty:
         raise FormatError(src, "no duration events (ph X, B or E): nothing to build a trace from")
-    proc, thr = _locations(span, files, ranks, names)
-    span = _map_locations(span, proc, thr)
+    proc, thr = locations(span, files, ranks, names)
+    span = map_locations(span, proc, thr)
     bad_ts = span["ts"].isna()
     if bad_ts.any():
         i = int(span.index[bad_ts.to_numpy()][0])
@@ -329,7 +288,7 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
             where=f"event {int(df['order'].iat[i])}",
         )
     ts = _num(span["ts"], Path(src), "ts")
-    _check_times(span, ts, df)
+    check_times(span, ts, df)
     t0 = float(ts.min())
     span["t"] = ts - t0  # microseconds until the nesting is done
     loc_keys = span[["process", "thread"]].drop_duplicates().sort_values(["process", "thread"]).reset_index(drop=True)
@@ -338,7 +297,7 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     # complete events
     x = span[span["ph"] == "X"]
     dur = pd.to_numeric(x["dur"], errors="coerce").fillna(0.0).to_numpy(dtype=np.float64)
-    _event_values(x, df).column(dur, "dur", lo=0.0, hi=MAX_SECONDS * 1e6)
+    event_values(x, df).column(dur, "dur", lo=0.0, hi=MAX_SECONDS * 1e6)
     xs, xe = x["t"].to_numpy(), x["t"].to_numpy() + dur
     # begin/end pairs, per location in stream order (stable by time, then file order)
     be = span[span["ph"].isin(["B", "E"])].sort_values(["loc", "t", "order"], kind="stable")
@@ -352,11 +311,11 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     end = np.r_[xe, bend]
     name = np.r_[x["name"].to_numpy(dtype=object), bnames]
     cat = np.r_[x["cat"].to_numpy(dtype=object), bcats]
-    rid, regions = _regions(name, cat)
+    rid, regions = region_table(name, cat)
     order = np.lexsort((-end, start, loc))
     ev_loc, ev_t, ev_k, ev_r = nest_intervals(loc[order], start[order], end[order], rid[order])
     damage = Damage()
-    p2p = _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage)
+    p2p = messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage)
     ev_t = ev_t * 1e-6
     p2p["time"] = p2p["time"] * 1e-6
     t0 *= 1e-6
@@ -387,129 +346,3 @@ def _build(df: pd.DataFrame, files: list[Path], ranks: list[int], names: dict[tu
     pag.attrs["pid_map"] = {str(k[1]): v for k, v in proc.items()}
     pag.attrs["tid_map"] = {f"{k[1]}/{k[2]}": v for k, v in thr.items()}
     return pag
-
-
-class _EventValues(Values):
-    """Value checks of events from one or several files: an error names the event's own file and number."""
-
-    def __init__(self, rows: pd.DataFrame, df: pd.DataFrame) -> None:
-        super().__init__(df["src"].iat[0])
-        self.rows, self.df = rows, df
-
-    def fail(self, record: str, message: str) -> Any:
-        i = int(record)
-        row = self.rows.index[i]
-        order = int(self.df["order"].iat[row])
-        raise FormatError(
-            self.df["src"].iat[row],
-            f"event {order} ({self.df['ph'].iat[row]} {clean_text(str(self.df['name'].iat[row]))!r}): {message}",
-            where=f"event {order}",
-        )
-
-    def column(self, x: Any, field: str, record: Any = str, **kw: Any) -> np.ndarray:  # type: ignore[override]
-        return super().column(x, field, str, **kw)
-
-
-def _event_values(rows: pd.DataFrame, df: pd.DataFrame) -> _EventValues:
-    return _EventValues(rows, df)
-
-
-def _check_times(span: pd.DataFrame, ts: np.ndarray, df: pd.DataFrame) -> None:
-    """Time stamps finite and not isolated from the rest of the run (a ts of -1e18 would collapse every duration)."""
-    chk = _event_values(span, df)
-    chk.column(ts, "ts", lo=None)
-    chk.span(ts, str, unit=1e-6, field="ts")
-
-
-def _regions(name: np.ndarray, cat: np.ndarray) -> tuple[np.ndarray, pd.DataFrame]:
-    key = pd.MultiIndex.from_arrays(
-        [pd.Series(name).fillna("<unnamed>").astype(str), pd.Series(cat).fillna("").astype(str)]
-    )
-    codes, uniq = pd.factorize(key)
-    rows = []
-    for n, c in uniq:
-        n, c = clean_text(n), clean_text(c)
-        cl = c.lower()
-        file, line = "", 0
-        m = _SRC_RE.match(n)
-        if m:  # viztracer: "func (file.py:12)"
-            n, file, line = m[1], m[2], int(m[3])
-        par = (
-            "mpi"
-            if mpi_class(n)
-            else (
-                "cuda"
-                if cl in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime")
-                else ("python" if "python" in cl or file.endswith(".py") else "user")
-            )
-        )
-        rows.append({"name": n, "role": "function", "paradigm": par, "file": file, "line": line, "module": c})
-    return codes.astype(np.int64), pd.DataFrame(rows, columns=["name", "role", "paradigm", "file", "line", "module"])
-
-
-def _messages(df, span, proc, thr, loc_index, t0, ev_loc, ev_t, damage) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
-    fl = df[df["ph"].isin(["s", "f"]) & (df["cat"] == "message")].copy()
-    cols = ("location", "time", "kind", "peer", "comm", "tag", "bytes", "request", "pos")
-    empty = {c: np.zeros(0) for c in cols}  # times in microseconds since t0 until the caller converts
-    if fl.empty:
-        return empty
-    fl = _map_locations(fl, proc, thr).dropna(subset=["process", "thread"])
-    if fl.empty:
-        return empty
-    fl["process"] = fl["process"].astype(np.int64)
-    lk = pd.DataFrame([(p, t, i) for (p, t), i in loc_index.items()], columns=["process", "thread", "loc"])
-    fl = fl.merge(lk.astype(np.int64), on=["process", "thread"], how="left")
-    fl["loc"] = fl["loc"].fillna(-1).astype(np.int64)
-    fl["t"] = pd.to_numeric(fl["ts"], errors="coerce").to_numpy(dtype=np.float64) - t0
-    fl["key"] = fl["id"].astype(str) + "@" + fl["file"].astype(str)
-    s = fl[fl["ph"] == "s"].drop_duplicates("key")
-    f = fl[fl["ph"] == "f"].drop_duplicates("key")
-    m = s.merge(f, on="key", suffixes=("_s", "_f"))
-    damage.add("message flows without a start or an end dropped", len(s) + len(f) - 2 * len(m))
-    good = (m["loc_s"] >= 0) & (m["loc_f"] >= 0) & m["t_s"].notna() & m["t_f"].notna()
-    damage.add("message flows without a time stamp or outside every thread's events dropped", int((~good).sum()))
-    m = m[good]
-    if m.empty:
-        return empty
-
-    def arg(col: pd.Series, k: str) -> np.ndarray:
-        vals = [a.get(k, 0) if isinstance(a, dict) else 0 for a in col]
-        bad = [i for i, v in enumerate(vals) if isinstance(v, bool) or not isinstance(v, int | float)]
-        if bad:
-            raise FormatError(
-                m["src_s"].iat[bad[0]], f"message flow {m['key'].iat[bad[0]]!r}: args.{k} is not a number"
-            )
-        src = m["src_s"].iat[0]
-        return Values(src).int_column(
-            np.asarray(vals, dtype=np.float64), f"args.{k}", lambda i: f"flow {m['key'].iat[i]!r}", lo=None
-        )
-
-    nb = arg(m["args_s"], "bytes")
-    tag = arg(m["args_s"], "tag")
-    loc = np.r_[m["loc_s"].to_numpy(), m["loc_f"].to_numpy()].astype(np.int64)
-    t = np.r_[m["t_s"].to_numpy(), m["t_f"].to_numpy()]
-    kind = np.r_[np.full(len(m), int(P2P.SEND)), np.full(len(m), int(P2P.RECV))]
-    peer = np.r_[m["process_f"].to_numpy(), m["process_s"].to_numpy()].astype(np.int64)
-    # pos: a send follows the region events at its time (it is issued inside the call it starts),
-    # a receive precedes them (it completes inside the call that ends then)
-    pos = np.zeros(len(loc), dtype=np.int64)
-    for li in np.unique(loc):
-        lo, hi = np.searchsorted(ev_loc, [li, li + 1])
-        sel = loc == li
-        tt = ev_t[lo:hi]
-        right = np.searchsorted(tt, t[sel], side="right")
-        left = np.searchsorted(tt, t[sel], side="left")
-        pos[sel] = lo + np.where(kind[sel] == int(P2P.SEND), right, left)
-    order = np.lexsort((pos, loc))
-    out = {
-        "location": loc,
-        "time": t,
-        "kind": kind,
-        "peer": peer,
-        "comm": np.zeros(len(loc)),
-        "tag": np.r_[tag, tag],
-        "bytes": np.r_[nb, nb],
-        "request": np.full(len(loc), -1),
-        "pos": pos,
-    }
-    return {k: np.asarray(v)[order] for k, v in out.items()}

@@ -14,7 +14,6 @@ import datetime
 import logging
 import os
 import platform
-import re
 import shlex
 import shutil
 import signal
@@ -31,8 +30,10 @@ from ..trace.raw import RawTrace
 from ..trace.store import save_raw
 from ..writers.otf2 import write_otf2
 from .assemble import load_recording
+from .binding import check_bindings, check_openmp, program_binding
 from .filtermap import map_filter
 from .filters import DEFAULT_FILTER, Filter, read_filter
+from .launch import is_python, launch_command, python_command, python_mpi
 from .toolchain import Toolchain, build_library, find_toolchain, program_mpi
 from .watchdog import Watchdog, stop_ranks
 
@@ -49,7 +50,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _PYRT = str(Path(__file__).resolve().parent / "pyrt")  # holds the top-level package perflow_pyrec
-_PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?$")
 
 
 #: samples per second by default: a few hundred per rank-second of computation even on a loaded machine, at
@@ -85,107 +85,6 @@ class RecordResult:
     files: dict[str, Path] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     elapsed: float = 0.0
-
-
-def is_python(argv: list[str]) -> bool:
-    """Whether the command runs a Python program (``python ...`` or a ``.py`` file)."""
-    return bool(argv) and (bool(_PYTHON.match(Path(argv[0]).name)) or argv[0].endswith(".py"))
-
-
-def python_command(argv: list[str], python: str | None = None) -> list[str]:
-    """Rewrite a Python command line so that the program runs under ``python -m perflow_pyrec``."""
-    import sys
-
-    if argv[0].endswith(".py"):
-        return [python or sys.executable, "-m", "perflow_pyrec", *argv]
-    out, i = [argv[0]], 1
-    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
-        out.append(argv[i])
-        if argv[i] in ("-W", "-X") and i + 1 < len(argv):
-            out.append(argv[i + 1])
-            i += 1
-        i += 1
-    if i >= len(argv) or argv[i] == "-":
-        raise RecordError("a Python program needs a script, -m MODULE or -c CODE (reading stdin is not supported)")
-    return out + ["-m", "perflow_pyrec", *argv[i:]]
-
-
-_MPI4PY_PROBE = """\
-import mpi4py
-mpi4py.rc.initialize = False
-mpi4py.rc.finalize = False
-from mpi4py import MPI
-print(MPI.Get_library_version().splitlines()[0])
-print(MPI.__file__)
-"""
-
-
-def _python_mpi(python: str | None = None) -> str | None:
-    """The MPI implementation that mpi4py loads in ``python`` (this interpreter by default).
-
-    mpi4py 4.x ships builds for several MPIs in one wheel and picks one when
-    imported (``$MPI4PY_MPIABI``, else the first that loads), so the choice
-    is asked of mpi4py itself, in a child interpreter that imports
-    ``mpi4py.MPI`` without initialising MPI; the answer is
-    ``MPI.Get_library_version()``. Falls back to the library names of the
-    extension modules when that fails.
-    """
-    import importlib.util
-    import sys
-
-    try:
-        p = subprocess.run(
-            [python or sys.executable, "-c", _MPI4PY_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-        version = p.stdout.splitlines()[0] if p.returncode == 0 and p.stdout else ""
-    except (OSError, subprocess.TimeoutExpired):
-        version = ""
-    if version:
-        low = version.lower()
-        if "open mpi" in low:
-            return "openmpi"
-        if "mpich" in low or "intel(r) mpi" in low or "mvapich" in low:
-            return "mpich"
-        log.warning("mpi4py loads an MPI perflow does not know: %s", version)
-    if python:
-        return None
-    spec = importlib.util.find_spec("mpi4py")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    impls = {program_mpi(so) for d in spec.submodule_search_locations for so in Path(d).glob("MPI*.so")} - {None}
-    return impls.pop() if len(impls) == 1 else None
-
-
-def launch_command(tc: Toolchain, nprocs: int, program: list[str], ranks_env: dict[str, str]) -> tuple[list[str], dict]:
-    """The launcher command line and its environment.
-
-    Variables in ``ranks_env`` reach the ranks only (``-x`` for Open MPI,
-    ``-genv`` for MPICH's Hydra); other launchers inherit them. A toolchain
-    of kind ``"direct"`` runs the program itself, without a launcher.
-    """
-    env = dict(os.environ)
-    if tc.launcher_kind == "direct":
-        env.update(ranks_env)
-        return list(program), env
-    argv = [*tc.launcher, "-n", str(nprocs)]
-    for k, v in ranks_env.items():
-        if tc.launcher_kind == "openmpi":
-            argv += ["-x", f"{k}={v}"]
-        elif tc.launcher_kind == "hydra":
-            argv += ["-genv", k, v]
-        else:
-            env[k] = v
-    if tc.launcher_kind == "openmpi":
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        if nprocs > (os.cpu_count() or 1):
-            env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    return argv + list(program), env
 
 
 class _Stopped(Exception):
@@ -364,7 +263,7 @@ def record(
     if is_python(program):
         python = shutil.which(program[0]) if not program[0].endswith(".py") else None
         try:
-            tc = find_toolchain(_python_mpi(python), mpirun)
+            tc = find_toolchain(python_mpi(python), mpirun)
         except RecordError:
             if nprocs > 1 or mpirun:
                 raise
@@ -410,8 +309,8 @@ def record(
             raise
         result.notes.append(f"no trace assembled from {rawdir}")
     if not is_python(program) and result.raw is not None:
-        _check_bindings(result, exe, tc.impl)
-        _check_openmp(result, exe)
+        check_bindings(result, exe, tc.impl)
+        check_openmp(result, exe)
     if why:  # the folder is readable all the same: say so, and stop as asked
         kept = f"; what it recorded until then is in {out}" if result.raw is not None else ""
         if status == 130:
@@ -443,77 +342,6 @@ def assemble_outputs(result: RecordResult, attrs: dict, outputs: tuple[str, ...]
         result.notes.append(f"data for {ranks} of {nprocs} ranks only")
     result.files["rawtrace"] = save_raw(result.raw, result.outdir / "rawtrace.npz")
     _write_outputs(result, outputs)
-
-
-def _check_bindings(result: RecordResult, exe: str, impl: str) -> None:
-    """Warn, naming the binding, when a program's MPI calls were not seen (never a silent empty trace)."""
-    raw = result.raw
-    if raw is None or (raw.regions["paradigm"] == "mpi").any():
-        return
-    binding = program_binding(exe)
-    why = {
-        "mpi_f08": "the mpi_f08 Fortran module",
-        "fortran": "the Fortran mpif.h/use mpi bindings",
-    }.get(binding or "", "")
-    if why and impl != "openmpi":
-        msg = f"no MPI call was recorded: {Path(exe).name} uses {why}, which the recorder wraps under Open MPI only"
-    elif why:
-        msg = f"no MPI call was recorded although {Path(exe).name} uses {why}"
-    else:
-        msg = f"no MPI call was recorded in {Path(exe).name} (is it an MPI program, linked dynamically?)"
-    log.warning("%s", msg)
-    result.notes.append(msg)
-
-
-def _check_openmp(result: RecordResult, exe: str) -> None:
-    """Warn when the program's OpenMP runtime has no OMPT interface (GCC's libgomp): only the initial thread
-    of each rank is recorded then, never silently."""
-    raw = result.raw
-    if raw is None:
-        return
-    how = str(raw.attrs.get("openmp", ""))
-    if how.startswith("OMPT"):
-        return
-    runtime = how.split(" (", 1)[0] if how else ("libgomp" if _links(exe, b"libgomp.so") else "")
-    if not runtime:
-        return
-    msg = (
-        f"{Path(exe).name} uses the OpenMP runtime {runtime}, which has no OMPT interface: only the initial "
-        "thread of each rank is recorded (the worker threads' work, barriers and locks are not); build it with "
-        "clang -fopenmp (LLVM's libomp, e.g. OMPI_CC=clang mpicc -fopenmp) to record every thread"
-    )
-    log.warning("%s", msg)
-    result.notes.append(msg)
-
-
-def _links(path: str | os.PathLike[str], needle: bytes) -> bool:
-    """Whether an executable's bytes (its dynamic dependencies) name ``needle``."""
-    import mmap
-
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return m[:4] == b"\x7fELF" and m.find(needle) >= 0
-    except (OSError, ValueError):
-        return False
-
-
-def program_binding(path: str | os.PathLike[str]) -> str | None:
-    """The MPI language binding an executable links: ``"mpi_f08"``, ``"fortran"``, ``"c"`` or None."""
-    import mmap
-
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            if m[:4] != b"\x7fELF":
-                return None
-            if m.find(b"libmpi_usempif08") >= 0 or m.find(b"mpi_f08") >= 0:
-                return "mpi_f08"
-            if m.find(b"libmpi_mpifh") >= 0 or m.find(b"libmpifort") >= 0 or m.find(b"libmpi_usempi") >= 0:
-                return "fortran"
-            if m.find(b"libmpi") >= 0:
-                return "c"
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def _write_outputs(result: RecordResult, outputs: tuple[str, ...]) -> None:

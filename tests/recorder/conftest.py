@@ -236,9 +236,9 @@ def mpi4py_ok(toolchain) -> str:  # noqa: ANN001
         import mpi4py  # noqa: F401
     except ImportError:
         pytest.skip("mpi4py is not installed (pip install mpi4py after installing libopenmpi-dev)")
-    from perflow.recorder.session import _python_mpi
+    from perflow.recorder.launch import python_mpi
 
-    impl = _python_mpi()
+    impl = python_mpi()
     if impl and impl != toolchain.impl:
         pytest.skip(f"mpi4py is built against {impl}, the test toolchain is {toolchain.impl}")
     return sys.executable

@@ -102,7 +102,8 @@ def test_mpi_io_regions_and_bytes(recorded, workdir: Path) -> None:  # noqa: ANN
 
 
 def test_no_mpi_recorded_is_a_warning_naming_the_binding(tmp_path: Path) -> None:
-    from perflow.recorder.session import RecordResult, _check_bindings, program_binding
+    from perflow.recorder.binding import check_bindings, program_binding
+    from perflow.recorder.session import RecordResult
     from perflow.trace.raw import RawTrace
 
     for name, needed, binding in (
@@ -120,14 +121,14 @@ def test_no_mpi_recorded_is_a_warning_naming_the_binding(tmp_path: Path) -> None
         region_events={"location": [0, 0], "time": [0.0, 1.0], "kind": [0, 1], "region": [0, 0]},
     )
     res = RecordResult(status=0, outdir=tmp_path, raw=empty)
-    _check_bindings(res, str(tmp_path / "f08"), "mpich")
+    check_bindings(res, str(tmp_path / "f08"), "mpich")
     assert res.notes == [
         "no MPI call was recorded: f08 uses the mpi_f08 Fortran module, which the recorder wraps under Open MPI only"
     ]
 
 
 def test_mpi4py_library_is_asked_of_mpi4py(tmp_path: Path) -> None:
-    from perflow.recorder.session import _python_mpi
+    from perflow.recorder.launch import python_mpi
 
     for version, impl in (
         ("Open MPI v4.1.4, package: Debian OpenMPI", "openmpi"),
@@ -136,18 +137,18 @@ def test_mpi4py_library_is_asked_of_mpi4py(tmp_path: Path) -> None:
         py = tmp_path / "python"
         py.write_text(f"#!/bin/sh\necho '{version}'\necho /x/MPI.so\n")
         py.chmod(py.stat().st_mode | stat.S_IEXEC)
-        assert _python_mpi(str(py)) == impl
+        assert python_mpi(str(py)) == impl
     py.write_text("#!/bin/sh\nexit 1\n")
-    assert _python_mpi(str(py)) is None
+    assert python_mpi(str(py)) is None
 
 
 def test_mpi4py_choice_matches_the_loaded_library(mpi4py_ok: str) -> None:
     import subprocess
     import sys
 
-    from perflow.recorder.session import _MPI4PY_PROBE, _python_mpi
+    from perflow.recorder.launch import MPI4PY_PROBE, python_mpi
 
-    out = subprocess.run([sys.executable, "-c", _MPI4PY_PROBE], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", MPI4PY_PROBE], capture_output=True, text=True, check=True).stdout
     so = out.splitlines()[1]
-    assert _python_mpi() == ("openmpi" if "Open MPI" in out.splitlines()[0] else "mpich")
+    assert python_mpi() == ("openmpi" if "Open MPI" in out.splitlines()[0] else "mpich")
     assert Path(so).name.startswith("MPI")

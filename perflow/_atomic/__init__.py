@@ -35,6 +35,9 @@ it is removed. A killed writer leaves its temporary behind: every write to
 a target first removes that target's stale temporaries (:func:`clean_stale`)
 that are ours (this naming, owned by this user, not a symbolic link) and
 dead (their process is gone on this host) or old (a day, for other hosts).
+
+This package's face writes; the confinement is :mod:`perflow._atomic.confine`,
+the temporary names and their cleaning :mod:`perflow._atomic.temps`.
 """
 
 from __future__ import annotations
@@ -43,17 +46,14 @@ import contextlib
 import contextvars
 import ctypes
 import errno
-import logging
 import os
-import re
-import secrets
 import shutil
-import socket
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import WriteRefused
+from ..errors import WriteRefused
+from .confine import confined, walk
+from .temps import STALE_SECONDS, clean_stale, temp_sibling
 
 __all__ = [
     "write_text",
@@ -68,78 +68,14 @@ __all__ = [
     "STALE_SECONDS",
 ]
 
-log = logging.getLogger(__name__)
-
-#: Temporaries from another host (whose process cannot be checked) older than this are stale.
-STALE_SECONDS = 24 * 3600
-
-_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:32]
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
-
-
-#: (root folder, opener of its descriptor) pairs of the running confinement (see :func:`confined`)
-_CONFINE: contextvars.ContextVar[tuple[tuple[Path, Callable[[], int]], ...]] = contextvars.ContextVar(
-    "perflow_confine", default=()
-)
-_PINNED = os.path.isdir("/proc/self/fd")
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-@contextlib.contextmanager
-def confined(roots: Sequence[tuple[Path, Callable[[], int]]]) -> Iterator[None]:
-    """Inside the block, writes to targets under these roots go through the roots' descriptors (see above).
-
-    ``roots``: ``(resolved folder, opener)`` pairs; the opener returns the
-    folder's descriptor (opened once by its owner, who closes it).
-    """
-    token = _CONFINE.set(tuple(roots))
-    try:
-        yield
-    finally:
-        _CONFINE.reset(token)
-
-
-def _walk(target: Path) -> tuple[int, str] | None:
-    """(descriptor of the target's folder, its name) reached from a confinement root; None when not confined."""
-    roots = _CONFINE.get()
-    if not roots or not _PINNED:
-        return None
-    for root, opener in roots:
-        if target == root or not target.is_relative_to(root):
-            continue
-        parts = target.relative_to(root).parts
-        fd = os.dup(opener())
-        try:
-            for i, part in enumerate(parts[:-1]):
-                try:
-                    try:
-                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                    except FileNotFoundError:
-                        with contextlib.suppress(FileExistsError):
-                            os.mkdir(part, dir_fd=fd)
-                        nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK, errno.ENOENT):
-                        where = root.joinpath(*parts[: i + 1])
-                        raise WriteRefused(
-                            f"{target}: {where} is no longer a folder (a symbolic link or a file took its place "
-                            "after the run checked the path); not written"
-                        ) from None
-                    raise
-                os.close(fd)
-                fd = nfd
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, parts[-1]
-    return None
 
 
 @contextlib.contextmanager
 def _pinned(target: Path) -> Iterator[Path]:
     """``target``, or under a confinement the same file reached through its folder's descriptor."""
-    walked = _walk(target)
+    walked = walk(target)
     if walked is None:
         yield target
         return
@@ -218,70 +154,6 @@ def all_or_nothing() -> Iterator[None]:
     finally:
         for fd in fds:
             os.close(fd)
-
-
-def temp_sibling(target: str | os.PathLike[str], kind: str = "tmp", *, suffix: bool = True) -> Path:
-    """A fresh temporary name next to ``target``: ``.NAME.KIND-HOST-PID-RANDOM`` (+ the target's suffix)."""
-    t = Path(target)
-    ext = t.suffix if suffix and t.suffix and len(t.suffix) <= 16 else ""
-    return t.parent / f".{t.name}.{kind}-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}{ext}"
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
-def clean_stale(target: str | os.PathLike[str], *, max_age: float = STALE_SECONDS) -> int:
-    """Remove the stale temporaries of ``target`` left by killed writers; return how many were removed.
-
-    Only entries named like this module's temporaries of ``target``, owned by
-    this user and not symbolic links are considered; of those, ones whose
-    process is gone (same host) or older than ``max_age`` seconds.
-    """
-    t = Path(target)
-    pat = re.compile(
-        rf"^\.{re.escape(t.name)}\.(?:tmp|old)-(?P<host>[A-Za-z0-9]*)-(?P<pid>\d+)-[0-9a-f]{{8}}(?:\.[^.]+)?$"
-    )
-    removed = 0
-    try:
-        entries = list(os.scandir(t.parent))
-    except OSError:
-        return 0
-    now = time.time()
-    uid = os.geteuid() if hasattr(os, "geteuid") else None
-    for e in entries:
-        m = pat.match(e.name)
-        if m is None:
-            continue
-        try:
-            st = e.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if e.is_symlink() or (uid is not None and st.st_uid != uid):
-            continue
-        same_host = m["host"] == _HOST
-        if (same_host and _alive(int(m["pid"]))) or (not same_host and now - st.st_mtime < max_age):
-            continue
-        try:
-            if e.is_dir(follow_symlinks=False):
-                shutil.rmtree(e.path)
-            else:
-                os.unlink(e.path)
-            removed += 1
-            log.info("removed %s, left by a killed write", e.path)
-        except FileNotFoundError:
-            pass  # another writer cleaned it meanwhile
-        except OSError as exc:
-            log.warning("cannot remove the stale temporary %s: %s", e.path, exc)
-    return removed
 
 
 @contextlib.contextmanager
