@@ -184,3 +184,24 @@ def test_what_if_balance_scenarios_give_their_gain() -> None:
     t["what_if"] = pd.DataFrame({"scenario": ["compute=balance", "compute=0"], "gain [s]": [0.12, 0.4]})
     f = findings(t)
     assert f.set_index("where").loc["main/compute", "gain [s]"] == 0.12  # balancing, not removing it
+
+
+def test_a_wait_nobody_caused_names_no_rank() -> None:
+    # a collective's completion wait has no single cause (cause_process -1): no "for rank " with nothing after
+    from perflow.passes._evidence.reading import Helpers
+
+    waits = pd.DataFrame(
+        {
+            "process": [2, 3],
+            "start": [1.0, 1.0],
+            "end": [2.0, 2.5],
+            "kind": pd.Categorical(["barrier_completion"] * 2),
+            "amount": [1.0, 1.5],
+            "vertex": [5, 5],
+            "cause_process": [-1, -1],
+        }
+    )
+    procs, window, who = Helpers({"waits": waits}).wait_detail(5, "barrier_completion")
+    assert (procs, window, who) == ([3, 2], (1.0, 2.5), "")
+    waits["cause_process"] = [0, 0]
+    assert Helpers({"waits": waits}).wait_detail(5, "barrier_completion")[2] == "for rank 0"
