@@ -43,11 +43,12 @@ from perflow.recorder.session import launch_command  # noqa: E402
 from perflow.recorder.toolchain import build_library, find_toolchain, program_mpi  # noqa: E402
 
 
-def _timed(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[float, float, int]:
-    """(wall s, CPU s of the children, status) of one launcher run."""
+def _timed(cmd: list[str], env: dict[str, str], timeout: float, cwd: Path) -> tuple[float, float, int]:
+    """(wall s, CPU s of the children, status) of one launcher run, in ``cwd`` (the files an app writes
+    there, such as CoMD's and HPCCG's YAML reports, stay out of the directory the benchmark runs from)."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
+    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
@@ -144,7 +145,7 @@ def main() -> int:
             rawdir = tmp / name / "raw"
             for _ in range(args.reps):
                 cmd, env = launch_command(tc, nr, argv, {})
-                plain.append(_timed(cmd, env, args.timeout))
+                plain.append(_timed(cmd, env, args.timeout, tmp))
                 if rawdir.exists():
                     shutil.rmtree(rawdir)
                 rawdir.mkdir(parents=True)
@@ -152,7 +153,7 @@ def main() -> int:
                 if args.rate is not None:
                     renv["PERFLOW_RECORD_HZ"] = str(args.rate)
                 cmd, env = launch_command(tc, nr, argv, renv)
-                rec.append(_timed(cmd, env, args.timeout))
+                rec.append(_timed(cmd, env, args.timeout, tmp))
             wp, wr = statistics.median(x[0] for x in plain), statistics.median(x[0] for x in rec)
             cp, cr = statistics.median(x[1] for x in plain), statistics.median(x[1] for x in rec)
             a = analyse(rawdir, nr)
