@@ -131,13 +131,15 @@ def main() -> int:
     args = ap.parse_args()
     for k in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "OMPI_MCA_rmaps_base_oversubscribe"):
         os.environ.setdefault(k, "1")
-    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="perflow-apps-"))
+    tmp = (Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="perflow-apps-"))).resolve()
     tmp.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} cores; load average before: {os.getloadavg()[0]:.2f}; {args.reps} runs each, alternating")
     try:
         for spec in args.app:
             name, n, cmdline = spec.split(":", 2)
             argv = shlex.split(cmdline)
+            if os.path.exists(argv[0]):  # (the apps run in the temporary folder: a relative program path)
+                argv[0] = os.path.abspath(argv[0])
             nr = int(n)
             tc = find_toolchain(program_mpi(argv[0]))
             lib = build_library(tc)
