@@ -13,6 +13,10 @@ REPO = Path(__file__).resolve().parents[1]
 # interpreted by default (perflow._jit), give the same results.
 os.environ.setdefault("PERFLOW_JIT", "compile")
 
+# The recorder's session fixtures, defined once here for the whole suite: the recorder, invariants and Dask tests
+# share one build of the programs and of the recorder's library, and each distinct recording.
+from tests.recorder.fixtures import build, mpi4py_ok, plain, recorded, toolchain, workdir  # noqa: E402, F401
+
 
 def shared_data_dir() -> Path | None:
     """The read-only folder of real tool output (``../shared/data`` beside the checkout).

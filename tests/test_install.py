@@ -4,11 +4,13 @@ The README's two commands in order used to break an installation: the first
 run cached compiled kernels inside the installed package, and the leftover
 folder then shadowed the editable install of the second command. Here a real
 ``pip install .`` into a new virtual environment (offline: see
-``tests/freshenv.py``) runs the README's flow with compiled kernels, the
-package's files are compared before and after, the compiled-kernel cache is
-found in the per-user cache directory, a cache that cannot be written is
-survived, and an editable reinstall answers ``perflow --version`` from another
-directory.
+``tests/freshenv.py``) runs the README's flow as a user runs it (its output
+equal to the compiled kernels' output of this checkout), compiles kernels of
+both kinds (a ``njit`` kernel and an OTF2 decoder ``cfunc`` callback, through
+the one decorator module every kernel uses, ``perflow._jit``), the package's
+files are compared before and after, the compiled-kernel cache is found in the
+per-user cache directory, a cache that cannot be written is survived, and an
+editable reinstall answers ``perflow --version`` from another directory.
 """
 
 from __future__ import annotations
@@ -35,7 +37,29 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 600) -
     return res
 
 
-def test_install_run_reinstall_editable(tmp_path: Path) -> None:
+#: a kernel (numba ``njit``) and an OTF2 decoder callback (``cfunc``), compiled from the installed copy
+KERNELS = (
+    "import numpy as np\n"
+    "from perflow.trace.match import rank_within\n"
+    "from perflow.readers.otf2._callbacks import cb_enter\n"
+    "print(rank_within(np.array([3, 1, 3, 3, 1])).tolist())\n"
+    "print('callback' if cb_enter.address else 'no callback')\n"
+)
+
+
+def _compiled_report(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """The README's first command run in this process (this checkout), every kernel compiled."""
+    from perflow.cli.main import main
+
+    monkeypatch.setenv("PERFLOW_JIT", "compile")
+    capsys.readouterr()
+    assert main(["run", "mpi_profiler", "--input", str(RING8)]) == 0
+    return capsys.readouterr().out
+
+
+def test_install_run_reinstall_editable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     src = copy_source(tmp_path / "src")
     fresh = make_env(tmp_path / "venv")
     fresh.install(src)
@@ -55,35 +79,27 @@ def test_install_run_reinstall_editable(tmp_path: Path) -> None:
     where = _run([str(fresh.python), "-c", "import perflow; print(perflow.__file__)"], base, elsewhere).stdout
     assert Path(where.strip()).parent == pkg
 
-    # the README's first command, with every kernel compiled (the path a large trace takes), then as a user runs it
-    compiled = _run(
-        [str(fresh.perflow), "run", "mpi_profiler", "--input", str(RING8)],
-        {**base, "PERFLOW_JIT": "compile"},
-        elsewhere,
-    )
-    assert "MPI call sites by total time" in compiled.stdout
+    # the README's first command as a user runs it: the same report as this checkout's compiled kernels give
     default = _run([str(fresh.perflow), "run", "mpi_profiler", "--input", str(RING8)], base, elsewhere)
-    assert default.stdout == compiled.stdout
+    assert "MPI call sites by total time" in default.stdout
+    assert default.stdout == _compiled_report(monkeypatch, capsys)
 
-    # kernels were cached per user, and nothing was written inside the package
-    cached = list((xdg / "perflow" / "numba").rglob("*.nbi"))
-    assert cached, "no compiled kernel in the per-user cache"
+    # kernels of both kinds compiled from the installed copy are cached per user, nothing inside the package
+    compiled = _run([str(fresh.python), "-c", KERNELS], {**base, "PERFLOW_JIT": "compile"}, elsewhere)
+    assert compiled.stdout.splitlines() == ["[0, 0, 1, 2, 1]", "callback"]
+    cached = {p.name.split("-")[0] for p in (xdg / "perflow" / "numba").rglob("*.nbi")}
+    assert {"match._rank_codes", "_callbacks.cb_enter"} <= cached, f"not in the per-user cache: {sorted(cached)}"
     assert _files(pkg) == before, f"written inside the package: {sorted(_files(pkg) - before)}"
 
     # a cache that cannot be written: kernels compile anyway (uncached), with a warning saying how to fix it
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("")
-    snippet = (
-        "import numpy as np\n"
-        "from perflow.trace.match import rank_within\n"
-        "print(rank_within(np.array([3, 1, 3, 3, 1])).tolist())\n"
-    )
     ro = _run(
-        [str(fresh.python), "-c", snippet],
+        [str(fresh.python), "-c", KERNELS],
         {**base, "PERFLOW_JIT": "compile", "PERFLOW_CACHE_DIR": str(blocker / "cache")},
         elsewhere,
     )
-    assert ro.stdout.strip() == "[0, 0, 1, 2, 1]"
+    assert ro.stdout.splitlines() == ["[0, 0, 1, 2, 1]", "callback"]
     assert "cannot cache compiled kernels" in ro.stderr and "PERFLOW_CACHE_DIR" in ro.stderr
     assert _files(pkg) == before
 

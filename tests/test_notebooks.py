@@ -25,6 +25,9 @@ def test_notebook_runs(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the kernel imports perflow from this checkout, whatever is installed
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # as a user runs them: kernels in the default mode (small inputs interpreted, no numba start-up in each kernel;
+    # the suite checks the compiled kernels in process, tests/test_jit.py that both modes agree)
+    monkeypatch.setenv("PERFLOW_JIT", "auto")
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
         nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}

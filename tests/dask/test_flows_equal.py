@@ -15,7 +15,6 @@ import perflow  # noqa: E402
 from perflow.synthetic import raw_trace  # noqa: E402
 from perflow.trace.build import build_pag  # noqa: E402
 from perflow.trace.builder import TraceBuilder  # noqa: E402
-from tests.recorder.conftest import build, recorded, toolchain, workdir  # noqa: E402, F401 - fixtures
 
 #: the shipped flows that analyse one trace
 FLOWS = ("wait_states", "critical_path", "root_cause", "pop", "variance", "mpi_profiler", "comm_pattern",
@@ -86,7 +85,7 @@ def raws(request):  # type: ignore[no-untyped-def]
                 cache[name] = raw_trace(nprocs=6, iterations=8, late_sender=0.3, slow_rank=2, imbalance=0.3, seed=9)
             elif name == "recorded":
                 rec = request.getfixturevalue("recorded")
-                cache[name] = rec("ring.c", n=4).raw
+                cache[name] = rec("ring.c", "6", "500", n=4).raw  # the recorder tests' recording
             else:
                 cache[name] = globals()[name]().raw()
         return cache[name]

@@ -6,11 +6,9 @@ import functools
 
 import pytest
 
-from tests.recorder.conftest import build, recorded, toolchain, workdir  # noqa: F401 - fixtures
-
 
 @pytest.fixture(scope="session")
-def recorded_pag(recorded):  # noqa: ANN001, ANN201, F811
+def recorded_pag(recorded):  # noqa: ANN001, ANN201
     """recorded_pag(source, args) -> the PAG of that program recorded on 4 ranks by ``perflow record``."""
     from perflow.trace.build import build_pag
 

@@ -132,9 +132,12 @@ def test_command_line_in_process(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 
 def test_command_line_subprocess(tmp_path: Path) -> None:
+    # as a user runs it (kernels in the default mode: this small input runs interpreted), so that a cold kernel
+    # cache costs no compile; test_comm_pattern checks the same flow with compiled kernels
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "PERFLOW_JIT": "auto",
     }
     proc = subprocess.run(
         [sys.executable, "-m", "perflow", "-q", "run", "comm_pattern", "--input", str(RING8), "--output", str(tmp_path)],

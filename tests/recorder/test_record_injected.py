@@ -1,7 +1,7 @@
 """Programs with one injected problem, built with ``-O2 -g`` and recorded without recompiling: the flows name it.
 
 Each program (``tests/recorder/programs``) makes one rank do extra work in one
-function (fixed work, not fixed time: ``work.h``), some 40 to 150 ms per
+function (fixed work, not fixed time: ``work.h``), some 40 to 160 ms per
 iteration, far above the scheduling noise of 4 ranks on 2 shared cores:
 
 * ``late_recv.c``: rank 1 runs ``late_recv_work`` before receiving a 16 MiB
@@ -38,7 +38,8 @@ PROGRAMS = [
     pytest.param(
         "ring_slow.f90", ("4", "6", "60"), "ring_kernels::slow_work", "rs_slow", 2, id="fortran-sendrecv-ring"
     ),
-    pytest.param("every_third.c", ("9", "6", "80"), "spiky_work", "et_spiky", 1, id="every-third-iteration"),
+    # spikes of 160 ms at iterations 0, 3, 6: the calm iterations' noise waits stay well under 10% under load
+    pytest.param("every_third.c", ("7", "6", "160"), "spiky_work", "et_spiky", 1, id="every-third-iteration"),
     pytest.param("chain.c", ("3", "80"), "origin_work", "ch_work", 0, id="chain-0-1-2"),
     pytest.param("inlined.c", ("4", "6", "60"), "leaf_kernel", "in_leaf", 3, id="inlined-leaf-O2"),
     pytest.param("nb_halo.c", ("4", "30"), "compute", "nb_compute", 2, id="nonblocking-halo-subcomm"),
