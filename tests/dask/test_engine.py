@@ -25,15 +25,6 @@ from .example_analysis import WAITS_BY_VERTEX  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def engine():  # type: ignore[no-untyped-def]
-    from perflow.dask import Engine
-
-    eng = Engine(n_workers=2, processes=False)
-    yield eng
-    eng.close()
-
-
-@pytest.fixture(scope="module")
 def synthetic() -> tuple:
     raw = raw_trace(nprocs=12, iterations=15, slow_rank=5, late_sender=0.2, imbalance=0.5, seed=3)
     return raw, build_pag(raw)

@@ -17,15 +17,6 @@ from perflow.trace.build import build_pag  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def engine():  # type: ignore[no-untyped-def]
-    from perflow.dask import Engine
-
-    eng = Engine(n_workers=2, processes=False)
-    yield eng
-    eng.close()
-
-
-@pytest.fixture(scope="module")
 def archive(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
     from perflow.readers.otf2 import fast_available
     from perflow.writers.otf2 import write_otf2

@@ -21,15 +21,6 @@ FLOWS = ("wait_states", "critical_path", "root_cause", "pop", "variance", "mpi_p
          "hotspot", "imbalance", "backtracking", "what_if")  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def engine():  # type: ignore[no-untyped-def]
-    from perflow.dask import Engine
-
-    eng = Engine(n_workers=2, processes=False)
-    yield eng
-    eng.close()
-
-
 def two_ranks() -> TraceBuilder:
     """Rank 0 computes 4 s and sends; rank 1 posts its receive at 1 s and waits 3 s (the worked Late Sender)."""
     tb = TraceBuilder(nprocs=2)

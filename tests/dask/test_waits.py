@@ -37,15 +37,6 @@ def dist_waits(dt, window: int = 100, **settings):  # type: ignore[no-untyped-de
     return dt.pag().analyses.get(WAIT_INSTANCES, wrong_order_window=window, **settings)
 
 
-@pytest.fixture(scope="module")
-def engine():  # type: ignore[no-untyped-def]
-    from perflow.dask import Engine
-
-    eng = Engine(n_workers=2, processes=False)
-    yield eng
-    eng.close()
-
-
 def _wait_kinds_trace() -> TraceBuilder:
     """Six ranks showing every wait-state kind (see the timeline in the comments)."""
     tb = TraceBuilder(nprocs=6)
