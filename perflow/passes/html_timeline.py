@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import html as _html
+import json
 import logging
 import zlib
 from dataclasses import dataclass, replace
@@ -56,10 +57,12 @@ class TimelineSection:
     embedded: dict[str, int]
     blob: str = ""
     region_blob: str = ""
+    meta: str = "{}"
 
     def data_script(self) -> str:
-        """The compressed data, in script elements the page's script decodes (the first while Bokeh starts)."""
+        """The data: its layout (JSON) and the compressed arrays, in script elements the page's script decodes."""
         return (
+            f'<script type="application/json" id="pf-timeline-meta">{self.meta}</script>'
             f'<script type="application/octet-stream" id="pf-timeline-blob">{self.blob}</script>'
             f'<script type="application/octet-stream" id="pf-timeline-blob-region">{self.region_blob}</script>'
         )
@@ -343,7 +346,7 @@ def timeline_section(
         strips[key] = rs
     strip.xaxis.visible = False
     strip.y_range.start = 0
-    args.update(strip_kind=strips["kind"], strip_region=strips["region"], meta=meta)
+    args.update(strip_kind=strips["kind"], strip_region=strips["region"])
     lod = CustomJS(code="if (window.pfTimeline && window.pfTimeline.lod) window.pfTimeline.lod();")
     xr.js_on_change("start", lod)
     xr.js_on_change("end", lod)
@@ -353,7 +356,8 @@ def timeline_section(
     init = CustomJS(
         args=args,
         code="window.pfTimelineInit({xr, yr, plot, yaxis, mapper, tile_view, inst_view, wait_view, wait_glyph, "
-        "wait_binned, path_view, path_glyph, path_binned, msg_view, msg_glyph, strip_kind, strip_region, meta});",
+        "wait_binned, path_view, path_glyph, path_binned, msg_view, msg_glyph, strip_kind, strip_region, "
+        "meta: JSON.parse(document.getElementById('pf-timeline-meta').textContent)});",
     )
     p.js_on_event(
         MouseMove,
@@ -367,7 +371,10 @@ def timeline_section(
     doc.add_root(layout)
     doc.js_on_event("document_ready", init)  # the data is decoded once the page is shown
     controls = _controls(td, tf, meta, ws is not None, cp is not None, "msg_start" in pack.layout)
-    return TimelineSection(layout, controls, embedded, blob, region_blob)
+    # the layout and labels as the page's own JSON, not as Bokeh properties (validating and serialising
+    # them property by property cost more than the rest of the document); "</" cannot end the script
+    meta_json = json.dumps(meta, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return TimelineSection(layout, controls, embedded, blob, region_blob, meta_json)
 
 
 def _controls(td: TimelineData, tf: TimelineData, meta: dict[str, Any], waits: bool, path: bool, msgs: bool) -> str:

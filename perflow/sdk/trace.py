@@ -31,6 +31,7 @@ from ..pag.instances import Trace
 from ..pag.pag import PAG
 from ..pag.sites import call_site_paths, source_labels
 from ..pag.tree import descendants_mask
+from ..trace.binning import bin_exclusive, stack_pixels
 from ..trace.analyses import (
     CRITICAL_PATH,
     EXCLUSIVE_BY_VERTEX,
@@ -55,6 +56,8 @@ from ..trace.threadwaits import parallel_teams
 from ..trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 __all__ = [
+    "bin_exclusive",
+    "stack_pixels",
     "CriticalSettings",
     "WAIT_KINDS",
     "WAIT_COLUMNS",
