@@ -31,7 +31,6 @@ from ..pag.instances import Trace
 from ..pag.pag import PAG
 from ..pag.sites import call_site_paths, source_labels
 from ..pag.tree import descendants_mask
-from ..trace.binning import bin_exclusive, stack_pixels
 from ..trace.analyses import (
     CRITICAL_PATH,
     EXCLUSIVE_BY_VERTEX,
@@ -44,6 +43,7 @@ from ..trace.analyses import (
     ideal_replay,
     vertex_roles,
 )
+from ..trace.binning import bin_exclusive, stack_pixels
 from ..trace.critical import CriticalPath
 from ..trace.cubemetrics import METRICS as SCALASCA_METRICS
 from ..trace.cubemetrics import ScalascaSettings, scalasca_metrics
