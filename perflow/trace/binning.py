@@ -20,6 +20,8 @@ Two ways compute the same numbers, bit for bit:
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import _jit
@@ -111,12 +113,15 @@ def _bin_compiled(row, enter, leave, colourings, *, n_rows, t0, t1, bins):  # ty
     n = len(row)
     if n and not bool(np.all(row[1:] >= row[:-1])):
         order = np.argsort(row, kind="stable")  # per row in input order: each cell's terms in the same order
+        row_ptr = np.searchsorted(row[order], np.arange(n_rows + 1)).astype(np.int64)
     else:
-        order = np.arange(n, dtype=np.int64)
-    row_ptr = np.searchsorted(row[order], np.arange(n_rows + 1)).astype(np.int64)
+        order = np.zeros(0, dtype=np.int64)  # sorted already: the intervals in place
+        row_ptr = np.searchsorted(row, np.arange(n_rows + 1)).astype(np.int64)
     k = len(colourings)
-    cats = np.empty((k, n), dtype=np.int64)
-    pcats = np.empty((k, n), dtype=np.int64)
+    if max((int(nc) for _, _, nc in colourings), default=0) > 32767:
+        raise ValueError("bin_exclusive: at most 32767 categories per colouring")
+    cats = np.empty((k, n), dtype=np.int16)
+    pcats = np.empty((k, n), dtype=np.int16)
     ncats = np.empty(k, dtype=np.int64)
     for j, (cat, parent_cat, n_cats) in enumerate(colourings):
         cats[j], pcats[j], ncats[j] = cat, parent_cat, n_cats
@@ -137,6 +142,7 @@ def _bin_rows(order, row_ptr, enter, leave, cats, pcats, offs, t0, t1, bins, out
     """Fill ``out`` (colouring blocks of ``(rows, bins, n_cats)``) one row at a time, as :func:`_bin_numpy` sums."""
     n_rows = row_ptr.shape[0] - 1
     k = offs.shape[0] - 1
+    in_place = order.shape[0] == 0
     tot = offs[k]
     w = (t1 - t0) / bins
     # a row's accumulators, per (bin, category of any colouring): own first/last, parent's first/last
@@ -150,7 +156,7 @@ def _bin_rows(order, row_ptr, enter, leave, cats, pcats, offs, t0, t1, bins, out
     c4 = np.zeros((bins, tot), np.int64)
     for r in range(n_rows):
         for p in range(row_ptr[r], row_ptr[r + 1]):
-            i = order[p]
+            i = p if in_place else order[p]
             a = min(max(enter[i], t0), t1)
             b = min(max(leave[i], t0), t1)
             ia = min(np.int64((a - t0) / w), bins - 1)
@@ -199,13 +205,14 @@ def stack_pixels(shares: np.ndarray, sub: int, *, kernel: bool | None = None) ->
     ``shares`` is ``(rows, bins, categories)`` in fractions of a bin; the result is
     ``(rows * sub, bins)`` of ``int16`` with the first category at the bottom of each band and
     ``categories`` (one past the last) where the bin is idle: pixel ``j`` of a band (from the top)
-    shows the category whose stack covers height ``1 - (j + 0.5) / sub``. The compiled kernel
-    (``kernel``: as in :func:`bin_exclusive`, by the size of ``shares``) gives the same pixels.
+    shows the category whose stack covers height ``1 - (j + 0.5) / sub``. The compiled kernel gives
+    the same pixels; by default it is used when numba runs already in this process (a large trace's
+    analyses or binning started it) or under ``PERFLOW_JIT=compile``: a small trace starts no numba for it.
     """
     n_rows, bins, n_cats = shares.shape
     h = 1.0 - (np.arange(sub) + 0.5) / sub
     if kernel is None:
-        kernel = shares.size >= KERNEL_MIN or _jit.mode() == "compile"
+        kernel = "numba" in sys.modules or _jit.mode() == "compile"
     if kernel and _jit.mode() != "python":
         idx = np.empty((n_rows, sub, bins), dtype=np.int16)
         _stack_rows(np.ascontiguousarray(shares, np.float64), h, idx)
