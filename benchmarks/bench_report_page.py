@@ -97,9 +97,10 @@ def main() -> None:
     ap.add_argument("--trees", nargs="+", default=["."], help="source trees to compare with --cost (PYTHONPATH)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each with --cost (default 3)")
     ap.add_argument("--flow", default="critical_path", help="the flow run with --cost (default %(default)s)")
+    ap.add_argument("--no-warm", action="store_true", help="with --cost: no unmeasured first run per tree")
     a = ap.parse_args()
     if a.cost:
-        output_cost(a.trace, [str(Path(t).resolve()) for t in a.trees], a.repeat, a.flow)
+        output_cost(a.trace, [str(Path(t).resolve()) for t in a.trees], a.repeat, a.flow, warm=not a.no_warm)
         return
     if a.page:
         _open(Path(a.page), a.opens)
@@ -141,11 +142,11 @@ def _run(tree: str, trace: str, flow: str, out: str | None) -> dict[str, float]:
     return {"cpu": ru.ru_utime + ru.ru_stime, "wall": wall, "rss": ru.ru_maxrss / 1024, "page": page}
 
 
-def output_cost(trace: str, trees: list[str], repeat: int, flow: str) -> None:
+def output_cost(trace: str, trees: list[str], repeat: int, flow: str, *, warm: bool = True) -> None:
     """Print, per tree, ``perflow run FLOW`` with and without ``--output`` and the difference (medians)."""
     runs: dict[tuple[str, bool], list[dict[str, float]]] = {(t, o): [] for t in trees for o in (False, True)}
     with tempfile.TemporaryDirectory(prefix="perflow-output-cost-") as tmp:
-        for tree in trees:  # a first run per tree: compiles what its kernels need, not measured
+        for tree in trees if warm else []:  # a first run per tree: compiles what its kernels need, not measured
             _run(tree, trace, flow, str(Path(tmp, "warm")))
         for r in range(repeat):
             for tree in trees:
