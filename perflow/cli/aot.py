@@ -44,8 +44,6 @@ def _workload(out: Path, source: Path | None) -> list[list[str]]:
             sys.path.remove(str(maker.parent))
     flows = ("wait_states", "critical_path", "mpi_profiler", "pop", "root_cause", "imbalance")
     runs = [["-q", "run", flow, "--input", t] for t in traces for flow in flows]
-    # the page and timeline of --output (the timeline's binning kernels)
-    runs += [["-q", "run", "critical_path", "--input", t, "--output", str(out / "page")] for t in traces[-1:]]
     # the controlled logical clock's kernels, which a trace violating the clock condition needs
     return runs + [["-q", "--clock-correction", "on", "run", "wait_states", "--input", t] for t in traces]
 
