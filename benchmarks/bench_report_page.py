@@ -10,14 +10,25 @@ under 5 s.
 
     python benchmarks/make_otf2_trace.py --events 20e6 --out /tmp/otf2-20M      # once (~3 GB to read)
     python benchmarks/bench_report_page.py /tmp/otf2-20M/traces.otf2 --out /tmp/page-20M
+
+``--cost`` instead measures what ``--output`` adds to ``perflow run critical_path`` (issue 28: at most
+3 s at 20 M events): fresh processes with and without ``--output``, for each source tree given
+(``--trees /work/main .``: main and a branch in the same minutes, runs interleaved), CPU seconds
+(user + system, from the operating system), peak RSS and the page's size; medians of ``--repeat``.
+
+    nice -n 5 python benchmarks/bench_report_page.py /tmp/otf2-20M/traces.otf2 --cost --trees /work/main . --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -82,7 +93,15 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/perflow-page-bench", help="output folder of the run (default %(default)s)")
     ap.add_argument("--opens", type=int, default=3, help="times to open the page in Chromium (default 3)")
     ap.add_argument("--page", metavar="INDEX", help="only open this page (an index.html written before)")
+    ap.add_argument("--cost", action="store_true", help="measure what --output adds to `perflow run` (see above)")
+    ap.add_argument("--trees", nargs="+", default=["."], help="source trees to compare with --cost (PYTHONPATH)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each with --cost (default 3)")
+    ap.add_argument("--flow", default="critical_path", help="the flow run with --cost (default %(default)s)")
+    ap.add_argument("--no-warm", action="store_true", help="with --cost: no unmeasured first run per tree")
     a = ap.parse_args()
+    if a.cost:
+        output_cost(a.trace, [str(Path(t).resolve()) for t in a.trees], a.repeat, a.flow, warm=not a.no_warm)
+        return
     if a.page:
         _open(Path(a.page), a.opens)
         return
@@ -103,6 +122,51 @@ def main() -> None:
     print(f"page {index}: {size / 1e6:.2f} MB (target < 10 MB: {'ok' if size < 10e6 else 'MISSED'})")
     _open(index, a.opens)
     print(f"peak RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def _run(tree: str, trace: str, flow: str, out: str | None) -> dict[str, float]:
+    """One ``perflow run`` in a fresh process: CPU seconds (user + system), peak RSS (MiB), page size (MB)."""
+    cmd = [sys.executable, "-m", "perflow", "-q", "run", flow, "--input", trace]
+    if out is not None:
+        cmd += ["--output", out]
+    env = dict(os.environ, PYTHONPATH=tree)
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    if status != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed (PYTHONPATH={tree}):\n{err[-2000:]}")
+    index = Path(out, "index.html") if out is not None else None
+    page = index.stat().st_size / 1e6 if index is not None and index.exists() else 0.0
+    return {"cpu": ru.ru_utime + ru.ru_stime, "wall": wall, "rss": ru.ru_maxrss / 1024, "page": page}
+
+
+def output_cost(trace: str, trees: list[str], repeat: int, flow: str, *, warm: bool = True) -> None:
+    """Print, per tree, ``perflow run FLOW`` with and without ``--output`` and the difference (medians)."""
+    runs: dict[tuple[str, bool], list[dict[str, float]]] = {(t, o): [] for t in trees for o in (False, True)}
+    with tempfile.TemporaryDirectory(prefix="perflow-output-cost-") as tmp:
+        for tree in trees if warm else []:  # a first run per tree: compiles what its kernels need, not measured
+            _run(tree, trace, flow, str(Path(tmp, "warm")))
+        for r in range(repeat):
+            for tree in trees:
+                for with_output in (False, True):
+                    m = _run(tree, trace, flow, str(Path(tmp, f"out-{r}")) if with_output else None)
+                    runs[(tree, with_output)].append(m)
+                    print(
+                        f"  run {r + 1} {tree} {'with' if with_output else 'without'} --output: "
+                        f"{m['cpu']:.2f} s CPU, {m['wall']:.2f} s wall, {m['rss']:.0f} MiB, load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
+    med = statistics.median
+    for tree in trees:
+        off, on = runs[(tree, False)], runs[(tree, True)]
+        c0, c1 = med(m["cpu"] for m in off), med(m["cpu"] for m in on)
+        print(
+            f"{tree}: without --output {c0:.2f} s CPU (peak {med(m['rss'] for m in off):.0f} MiB), "
+            f"with {c1:.2f} s (peak {med(m['rss'] for m in on):.0f} MiB, page {med(m['page'] for m in on):.2f} MB): "
+            f"--output adds {c1 - c0:+.2f} s CPU (median of {repeat}; target at 20 M events: +3 s)"
+        )
 
 
 def _open(index: Path, n: int) -> None:

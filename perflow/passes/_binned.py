@@ -25,6 +25,7 @@ import pandas as pd
 from perflow.sdk import PAG, MPIClass, PassError, mpi_class
 from perflow.sdk.figures import CATEGORY_COLORS, PLOT_CATEGORIES, palette
 from perflow.sdk.profile import device_categories
+from perflow.sdk.trace import bin_exclusive, stack_pixels
 
 __all__ = [
     "TimelineData",
@@ -129,41 +130,10 @@ def aggregate_bins_many(
     """:func:`aggregate_bins` of the same intervals under several colourings, in one pass over the intervals.
 
     ``colourings`` holds ``(cat, parent_cat, n_cats)`` per colouring (per kind and per function, say);
-    the bins each interval covers are found once. Each result equals :func:`aggregate_bins`'s exactly.
+    the bins each interval covers are found once. Each result equals :func:`aggregate_bins`'s exactly
+    (:func:`perflow.sdk.trace.bin_exclusive`: numpy for small inputs, a compiled kernel for large ones).
     """
-    w = (t1 - t0) / bins
-    a = np.clip(enter, t0, t1)
-    b = np.clip(leave, t0, t1)
-    ia = np.minimum(((a - t0) / w).astype(np.int64), bins - 1)
-    ib = np.minimum(((b - t0) / w).astype(np.int64), bins - 1)
-    same = ia == ib
-    first = np.where(same, b - a, t0 + (ia + 1) * w - a)
-    last = np.where(same, 0.0, b - (t0 + ib * w))
-    span = ib > ia + 1
-    row64 = row.astype(np.int64)
-    results = []
-    for cat, parent_cat, n_cats in colourings:
-        size = n_rows * bins * n_cats
-        out = np.zeros(size)
-        full = np.zeros(size)  # difference array over bins, for the fully covered bins
-        base_row = row64 * (bins * n_cats)
-        for c, add in ((cat, True), (parent_cat, False)):
-            base = base_row + c
-            ok = c >= 0
-            if not ok.all():
-                base = base[ok]
-                ia_, ib_, first_, last_, span_ = ia[ok], ib[ok], first[ok], last[ok], span[ok]
-            else:
-                ia_, ib_, first_, last_, span_ = ia, ib, first, last, span
-            op = np.add if add else np.subtract  # in place: the same sums as adding (+1 or -1) * each term
-            op(out, np.bincount(base + ia_ * n_cats, weights=first_, minlength=size), out=out)
-            op(out, np.bincount(base + ib_ * n_cats, weights=last_, minlength=size), out=out)
-            bs = base[span_]
-            op(full, w * np.bincount(bs + (ia_[span_] + 1) * n_cats, minlength=size), out=full)
-            op(full, -w * np.bincount(bs + ib_[span_] * n_cats, minlength=size), out=full)
-        cover = np.cumsum(full.reshape(n_rows, bins, n_cats), axis=1)
-        results.append(out.reshape(n_rows, bins, n_cats) + cover)
-    return results
+    return bin_exclusive(row, enter, leave, colourings, n_rows=n_rows, t0=t0, t1=t1, bins=bins)
 
 
 def span_cover(
@@ -211,14 +181,7 @@ def share_pixels(shares: np.ndarray, sub: int) -> np.ndarray:
     ``categories`` (one past the last) where the bin is idle. Every category with at least half a
     pixel's share of a bin gets its pixels, so no category disappears at any zoom.
     """
-    n_rows, bins, n_cats = shares.shape
-    cum = np.cumsum(np.clip(shares, 0.0, None), axis=2)
-    # pixel j of a band (from the top) samples height 1 - (j + 0.5) / sub above the band's bottom
-    h = 1.0 - (np.arange(sub) + 0.5) / sub
-    idx = np.empty((n_rows, sub, bins), dtype=np.int16)
-    for j in range(sub):
-        idx[:, j, :] = (cum < h[j]).sum(axis=2)
-    return idx.reshape(n_rows * sub, bins)
+    return stack_pixels(shares, sub)
 
 
 def location_rows(process: np.ndarray, thread: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:

@@ -199,8 +199,9 @@ def _wait_rows(pag: PAG, waits: pd.DataFrame | None) -> pd.DataFrame | None:
     if waits is None or not len(waits) or not {"process", "thread", "kind", "amount", "vertex"} <= set(waits.columns):
         return None
     w = waits[["process", "thread", "kind", "amount", "vertex"]]
-    w = w[(w["vertex"].to_numpy() >= 0) & (w["vertex"].to_numpy() < pag.n_vertices)]
-    return w.assign(kind=w["kind"].astype(str))
+    v = w["vertex"].to_numpy()
+    ok = (v >= 0) & (v < pag.n_vertices)
+    return w if ok.all() else w[ok]
 
 
 def panes_data(
@@ -263,14 +264,27 @@ def panes_data(
             wv = w["vertex"].to_numpy(dtype=np.int64)
             wa = w["amount"].to_numpy(dtype=np.float64)
             # the waits leave their call's own time: per (vertex, location), never below zero
-            key_rows = pd.MultiIndex.from_arrays([g.vertex, g.group])
-            pos = key_rows.get_indexer(pd.MultiIndex.from_arrays([wv, wl]))
+            span = (
+                int(max(n_loc, int(g.group.max()) + 1 if len(g.group) else 0)) + 2
+            )  # (vertex, location) as one integer
+            key_rows = pd.Index(g.vertex.astype(np.int64) * span + (g.group.astype(np.int64) + 1))
+            pos = key_rows.get_indexer(wv * span + (wl.astype(np.int64) + 1))
             taken = np.zeros(len(own))
             np.add.at(taken, pos[pos >= 0], wa[pos >= 0])
             own = own - np.minimum(taken, np.maximum(own, 0))
-            wcat = cat[wv]
-            for (c, k), idx in pd.DataFrame({"c": wcat, "k": w["kind"].to_numpy()}).groupby(["c", "k"]).indices.items():
-                wait_parts[(str(c), str(k))] = (wv[idx], wl[idx], wa[idx])
+            # per (category of the call, kind): integer codes, not a grouping of millions of strings
+            ccode, cnames = pd.factorize(cat)
+            kcode, knames = pd.factorize(w["kind"], use_na_sentinel=False)
+            key = ccode[wv].astype(np.int64) * len(knames) + kcode
+            order = np.argsort(key, kind="stable")
+            uniq, first = np.unique(key[order], return_index=True)
+            groups = {
+                (str(cnames[u // len(knames)]), str(knames[u % len(knames)])): order[a:b]
+                for u, a, b in zip(uniq.tolist(), first.tolist(), [*first[1:].tolist(), len(order)])
+            }
+            for ck in sorted(groups):  # as a grouping by the names would list them
+                idx = groups[ck]
+                wait_parts[ck] = (wv[idx], wl[idx], wa[idx])
         root = node(
             "time", "time", -1, "s", desc="exclusive time of every call path (a node is its own part plus its children)"
         )

@@ -82,7 +82,7 @@ def _band_image(shares: np.ndarray, rgba: np.ndarray, n_rows: int) -> np.ndarray
         idx = idx.reshape(n_rows, sub - gap, -1)
         idx = np.concatenate([np.full((n_rows, gap, idx.shape[2]), rgba.shape[0] - 1, np.int16), idx], axis=1)
         idx = idx.reshape(n_rows * sub, -1)
-    return rgba[idx]
+    return rgba.astype(np.float32)[idx]
 
 
 def _draw_exact(ax: Any, pag: PAG, td: TimelineData, sel: np.ndarray, t0: float, t1: float, rgba: np.ndarray) -> int:
@@ -145,7 +145,7 @@ def _draw_waits(ax: Any, ws: pd.DataFrame, td: TimelineData, t0: float, t1: floa
         return pc
     cover = span_cover(wr[ok], s_[ok], e_[ok], n_rows=td.n_rows, t0=t0, t1=t1, bins=bins)
     # a strip along the bottom quarter of each row's band: red, as opaque as the bin is spent waiting
-    over = np.zeros((td.n_rows, 4, bins, 4))
+    over = np.zeros((td.n_rows, 4, bins, 4), np.float32)
     over[:, 3, :, :3] = WAIT_RGBA
     over[:, 3, :, 3] = 0.9 * cover
     layout_free(

@@ -43,6 +43,7 @@ from ..trace.analyses import (
     ideal_replay,
     vertex_roles,
 )
+from ..trace.binning import bin_exclusive, stack_pixels
 from ..trace.critical import CriticalPath
 from ..trace.cubemetrics import METRICS as SCALASCA_METRICS
 from ..trace.cubemetrics import ScalascaSettings, scalasca_metrics
@@ -55,6 +56,8 @@ from ..trace.threadwaits import parallel_teams
 from ..trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 __all__ = [
+    "bin_exclusive",
+    "stack_pixels",
     "CriticalSettings",
     "WAIT_KINDS",
     "WAIT_COLUMNS",
