@@ -29,6 +29,7 @@ Two steps, with a small exchange of metadata in between:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .._arrays import unique
+from .._jit import njit
 from ..errors import TraceError
 from ..pag.instances import take_or
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, depths, stack_frames, stretch_ends
@@ -59,6 +61,7 @@ __all__ = [
     "summarize",
     "finalize",
     "within_location",
+    "global_rows",
     "local_rows",
     "offset_in_location",
 ]
@@ -98,6 +101,23 @@ def within_location(loc: np.ndarray) -> np.ndarray:
     starts = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]])
     lengths = np.diff(np.r_[starts, n])
     return np.arange(n) - np.repeat(starts, lengths)
+
+
+def global_rows(loc: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``offset[loc] + within_location(loc)``: the global row of rows grouped by location, in one pass."""
+    out = np.empty(len(loc), dtype=np.int64)
+    if len(loc):
+        _global_rows(loc, np.asarray(offset, dtype=np.int64), out)
+    return out
+
+
+@njit
+def _global_rows(loc, offset, out):  # type: ignore[no-untyped-def]
+    start = 0
+    for i in range(loc.shape[0]):
+        if i > 0 and loc[i] != loc[i - 1]:
+            start = i
+        out[i] = offset[loc[i]] + (i - start)
 
 
 @dataclass
@@ -260,6 +280,9 @@ def scan_part(
     st.row_loc, st.row_of_inst, st.row_of_piece = row_order(inst_loc, res.enter, st.pieces)
     st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
+    # what finalisation does not read is not kept until it runs (an event-long and an instance-long array)
+    st.res = dataclasses.replace(res, open_after=np.zeros(0, np.int64), child_inc=None)
+    st.coll_open = np.zeros(0, np.int64)
     return st
 
 
@@ -381,8 +404,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     cp_map = np.asarray(maps["cp_map"], dtype=np.int64)
     loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
-    grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
-    ginst = grow[st.row_of_inst]  # ... of every local instance
+    grow = global_rows(st.row_loc, maps["inst_off"])  # global row of every local row
+    ginst = grow[st.row_of_inst] if st.pieces is not None and len(st.pieces) else grow  # ... of every local instance
     sampled = bool(maps.get("sampled", False))
     intervals = interval_rows(
         st,
@@ -402,8 +425,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         lv = cp_map[k // max(nloc, 1)]
         lo = k % max(nloc, 1)
         deltas[name] = (lv, lo, vals)
-    p2p_loc = raw.p2p_events["location"].astype(np.int64)
-    p2p_row = maps["p2p_off"][p2p_loc] + within_location(p2p_loc)
+    p2p_row = global_rows(raw.p2p_events["location"], maps["p2p_off"])
     sends, recvs = p2p_records(
         raw,
         st.p2p_open,
