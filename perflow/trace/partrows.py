@@ -55,9 +55,9 @@ def interval_rows(
 
     only_inst = not len(st.row_of_piece)  # no pieces: the rows are the instances, in order (pieces.row_order)
 
-    def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any) -> np.ndarray:
-        if only_inst:
-            return np.array(inst, dtype=dtype)  # a copy: never a view into the scan's buffers
+    def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any, fresh: bool = False) -> np.ndarray:
+        if only_inst:  # a copy, never a view into the scan's buffers (``fresh``: computed here, no copy needed)
+            return inst.astype(dtype, copy=False) if fresh else np.array(inst, dtype=dtype)
         out = np.empty(n_rows, dtype=dtype)
         out[st.row_of_inst] = inst
         out[st.row_of_piece] = piece
@@ -69,12 +69,12 @@ def interval_rows(
         return ginst_or_none[local_inst]
 
     cols = {
-        "process": loc_proc[st.row_loc].astype(np.int32),
-        "thread": loc_thr[st.row_loc].astype(np.int32),
-        "vertex": rows(cp_map.astype(np.int32)[res.callpath], cp_map[pv], np.int32),
+        "process": loc_proc.astype(np.int32)[st.row_loc],  # per location first: one row-long gather
+        "thread": loc_thr.astype(np.int32)[st.row_loc],
+        "vertex": rows(cp_map.astype(np.int32)[res.callpath], cp_map[pv], np.int32, fresh=True),
         "enter": rows(st.t_enter, pe, np.float64),
         "leave": rows(st.t_leave, pl, np.float64),
-        "parent": rows(glob(res.parent), glob(pp), np.int64),
+        "parent": rows(glob(res.parent), glob(pp), np.int64, fresh=True),
     }
     if sampled:
         cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)

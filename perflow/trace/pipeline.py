@@ -165,8 +165,9 @@ def t_match(
 
 def t_strip(t: PartTables) -> PartTables:
     """The tables without the send/receive records (consumed by the matching), keeping their counts."""
+    # copies of the empty slices: a slice is a view that would keep every record's columns alive
     return dataclasses.replace(
-        t, sends=t.sends.iloc[:0], recvs=t.recvs.iloc[:0], n_sends=len(t.sends), n_recvs=len(t.recvs)
+        t, sends=t.sends.iloc[:0].copy(), recvs=t.recvs.iloc[:0].copy(), n_sends=len(t.sends), n_recvs=len(t.recvs)
     )
 
 
@@ -199,7 +200,7 @@ def t_coll_combine(*parts: pd.DataFrame) -> pd.DataFrame:
 
 def t_coll_wait(t: PartTables, combined: pd.DataFrame) -> pd.DataFrame:
     """Stage 7c: this partition's collective rows with ``wait`` and ``last``."""
-    c = t.coll.copy() if len(t.coll) else t.coll
+    c = t.coll.copy(deep=False) if len(t.coll) else t.coll  # two new columns: the others are shared, not copied
     if len(c):
         c["wait"], c["last"] = collective_rows_wait(c, combined)
     else:

@@ -29,6 +29,7 @@ Two steps, with a small exchange of metadata in between:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ from .pieces import Pieces, row_order, stretch_pieces
 from .raw import RawTrace
 from .records import p2p_records
 from .rma import rma_rows
+from .rowindex import global_rows, local_rows, offset_in_location, within_location
 from .scan import SCAN_ERRORS, ScanResult, enclosing_instance, scan_regions
 from .tally import child_time, exclusive_from_children, last_time_per_location, metric_deltas
 
@@ -59,45 +61,12 @@ __all__ = [
     "summarize",
     "finalize",
     "within_location",
+    "global_rows",
     "local_rows",
     "offset_in_location",
 ]
 
 log = logging.getLogger(__name__)
-
-
-def offset_in_location(loc: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Index of some rows among the rows of their location (``loc`` sorted ascending)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    return rows - np.searchsorted(loc, loc[rows], side="left") if len(rows) else rows
-
-
-def local_rows(ginst: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Local instance index of global interval rows ``g``, and whether each is held locally.
-
-    ``ginst`` (the global row of each local instance) is increasing; when it
-    is one contiguous range (a whole trace, or one location) no search is needed.
-    """
-    g = np.asarray(g, dtype=np.int64)
-    n = len(ginst)
-    if n == 0:
-        return np.zeros(len(g), dtype=np.int64), np.zeros(len(g), dtype=bool)
-    if int(ginst[-1]) - int(ginst[0]) == n - 1:
-        i = g - int(ginst[0])
-        ok = (i >= 0) & (i < n)
-        return np.where(ok, i, 0), ok
-    i = np.clip(np.searchsorted(ginst, g), 0, n - 1)
-    return i, (g >= 0) & (ginst[i] == g)
-
-
-def within_location(loc: np.ndarray) -> np.ndarray:
-    """Index of each row among the rows of its location (rows grouped by location)."""
-    n = len(loc)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    return np.arange(n) - np.repeat(starts, lengths)
 
 
 @dataclass
@@ -260,6 +229,9 @@ def scan_part(
     st.row_loc, st.row_of_inst, st.row_of_piece = row_order(inst_loc, res.enter, st.pieces)
     st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
+    # what finalisation does not read is not kept until it runs (an event-long and an instance-long array)
+    st.res = dataclasses.replace(res, open_after=np.zeros(0, np.int64), child_inc=None)
+    st.coll_open = np.zeros(0, np.int64)
     return st
 
 
@@ -381,8 +353,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     cp_map = np.asarray(maps["cp_map"], dtype=np.int64)
     loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
-    grow = maps["inst_off"][st.row_loc] + within_location(st.row_loc)  # global row of every local row
-    ginst = grow[st.row_of_inst]  # ... of every local instance
+    grow = global_rows(st.row_loc, maps["inst_off"])  # global row of every local row
+    ginst = grow[st.row_of_inst] if st.pieces is not None and len(st.pieces) else grow  # ... of every local instance
     sampled = bool(maps.get("sampled", False))
     intervals = interval_rows(
         st,
@@ -402,8 +374,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         lv = cp_map[k // max(nloc, 1)]
         lo = k % max(nloc, 1)
         deltas[name] = (lv, lo, vals)
-    p2p_loc = raw.p2p_events["location"].astype(np.int64)
-    p2p_row = maps["p2p_off"][p2p_loc] + within_location(p2p_loc)
+    p2p_row = global_rows(raw.p2p_events["location"], maps["p2p_off"])
     sends, recvs = p2p_records(
         raw,
         st.p2p_open,

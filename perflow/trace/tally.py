@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._arrays import unique
+from .._jit import njit
 from ..kinds import VertexKind, classify_region
 from ..pag.pag import MetricInfo
 from .raw import TABLE_SCHEMAS, RawTrace
@@ -81,9 +82,21 @@ def exclusive_from_children(inc: np.ndarray, child_inc: np.ndarray, t_leave: np.
     Children nest inside their parent, so what is left below the timestamps'
     rounding error (relative 1e-12 of the leave time) is zero.
     """
-    exc = inc - child_inc
-    exc[exc < 1e-12 * np.maximum(np.abs(t_leave), 1.0)] = 0.0
+    exc = np.empty(len(inc), dtype=np.float64)
+    if len(inc):
+        _exclusive(inc, child_inc, t_leave, exc)
     return exc
+
+
+@njit
+def _exclusive(inc, child_inc, t_leave, exc):  # type: ignore[no-untyped-def]
+    # one pass (a vectorised form makes four temporaries as long as the instances)
+    for i in range(inc.shape[0]):
+        e = inc[i] - child_inc[i]
+        m = abs(t_leave[i])
+        if m < 1.0:
+            m = 1.0
+        exc[i] = 0.0 if e < 1e-12 * m else e
 
 
 def dense_keys(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

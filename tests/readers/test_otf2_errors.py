@@ -129,6 +129,7 @@ def test_undefined_region_in_events(tmp_path, monkeypatch):
 def test_worker_crash_becomes_format_error(pingpong, monkeypatch, small):
     """A worker killed by a signal inside the C library -> FormatError, and the caller lives on."""
     import perflow.readers.otf2._decode as d
+    import perflow.readers.otf2._workers as w
 
     def crashing_worker(*args):
         import faulthandler
@@ -136,7 +137,7 @@ def test_worker_crash_becomes_format_error(pingpong, monkeypatch, small):
         faulthandler.disable()  # no fault report from the child on the test's stderr
         ctypes.string_at(0)  # segmentation fault in the worker process
 
-    monkeypatch.setattr(d, "_worker", crashing_worker)
+    monkeypatch.setattr(w, "_worker", crashing_worker)
     if small:  # the whole decode of a small trace runs in one child
         msg = r"traces\.otf2: the OTF2 library crashed while reading the archive \(killed by signal 11"
     else:
@@ -152,12 +153,13 @@ def test_hung_worker_is_killed(pingpong, monkeypatch):
     import time
 
     import perflow.readers.otf2._decode as d
+    import perflow.readers.otf2._workers as w
 
     def hanging_worker(*args):
         time.sleep(60)
 
-    monkeypatch.setattr(d, "_worker", hanging_worker)
-    monkeypatch.setattr(d, "WATCHDOG_SECONDS", 1.0)
+    monkeypatch.setattr(w, "_worker", hanging_worker)
+    monkeypatch.setattr(w, "WATCHDOG_SECONDS", 1.0)
     monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
     t = time.monotonic()
     # the behaviour, not the phase: on a busy machine the 1 s watchdog may already fire while the
@@ -198,10 +200,11 @@ def test_stuck_worker_is_stopped_naming_its_event_file(pingpong, monkeypatch, wo
     import time
 
     import perflow.readers.otf2._decode as d
+    import perflow.readers.otf2._workers as w
 
-    monkeypatch.setattr(d, "_worker", worker)
-    monkeypatch.setattr(d, "STALL_CPU_SECONDS", 0.5)
-    monkeypatch.setattr(d, "MAX_PRIVATE_GROWTH", 64 << 20)
+    monkeypatch.setattr(w, "_worker", worker)
+    monkeypatch.setattr(w, "STALL_CPU_SECONDS", 0.5)
+    monkeypatch.setattr(w, "MAX_PRIVATE_GROWTH", 64 << 20)
     monkeypatch.setattr(d, "SMALL_TRACE_BYTES", 0)
     t = time.monotonic()
     with pytest.raises(FormatError, match=r"pp/traces/1\.evt: the OTF2 library " + msg):

@@ -51,11 +51,11 @@ def check(anchor: Path, engine: str) -> str:
 
 
 def _run(src: Path, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    import perflow.readers.otf2._decode as d
+    import perflow.readers.otf2._workers as w
 
     # some corrupted anchors make the C library grind for many seconds before it gives up:
     # with a short watchdog they end as "did not finish in time" FormatErrors instead
-    monkeypatch.setattr(d, "WATCHDOG_SECONDS", 8.0)
+    monkeypatch.setattr(w, "WATCHDOG_SECONDS", 8.0)
     rng = random.Random(seed)
     outcomes = []
     for case in range(N_CASES):
