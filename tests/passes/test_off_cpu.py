@@ -79,7 +79,9 @@ def test_findings_name_the_code_off_the_cpu_and_explain_the_wait(pag: perflow.PA
     f = findings(root_cause(pag, long_term=True), pag)
     first = f.iloc[0]
     assert first["where"] == "work" and first["processes"] == "0"
-    assert first["what"].startswith("off the CPU here (descheduled, or blocked in a system call), delays others: 3.00 s")
+    assert first["what"].startswith(
+        "off the CPU here (descheduled, or blocked in a system call), delays others: 3.00 s"
+    )
     assert "explains 3.00 s of Wait at N×N waiting in MPI_Allreduce on rank 1" in first["what"]
     assert "also root cause of 2.00 s of waiting" in first["what"]
     # the 5 s of waiting at the allreduce is explained (3 s off the CPU, 2 s of work): no finding of its own
