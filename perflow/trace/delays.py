@@ -307,6 +307,14 @@ NOT_ANALYSED = ("finalize_wait",)
 #: kinds whose short-term cost is at most the delay found (Scalasca caps Late Sender and Late Receiver costs)
 _CAPPED = (*LS_KINDS, "late_receiver")
 _OMP = ("omp_barrier_wait", "omp_ibarrier_wait", "lock_contention_critical", "lock_contention_api")
+
+
+def _kind_codes(kind: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """The codes and categories of a wait table's ``kind`` column (categorical; text made categorical)."""
+    cat = kind.array if isinstance(kind.dtype, pd.CategoricalDtype) else pd.Categorical(kind.astype(str))
+    return np.asarray(cat.codes, dtype=np.int64), [str(c) for c in cat.categories]
+
+
 #: values of the ``long_term_kind`` setting
 LONG_TERM_KINDS = ("caused", "first")
 
@@ -336,22 +344,21 @@ def delay_costs(
     flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
     kinds = [k for k in IDLE_KINDS if k not in NOT_ANALYSED]
-    is_idle = waits["kind"].isin(kinds).to_numpy()
-    idle_rows = np.flatnonzero(is_idle)
-    idle = waits.iloc[idle_rows]
-    w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
-    w_cloc = locs.lookup(idle["cause_process"].to_numpy(), idle["cause_thread"].to_numpy())
-    ikind = idle["kind"]  # (compared by its categorical codes, never as strings)
-    if isinstance(ikind.dtype, pd.CategoricalDtype):
-        w_kind = ikind.cat.set_categories(kinds).cat.codes.to_numpy().astype(np.int64)
-    else:
-        w_kind = pd.Categorical(ikind.astype(str), categories=kinds).codes.astype(np.int64)
-    is_omp = ikind.isin(_OMP).to_numpy()
-    w_cls = np.where((ikind == "omp_idle").to_numpy(), 2, np.where(is_omp, 1, 0)).astype(np.int64)
-    w_cap = ikind.isin(_CAPPED).to_numpy()
+    # the kinds by their categorical codes (never as strings), the columns as arrays of the idle rows only
+    kcodes, kcats = _kind_codes(waits["kind"])
+    to_k = np.array([kinds.index(c) if c in kinds else -1 for c in kcats], dtype=np.int64)
+    idle_rows = np.flatnonzero((kcodes >= 0) & (to_k[np.maximum(kcodes, 0)] >= 0)) if len(to_k) else kcodes[:0]
+    col = lambda c: waits[c].to_numpy()[idle_rows]  # noqa: E731
+    w_loc = locs.lookup(col("process"), col("thread"))
+    w_cloc = locs.lookup(col("cause_process"), col("cause_thread"))
+    w_kind = to_k[kcodes[idle_rows]]
+    cls_of = np.array([2 if k == "omp_idle" else 1 if k in _OMP else 0 for k in kinds], dtype=np.int64)
+    w_cls = cls_of[w_kind]
+    w_cap = np.isin(np.array(kinds, dtype=object), _CAPPED)[w_kind]
     sel = np.flatnonzero((w_loc >= 0) & (w_cloc >= 0) & (w_cloc != w_loc))
-    tau = idle["end"].to_numpy()
-    start = idle["start"].to_numpy()
+    tau = col("end")
+    start = col("start")
+    amount = col("amount")
     order = sel[np.lexsort((-start[sel], -tau[sel]))]  # last wait first
     sp = sync_points(trace, waits, locs, roles, regions)
     to_idle = np.full(len(waits), -1, dtype=np.int64)
@@ -368,9 +375,9 @@ def delay_costs(
         order.astype(np.int64),
         w_loc.astype(np.int64),
         start.astype(np.float64),
-        idle["amount"].to_numpy().astype(np.float64),
+        amount.astype(np.float64),
         w_cloc.astype(np.int64),
-        idle["cause_time"].to_numpy().astype(np.float64),
+        col("cause_time").astype(np.float64),
         w_kind,
         w_cls,
         w_cap,
@@ -421,4 +428,4 @@ def delay_costs(
             "cost": cost,
         }
     )
-    return DelayResult(costs, float(idle["amount"].to_numpy()[sel].sum()), float(unattributed), float(lost))
+    return DelayResult(costs, float(amount[sel].sum()), float(unattributed), float(lost))

@@ -31,6 +31,7 @@ __all__ = [
     "subtree_sizes",
     "njit",
     "window_sums",
+    "exclusive_sums",
 ]
 
 T = TypeVar("T")
@@ -226,6 +227,21 @@ def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touche
             out[v] += sign * (e - s)
         k += 1
     return ntouched
+
+
+@njit
+def exclusive_sums(time, vertex, offsets, nvert):  # type: ignore[no-untyped-def]
+    """Exclusive time per vertex summed over the locations (index ``nvert``: outside every region), in
+    event order: each slot between consecutive events of one location counts ``max(0, t[k+1] - t[k])``."""
+    out = np.zeros(nvert + 1)
+    for loc in range(offsets.shape[0] - 1):
+        for k in range(offsets[loc], offsets[loc + 1] - 1):
+            d = time[k + 1] - time[k]
+            if d < 0.0:
+                d = 0.0
+            v = vertex[k]
+            out[v if v >= 0 else nvert] += d
+    return out
 
 
 @njit

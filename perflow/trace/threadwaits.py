@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .pieces import previous_max
-from .waits import _frame, empty_waits
+from .waittable import _frame, empty_waits
 
 __all__ = [
     "thread_waits",
