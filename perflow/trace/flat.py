@@ -31,6 +31,7 @@ __all__ = [
     "subtree_sizes",
     "njit",
     "window_sums",
+    "gallop",
     "exclusive_sums",
 ]
 
@@ -199,18 +200,65 @@ def _bsearch_right(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit
-def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touched, ntouched):  # type: ignore[no-untyped-def]
+def gallop(a, lo, hi, x, h, right):  # type: ignore[no-untyped-def]
+    """First index in ``a[lo:hi]`` (sorted) with ``a[i] > x`` (``right``) or ``a[i] >= x`` (hi when none),
+    searched outwards from the guess ``h``: the index a binary search gives, in a few steps when the guess
+    is near (a cursor that moves little between calls) and cache-friendly."""
+    if h < lo:
+        h = lo
+    if h > hi:
+        h = hi
+    step = 1
+    if h < hi and (a[h] <= x if right else a[h] < x):  # the answer lies after h
+        i0 = h + 1
+        i1 = hi
+        while True:
+            j = h + step
+            if j >= hi:
+                break
+            if a[j] <= x if right else a[j] < x:
+                i0 = j + 1
+                step *= 2
+            else:
+                i1 = j
+                break
+    else:  # the answer lies at or before h
+        i0 = lo
+        i1 = h
+        while True:
+            j = h - step
+            if j < lo:
+                break
+            if a[j] <= x if right else a[j] < x:
+                i0 = j + 1
+                break
+            i1 = j
+            step *= 2
+    while i0 < i1:
+        mid = (i0 + i1) >> 1
+        if a[mid] <= x if right else a[mid] < x:
+            i0 = mid + 1
+        else:
+            i1 = mid
+    return i0
+
+
+@njit
+def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touched, ntouched, hint):  # type: ignore[no-untyped-def]
     """Add ``sign`` times the exclusive time per vertex of location ``loc`` within ``[a, b]`` to ``out``.
 
     ``mark`` flags the vertices listed in ``touched[:ntouched]``; new ones are
     appended and the new count is returned. Time outside every region is
-    charged to index ``nvert`` (one past the last vertex).
+    charged to index ``nvert`` (one past the last vertex). ``hint[loc]``: where
+    the search for ``a`` starts (updated: a cursor per location).
     """
     lo = offsets[loc]
     hi = offsets[loc + 1]
     if hi - lo < 2 or b <= a:
         return ntouched
-    k = _bsearch_right(time, lo, hi, a) - 1
+    k = gallop(time, lo, hi, a, hint[loc], True)
+    hint[loc] = k
+    k -= 1
     if k < lo:
         k = lo
     while k < hi - 1 and time[k] < b:
