@@ -70,6 +70,12 @@ class Locations:
         width = int(max(self.thread.max(initial=0), t.max(initial=0))) + 1
         keys = self.process.astype(np.int64) * width + self.thread
         q = p * width + t
+        span = (int(self.process.max()) + 1) * width if len(keys) else 0
+        if 0 < span <= max(4 * len(q), 1 << 16):  # few keys: a table instead of a search per pair
+            table = np.full(span + 1, -1, dtype=np.int64)
+            table[keys] = np.arange(len(keys))
+            ok = (p >= 0) & (t >= 0) & (t < width) & (q < span)
+            return table[np.where(ok, q, span)]
         i = np.minimum(np.searchsorted(keys, q), max(len(keys) - 1, 0))
         hit = (len(keys) > 0) & (keys[i] == q) if len(keys) else np.zeros(p.shape, dtype=bool)
         return np.where(hit, i, -1).astype(np.int64)
