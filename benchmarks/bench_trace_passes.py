@@ -226,7 +226,7 @@ def _flow_cpu(path: str, output: str | None, core: int | None) -> tuple[float, i
     return r["cpu"], size
 
 
-def otf2_main(path: str, repeat: int, core: int | None, timeout: float) -> int:
+def otf2_main(path: str, repeat: int, core: int | None, timeout: float, flow: bool = True) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import tempfile
 
@@ -253,7 +253,8 @@ def otf2_main(path: str, repeat: int, core: int | None, timeout: float) -> int:
         if core is not None:
             cpin.append(_cref.c_reader(anchor, core)["cpu"])
             pins.append(child("pinned", core))
-        flows.append((_flow_cpu(path, None, None)[0], *_flow_cpu(path, out_dir, None)))
+        if flow:
+            flows.append((_flow_cpu(path, None, None)[0], *_flow_cpu(path, out_dir, None)))
     c = med(cref)
     print(f"\nC reader (OTF2 C library, every event, count only): {c:.2f} s CPU (median of {repeat})")
     print(f"\n== the analyses on one read PAG, in flow order (CPU s, medians of {repeat} runs)")
@@ -271,11 +272,12 @@ def otf2_main(path: str, repeat: int, core: int | None, timeout: float) -> int:
             print(f"  {name:<16s} {med([r[name] for r in pins]):7.2f} s")
         print(f"  {'total':<16s} {med(tot):7.2f} s  = {med(tot) / cp:.2f}x the pinned C reader ({cp:.2f} s)"
               f"   (target 5 s)")  # fmt: skip
-    without, with_, size = med([f[0] for f in flows]), med([f[1] for f in flows]), med([f[2] for f in flows])
-    print(f"\n== perflow run critical_path (fresh processes, CPU s, medians of {repeat})")
-    print(f"  without --output {without:7.2f} s")
-    print(f"  with --output    {with_:7.2f} s  (+{with_ - without:.2f} s for the report and timelines, "
-          f"{size / 1e6:.1f} MB written; target +3 s)")  # fmt: skip
+    if flows:
+        without, with_, size = med([f[0] for f in flows]), med([f[1] for f in flows]), med([f[2] for f in flows])
+        print(f"\n== perflow run critical_path (fresh processes, CPU s, medians of {repeat})")
+        print(f"  without --output {without:7.2f} s")
+        print(f"  with --output    {with_:7.2f} s  (+{with_ - without:.2f} s for the report and timelines, "
+              f"{size / 1e6:.1f} MB written; target +3 s)")  # fmt: skip
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 
@@ -289,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", help="an OTF2 archive: issue 28's figures (see above)")
     ap.add_argument("--core", type=int, help="with --trace: also the pinned run on this core")
     ap.add_argument("--repeat", type=int, default=3, help="with --trace: runs per figure (median)")
+    ap.add_argument("--no-flow", action="store_true", help="with --trace: skip the perflow run figures (--output)")
     ap.add_argument("--otf2-child", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="passes", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -299,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(otf2_child(a.otf2_child, a.mode)))
         return 0
     if a.trace:
-        return otf2_main(a.trace, a.repeat, a.core, a.timeout)
+        return otf2_main(a.trace, a.repeat, a.core, a.timeout, flow=not a.no_flow)
     results = []
     for ev in a.events:
         p = subprocess.run(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 import numpy as np
 import pandas as pd
 
+from .._jit import njit
 from ..kinds import CollectiveOp
 from .instances import Trace
 
@@ -155,18 +156,49 @@ def late_receiver_sends(
     return sel
 
 
+@njit
+def _best_of_runs(order, call, value, tie):  # type: ignore[no-untyped-def]
+    """Over the runs of equal ``call`` in ``order``: each run's start and its row with the largest ``value``
+    (ties: the largest ``tie``, then the last row), as the last row of a stable sort by (call, value, tie)."""
+    n = order.shape[0]
+    reps = np.empty(n, np.int64)
+    starts = np.empty(n, np.int64)
+    g = 0
+    i = 0
+    while i < n:
+        best = order[i]
+        c = call[best]
+        starts[g] = i
+        j = i + 1
+        while j < n and call[order[j]] == c:
+            r = order[j]
+            if value[r] > value[best] or (value[r] == value[best] and tie[r] >= tie[best]):
+                best = r
+            j += 1
+        reps[g] = best
+        g += 1
+        i = j
+    return reps[:g], starts[:g]
+
+
 def group_by_call(call: np.ndarray, value: np.ndarray, tie: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per call: the row of its largest value (ties: the largest ``tie``), run starts in sorted order, the order.
 
     A call that completes several receives (MPI_Waitall) waits once, for the
     message that arrives last: its Late Sender is the largest of its
-    messages', charged to that message (the representative).
+    messages', charged to that message (the representative). The order
+    holds the rows by call (stable: one sort of the calls, none when they are
+    in order already); the runs of one call are ``order[starts[j]:starts[j + 1]]``.
     """
-    order = np.lexsort((tie, value, call))
-    ks = call[order]
-    last = np.r_[ks[1:] != ks[:-1], True] if len(ks) else np.zeros(0, dtype=bool)
-    first = np.r_[True, ks[1:] != ks[:-1]] if len(ks) else np.zeros(0, dtype=bool)
-    return order[last], np.flatnonzero(first), order  # type: ignore[return-value]
+    call = np.asarray(call, dtype=np.int64)
+    if len(call) > 1 and not (call[1:] >= call[:-1]).all():
+        order = np.argsort(call, kind="stable")
+    else:
+        order = np.arange(len(call), dtype=np.int64)
+    rep, starts = _best_of_runs(
+        order.astype(np.int64, copy=False), call, np.asarray(value, np.float64), np.asarray(tie, np.float64)
+    )
+    return rep, starts, order
 
 
 def charged_late_sender(trace: Trace, names: np.ndarray | None) -> np.ndarray:

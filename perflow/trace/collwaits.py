@@ -37,7 +37,7 @@ import pandas as pd
 from ..kinds import CollectiveOp
 from ..pag.instances import Trace
 from .flat import njit
-from .waits import _frame, empty_waits
+from .waittable import _frame, empty_waits
 
 __all__ = ["collective_waits", "COLLECTIVE_SPANS"]
 

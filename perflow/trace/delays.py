@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..pag.instances import Trace
-from .flat import FlatTimeline, Locations, flat_timeline, locations, njit, window_sums
+from .flat import FlatTimeline, Locations, flat_timeline, gallop, locations, njit, window_sums
 from .syncpoints import LS_KINDS, sync_points
 from .waits import IDLE_KINDS
 
@@ -123,18 +123,6 @@ def _less_waiting(j0, j1, sp_wait, sp_vtx, inner, nvert, acc, mark, touched, nt)
 
 
 @njit
-def _first_ge(a, lo, hi, x):  # type: ignore[no-untyped-def]
-    """First index in a[lo:hi] with a[i] >= x (hi when none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit
 def _involves(sp_partner, sp_group, g_off, g_loc, j, other):  # type: ignore[no-untyped-def]
     p = sp_partner[j]
     if p >= 0:
@@ -147,11 +135,12 @@ def _involves(sp_partner, sp_group, g_off, g_loc, j, other):  # type: ignore[no-
 
 
 @njit
-def _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, loc, other, t_end, cls):  # type: ignore[no-untyped-def]
+def _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, loc, other, t_end, cls, hint):  # type: ignore[no-untyped-def]
     """Index of ``loc``'s last point of class ``cls`` before ``t_end`` shared with ``other`` (-1 none), and
-    the index of its first point at or after ``t_end``."""
+    the index of its first point at or after ``t_end`` (searched from ``hint[loc]``, which it updates)."""
     lo = sp_off[loc]
-    end = _first_ge(sp_t, lo, sp_off[loc + 1], t_end)
+    end = gallop(sp_t, lo, sp_off[loc + 1], t_end, hint[loc], False)
+    hint[loc] = end
     j = end - 1
     steps = 0
     while j >= lo:
@@ -174,8 +163,14 @@ def _kernel(  # type: ignore[no-untyped-def]
     order, w_loc, w_start, w_amount, w_cloc, w_ctime, w_kind, w_cls, w_cap, nkind,
     time, vertex, offsets, lstart, nvert,
     sp_off, sp_t, sp_rel, sp_wait, sp_vtx, sp_wid, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp,
-    inner, long_term, file_first,
+    inner, long_term, file_first, acc, seen,
 ):  # fmt: skip
+    """The delay costs of the waits ``order`` (see the module docstring), summed per key ``((delayer *
+    (nvert + 1) + vertex) * nkind + kind) * 4 + flags`` (flags: 1 propagating, 2 long-term) into ``acc``
+    (``seen``: keys met) when it has room for every key, else listed (key, cost) in the order met: the
+    same sums either way (each key's costs added in that order)."""
+    dense = acc.shape[0] > 0
+    V = nvert + 1
     nw = order.shape[0]
     pos = np.full(w_loc.shape[0], -1, np.int64)  # -1: a wait not analysed (what reaches it is lost)
     for q in range(nw):
@@ -186,14 +181,14 @@ def _kernel(  # type: ignore[no-untyped-def]
     mark = np.zeros(nvert + 1, np.bool_)
     touched = np.empty(nvert + 1, np.int64)
     cap = 1024
-    o_w = np.empty(cap, np.int64)
-    o_v = np.empty(cap, np.int64)
-    o_c = np.empty(cap, np.float64)
-    o_f = np.empty(cap, np.int64)  # flags: 1 propagating, 2 long-term
-    o_k = np.empty(cap, np.int64)
+    o_key = np.empty(cap if not dense else 0, np.int64)
+    o_c = np.empty(cap if not dense else 0, np.float64)
     n = 0
     unattributed = 0.0
     lost = 0.0
+    # search cursors per location (the waits come in time order, last first: each search starts near)
+    f_hint = offsets[:-1].copy()
+    sp_hint = sp_off[:-1].copy()
     for q in range(nw):
         w = order[q]
         R = w_loc[w]
@@ -204,23 +199,27 @@ def _kernel(  # type: ignore[no-untyped-def]
         cls = w_cls[w]
         if cls == 2:  # an idle worker: the master from the join before the stretch to the fork after it
             aS = X
-            jS0 = _first_ge(sp_t, sp_off[S], sp_off[S + 1], X)
-            jS1 = _first_ge(sp_t, jS0, sp_off[S + 1], Y)
+            jS0 = gallop(sp_t, sp_off[S], sp_off[S + 1], X, sp_hint[S], False)
+            jS1 = gallop(sp_t, jS0, sp_off[S + 1], Y, jS0, False)
             aR = X
             bR = X
             jR0 = 0
             jR1 = 0
         else:
-            pR, jR1 = _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, R, S, X, cls)
-            pS, jS1 = _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, S, R, Y, cls)
+            pR, jR1 = _prev_point(
+                sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, R, S, X, cls, sp_hint
+            )
+            pS, jS1 = _prev_point(
+                sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, S, R, Y, cls, sp_hint
+            )
             aR = sp_rel[pR] if pR >= 0 else lstart[R]
             aS = sp_rel[pS] if pS >= 0 else lstart[S]
             jR0 = pR + 1 if pR >= 0 else sp_off[R]
             jS0 = pS + 1 if pS >= 0 else sp_off[S]
             bR = X
         nt = 0
-        nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt)
-        nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt)
+        nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt, f_hint)
+        nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt, f_hint)
         # waiting at the delayer's (and the waiter's) points inside its interval is no work
         nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, inner, nvert, accS, mark, touched, nt)
         nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, inner, nvert, accR, mark, touched, nt)
@@ -252,28 +251,32 @@ def _kernel(  # type: ignore[no-untyped-def]
                     c = scale * d if K < 0 else carried[w, K] / denom * d
                     if c <= 0.0:
                         continue
+                    key = ((S * V + v) * nkind + (k if (K < 0 or file_first) else K)) * 4 + (0 if K < 0 else 2)
+                    if dense:
+                        acc[key] += c
+                        seen[key] = True
+                        continue
                     if n == cap:
                         cap *= 2
-                        o_w, o_v, o_c, o_f, o_k = _grow(o_w, o_v, o_c, o_f, o_k, n, cap)
-                    o_w[n] = w
-                    o_v[n] = v
+                        o_key, o_c = _grow(o_key, o_c, n, cap)
+                    o_key[n] = key
                     o_c[n] = c
-                    o_f[n] = 0 if K < 0 else 2
-                    o_k[n] = k if (K < 0 or file_first) else K
                     n += 1
             for j in range(jS0, jS1):  # the propagating shares
                 wj = sp_wait[j]
                 if wj <= 0.0:
                     continue
                 if not long_term:
+                    key = ((S * V + (sp_vtx[j] if sp_vtx[j] >= 0 else nvert)) * nkind + k) * 4 + 1
+                    if dense:
+                        acc[key] += scale * wj
+                        seen[key] = True
+                        continue
                     if n == cap:
                         cap *= 2
-                        o_w, o_v, o_c, o_f, o_k = _grow(o_w, o_v, o_c, o_f, o_k, n, cap)
-                    o_w[n] = w
-                    o_v[n] = sp_vtx[j] if sp_vtx[j] >= 0 else nvert
+                        o_key, o_c = _grow(o_key, o_c, n, cap)
+                    o_key[n] = key
                     o_c[n] = scale * wj
-                    o_f[n] = 1
-                    o_k[n] = k
                     n += 1
                     continue
                 target = sp_wid[j]
@@ -293,22 +296,16 @@ def _kernel(  # type: ignore[no-untyped-def]
             accS[v] = 0.0
             accR[v] = 0.0
             mark[v] = False
-    return o_w[:n], o_v[:n], o_c[:n], o_f[:n], o_k[:n], unattributed, lost
+    return o_key[:n], o_c[:n], unattributed, lost
 
 
 @njit
-def _grow(o_w, o_v, o_c, o_f, o_k, n, cap):  # type: ignore[no-untyped-def]
+def _grow(o_key, o_c, n, cap):  # type: ignore[no-untyped-def]
     a1 = np.empty(cap, np.int64)
-    a2 = np.empty(cap, np.int64)
-    a3 = np.empty(cap, np.float64)
-    a4 = np.empty(cap, np.int64)
-    a5 = np.empty(cap, np.int64)
-    a1[:n] = o_w[:n]
-    a2[:n] = o_v[:n]
-    a3[:n] = o_c[:n]
-    a4[:n] = o_f[:n]
-    a5[:n] = o_k[:n]
-    return a1, a2, a3, a4, a5
+    a2 = np.empty(cap, np.float64)
+    a1[:n] = o_key[:n]
+    a2[:n] = o_c[:n]
+    return a1, a2
 
 
 def off_cpu_children(parent: np.ndarray, off_cpu: np.ndarray) -> np.ndarray:
@@ -332,6 +329,16 @@ NOT_ANALYSED = ("finalize_wait",)
 #: kinds whose short-term cost is at most the delay found (Scalasca caps Late Sender and Late Receiver costs)
 _CAPPED = (*LS_KINDS, "late_receiver")
 _OMP = ("omp_barrier_wait", "omp_ibarrier_wait", "lock_contention_critical", "lock_contention_api")
+
+
+def _kind_codes(kind: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """The codes and categories of a wait table's ``kind`` column (categorical; text made categorical)."""
+    cat = kind.array if isinstance(kind.dtype, pd.CategoricalDtype) else pd.Categorical(kind.astype(str))
+    return np.asarray(cat.codes, dtype=np.int64), [str(c) for c in cat.categories]
+
+
+#: keys (delayer, vertex, kind, flags) up to which the kernel sums the costs in place
+_DENSE_KEYS = 1 << 22
 #: values of the ``long_term_kind`` setting
 LONG_TERM_KINDS = ("caused", "first")
 
@@ -364,22 +371,21 @@ def delay_costs(
     flat = flat if flat is not None else flat_timeline(trace, locs)
     L = len(locs)
     kinds = [k for k in IDLE_KINDS if k not in NOT_ANALYSED]
-    is_idle = waits["kind"].isin(kinds).to_numpy()
-    idle_rows = np.flatnonzero(is_idle)
-    idle = waits.iloc[idle_rows]
-    w_loc = locs.lookup(idle["process"].to_numpy(), idle["thread"].to_numpy())
-    w_cloc = locs.lookup(idle["cause_process"].to_numpy(), idle["cause_thread"].to_numpy())
-    ikind = idle["kind"]  # (compared by its categorical codes, never as strings)
-    if isinstance(ikind.dtype, pd.CategoricalDtype):
-        w_kind = ikind.cat.set_categories(kinds).cat.codes.to_numpy().astype(np.int64)
-    else:
-        w_kind = pd.Categorical(ikind.astype(str), categories=kinds).codes.astype(np.int64)
-    is_omp = ikind.isin(_OMP).to_numpy()
-    w_cls = np.where((ikind == "omp_idle").to_numpy(), 2, np.where(is_omp, 1, 0)).astype(np.int64)
-    w_cap = ikind.isin(_CAPPED).to_numpy()
+    # the kinds by their categorical codes (never as strings), the columns as arrays of the idle rows only
+    kcodes, kcats = _kind_codes(waits["kind"])
+    to_k = np.array([kinds.index(c) if c in kinds else -1 for c in kcats], dtype=np.int64)
+    idle_rows = np.flatnonzero((kcodes >= 0) & (to_k[np.maximum(kcodes, 0)] >= 0)) if len(to_k) else kcodes[:0]
+    col = lambda c: waits[c].to_numpy()[idle_rows]  # noqa: E731
+    w_loc = locs.lookup(col("process"), col("thread"))
+    w_cloc = locs.lookup(col("cause_process"), col("cause_thread"))
+    w_kind = to_k[kcodes[idle_rows]]
+    cls_of = np.array([2 if k == "omp_idle" else 1 if k in _OMP else 0 for k in kinds], dtype=np.int64)
+    w_cls = cls_of[w_kind]
+    w_cap = np.isin(np.array(kinds, dtype=object), _CAPPED)[w_kind]
     sel = np.flatnonzero((w_loc >= 0) & (w_cloc >= 0) & (w_cloc != w_loc))
-    tau = idle["end"].to_numpy()
-    start = idle["start"].to_numpy()
+    tau = col("end")
+    start = col("start")
+    amount = col("amount")
     order = sel[np.lexsort((-start[sel], -tau[sel]))]  # last wait first
     sp = sync_points(trace, waits, locs, roles, regions)
     to_idle = np.full(len(waits), -1, dtype=np.int64)
@@ -392,13 +398,18 @@ def delay_costs(
         loc_of = np.repeat(np.arange(L), np.diff(sp.offsets))
         first_of_loc = sp.offsets[loc_of]
         last_grp = np.where(last_grp >= first_of_loc, last_grp, -1)
-    o_w, o_v, o_c, o_f, o_k, unattributed, lost = _kernel(
+    V = int(n_vertices) + 1
+    K = len(kinds)
+    R = L * V * K * 4  # keys (delayer, vertex, kind, flags): summed in the kernel when few enough
+    dense = R <= _DENSE_KEYS
+    acc, seen = np.zeros(R if dense else 0), np.zeros(R if dense else 0, dtype=bool)
+    o_key, o_c, unattributed, lost = _kernel(
         order.astype(np.int64),
         w_loc.astype(np.int64),
         start.astype(np.float64),
-        idle["amount"].to_numpy().astype(np.float64),
+        amount.astype(np.float64),
         w_cloc.astype(np.int64),
-        idle["cause_time"].to_numpy().astype(np.float64),
+        col("cause_time").astype(np.float64),
         w_kind,
         w_cls,
         w_cap,
@@ -423,17 +434,14 @@ def delay_costs(
         _inner(off_cpu, int(n_vertices)),
         bool(long_term),
         long_term_kind == "first",
+        acc,
+        seen,
     )
-    dloc = w_cloc[o_w]
-    V = int(n_vertices) + 1
-    K = len(kinds)
-    key = ((dloc * V + o_v) * K + o_k) * 4 + o_f
-    R = int(key.max()) + 1 if len(key) else 0
-    if len(key) and int(key.min()) >= 0 and R <= max(4 * len(key), 1 << 22):  # bins by the key itself, no sort
-        uk = np.flatnonzero(np.bincount(key, minlength=R))
-        cost = np.bincount(key, weights=o_c, minlength=R)[uk]
+    if dense:
+        uk = np.flatnonzero(seen)
+        cost = acc[uk]
     else:
-        uk, inv = np.unique(key, return_inverse=True)
+        uk, inv = np.unique(o_key, return_inverse=True)
         cost = np.bincount(inv.ravel(), weights=o_c, minlength=len(uk))
     flag = uk % 4
     kk = (uk // 4) % K
@@ -450,4 +458,4 @@ def delay_costs(
             "cost": cost,
         }
     )
-    return DelayResult(costs, float(idle["amount"].to_numpy()[sel].sum()), float(unattributed), float(lost))
+    return DelayResult(costs, float(amount[sel].sum()), float(unattributed), float(lost))

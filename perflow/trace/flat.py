@@ -31,6 +31,8 @@ __all__ = [
     "subtree_sizes",
     "njit",
     "window_sums",
+    "gallop",
+    "exclusive_sums",
 ]
 
 T = TypeVar("T")
@@ -68,6 +70,12 @@ class Locations:
         width = int(max(self.thread.max(initial=0), t.max(initial=0))) + 1
         keys = self.process.astype(np.int64) * width + self.thread
         q = p * width + t
+        span = (int(self.process.max()) + 1) * width if len(keys) else 0
+        if 0 < span <= max(4 * len(q), 1 << 16):  # few keys: a table instead of a search per pair
+            table = np.full(span + 1, -1, dtype=np.int64)
+            table[keys] = np.arange(len(keys))
+            ok = (p >= 0) & (t >= 0) & (t < width) & (q < span)
+            return table[np.where(ok, q, span)]
         i = np.minimum(np.searchsorted(keys, q), max(len(keys) - 1, 0))
         hit = (len(keys) > 0) & (keys[i] == q) if len(keys) else np.zeros(p.shape, dtype=bool)
         return np.where(hit, i, -1).astype(np.int64)
@@ -198,18 +206,65 @@ def _bsearch_right(a, lo, hi, x):  # type: ignore[no-untyped-def]
 
 
 @njit
-def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touched, ntouched):  # type: ignore[no-untyped-def]
+def gallop(a, lo, hi, x, h, right):  # type: ignore[no-untyped-def]
+    """First index in ``a[lo:hi]`` (sorted) with ``a[i] > x`` (``right``) or ``a[i] >= x`` (hi when none),
+    searched outwards from the guess ``h``: the index a binary search gives, in a few steps when the guess
+    is near (a cursor that moves little between calls) and cache-friendly."""
+    if h < lo:
+        h = lo
+    if h > hi:
+        h = hi
+    step = 1
+    if h < hi and (a[h] <= x if right else a[h] < x):  # the answer lies after h
+        i0 = h + 1
+        i1 = hi
+        while True:
+            j = h + step
+            if j >= hi:
+                break
+            if a[j] <= x if right else a[j] < x:
+                i0 = j + 1
+                step *= 2
+            else:
+                i1 = j
+                break
+    else:  # the answer lies at or before h
+        i0 = lo
+        i1 = h
+        while True:
+            j = h - step
+            if j < lo:
+                break
+            if a[j] <= x if right else a[j] < x:
+                i0 = j + 1
+                break
+            i1 = j
+            step *= 2
+    while i0 < i1:
+        mid = (i0 + i1) >> 1
+        if a[mid] <= x if right else a[mid] < x:
+            i0 = mid + 1
+        else:
+            i1 = mid
+    return i0
+
+
+@njit
+def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touched, ntouched, hint):  # type: ignore[no-untyped-def]
     """Add ``sign`` times the exclusive time per vertex of location ``loc`` within ``[a, b]`` to ``out``.
 
     ``mark`` flags the vertices listed in ``touched[:ntouched]``; new ones are
     appended and the new count is returned. Time outside every region is
-    charged to index ``nvert`` (one past the last vertex).
+    charged to index ``nvert`` (one past the last vertex). ``hint[loc]``: where
+    the search for ``a`` starts (updated: a cursor per location).
     """
     lo = offsets[loc]
     hi = offsets[loc + 1]
     if hi - lo < 2 or b <= a:
         return ntouched
-    k = _bsearch_right(time, lo, hi, a) - 1
+    k = gallop(time, lo, hi, a, hint[loc], True)
+    hint[loc] = k
+    k -= 1
     if k < lo:
         k = lo
     while k < hi - 1 and time[k] < b:
@@ -226,6 +281,21 @@ def window_sums(time, vertex, offsets, loc, a, b, sign, nvert, out, mark, touche
             out[v] += sign * (e - s)
         k += 1
     return ntouched
+
+
+@njit
+def exclusive_sums(time, vertex, offsets, nvert):  # type: ignore[no-untyped-def]
+    """Exclusive time per vertex summed over the locations (index ``nvert``: outside every region), in
+    event order: each slot between consecutive events of one location counts ``max(0, t[k+1] - t[k])``."""
+    out = np.zeros(nvert + 1)
+    for loc in range(offsets.shape[0] - 1):
+        for k in range(offsets[loc], offsets[loc + 1] - 1):
+            d = time[k + 1] - time[k]
+            if d < 0.0:
+                d = 0.0
+            v = vertex[k]
+            out[v if v >= 0 else nvert] += d
+    return out
 
 
 @njit

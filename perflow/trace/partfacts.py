@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..pag.partitioned import Each
 from .criticalparts import PartView, global_locations, part_views
-from .flat import FlatTimeline
+from .flat import FlatTimeline, exclusive_sums
 from .pipeline import Built
 
 __all__ = [
@@ -41,13 +41,7 @@ def exclusive_time(flat: FlatTimeline, n: int) -> tuple[np.ndarray, float]:
     every region (between a location's first and last event)."""
     if len(flat.time) < 2:
         return np.zeros(n), 0.0
-    dur = np.diff(flat.time)
-    same = np.ones(len(dur), dtype=bool)
-    ends = flat.offsets[1:-1] - 1  # the last event of every location but the last
-    same[ends[(ends >= 0) & (ends < len(dur))]] = False
-    v = flat.vertex[:-1]
-    w = np.where(same, np.maximum(dur, 0.0), 0.0)
-    out = np.bincount(np.where(v >= 0, v, n), weights=w, minlength=n + 1)
+    out = exclusive_sums(flat.time, flat.vertex, flat.offsets, int(n))  # one pass, bincount's order
     return out[:n], float(out[n])
 
 

@@ -57,8 +57,10 @@ def thread_dependencies(
         d.issue(loc[B], enter[B], first + inst)
         k = np.flatnonzero(ok)
         d.wait("thread barriers", loc[B[k]], enter[B[k]], np.maximum(enter[B[k]], src[k]), first + inst[k])
-    vtx = iv["vertex"].to_numpy().astype(np.int64)
     vrole = np.asarray(roles, dtype=object)
+    if not (vrole == "parallel").any():  # no parallel region: no fork or join
+        return
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
     ok_v = (vtx >= 0) & (vtx < len(vrole))
     P = np.flatnonzero(ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)])
     if len(P):

@@ -36,7 +36,7 @@ import pandas as pd
 
 from ..kinds import RmaEv
 from ..pag.instances import Trace
-from .waits import _frame, empty_waits
+from .waittable import _frame, empty_waits
 
 __all__ = ["rma_waits", "rma_calls", "rma_waits_of_calls", "WINDOW_COLLECTIVE_KINDS"]
 

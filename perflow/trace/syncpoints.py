@@ -102,7 +102,8 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
     wiv = waits["interval"].to_numpy().astype(np.int64)
     msg = waits["message"].to_numpy().astype(np.int64)
     lsc = (kind == "late_sender_completion").to_numpy()
-    comp = pd.Series(waits["amount"].to_numpy()[lsc]).groupby(wiv[lsc]).sum()
+    # each receive call's Late Sender completion (one per call), by interval
+    comp = np.bincount(wiv[lsc], weights=waits["amount"].to_numpy()[lsc], minlength=len(iv)) if lsc.any() else None
     out = []
     for kinds, own, other in ((LS_KINDS, "recv_interval", "send_interval"), (("late_receiver",), None, None)):
         r = np.flatnonzero(kind.isin(kinds).to_numpy() & (wiv >= 0) & (msg >= 0))
@@ -117,7 +118,7 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
         else:  # Late Sender: the receive-completing call waits, the sending call is its partner
             a = wiv[r]
             b = m[other].to_numpy().astype(np.int64)[mm]
-            c = comp.reindex(a).fillna(0.0).to_numpy()
+            c = comp[a] if comp is not None else np.zeros(len(a))
             rel_a = leave[a] - c
             rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
         ok = b >= 0
@@ -136,7 +137,8 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     empty = np.zeros(0, np.int64)
     if not len(c):
         return [], np.zeros(1, np.int64), empty
-    c = c.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
+    if not _sorted_keys(c["instance"].to_numpy(), c["process"].to_numpy(), c["thread"].to_numpy()):
+        c = c.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
     iv = trace.intervals
     inst = c["instance"].to_numpy().astype(np.int64)
     civ = c["interval"].to_numpy().astype(np.int64)
@@ -181,11 +183,10 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     completion = np.where(sync, np.maximum(0.0, Lr - np.maximum(earliest, released)), 0.0)
     # the wait state of each synchronising row
     wr = np.flatnonzero(waits["kind"].isin(_COLL_WAITS).to_numpy())
-    wkey = pd.Series(wr, index=pd.MultiIndex.from_arrays(
-        [waits["instance"].to_numpy()[wr], waits["process"].to_numpy()[wr], waits["thread"].to_numpy()[wr]]))  # fmt: skip
-    wkey = wkey[~wkey.index.duplicated()]
-    ckey = pd.MultiIndex.from_arrays([inst, c["process"].to_numpy(), c["thread"].to_numpy()])
-    wid = wkey.reindex(ckey).fillna(-1).to_numpy().astype(np.int64)
+    wid = _first_match(
+        (waits["instance"].to_numpy()[wr], waits["process"].to_numpy()[wr], waits["thread"].to_numpy()[wr]),
+        (inst, c["process"].to_numpy(), c["thread"].to_numpy()), wr,
+    )  # fmt: skip
     amount = np.where(wid >= 0, waits["amount"].to_numpy()[np.maximum(wid, 0)], 0.0)
     s = np.flatnonzero(sync & (loc >= 0))
     # groups: the synchronising members of each instance, sorted by location
@@ -200,6 +201,35 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     pts = [dict(loc=loc[s], time=E[s], release=leave[s] - completion[s], wait=amount[s], vertex=vtx[s], wid=wid[s],
                 cls=0, partner=-1, group=g_of[gi])]  # fmt: skip
     return pts, group_off, group_loc
+
+
+def _sorted_keys(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
+    """Whether the rows are in (a, b, c) order already (a stable sort would leave them as they are)."""
+    if len(a) < 2:
+        return True
+    da, db, dc = np.diff(a.astype(np.int64)), np.diff(b.astype(np.int64)), np.diff(c.astype(np.int64))
+    return bool(np.all((da > 0) | ((da == 0) & ((db > 0) | ((db == 0) & (dc >= 0))))))
+
+
+def _first_match(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...], value: np.ndarray) -> np.ndarray:
+    """``value`` of the first row of ``keys`` equal to each row of ``query`` (-1 where none): integer keys of
+    a few columns, joined by one sort."""
+    if not len(value) or not len(query[0]):
+        return np.full(len(query[0]), -1, np.int64)
+    k = [np.asarray(x, np.int64) for x in keys]
+    q = [np.asarray(x, np.int64) for x in query]
+    lo = [min(int(a.min()), int(b.min())) for a, b in zip(k, q, strict=True)]
+    span = [max(int(a.max()), int(b.max())) - m + 1 for a, b, m in zip(k, q, lo, strict=True)]
+    if float(np.prod(np.asarray(span, np.float64))) >= 2.0**62:  # too wide for one integer: the pandas way
+        s = pd.Series(value, index=pd.MultiIndex.from_arrays(k))
+        s = s[~s.index.duplicated()]
+        return s.reindex(pd.MultiIndex.from_arrays(q)).fillna(-1).to_numpy().astype(np.int64)
+    kc, qc = np.zeros(len(k[0]), np.int64), np.zeros(len(q[0]), np.int64)
+    for a, b, m, w in zip(k, q, lo, span, strict=True):
+        kc, qc = kc * w + (a - m), qc * w + (b - m)
+    uk, first = np.unique(kc, return_index=True)  # the first row of each key
+    pos = np.minimum(np.searchsorted(uk, qc), len(uk) - 1)
+    return np.where(uk[pos] == qc, np.asarray(value, np.int64)[first[pos]], -1)
 
 
 _ONE2N = (int(CollectiveOp.BCAST), int(CollectiveOp.SCATTER), int(CollectiveOp.SCATTERV))

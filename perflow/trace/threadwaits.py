@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .pieces import previous_max
-from .waits import _frame, empty_waits
+from .waittable import _frame, empty_waits
 
 __all__ = [
     "thread_waits",
@@ -112,8 +112,10 @@ def _team_rows(
     its own thread (the function that forked; the lowest thread when none does).
     """
     empty = np.zeros(0, np.int64)
-    vtx = iv["vertex"].to_numpy().astype(np.int64)
     vrole = np.asarray(role, dtype=object)
+    if not len(vrole) or not (vrole == "parallel").any():  # no parallel region (an MPI-only trace): no pass
+        return empty, empty, empty
+    vtx = iv["vertex"].to_numpy().astype(np.int64)
     ok_v = (vtx >= 0) & (vtx < len(vrole))
     is_par = ok_v & (vrole == "parallel")[np.where(ok_v, vtx, 0)] if len(vrole) else np.zeros(len(vtx), bool)
     P = np.flatnonzero(is_par)

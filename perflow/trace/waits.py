@@ -60,170 +60,33 @@ counted (``attrs["clock_violations"]`` of the table).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from ..pag.edges import LateReceiver, group_by_call, late_receiver_sends, message_late_sender, test_calls
+from ..pag.edges import group_by_call, late_receiver_sends, message_late_sender, test_calls
 from ..pag.instances import Trace
-from ..pag.settings import Settings, SettingsError
+from . import collwaits, rmawaits, threadwaits
 from .flat import Locations, locations, njit
+from .waittable import (  # noqa: F401  (the table's definitions, importable from here as before)
+    IDLE_KINDS,
+    KIND_CODES,
+    KIND_DTYPE,
+    WAIT_COLUMNS,
+    WAIT_KINDS,
+    WaitKind,
+    WaitSettings,
+    _frame,
+    empty_waits,
+    sorted_waits,
+)
 
 __all__ = ["WAIT_COLUMNS", "WAIT_KINDS", "WaitKind", "WaitSettings", "wait_instances", "p2p_waits", "IDLE_KINDS"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class WaitSettings(Settings):
-    """Settings of the wait-state analysis (and of everything computed from its table): declared once here.
-
-    Every pass that reads the wait states takes these as its keyword
-    settings (:func:`perflow.pag.settings.settings_keywords`), and the
-    functions of this module default to them.
-
-    Attributes
-    ----------
-    wrong_order_window : int
-        Late Sender instances remembered per receiving location for the
-        wrong-order test (messages received in another order than sent; 0: off).
-    late_receiver : {"blocking", "synchronous", "none"}
-        Sends that can wait for their receiver: "blocking" (every send
-        completed in a blocking call: MPI_Send, MPI_Ssend, the send half of
-        MPI_Sendrecv, MPI_Wait* of a non-blocking send; as Scalasca counts
-        Late Receiver), "synchronous" (only MPI_Ssend and MPI_Issend) or "none".
-    early_reduce : {"latest", "earliest"}
-        The root of an N-to-1 collective waits for the "latest" sender, or
-        only until the "earliest" one arrives.
-    collective_span : {"records", "call"}
-        A blocking collective's operation spans its MpiCollectiveBegin/End
-        records (Scalasca's rule) or its MPI call's enter and leave
-        (:mod:`perflow.trace.collwaits`).
-    """
-
-    wrong_order_window: int = 100
-    late_receiver: LateReceiver = "blocking"
-    early_reduce: Literal["latest", "earliest"] = "latest"
-    collective_span: Literal["records", "call"] = "records"
-
-    def check(self) -> None:
-        if self.wrong_order_window < 0:
-            raise SettingsError(f"setting wrong_order_window must be >= 0, got {self.wrong_order_window}")
-
-
-@dataclass(frozen=True)
-class WaitKind:
-    """A wait-state kind: its family (``p2p``/``collective``), whether it is idle time, and what it means."""
-
-    name: str
-    family: str
-    idle: bool
-    description: str
-
-
-WAIT_KINDS: dict[str, WaitKind] = {
-    k.name: k
-    for k in (
-        WaitKind("late_sender", "p2p", True, "receiver waits for a send that starts late"),
-        WaitKind(
-            "late_sender_wrong_order_same",
-            "p2p",
-            True,
-            "Late Sender caused by messages received out of order (same source)",
-        ),
-        WaitKind(
-            "late_sender_wrong_order_diff",
-            "p2p",
-            True,
-            "Late Sender caused by messages received out of order (different sources)",
-        ),
-        WaitKind("late_sender_completion", "p2p", False, "receive still running after the late send has left"),
-        WaitKind("late_receiver", "p2p", True, "blocking send waits for the receive to be posted"),
-        WaitKind("wait_barrier", "collective", True, "waiting in a barrier for the last process to arrive"),
-        WaitKind("barrier_completion", "collective", False, "barrier time after the first process has left"),
-        WaitKind("wait_nxn", "collective", True, "waiting in an all-to-all collective for the last process to arrive"),
-        WaitKind("nxn_completion", "collective", False, "all-to-all collective time after the first process has left"),
-        WaitKind("finalize_wait", "collective", True, "waiting in MPI_Finalize for the last process to arrive"),
-        WaitKind("init_completion", "collective", False, "MPI_Init time after the first process could leave"),
-        WaitKind("late_broadcast", "collective", True, "non-root waits for the root of a 1-to-N collective"),
-        WaitKind("early_reduce", "collective", True, "root of an N-to-1 collective waits for the senders"),
-        WaitKind("early_scan", "collective", True, "rank waits in a scan for lower ranks"),
-        WaitKind("omp_barrier_wait", "thread", True, "thread waits at an explicit OpenMP barrier for its team"),
-        WaitKind(
-            "omp_ibarrier_wait",
-            "thread",
-            True,
-            "thread waits at an implicit OpenMP barrier (end of a parallel region or worksharing construct)",
-        ),
-        WaitKind(
-            "omp_idle", "idle", True, "worker thread idle while its master runs outside every OpenMP team (no call)"
-        ),
-        WaitKind("lock_contention_critical", "thread", True, "thread waits to enter a critical section another holds"),
-        WaitKind("lock_contention_api", "thread", True, "thread waits for a lock another holds (OpenMP lock, mutex)"),
-        WaitKind("rma_wait_at_fence", "rma", True, "MPI_Win_fence waits for the last process of the window to enter"),
-        WaitKind("rma_wait_at_create", "rma", True, "window creation waits for the last process of the window"),
-        WaitKind("rma_wait_at_free", "rma", True, "MPI_Win_free waits for the last process of the window to enter"),
-        WaitKind("rma_late_post", "rma", True, "origin waits in MPI_Win_start/complete for a target to post"),
-        WaitKind("rma_early_wait", "rma", True, "MPI_Win_wait waits for the last origin to enter MPI_Win_complete"),
-    )
-}
-#: Kinds that are idle time (excludes the completion kinds).
-IDLE_KINDS = tuple(k for k, w in WAIT_KINDS.items() if w.idle)
-KIND_DTYPE = pd.CategoricalDtype(list(WAIT_KINDS))
-
-#: Columns of the wait-state instance table.
-WAIT_COLUMNS: dict[str, str] = {
-    "process": "waiting process (world rank)",
-    "thread": "waiting thread",
-    "start": "start of the waiting period (s)",
-    "end": "end of the waiting period (s)",
-    "kind": "wait-state kind (see WAIT_KINDS)",
-    "amount": "waiting time, end - start (s)",
-    "vertex": "call path of the MPI call that waits (-1 unknown)",
-    "interval": "row in trace.intervals of that call (-1 unknown)",
-    "cause_process": "process that was waited for (-1 for completion kinds)",
-    "cause_thread": "its thread",
-    "cause_time": "when the awaited process entered its call (the end of the wait, normally)",
-    "cause_interval": "row in trace.intervals of the awaited call (-1 unknown)",
-    "message": "row in trace.messages (-1 for collectives)",
-    "instance": "collective instance (-1 for messages)",
-}
-_DTYPES = {
-    "process": np.int32,
-    "thread": np.int32,
-    "start": np.float64,
-    "end": np.float64,
-    "amount": np.float64,
-    "vertex": np.int64,
-    "interval": np.int64,
-    "cause_process": np.int32,
-    "cause_thread": np.int32,
-    "cause_time": np.float64,
-    "cause_interval": np.int64,
-    "message": np.int64,
-    "instance": np.int64,
-}
-
-
-def _frame(n: int, kind: str | np.ndarray, **cols: np.ndarray) -> pd.DataFrame:
-    out: dict[str, object] = {}
-    for c in WAIT_COLUMNS:
-        if c == "kind":
-            k = np.full(n, kind, dtype=object) if isinstance(kind, str) else np.asarray(kind, dtype=object)
-            out[c] = pd.Categorical(k, dtype=KIND_DTYPE)
-        elif c in cols:
-            out[c] = np.asarray(cols[c]).astype(_DTYPES[c], copy=False)
-        else:
-            fill = np.nan if _DTYPES[c] is np.float64 else -1
-            out[c] = np.full(n, fill, dtype=_DTYPES[c])
-    return pd.DataFrame(out)
-
-
-def empty_waits() -> pd.DataFrame:
-    """A wait-state table with no rows."""
-    return _frame(0, np.zeros(0, dtype=object))
+#: Late Sender kinds by the wrong-order class of :func:`_wrong_order` (0 in order, 1 same, 2 different source)
+_LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
 
 
 @njit
@@ -360,9 +223,7 @@ def p2p_waits(
                 int(window),
             )
             cls[gorder] = c
-        names_ls = np.array(
-            ["late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff"], dtype=object
-        )
+        names_ls = np.array([KIND_CODES[k] for k in _LS_KINDS], dtype=np.int8)  # by code: no string per row
         L = np.flatnonzero(late)
         rr = rep[L]
         parts.append(
@@ -505,13 +366,6 @@ def wait_instances(
     cw = collwaits.collective_waits(trace, early_reduce=early_reduce, collective_span=collective_span)
     tw = threadwaits.thread_waits(trace.intervals, trace.locks, roles, regions)
     rw = rmawaits.rma_waits(trace, names)
-    out = pd.concat([p, cw, tw, rw], ignore_index=True)
-    out = out.sort_values(["process", "thread", "start", "kind"], kind="stable").reset_index(drop=True)
+    out = sorted_waits([p, cw, tw, rw])
     out.attrs = dict(p.attrs)
     return out
-
-
-# Each wait family (collective, RMA, thread) builds on this module (imports it at
-# its top): the modules, not their names, are imported here, last, so that either
-# can be imported first.
-from . import collwaits, rmawaits, threadwaits  # noqa: E402
