@@ -5,14 +5,16 @@ worker processes with a memory limit each (``--memory`` shared by them) and a lo
 (``--spill``); :meth:`perflow.dask.Engine.load` with ``--parts`` partitions (default: one per
 ``--events-per-part`` events), then the passes ``wait_states``, ``critical_path`` and
 ``pop_metrics`` on ``dt.pag()``. A thread samples the resident memory of the **whole process tree**
-(this client with the in-process scheduler, the nannies, the workers, the decoders they fork) every 0.1 s
-with psutil and keeps the peak of the sum of their proportional set sizes (PSS: resident memory, each page
+(this client with the in-process scheduler, the nannies, the workers, the decoders they fork) with psutil
+and keeps the peak of the sum of their proportional set sizes (every second) (PSS: resident memory, each page
 shared by forked processes counted once in all; a sum of RSS would count it in every process that maps it), the peak per process and the phase in which the sum peaked. Printed per trace:
 events, wall time per phase, CPU seconds (user + system) of the whole tree, peak resident of the tree,
 bytes spilled to disk, and at the end the ratio of wall and CPU time of the largest trace to the
 smallest over the ratio of their events (the target: 200 M events within 12x the 20 M time).
 
-``--check`` also reads each trace with the local engine (``perflow.read``, in its own fresh process,
+``--save DIR`` keeps each engine's results there and compares them once both are (the Dask engine
+and, with ``--local-only``, the local one, at different times: the local engine at 60 M events needs about
+8 GB). ``--check`` also reads each trace with the local engine (``perflow.read``, in its own fresh process,
 one run at a time) and compares the three passes' results with the Dask engine's (wait-state table,
 critical-path summary and profile, POP table; floats to a relative 1e-9).
 
@@ -21,6 +23,7 @@ Usage::
     python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M-v2 /work/bench-data/scale6/otf2-200M
     python benchmarks/bench_scale.py --trace /work/bench-data/scale6/otf2-60M --check
     python benchmarks/bench_scale.py --trace T --workers 2 --memory 6e9 --spill /tmp/spill --parts 64
+    python benchmarks/bench_scale.py --trace T --save /tmp/res; python benchmarks/bench_scale.py --trace T --save /tmp/res --local-only
 """
 
 from __future__ import annotations
@@ -47,17 +50,23 @@ PASSES = ("wait_states", "critical_path", "pop_metrics")
 
 
 class TreeRSS:
-    """Sample the resident memory (PSS) of this process and all its descendants; keep the peaks."""
+    """Sample the resident memory of this process and all its descendants; keep the peaks.
 
-    def __init__(self, every: float = 0.1) -> None:
+    Every ``every`` seconds the RSS of each process (cheap); every ``pss_every`` seconds their PSS
+    (reading every process's page map costs CPU: at 10 Hz it would take a good part of a core).
+    """
+
+    def __init__(self, every: float = 0.1, pss_every: float = 1.0) -> None:
         import psutil
 
         self.me = psutil.Process()
-        self.every = every
+        self.every, self.pss_every = every, pss_every
         self.phase = "start"
-        self.peak, self.peak_phase, self.per_proc = 0, "", {}
+        self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
+        self.own_cpu = 0.0
         self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
         self._cpu: dict[int, float] = {}
+        self._last_pss = 0.0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -65,29 +74,36 @@ class TreeRSS:
     def sample(self) -> None:
         import psutil
 
-        total, seen = 0, {}
+        pss = time.monotonic() - self._last_pss >= self.pss_every
+        if pss:
+            self._last_pss = time.monotonic()
+        total, total_rss, seen = 0, 0, {}
         for p in [self.me, *self.me.children(recursive=True)]:
             try:
                 with p.oneshot():
-                    rss = p.memory_full_info().pss  # shared pages (forked decoders) split among their sharers
+                    rss = p.memory_info().rss
+                    # PSS: shared pages (forked decoders) split among their sharers
+                    size = p.memory_full_info().pss if pss else 0
                     t = p.cpu_times()
                     name = "client+scheduler" if p.pid == self.me.pid else p.name()
             except psutil.Error:
                 continue
-            total += rss
+            total, total_rss = total + size, total_rss + rss
             key = f"{name} {p.pid}"
-            self.per_proc[key] = max(self.per_proc.get(key, 0), rss)
+            self.per_proc[key] = max(self.per_proc.get(key, 0), size)
             seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
         for pid in set(self._cpu) - set(seen):
             if pid != self.me.pid:
                 self.cpu_dead += self._cpu.pop(pid)
         self._cpu.update(seen)
+        self.peak_rss = max(self.peak_rss, total_rss)
         if total > self.peak:
             self.peak, self.peak_phase = total, self.phase
 
     def _run(self) -> None:
         while not self._stop.is_set():
             self.sample()
+            self.own_cpu = time.thread_time()  # what the sampling itself costs
             self._stop.wait(self.every)
 
     def cpu(self) -> float:
@@ -98,6 +114,7 @@ class TreeRSS:
     def stop(self) -> None:
         self._stop.set()
         self._t.join()
+        self._last_pss = 0.0
         self.sample()
 
 
@@ -171,6 +188,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
             res[name] = f(pag)
             out["times"][name] = time.perf_counter() - t
         out["cpu"] = mon.cpu() - cpu0
+        out["monitor_cpu"] = mon.own_cpu
         out["wall"] = time.perf_counter() - t0
         out["events"] = dt.n_events
         out["partitions"] = dt.n_parts
@@ -181,6 +199,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
         del res, pag, dt
     mon.stop()
     out["peak_gb"] = mon.peak / 1e9
+    out["peak_rss_sum_gb"] = mon.peak_rss / 1e9
     out["peak_phase"] = mon.peak_phase
     out["per_proc_gb"] = {k: round(v / 1e9, 2) for k, v in sorted(mon.per_proc.items())}
     out["spilled_gb"] = spilled[0] / 1e9
@@ -214,6 +233,23 @@ def _child(args: list[str], timeout: float) -> dict[str, Any]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def _compare(save: str | None, path: str, engine: str, results: dict[str, Any]) -> int:
+    """Save one engine's results of ``path`` under ``save``; compare with the other engine's when saved (1: differ)."""
+    if not save:
+        return 0
+    os.makedirs(save, exist_ok=True)
+    name = Path(path).resolve().name
+    Path(save, f"{name}.{engine}.json").write_text(json.dumps(results))
+    other = Path(save, f"{name}.{'local' if engine == 'dask' else 'dask'}.json")
+    if not other.exists():
+        print(f"   results saved to {save}; run the other engine to compare")
+        return 0
+    theirs = json.loads(other.read_text())
+    diff = _same(theirs, results) if engine == "dask" else _same(results, theirs)
+    print(f"   Dask and local results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")
+    return int(bool(diff))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", nargs="+", help="OTF2 archive directories, smallest first")
@@ -224,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events-per-part", type=float, default=4e6, help="events per partition (default 4e6)")
     ap.add_argument("--spill", default=None, help="parent of the workers' local (spill) directory (default: tmp)")
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
+    ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
+    ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -242,12 +280,23 @@ def main(argv: list[str] | None = None) -> int:
     flags += ["--spill", a.spill] if a.spill else []
     runs, bad = [], 0
     for path in a.trace:
-        r = _child([*flags, "--child", "keep" if a.check else "dask", path], a.timeout)
+        if a.local_only:
+            loc = _child(["--child", "local", path], a.timeout)
+            print(
+                f"\n== {path}: local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB"
+            )
+            bad += _compare(a.save, path, "local", loc["results"])
+            continue
+        r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout)
         runs.append(r)
+        if a.save:
+            bad += _compare(a.save, path, "dask", r["results"])
         print(f"\n== {path}: {r['events']:,} events, {r['partitions']} partitions on {a.workers} workers "
               f"(limit {r['limit_gb']:.2f} GB each)")  # fmt: skip
-        print(f"   wall {r['wall']:.1f} s (load and passes), CPU {r['cpu']:.1f} s (whole tree), peak resident of "
-              f"the tree {r['peak_gb']:.2f} GB (during {r['peak_phase']}), spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
+        print(f"   wall {r['wall']:.1f} s (load and passes), CPU {r['cpu']:.1f} s (whole tree; of it "
+              f"{r.get('monitor_cpu', 0):.1f} s sampling memory), peak resident of "
+              f"the tree {r['peak_gb']:.2f} GB PSS (during {r['peak_phase']}; sum of RSS {r['peak_rss_sum_gb']:.2f} GB), "
+              f"spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
         print("   " + ", ".join(f"{k} {v:.1f} s" for k, v in r["times"].items()))
         print("   phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()))
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
