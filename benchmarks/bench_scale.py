@@ -67,6 +67,7 @@ class TreeRSS:
         self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
         self._cpu: dict[int, float] = {}
         self._last_pss = 0.0
+        self._procs: list[Any] = []
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -77,8 +78,10 @@ class TreeRSS:
         pss = time.monotonic() - self._last_pss >= self.pss_every
         if pss:
             self._last_pss = time.monotonic()
+        if pss or not self._procs:  # listing the descendants reads every process of the machine: not at 10 Hz
+            self._procs = [self.me, *self.me.children(recursive=True)]
         total, total_rss, seen = 0, 0, {}
-        for p in [self.me, *self.me.children(recursive=True)]:
+        for p in self._procs:
             try:
                 with p.oneshot():
                     rss = p.memory_info().rss
