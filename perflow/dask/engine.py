@@ -30,6 +30,7 @@ from ..trace.raw import RawTrace
 from ..trace.split import definitions_only, location_parts, split_raw, traffic
 from .dtrace import DistTrace
 from .ingest import ingest_otf2, scout_otf2
+from .memory import EVENTS_PER_PARTITION, SizeofPlugin, partitions_for
 
 __all__ = ["Engine", "require_dask"]
 
@@ -126,6 +127,7 @@ class Engine:
             )
             self.client = distributed.Client(self.cluster)
             self.client.wait_for_workers(len(self.cluster.workers), timeout=120)
+        self.client.register_plugin(SizeofPlugin())  # Dask must know what partitions weigh
         log.info("Dask engine on %s with %d workers", self.client.scheduler.address, len(self.workers))
 
     @property
@@ -192,6 +194,7 @@ class Engine:
         source: RawTrace | str | os.PathLike[str],
         *,
         n_partitions: int | None = None,
+        events_per_partition: float | None = EVENTS_PER_PARTITION,
         partition: str | np.ndarray = "affinity",
         tol: float = 0.05,
         weight: str = "count",
@@ -210,7 +213,13 @@ class Engine:
             (anchor file or its directory) that every worker can read: each
             worker decodes its own locations with the fast decoder.
         n_partitions : int, optional
-            Partitions (default: one per worker; at most one per process).
+            Partitions (default: one per worker, or more for a large trace, see
+            ``events_per_partition``; at most one per process).
+        events_per_partition : float, optional
+            Without ``n_partitions``: cut a trace of more than this many events
+            per worker into partitions of about this many events (a multiple
+            of the workers), so that a worker holds few at a time and Dask
+            spills the others to its local directory (``None``: one per worker).
         partition : {"affinity", "block", "round_robin"} or array
             How ranks are assigned (see :mod:`perflow.dask.partition`), or an
             explicit partition per process (sorted world ranks).
@@ -229,11 +238,12 @@ class Engine:
         """
         if weight not in ("count", "bytes"):
             raise ValueError(f"weight must be 'count' or 'bytes', not {weight!r}")
-        k = n_partitions or len(self.workers)
+        nw = len(self.workers)
         timings: dict[str, float] = {}
         if isinstance(source, RawTrace):
             t0 = time.perf_counter()
             procs, events, tr = traffic(source)
+            k = n_partitions or partitions_for(float(np.sum(events)), nw, len(procs), events_per_partition)
             p = self._partition(procs, events, tr, k, partition, tol, weight)
             loc_part = location_parts(source, p.assign, p.processes)
             parts = split_raw(source, loc_part, p.n_parts)
@@ -246,6 +256,7 @@ class Engine:
             timings["scatter"] = time.perf_counter() - t0
         else:
             src = scout_otf2(self, os.fspath(source), scout_events)
+            k = n_partitions or partitions_for(float(src.weights.sum()), nw, len(src.processes), events_per_partition)
             p = self._partition(src.processes, src.weights, src.traffic, k, partition, tol, weight)
             futs = ingest_otf2(self, src, p)
             defs, timings = src.raw, src.timings

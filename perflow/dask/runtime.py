@@ -18,14 +18,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
 from ..errors import PerflowError
 from ..pag.partitioned import Each
-from ..trace.parts import TracePart
-from ..trace.raw import TABLE_SCHEMAS, RawTrace
-from ..trace.stages import PartState, PartTables
+from .memory import register_sizeof
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pag.analysis import Analysis, Settings
@@ -36,38 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DaskRuntime", "DaskExecutor"]
 
 
-def _nbytes(obj: Any) -> int:
-    """Bytes held by the numpy arrays and pandas frames among an object's attributes (one level deep)."""
-    total = 0
-    for v in vars(obj).values():
-        if isinstance(v, np.ndarray):
-            total += v.nbytes
-        elif isinstance(v, pd.DataFrame):
-            total += int(v.memory_usage(index=False, deep=False).sum())
-        elif isinstance(v, dict):
-            for a in v.values():
-                if isinstance(a, np.ndarray):
-                    total += a.nbytes
-                elif isinstance(a, tuple):
-                    total += sum(x.nbytes for x in a if isinstance(x, np.ndarray))
-        elif isinstance(v, RawTrace):
-            total += _nbytes_raw(v)
-    return total
-
-
-def _nbytes_raw(raw: RawTrace) -> int:
-    return sum(a.nbytes for t in TABLE_SCHEMAS for a in getattr(raw, t).values())
-
-
-try:  # tell Dask's memory manager what the partition objects weigh (sys.getsizeof would say ~100 bytes)
-    from dask.sizeof import sizeof as _sizeof
-
-    _sizeof.register(PartState)(_nbytes)
-    _sizeof.register(PartTables)(_nbytes)
-    _sizeof.register(TracePart)(_nbytes)
-    _sizeof.register(RawTrace)(_nbytes_raw)
-except ImportError:  # pragma: no cover - dask absent: nothing to register
-    pass
+register_sizeof()  # tell Dask's memory manager here what partitions weigh (the workers: the engine's plugin)
 
 
 def _sizes(box: list[Any]) -> list[int]:

@@ -1,0 +1,324 @@
+"""The Dask engine past memory: a large OTF2 trace read and analysed within a memory budget for all processes.
+
+One run per ``--trace`` (each in a fresh process): a LocalCluster of ``--workers`` single-threaded
+worker processes with a memory limit each (``--memory`` shared by them) and a local spill directory
+(``--spill``); :meth:`perflow.dask.Engine.load` with ``--parts`` partitions (default: one per
+``--events-per-part`` events), then the passes ``wait_states``, ``critical_path`` and
+``pop_metrics`` on ``dt.pag()``. A thread samples the resident memory of the **whole process tree**
+(this client with the in-process scheduler, the nannies, the workers, the decoders they fork) with psutil
+and keeps the peak of the sum of their proportional set sizes (every second) (PSS: resident memory, each page
+shared by forked processes counted once in all; a sum of RSS would count it in every process that maps it), the peak per process and the phase in which the sum peaked. Printed per trace:
+events, wall time per phase, CPU seconds (user + system) of the whole tree, peak resident of the tree,
+bytes spilled to disk, and at the end the ratio of wall and CPU time of the largest trace to the
+smallest over the ratio of their events (the target: 200 M events within 12x the 20 M time).
+
+``--save DIR`` keeps each engine's results there and compares them once both are (the Dask engine
+and, with ``--local-only``, the local one, at different times: the local engine at 60 M events needs about
+8 GB). ``--check`` also reads each trace with the local engine (``perflow.read``, in its own fresh process,
+one run at a time) and compares the three passes' results with the Dask engine's (wait-state table,
+critical-path summary and profile, POP table; floats to a relative 1e-9).
+
+Usage::
+
+    python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M-v2 /work/bench-data/scale6/otf2-200M
+    python benchmarks/bench_scale.py --trace /work/bench-data/scale6/otf2-60M --check
+    python benchmarks/bench_scale.py --trace T --workers 2 --memory 6e9 --spill /tmp/spill --parts 64
+    python benchmarks/bench_scale.py --trace T --save /tmp/res; python benchmarks/bench_scale.py --trace T --save /tmp/res --local-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_dask import _same, make  # noqa: E402
+
+PASSES = ("wait_states", "critical_path", "pop_metrics")
+
+
+class TreeRSS:
+    """Sample the resident memory of this process and all its descendants; keep the peaks.
+
+    Every ``every`` seconds the RSS of each process (cheap); every ``pss_every`` seconds their PSS
+    (reading every process's page map costs CPU: at 10 Hz it would take a good part of a core).
+    """
+
+    def __init__(self, every: float = 0.1, pss_every: float = 1.0) -> None:
+        import psutil
+
+        self.me = psutil.Process()
+        self.every, self.pss_every = every, pss_every
+        self.phase = "start"
+        self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
+        self.own_cpu = 0.0
+        self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
+        self._cpu: dict[int, float] = {}
+        self._last_pss = 0.0
+        self._procs: list[Any] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    def sample(self) -> None:
+        import psutil
+
+        pss = time.monotonic() - self._last_pss >= self.pss_every
+        if pss:
+            self._last_pss = time.monotonic()
+        if pss or not self._procs:  # listing the descendants reads every process of the machine: not at 10 Hz
+            self._procs = [self.me, *self.me.children(recursive=True)]
+        total, total_rss, seen = 0, 0, {}
+        for p in self._procs:
+            try:
+                with p.oneshot():
+                    rss = p.memory_info().rss
+                    # PSS: shared pages (forked decoders) split among their sharers
+                    size = p.memory_full_info().pss if pss else 0
+                    t = p.cpu_times()
+                    name = "client+scheduler" if p.pid == self.me.pid else p.name()
+            except psutil.Error:
+                continue
+            total, total_rss = total + size, total_rss + rss
+            key = f"{name} {p.pid}"
+            self.per_proc[key] = max(self.per_proc.get(key, 0), size)
+            seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
+        for pid in set(self._cpu) - set(seen):
+            if pid != self.me.pid:
+                self.cpu_dead += self._cpu.pop(pid)
+        self._cpu.update(seen)
+        self.peak_rss = max(self.peak_rss, total_rss)
+        if total > self.peak:
+            self.peak, self.peak_phase = total, self.phase
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self.own_cpu = time.thread_time()  # what the sampling itself costs
+            self._stop.wait(self.every)
+
+    def cpu(self) -> float:
+        """CPU seconds (user + system) of the tree so far (ended descendants included, as last sampled)."""
+        self.sample()
+        return sum(self._cpu.values()) + self.cpu_dead
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+        self._last_pss = 0.0
+        self.sample()
+
+
+def _passes() -> dict[str, Any]:
+    from perflow.passes.critical_path import critical_path
+    from perflow.passes.pop import pop_metrics
+    from perflow.passes.waitstates import wait_states
+
+    return {"wait_states": wait_states, "critical_path": critical_path, "pop_metrics": pop_metrics}
+
+
+def _results(out: dict[str, Any]) -> dict[str, Any]:
+    """The figures compared between the engines (JSON-able): every wait-state row, the path, POP."""
+    w = out["wait_states"]
+    cp = out["critical_path"]
+
+    def frame(df: Any) -> Any:
+        return json.loads(df.to_json(orient="split", double_precision=15))
+
+    w = w.sort_values(list(w.columns), kind="stable").reset_index(drop=True)
+    return {
+        "waits": {c: w[c].tolist() for c in w.columns},
+        "cp_summary": frame(cp["summary"]),
+        "cp_profile": frame(cp["profile"]),
+        "pop": frame(out["pop_metrics"]),
+    }
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if os.path.isdir(path) else 0
+
+
+def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
+    """Load and analyse ``path`` on a LocalCluster, in this fresh process; figures of the whole tree."""
+    from perflow.dask import Engine
+
+    fns = _passes()
+    mon = TreeRSS()
+    spill = tempfile.mkdtemp(prefix="perflow-spill-", dir=a.spill)
+    out: dict[str, Any] = {"times": {}, "workers": a.workers, "limit_gb": a.memory / a.workers / 1e9}
+    spilled = [0]
+
+    def watch_spill() -> None:
+        while not mon._stop.is_set():
+            spilled[0] = max(spilled[0], _dir_bytes(spill))
+            mon._stop.wait(1.0)
+
+    threading.Thread(target=watch_spill, daemon=True).start()
+    t_all = time.perf_counter()
+    mon.phase = "cluster"
+    with Engine(
+        n_workers=a.workers, threads_per_worker=1, memory_limit=int(a.memory / a.workers), local_directory=spill
+    ) as eng:
+        out["times"]["cluster"] = time.perf_counter() - t_all
+        cpu0 = mon.cpu()
+        t0 = time.perf_counter()
+        mon.phase = "load"
+        opts = {"n_partitions": a.parts} if a.parts else {}
+        if not a.parts and a.events_per_part:
+            from perflow.readers.otf2._decode import read_defs
+
+            n = float(sum(read_defs(path)[1].loc_events))
+            opts["n_partitions"] = max(a.workers, int(-(-n // a.events_per_part)))
+        dt = eng.load(path, **opts)
+        pag = dt.pag()
+        out["times"]["load"] = time.perf_counter() - t0
+        res = {}
+        for name, f in fns.items():
+            mon.phase = name
+            t = time.perf_counter()
+            res[name] = f(pag)
+            out["times"][name] = time.perf_counter() - t
+        out["cpu"] = mon.cpu() - cpu0
+        out["monitor_cpu"] = mon.own_cpu
+        out["wall"] = time.perf_counter() - t0
+        out["events"] = dt.n_events
+        out["partitions"] = dt.n_parts
+        out["gathered"] = sorted(pag.gathered)
+        out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
+        if keep:
+            out["results"] = _results(res)
+        del res, pag, dt
+    mon.stop()
+    out["peak_gb"] = mon.peak / 1e9
+    out["peak_rss_sum_gb"] = mon.peak_rss / 1e9
+    out["peak_phase"] = mon.peak_phase
+    out["per_proc_gb"] = {k: round(v / 1e9, 2) for k, v in sorted(mon.per_proc.items())}
+    out["spilled_gb"] = spilled[0] / 1e9
+    shutil.rmtree(spill, ignore_errors=True)
+    return out
+
+
+def local_child(path: str) -> dict[str, Any]:
+    """The local engine (``perflow.read`` and the passes) in this fresh process."""
+    import perflow
+
+    fns = _passes()
+    c = resource.getrusage(resource.RUSAGE_SELF)
+    t = time.perf_counter()
+    pag = perflow.read(path)
+    res = {name: f(pag) for name, f in fns.items()}
+    e = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "wall": time.perf_counter() - t,
+        "cpu": e.ru_utime + e.ru_stime - c.ru_utime - c.ru_stime,
+        "peak_gb": e.ru_maxrss / 1e6,
+        "results": _results(res),
+    }
+
+
+def _child(args: list[str], timeout: float) -> dict[str, Any]:
+    env = dict(os.environ, PERFLOW_JIT="compile")
+    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{p.stderr[-4000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _compare(save: str | None, path: str, engine: str, results: dict[str, Any]) -> int:
+    """Save one engine's results of ``path`` under ``save``; compare with the other engine's when saved (1: differ)."""
+    if not save:
+        return 0
+    os.makedirs(save, exist_ok=True)
+    name = Path(path).resolve().name
+    Path(save, f"{name}.{engine}.json").write_text(json.dumps(results))
+    other = Path(save, f"{name}.{'local' if engine == 'dask' else 'dask'}.json")
+    if not other.exists():
+        print(f"   results saved to {save}; run the other engine to compare")
+        return 0
+    theirs = json.loads(other.read_text())
+    diff = _same(theirs, results) if engine == "dask" else _same(results, theirs)
+    print(f"   Dask and local results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")
+    return int(bool(diff))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", nargs="+", help="OTF2 archive directories, smallest first")
+    ap.add_argument("--make", type=float, nargs="+", help="write the traces with these event counts when absent")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    ap.add_argument("--memory", type=float, default=6e9, help="memory limit shared by the workers, bytes (6e9)")
+    ap.add_argument("--parts", type=int, help="partitions (default: one per --events-per-part events)")
+    ap.add_argument("--events-per-part", type=float, default=4e6, help="events per partition (default 4e6)")
+    ap.add_argument("--spill", default=None, help="parent of the workers' local (spill) directory (default: tmp)")
+    ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
+    ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
+    ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
+    ap.add_argument("--timeout", type=float, default=7200)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        kind, path = a.child
+        print(json.dumps(local_child(path) if kind == "local" else dask_child(path, a, kind == "keep")))
+        return 0
+    if not a.trace:
+        ap.error("--trace is required")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
+    if a.make:
+        for p, n in zip(a.trace, a.make):
+            make(Path(p), n, 64)
+    flags = ["--workers", str(a.workers), "--memory", str(a.memory), "--events-per-part", str(a.events_per_part)]
+    flags += ["--parts", str(a.parts)] if a.parts else []
+    flags += ["--spill", a.spill] if a.spill else []
+    runs, bad = [], 0
+    for path in a.trace:
+        if a.local_only:
+            loc = _child(["--child", "local", path], a.timeout)
+            print(
+                f"\n== {path}: local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB"
+            )
+            bad += _compare(a.save, path, "local", loc["results"])
+            continue
+        r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout)
+        runs.append(r)
+        if a.save:
+            bad += _compare(a.save, path, "dask", r["results"])
+        print(f"\n== {path}: {r['events']:,} events, {r['partitions']} partitions on {a.workers} workers "
+              f"(limit {r['limit_gb']:.2f} GB each)")  # fmt: skip
+        print(f"   wall {r['wall']:.1f} s (load and passes), CPU {r['cpu']:.1f} s (whole tree; of it "
+              f"{r.get('monitor_cpu', 0):.1f} s sampling memory), peak resident of "
+              f"the tree {r['peak_gb']:.2f} GB PSS (during {r['peak_phase']}; sum of RSS {r['peak_rss_sum_gb']:.2f} GB), "
+              f"spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
+        print("   " + ", ".join(f"{k} {v:.1f} s" for k, v in r["times"].items()))
+        print("   phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()))
+        print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
+        print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
+        if a.check:
+            loc = _child(["--child", "local", path], a.timeout)
+            diff = _same(loc["results"], r["results"])
+            print(f"   local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB; "
+                  f"results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")  # fmt: skip
+            bad += bool(diff)
+        sys.stdout.flush()
+    if len(runs) > 1:
+        s, b = runs[0], runs[-1]
+        n = b["events"] / s["events"]
+        print(f"\n== {b['events'] / 1e6:.0f} M / {s['events'] / 1e6:.0f} M events (x{n:.1f}): wall x"
+              f"{b['wall'] / s['wall']:.2f}, CPU x{b['cpu'] / s['cpu']:.2f}")  # fmt: skip
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
