@@ -33,9 +33,9 @@ from ..trace.critical import CriticalPath
 from ..trace.criticalparts import PartView
 from ..trace.flat import FlatTimeline, Locations
 from ..trace.parts import TracePart
+from ..trace.parttrace import PartTrace, SenderState
 from ..trace.raw import RawTrace
 from ..trace.stages import PartState, PartTables
-from ..trace.waitparts import SenderState
 
 try:
     from dask.sizeof import sizeof
@@ -46,7 +46,7 @@ except ImportError:  # pragma: no cover - without the dask extra nothing is weig
 
 #: perflow's types that partition results are made of (kept on workers between tasks)
 PARTITION_TYPES = (PartState, PartTables, TracePart, RawTrace, Trace, PartView, FlatTimeline, Locations,
-                   SenderState, CriticalPath)  # fmt: skip
+                   SenderState, PartTrace, CriticalPath)  # fmt: skip
 
 __all__ = ["deep_nbytes", "register_sizeof", "SizeofPlugin", "partitions_for", "EVENTS_PER_PARTITION"]
 

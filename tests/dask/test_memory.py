@@ -11,7 +11,7 @@ pytest.importorskip("dask", reason="the Dask engine needs the perflow[dask] extr
 from dask.sizeof import sizeof  # noqa: E402
 
 from perflow.dask.memory import deep_nbytes, partitions_for, register_sizeof  # noqa: E402
-from perflow.trace.waitparts import SenderState  # noqa: E402
+from perflow.trace.parttrace import SenderState  # noqa: E402
 
 
 def test_partitions_for_a_trace_larger_than_its_workers_hold() -> None:
@@ -29,9 +29,11 @@ def test_partitions_for_a_trace_larger_than_its_workers_hold() -> None:
 def test_partition_objects_weigh_their_arrays_each_once() -> None:
     a = np.zeros(1000, dtype=np.int64)  # 8,000 bytes
     sent = pd.DataFrame({"x": np.zeros(500)})  # 4,000 bytes of data
-    st = SenderState(sent, a, a[10:], np.ones(250, dtype=np.int32))  # a view of `a` is not counted again
+    own = np.zeros(100, dtype=np.int64)  # 800 bytes
+    st = SenderState(own, sent, a, a[10:], np.ones(250, dtype=np.int32))  # a view of `a` is not counted again
     n = deep_nbytes(st)
-    assert n == 64 + 8000 + sizeof(sent) + 1000  # the object, `a` once, the frame as Dask weighs it, the counts
+    # the object, `own`, `a` once, the frame as Dask weighs it, the counts (and an empty msg_id)
+    assert n == 64 + 800 + 8000 + sizeof(sent) + 1000
     assert sizeof(sent) >= 4000
     register_sizeof()
     assert sizeof(st) == n  # what Dask's memory manager sees (not ~100 bytes of sys.getsizeof)
