@@ -51,7 +51,8 @@ def delay_tables(
         return _sums(direct[code[0]], prop[code[1]], keys) if code_only else _sums(direct, prop, keys)
 
     bp = per(["process", "thread", "vertex"])
-    causes = _vertex_table(pag, per(["vertex"], code_only=True), bp, c, total)
+    top = _top_processes(bp)
+    causes = _vertex_table(pag, per(["vertex"], code_only=True), top, c, total)
     causes.insert(
         causes.columns.get_loc("percent") + 1,
         GAIN,
@@ -59,13 +60,10 @@ def delay_tables(
     )
     if sort == "gain":
         causes = causes.sort_values(GAIN, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
-    off = _off_cpu_table(pag, direct[~code[0]], prop[~code[1]], bp, c, total)
+    off = _off_cpu_table(pag, direct[~code[0]], prop[~code[1]], top, c, total)
     bp["percent"] = 100.0 * bp["total"] / total
     bp = bp.reset_index()
-    v = bp["vertex"].to_numpy()
-    bp.insert(3, "name", name_column(pag, v))
-    bp.insert(4, "call_path", call_path_column(pag, v))
-    bp.insert(5, "source", source_column(pag, v))
+    _named(pag, bp, bp["vertex"].to_numpy(), 3)
     bp = bp.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
     summary = pd.DataFrame(
         {
@@ -94,60 +92,69 @@ def _sums(direct: pd.DataFrame, prop: pd.DataFrame, keys: list[str]) -> pd.DataF
     return out
 
 
-def _vertex_table(pag: PAG, by_vertex: pd.DataFrame, bp: pd.DataFrame, c: pd.DataFrame, total: float) -> pd.DataFrame:
-    """One row per vertex of ``by_vertex`` (indexed by vertex) with its names, top process and wait kinds caused."""
-    by_vertex = by_vertex.copy()
+def _named(pag: PAG, df: pd.DataFrame, v: np.ndarray, at: int) -> None:
+    """Insert ``name``, ``call_path`` and ``source`` of vertices ``v`` (one per row) at column ``at``."""
+    df.insert(at, "name", name_column(pag, v))
+    df.insert(at + 1, "call_path", call_path_column(pag, v))
+    df.insert(at + 2, "source", source_column(pag, v))
+
+
+def _top_processes(bp: pd.DataFrame) -> pd.DataFrame:
+    """Per vertex of ``by_process`` (indexed by process, thread, vertex): the delaying process with the largest
+    share, ``top_process``, and that share, ``top_process_cost``."""
+    per = bp["total"].groupby(level="vertex")
+    top = per.idxmax()
+    return pd.DataFrame(
+        {"top_process": np.array([t[0] for t in top], dtype=np.int64), "top_process_cost": per.max().to_numpy()},
+        index=top.index,
+    )
+
+
+def _vertex_table(
+    pag: PAG, by_vertex: pd.DataFrame, top: pd.DataFrame, c: pd.DataFrame, total: float, code: np.ndarray | None = None
+) -> pd.DataFrame:
+    """One row per vertex of ``by_vertex`` (indexed by vertex) with its names, top process and wait kinds caused.
+
+    With ``code`` (per row of the result, the vertex whose code it is), ``vertex`` and the names are that
+    code's, and the row's own vertex moves to ``off_cpu_vertex``.
+    """
+    by_vertex = by_vertex.join(top, how="left")
     if len(by_vertex):
-        top = bp["total"].groupby(level="vertex").idxmax()
-        by_vertex["top_process"] = [t[0] for t in top.reindex(by_vertex.index)]
-        by_vertex["top_process_cost"] = bp["total"].groupby(level="vertex").max().reindex(by_vertex.index)
         cv = c[c["vertex"].isin(by_vertex.index)]
         kinds = cv.assign(wait_kind=cv["wait_kind"].astype(str)).groupby(["vertex", "wait_kind"])["cost"].sum()
         kinds = kinds[kinds > 0].sort_values(ascending=False)
-        by_vertex["causes"] = (
-            pd.Series(
-                {
-                    v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items())
-                    for v, g in kinds.groupby(level=0, sort=False)
-                },
-                dtype=object,
-            )
-            .reindex(by_vertex.index)
-            .fillna("")
-        )
+        caused = {
+            v: ", ".join(f"{k}:{a:.3g}" for (_, k), a in g.items()) for v, g in kinds.groupby(level=0, sort=False)
+        }
+        by_vertex["causes"] = pd.Series(caused, dtype=object).reindex(by_vertex.index).fillna("")
     else:
-        by_vertex["top_process"] = pd.Series(dtype=np.int64)
-        by_vertex["top_process_cost"] = pd.Series(dtype=np.float64)
         by_vertex["causes"] = pd.Series(dtype=object)
     by_vertex["percent"] = 100.0 * by_vertex["total"] / total
-    out = by_vertex.reset_index()
-    v = out["vertex"].to_numpy()
-    out.insert(1, "name", name_column(pag, v))
-    out.insert(2, "call_path", call_path_column(pag, v))
-    out.insert(3, "source", source_column(pag, v))
-    out = out[[*_COLS, "top_process", "top_process_cost", "causes"]]
-    return out.sort_values("total", ascending=False, kind="stable").reset_index(drop=True)
+    out = by_vertex.sort_values("total", ascending=False, kind="stable").reset_index()
+    cols = [*_COLS, "top_process", "top_process_cost", "causes"]
+    if code is not None:
+        own = out["vertex"].to_numpy(dtype=np.int64)
+        out["vertex"] = code(own)
+        out.insert(1, "off_cpu_vertex", own)
+        cols.insert(1, "off_cpu_vertex")
+    _named(pag, out, out["vertex"].to_numpy(), 1)  # (``cols`` puts every column in its place)
+    return out[cols]
 
 
 def _off_cpu_table(
-    pag: PAG, direct: pd.DataFrame, prop: pd.DataFrame, bp: pd.DataFrame, c: pd.DataFrame, total: float
+    pag: PAG, direct: pd.DataFrame, prop: pd.DataFrame, top: pd.DataFrame, c: pd.DataFrame, total: float
 ) -> pd.DataFrame:
     """The waiting caused while the delaying threads were off the CPU, per call path they were off it in.
 
-    An ``off_cpu`` vertex sits below the frames that were waiting for the CPU (or blocked outside
-    MPI); its row is that code's, ``vertex`` the code's vertex and ``off_cpu_vertex`` its own.
+    An ``off_cpu`` vertex sits below the frames that were waiting for the CPU (or blocked in a system
+    call); its row is that code's: ``vertex`` the code's vertex and ``off_cpu_vertex`` its own.
     """
-    by_off = _sums(direct, prop, ["vertex"])
-    table = _vertex_table(pag, by_off, bp, c, total)
-    ov = table["vertex"].to_numpy(dtype=np.int64)
-    parent = pag.vertex_table["parent"].to_numpy()[ov] if len(ov) else np.zeros(0, np.int64)
-    code = np.where(parent >= 0, parent, ov)
-    table.insert(1, "off_cpu_vertex", ov)
-    table["vertex"] = code
-    table["name"] = name_column(pag, code)
-    table["call_path"] = call_path_column(pag, code)
-    table["source"] = source_column(pag, code)
-    return table
+    parent = pag.vertex_table["parent"].to_numpy()
+
+    def code(ov: np.ndarray) -> np.ndarray:
+        return np.where(parent[ov] >= 0, parent[ov], ov) if len(ov) else ov
+
+    return _vertex_table(pag, _sums(direct, prop, ["vertex"]), top, c, total, code=code)
 
 
 @pass_(

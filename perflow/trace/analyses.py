@@ -221,7 +221,7 @@ def _delays(pag: Any, s: DelaySettings) -> DelayResult:
         flat=pag.analyses.get(FLAT_TIMELINE),
         roles=roles,
         regions=regions,
-        off_cpu=off_cpu_children(vt["parent"].to_numpy(), off_cpu_flags(vt["name"].astype(str), roles)),
+        off_cpu=off_cpu_children(vt["parent"].to_numpy(), off_cpu_flags(_names(pag), roles)),
     )
 
 

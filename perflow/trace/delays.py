@@ -316,14 +316,6 @@ def off_cpu_children(parent: np.ndarray, off_cpu: np.ndarray) -> np.ndarray:
     return out
 
 
-def _inner(off_cpu: np.ndarray | None, n_vertices: int) -> np.ndarray:
-    """The kernel's ``inner``: ``off_cpu`` with one more slot (time outside every region), -1 filled."""
-    out = np.full(n_vertices + 1, -1, np.int64)
-    if off_cpu is not None and len(off_cpu):
-        out[: min(len(off_cpu), n_vertices)] = np.asarray(off_cpu, dtype=np.int64)[:n_vertices]
-    return out
-
-
 #: idle kinds the delay analysis leaves out: MPI_Finalize's wait (a synchronisation point, but no delay metric)
 NOT_ANALYSED = ("finalize_wait",)
 #: kinds whose short-term cost is at most the delay found (Scalasca caps Late Sender and Late Receiver costs)
@@ -388,6 +380,9 @@ def delay_costs(
     amount = col("amount")
     order = sel[np.lexsort((-start[sel], -tau[sel]))]  # last wait first
     sp = sync_points(trace, waits, locs, roles, regions)
+    inner = np.full(int(n_vertices) + 1, -1, np.int64)  # the last slot: time outside every region
+    if off_cpu is not None:
+        inner[: int(n_vertices)] = off_cpu
     to_idle = np.full(len(waits), -1, dtype=np.int64)
     to_idle[idle_rows] = np.arange(len(idle_rows))
     sp_wid = np.where(sp.wid >= 0, to_idle[np.maximum(sp.wid, 0)], -1) if len(sp.wid) else sp.wid
@@ -431,7 +426,7 @@ def delay_costs(
         sp.group_off,
         sp.group_loc,
         last_grp.astype(np.int64),
-        _inner(off_cpu, int(n_vertices)),
+        inner,
         bool(long_term),
         long_term_kind == "first",
         acc,
