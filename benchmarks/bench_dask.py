@@ -205,9 +205,10 @@ def measure(eng: Any, path: str, fns: dict[str, Any], keep: bool) -> dict[str, A
     return out
 
 
-def _child(args: list[str], timeout: float) -> dict[str, Any]:
+def _child(args: list[str], timeout: float, script: str = __file__) -> dict[str, Any]:
+    """Run ``script`` (this benchmark, or another that uses it) with ``args`` in a fresh process; its JSON line."""
     env = dict(os.environ, PERFLOW_JIT="compile")
-    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=timeout, env=env)
     if p.returncode:
         raise RuntimeError(f"{' '.join(args)} failed:\n{p.stderr[-4000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])

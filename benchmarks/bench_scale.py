@@ -33,7 +33,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -44,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_dask import _same, make  # noqa: E402
+from bench_dask import _child, _same, make  # noqa: E402
 
 PASSES = ("wait_states", "critical_path", "pop_metrics")
 
@@ -228,14 +227,6 @@ def local_child(path: str) -> dict[str, Any]:
     }
 
 
-def _child(args: list[str], timeout: float) -> dict[str, Any]:
-    env = dict(os.environ, PERFLOW_JIT="compile")
-    p = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout, env=env)
-    if p.returncode:
-        raise RuntimeError(f"{' '.join(args)} failed:\n{p.stderr[-4000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 def _compare(save: str | None, path: str, engine: str, results: dict[str, Any]) -> int:
     """Save one engine's results of ``path`` under ``save``; compare with the other engine's when saved (1: differ)."""
     if not save:
@@ -284,13 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:
-            loc = _child(["--child", "local", path], a.timeout)
+            loc = _child(["--child", "local", path], a.timeout, __file__)
             print(
                 f"\n== {path}: local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB"
             )
             bad += _compare(a.save, path, "local", loc["results"])
             continue
-        r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout)
+        r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout, __file__)
         runs.append(r)
         if a.save:
             bad += _compare(a.save, path, "dask", r["results"])
@@ -305,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:
-            loc = _child(["--child", "local", path], a.timeout)
+            loc = _child(["--child", "local", path], a.timeout, __file__)
             diff = _same(loc["results"], r["results"])
             print(f"   local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB; "
                   f"results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")  # fmt: skip
