@@ -150,7 +150,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .completion import complete
 
         complete(parser)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse gives a positional list only the words before the first option: `perflow run FLOW -o DIR
+        # PATH` leaves PATH over; a command that takes inputs (`run`) takes such words as inputs too
+        if not getattr(args, "extra_inputs", False) or any(word.startswith("-") for word in extra):
+            parser.parse_args(argv)  # argparse's own message and exit status for what is really unknown
+        args.inputs = [*args.inputs, *extra]
     verbose = bool(args.debug or args.verbose)
     # other libraries' messages (Dask's "INFO distributed...", numba's) only with --verbose/--debug
     logging.basicConfig(

@@ -21,7 +21,7 @@ examples:
 
 The program's output and exit status are passed through unchanged. Results go
 to DIR: rawtrace.npz, an OTF2 trace (trace/), a saved PAG (run.pag) and raw/;
-`perflow info DIR` and `perflow run FLOW --input DIR` read the folder.
+`perflow info DIR` and `perflow run FLOW DIR` read the folder.
 """
 
 
@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if res.raw is not None and not args.quiet:
         print(f"\nperflow record: {shlex.join(program)} -> {res.outdir}/", file=err)
         print(summarize(res.raw).text(), file=err)
-        print(f"analyse further: perflow info {shlex.quote(str(res.outdir))}", file=err)
+        out = shlex.quote(str(res.outdir))
+        report = shlex.quote(f"{str(res.outdir).rstrip('/')}-report")
+        print(f"analyse further: perflow info {out}; perflow run root_cause {out} -o {report}", file=err)
     if res.status != 0:
         print(f"perflow record: the program exited with status {res.status}", file=err)
     return res.status

@@ -26,6 +26,14 @@ def register(sub: Any) -> None:
 
     p.add_argument("flow", metavar="FLOW", help="flow file or shipped flow name").completer = flow_or_file  # type: ignore[attr-defined]
     p.add_argument(
+        "inputs",
+        nargs="*",
+        default=[],
+        metavar="INPUT",
+        help="flow inputs, as --input takes them: PATH for a flow with one input (perflow run root_cause "
+        "run.rec), NAME=PATH otherwise; they may come before or after the options",
+    )
+    p.add_argument(
         "-i",
         "--input",
         action="append",
@@ -89,7 +97,7 @@ def register(sub: Any) -> None:
         "default: a local cluster",
     )
     p.add_argument("--workers", type=int, metavar="N", help="with --engine dask: workers of the local cluster")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, extra_inputs=True)
 
 
 def _yaml_scalar(text: str) -> Any:
@@ -320,7 +328,7 @@ def _run(args: argparse.Namespace, engine: Any = None) -> int:
         raise ValidationError([f"--set: {exc}"], flow.source) from None
     if getattr(args, "sort", None):
         sort_steps(flow, args.sort)
-    inputs = parse_inputs(flow, args.input)
+    inputs = parse_inputs(flow, [*getattr(args, "inputs", []), *args.input])
     if args.output:
         _check_output(args.output)
     show = args.progress  # a terminal gets perflow.progress's display (enabled by perflow.cli.main)

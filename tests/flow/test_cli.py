@@ -86,6 +86,24 @@ def test_single_input_flows_take_a_bare_input_and_set_parses_yaml(capsys, report
     assert "sum: 2 rows, sum 5" in out and err == ""
 
 
+def test_inputs_are_also_positional_before_or_after_the_options(capsys, report, tmp_path):
+    # `perflow run FLOW PATH`, as users type it; words argparse leaves over after an option are inputs too
+    code, out, err = cli(capsys, "-q", "run", report, "5", "--set", "table.n=2")
+    assert code == 0 and "report: 2 rows, sum 5" in out, err
+    code, out2, err = cli(capsys, "-q", "run", report, "--set", "table.n=2", "5")
+    assert code == 0 and out2 == out, err
+    code, out, err = cli(capsys, "-q", "run", report, "--set", "table.n=2", "x=6")
+    assert code == 0 and "report: 2 rows, sum 6" in out, err
+    code, out, err = cli(capsys, "-q", "run", report, "5", "--input", "x=6")
+    assert code == 2 and "--input x is given twice" in err
+    with pytest.raises(SystemExit) as exc:  # an unknown option is still argparse's usage error
+        cli(capsys, "run", report, "5", "--no-such-option")
+    assert exc.value.code == 2 and "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a command without inputs takes no extra words
+        cli(capsys, "validate", report, "extra")
+    assert exc.value.code == 2 and "unrecognized arguments: extra" in capsys.readouterr().err
+
+
 def test_run_a_shipped_flow_on_the_sample(capsys, tmp_path):
     code, out, err = cli(capsys, "run", "convert", "--input", SAMPLE, "--output", tmp_path / "o")
     assert code == 0, err

@@ -32,7 +32,8 @@ def test_record_cli_run(
     assert (out / "rawtrace.npz").is_file()
     last = e.strip().splitlines()[-1]
     assert last.startswith("analyse further: perflow info ")
-    target = last.split("perflow info ", 1)[1]
+    target, _, then = last.split("perflow info ", 1)[1].partition("; ")
+    assert then == f"perflow run root_cause {out} -o {out}-report"
     assert main(["info", target]) == 0
     assert "processes   2" in capfd.readouterr().out
 
