@@ -204,11 +204,26 @@ def stack_rows(frames: list[pd.DataFrame], columns: list[str], order: np.ndarray
 
     Column by column in numpy: one copy of each column, whatever the pandas
     version (``concat`` then ``take`` then ``reset_index`` copies up to three times).
+    In an ``order`` (a permutation of the stacked rows), each frame's rows
+    are scattered straight to their places, with no stacked column in between.
     """
     cols = {}
+    if order is None or len(frames) == 1:
+        for c in columns:
+            a = np.concatenate([f[c].to_numpy() for f in frames]) if len(frames) != 1 else frames[0][c].to_numpy()
+            cols[c] = a[order] if order is not None else a
+        return pd.DataFrame(cols, copy=False)
+    n = sum(len(f) for f in frames)
+    where = np.empty(n, dtype=np.int64)  # the place of each stacked row
+    where[order] = np.arange(n)
     for c in columns:
-        a = np.concatenate([f[c].to_numpy() for f in frames]) if len(frames) != 1 else frames[0][c].to_numpy()
-        cols[c] = a[order] if order is not None else a
+        parts = [f[c].to_numpy() for f in frames]
+        out = np.empty(n, dtype=np.result_type(*parts))  # the dtype np.concatenate gives
+        start = 0
+        for a in parts:
+            out[where[start : start + len(a)]] = a
+            start += len(a)
+        cols[c] = out
     return pd.DataFrame(cols, copy=False)
 
 

@@ -262,7 +262,7 @@ def summarize(st: PartState) -> dict[str, Any]:
     nloc = len(st.raw.locations)
     c = st.coll
     if len(c):
-        uk, idx = np.unique(c["key"].to_numpy(), return_index=True)
+        uk, idx = _first_of_each(c["key"].to_numpy())
         ckey = (uk, c["first_cls"].to_numpy()[idx], c["first_loc"].to_numpy()[idx], c["first_off"].to_numpy()[idx])
     else:
         ckey = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
@@ -284,6 +284,15 @@ def summarize(st: PartState) -> dict[str, Any]:
         "coll_keys": ckey,
         "n_events": st.raw.n_events,
     }
+
+
+def _first_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True)`` by hashing: the rows of an instance key are sorted, not all rows."""
+    codes, uniq = pd.factorize(key, sort=False)  # codes numbered in order of first appearance
+    cm = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, cm[1:] > cm[:-1]])  # the k-th new code's row is code k's first
+    order = np.argsort(uniq, kind="stable")
+    return np.asarray(uniq)[order], first[order]
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
