@@ -375,6 +375,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         sampled,
         sampled or _has_stacks(raw),
         bool(maps.get("omp_teams", False)),
+        maps.get("shared_rows"),
     )
     uniq, cols = metric_sums(st, nloc)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
