@@ -141,6 +141,7 @@ def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
     maps = {k: merged[k] for k in ("inst_off", "p2p_off", "coll_keys", "coll_ids", "threaded", "sampled", "omp_teams")}
     maps["cp_map"] = merged["cp_maps"][st.pid]
     maps["shared_rows"] = merged.get("shared_rows")
+    maps["release"] = merged.get("release", False)
     return finalize(st, maps)
 
 
@@ -275,6 +276,8 @@ def build(
     tree = rt.gather([rt.submit(t_tree, merged)])[0]
     if isinstance(rt, LocalRuntime) and n > 1:  # partitions in this process write one set of interval columns
         merged = {**merged, "shared_rows": SharedRows(int(tree["n_intervals"]))}
+    if isinstance(rt, LocalRuntime):  # the scan states are dropped after finalisation: it may free them early
+        merged = {**merged, "release": True}
     lap("merge")
     tables = rt.map(t_finalize, Each(states), merged)
     del states, summ
