@@ -162,7 +162,15 @@ def record_key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarr
         c0, t0 = int(comm.min()), int(tag.min())
         nc, nt = int(comm.max()) - c0 + 1, int(tag.max()) - t0 + 1
         if nc * nt <= (1 << 24) and nc * nt * n * n < (1 << 62):
-            return (((comm - c0) * nt + (tag - t0)) * n + src) * n + dst
+            key = comm - c0  # (((comm - c0) * nt + (tag - t0)) * n + src) * n + dst, in place: one new array
+            key *= nt
+            key += tag
+            key -= t0
+            key *= n
+            key += src
+            key *= n
+            key += dst
+            return key
     codes, uniq = pd.factorize((comm << 32) + (tag & 0xFFFFFFFF))
     if len(uniq) * n * n < (1 << 62):
         return (codes.astype(np.int64) * n + src) * n + dst
