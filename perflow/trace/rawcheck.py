@@ -18,18 +18,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jit import SMALL, mode, njit
+from .._jit import compiled_for, njit
 
 __all__ = ["ENTER", "LEAVE", "RegionOrder", "region_order", "key_order", "placement_faults"]
 
 #: the kinds of region events (``region_events["kind"]``; :mod:`perflow.trace.raw` re-exports them)
 ENTER = 0
 LEAVE = 1
-
-
-def _compiled(n: int) -> bool:
-    """Whether a table of ``n`` rows is checked by the compiled pass (always when kernels always compile)."""
-    return n > SMALL or mode() == "compile"
 
 
 class RegionOrder(NamedTuple):
@@ -55,7 +50,7 @@ def region_order(loc: np.ndarray, time: np.ndarray, region: np.ndarray) -> Regio
     n = len(loc)
     if not n:
         return RegionOrder(0, -1, -1, -1, 0, -1)
-    if _compiled(n):
+    if compiled_for(n):
         return RegionOrder(*(int(x) for x in _region_order(loc, time, region)))
     d = np.diff(loc)
     down = np.flatnonzero(d < 0)
@@ -99,7 +94,7 @@ def key_order(loc: np.ndarray, pos: np.ndarray) -> tuple[int, int, int]:
     n = len(pos)
     if not n:
         return -1, 0, -1
-    if _compiled(n):
+    if compiled_for(n):
         bad, lo, hi = _key_order(loc, pos)
         return int(bad), int(lo), int(hi)
     dl = np.diff(loc)
@@ -154,7 +149,7 @@ def placement_faults(
         return -1, -1, -1
     mpi = is_mpi is not None
     flags = is_mpi if is_mpi is not None else np.zeros(0, dtype=bool)
-    if _compiled(m) and n:
+    if compiled_for(m) and n:
         i, j, k = _placement(tt, tl, pos, t, loc, kind, region, flags, mpi)
         return int(i), int(j), int(k)
     pos = np.asarray(pos, dtype=np.int64)
