@@ -61,6 +61,7 @@ __all__ = [
     "carray",
     "cache_root",
     "cfunc",
+    "compiled_for",
     "configure",
     "intrinsic",
     "kernel_cache_dir",
@@ -183,6 +184,16 @@ def mode() -> str:
     if m not in MODES:
         raise ValueError(f"{ENV_MODE}={m!r}: expected one of {', '.join(MODES)}")
     return m
+
+
+def compiled_for(n: int) -> bool:
+    """Whether a kernel that has a numpy twin should run on ``n`` elements (else the twin runs).
+
+    Past :data:`SMALL` elements, and always in mode ``compile`` (the ahead-of-time
+    build and the tests, so that the kernel is compiled and tested), never in mode ``python``.
+    """
+    m = mode()
+    return m == "compile" or (m == "auto" and n > SMALL)
 
 
 # ------------------------------------------------------------------ numba stand-ins

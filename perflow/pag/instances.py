@@ -204,12 +204,49 @@ def stack_rows(frames: list[pd.DataFrame], columns: list[str], order: np.ndarray
 
     Column by column in numpy: one copy of each column, whatever the pandas
     version (``concat`` then ``take`` then ``reset_index`` copies up to three times).
+    In an ``order`` (a permutation of the stacked rows), each frame's rows
+    are scattered straight to their places, with no stacked column in between.
+    Columns that are consecutive slices of one array (partitions that wrote
+    into shared columns) are taken as that array's slice, without a copy.
     """
     cols = {}
+    if order is None or len(frames) == 1:
+        for c in columns:
+            parts = [f[c].to_numpy() for f in frames]
+            a = parts[0] if len(parts) == 1 else _joined(parts)
+            if a is None:
+                a = np.concatenate(parts)
+            cols[c] = a[order] if order is not None else a
+        return pd.DataFrame(cols, copy=False)
+    n = sum(len(f) for f in frames)
+    where = np.empty(n, dtype=np.int64)  # the place of each stacked row
+    where[order] = np.arange(n)
     for c in columns:
-        a = np.concatenate([f[c].to_numpy() for f in frames]) if len(frames) != 1 else frames[0][c].to_numpy()
-        cols[c] = a[order] if order is not None else a
+        parts = [f[c].to_numpy() for f in frames]
+        out = np.empty(n, dtype=np.result_type(*parts))  # the dtype np.concatenate gives
+        start = 0
+        for a in parts:
+            out[where[start : start + len(a)]] = a
+            start += len(a)
+        cols[c] = out
     return pd.DataFrame(cols, copy=False)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray | None:
+    """The slice of one array that ``parts`` are consecutive slices of, in order; None when they are not."""
+    root = parts[0].base
+    if not isinstance(root, np.ndarray) or root.ndim != 1 or not root.flags.c_contiguous:
+        return None
+    addr = parts[0].__array_interface__["data"][0]
+    start = addr - root.__array_interface__["data"][0]
+    for a in parts:
+        if a.base is not root or a.dtype != root.dtype or a.ndim != 1 or not a.flags.c_contiguous:
+            return None
+        if a.__array_interface__["data"][0] != addr:
+            return None
+        addr += a.nbytes
+    k = start // root.itemsize
+    return root[k : k + sum(len(a) for a in parts)]
 
 
 def take_rows(frame: pd.DataFrame, rows: np.ndarray, columns: list[str] | None = None) -> pd.DataFrame:

@@ -280,6 +280,7 @@ def build_trace(
     if source is None:
         source = raw.attrs.get("source", "trace")
     check_trace(raw, source, mpi_inside_calls=mpi_inside_calls, placement=placement)
+    options.setdefault("validate", False)  # check_trace validated the ordering contract
     pag = build_pag(raw, **options)
     if damage is not None:
         damage.attach(pag, source)

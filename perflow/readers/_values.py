@@ -47,7 +47,8 @@ import numpy as np
 
 from ..errors import FormatError
 from ..pag.sites import call_site_paths
-from ..trace.raw import ENTER, LEAVE, TABLE_SCHEMAS
+from ..trace.raw import TABLE_SCHEMAS
+from ..trace.rawcheck import placement_faults
 from ..units import show
 
 __all__ = [
@@ -408,6 +409,8 @@ def check_trace(raw: Any, source: Path | str, *, mpi_inside_calls: bool = False,
     ev = raw.region_events
     t = np.asarray(ev["time"], dtype=np.float64)
     loc = np.asarray(ev["location"])  # compared, never widened (a copy of 8 bytes per event)
+    kind, rid = np.asarray(ev["kind"]), np.asarray(ev["region"])
+    is_mpi: np.ndarray | None = None
 
     def region_rec(i: int) -> str:
         return f"region event {i} (location {int(loc[i])})"
@@ -419,32 +422,30 @@ def check_trace(raw: Any, source: Path | str, *, mpi_inside_calls: bool = False,
         if name == "region_events" or not len(table.get("time", ())):
             continue
         tt = np.asarray(table["time"], dtype=np.float64)
-        tl = np.asarray(table["location"], dtype=np.int64)
-        pos = np.asarray(table["pos"], dtype=np.int64)
+        tl = np.asarray(table["location"])
+        pos = np.asarray(table["pos"])
 
         def rec(i: int, name: str = name, tl: np.ndarray = tl) -> str:
             return f"{name.replace('_', ' ').rstrip('s')} {i} (location {int(tl[i])})"
 
         chk.column(tt, "time", rec, lo=None)
-        # between the region event before it and the one after it, on its own location
-        prev = pos - 1
-        has_prev = (prev >= 0) & (prev < n)
-        has_prev[has_prev] &= loc[prev[has_prev]] == tl[has_prev]
-        has_next = pos < n
-        has_next[has_next] &= loc[np.minimum(pos[has_next], n - 1)] == tl[has_next]
-        early = has_prev & (tt < t[np.clip(prev, 0, max(n - 1, 0))]) if n else np.zeros(len(tt), bool)
-        late = has_next & (tt > t[np.clip(pos, 0, max(n - 1, 0))]) if n else np.zeros(len(tt), bool)
-        bad = (early | late) if placement else np.zeros(len(tt), dtype=bool)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            j = int(prev[i]) if early[i] else int(pos[i])
-            side = "before the region event it follows" if early[i] else "after the region event it precedes"
+        # between the region event before it and the one after it, on its own location; inside an MPI call
+        mpi = mpi_inside_calls and name in ("p2p_events", "coll_events")
+        if mpi and is_mpi is None:
+            is_mpi = _mpi_regions(raw.regions)
+        i, j, outside = placement_faults(tt, tl, pos, t, loc, kind, rid, is_mpi if mpi else None)
+        if placement and i >= 0:
+            early = j == int(pos[i]) - 1
+            side = "before the region event it follows" if early else "after the region event it precedes"
             chk.fail(rec(i), f"time {show(tt[i])} s is {side} (region event {j} at {show(t[j])} s)")
         for col in ("bytes", "sent", "received"):
             if col in table and name in ("p2p_events", "coll_events"):
                 chk.int_column(table[col], col, rec, lo=0)
-        if mpi_inside_calls and name in ("p2p_events", "coll_events") and len(tt):
-            _mpi_inside(chk, raw, name, tl, pos, loc, rec)
+        if outside >= 0:
+            why = "an MPI event outside any MPI call (the trace has no MPI regions)"
+            if n and is_mpi is not None and len(is_mpi):
+                why = "recorded outside any MPI call (the format records it inside the call that made it)"
+            chk.fail(rec(outside), why)
 
 
 def _tables(raw: Any) -> list[tuple[str, Mapping[str, np.ndarray]]]:
@@ -452,33 +453,10 @@ def _tables(raw: Any) -> list[tuple[str, Mapping[str, np.ndarray]]]:
     return [(name, getattr(raw, name)) for name in TABLE_SCHEMAS]
 
 
-def _mpi_inside(
-    chk: Values, raw: Any, name: str, tl: np.ndarray, pos: np.ndarray, loc: np.ndarray, rec: RecordName
-) -> None:
-    """Each MPI event is right inside an MPI call: the region event before it enters one, or the one after leaves one."""
-
-    ev = raw.region_events
-    n = len(loc)
-    regions = raw.regions
+def _mpi_regions(regions: Any) -> np.ndarray:
+    """Per region id, whether it is an MPI call (named MPI_..., or of the MPI paradigm)."""
     names = regions["name"].astype(str).to_numpy() if "name" in regions.columns else np.array([], dtype=str)
     is_mpi_region = np.array([s.startswith(_MPI_PREFIXES) for s in names], dtype=bool)
     if "paradigm" in regions.columns:
         is_mpi_region |= regions["paradigm"].astype(str).str.lower().to_numpy() == "mpi"
-    if not len(is_mpi_region) or n == 0:
-        chk.fail(rec(0), "an MPI event outside any MPI call (the trace has no MPI regions)")
-    rid = np.asarray(ev["region"])
-    kind = np.asarray(ev["kind"])
-
-    def mpi_at(i: np.ndarray) -> np.ndarray:  # the region events at i (only those: gathered, not all mapped)
-        r = rid[i].astype(np.int64)
-        ok = (r >= 0) & (r < len(is_mpi_region))
-        return ok & is_mpi_region[np.where(ok, r, 0)]
-
-    prev = np.clip(pos - 1, 0, n - 1)
-    nxt = np.clip(pos, 0, n - 1)
-    after_enter = (pos >= 1) & (loc[prev] == tl) & (kind[prev] == ENTER) & mpi_at(prev)
-    before_leave = (pos < n) & (loc[nxt] == tl) & (kind[nxt] == LEAVE) & mpi_at(nxt)
-    bad = ~(after_enter | before_leave)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        chk.fail(rec(i), "recorded outside any MPI call (the format records it inside the call that made it)")
+    return is_mpi_region

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._jit import compiled_for, njit
 from ..pag.edges import collective_row_wait, message_late_sender
 
 __all__ = ["late_sender", "collective_partial", "combine_collective", "collective_rows_wait"]
@@ -56,6 +57,18 @@ def collective_partial(coll: pd.DataFrame) -> pd.DataFrame:
     proc = coll["process"].to_numpy().astype(np.int64)
     thr = coll["thread"].to_numpy().astype(np.int64)
     moved = (coll["sent"].to_numpy() + coll["received"].to_numpy()).astype(np.float64)
+    lo, hi = int(inst.min()), int(inst.max())
+    if compiled_for(len(inst)) and lo >= 0 and hi < 4 * len(inst) and begin.dtype == np.float64:
+        # one compiled pass over dense instance ids (the sort below picks the same rows and sums alike)
+        best = np.full(hi + 1, -1, dtype=np.int64)
+        sums, counts = np.zeros(hi + 1), np.zeros(hi + 1, dtype=np.int64)
+        _latest_per_instance(inst, begin, proc, thr, moved, best, sums, counts)
+        uniq = np.flatnonzero(counts)
+        rows = best[uniq]
+        return pd.DataFrame(
+            {"instance": uniq, "latest": begin[rows], "proc": proc[rows], "thr": thr[rows],
+             "moved": sums[uniq], "members": counts[uniq]}
+        )  # fmt: skip
     # latest begin, ties to the lowest (process, thread): sort so the wanted row is first per instance
     order = np.lexsort((thr, proc, -begin, inst))
     i_s = inst[order]
@@ -72,6 +85,25 @@ def collective_partial(coll: pd.DataFrame) -> pd.DataFrame:
             "members": np.bincount(np.searchsorted(uniq, inst), minlength=len(uniq)),
         }
     )
+
+
+@njit
+def _latest_per_instance(inst, begin, proc, thr, moved, best, sums, counts):  # noqa: ANN001, ANN202
+    """Per instance id: the row of the latest begin (NaN last; ties to the lowest (process, thread), then the
+    first row), the sum of ``moved`` in row order and the row count."""
+    for i in range(len(inst)):
+        k = inst[i]
+        sums[k] += moved[i]
+        counts[k] += 1
+        j = best[k]
+        if j < 0:
+            best[k] = i
+            continue
+        b, bj = begin[i], begin[j]
+        if np.isnan(b):
+            continue
+        if np.isnan(bj) or b > bj or (b == bj and (proc[i] < proc[j] or (proc[i] == proc[j] and thr[i] < thr[j]))):
+            best[k] = i
 
 
 def combine_collective(*parts: pd.DataFrame) -> pd.DataFrame:

@@ -99,22 +99,41 @@ def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     out = np.full(len(key_a), -1, dtype=np.int64)
     if not len(key_a) or not len(key_b):
         return out
-    both = np.r_[key_a, key_b]
-    lo, hi = int(both.min()), int(both.max())
-    if hi - lo < max(4 * len(both), 1 << 22):  # a small range (the usual case): the keys are the codes
-        codes, ncodes = both - lo, hi - lo + 1
+    lo = min(int(key_a.min()), int(key_b.min()))
+    hi = max(int(key_a.max()), int(key_b.max()))
+    if hi - lo < max(4 * (len(key_a) + len(key_b)), 1 << 22):  # a small range (the usual case): keys are codes
+        ca, cb, ncodes = key_a - lo, key_b - lo, hi - lo + 1
     else:
-        codes, uniq = pd.factorize(both)
+        codes, uniq = pd.factorize(np.r_[key_a, key_b])
         codes, ncodes = codes.astype(np.int64), len(uniq)
-    ca, cb = codes[: len(key_a)], codes[len(key_a) :]
-    ra, rb = _rank_codes(ca, ncodes), _rank_codes(cb, ncodes)
-    count_b = np.bincount(cb, minlength=ncodes)
-    offset = np.cumsum(count_b) - count_b
-    slot_to_b = np.empty(len(key_b), dtype=np.int64)
-    slot_to_b[offset[cb] + rb] = np.arange(len(key_b))
-    hit = ra < count_b[ca]
-    out[hit] = slot_to_b[offset[ca[hit]] + ra[hit]]
+        ca, cb = codes[: len(key_a)], codes[len(key_a) :]
+    start = np.zeros(ncodes + 1, dtype=np.int64)  # where each code's bucket of b starts
+    np.cumsum(np.bincount(cb, minlength=ncodes), out=start[1:])
+    _pair_codes(ca, cb, start, out)
     return out
+
+
+@njit
+def _pair_codes(ca, cb, start, out):  # noqa: ANN001, ANN202
+    """``out[i]``: index of the k-th ``b`` of code ``ca[i]``, ``i`` being its k-th ``a`` (left -1 when none).
+
+    ``start[c]`` is where the bucket of code ``c`` starts among the ``b``
+    sorted by code: the ``b`` are bucketed in order (a counting sort), then
+    each ``a`` takes the next slot of its bucket.
+    """
+    fill = start[:-1].copy()
+    slot = np.empty(len(cb), np.int64)
+    for i in range(len(cb)):
+        c = cb[i]
+        slot[fill[c]] = i
+        fill[c] += 1
+    taken = start[:-1].copy()  # next slot of each bucket
+    for i in range(len(ca)):
+        c = ca[i]
+        k = taken[c]
+        if k < start[c + 1]:
+            out[i] = slot[k]
+        taken[c] = k + 1
 
 
 def _request_key(loc: np.ndarray, request: np.ndarray, n_locations: int) -> np.ndarray:
@@ -143,7 +162,15 @@ def record_key(comm: np.ndarray, src: np.ndarray, dst: np.ndarray, tag: np.ndarr
         c0, t0 = int(comm.min()), int(tag.min())
         nc, nt = int(comm.max()) - c0 + 1, int(tag.max()) - t0 + 1
         if nc * nt <= (1 << 24) and nc * nt * n * n < (1 << 62):
-            return (((comm - c0) * nt + (tag - t0)) * n + src) * n + dst
+            key = comm - c0  # (((comm - c0) * nt + (tag - t0)) * n + src) * n + dst, in place: one new array
+            key *= nt
+            key += tag
+            key -= t0
+            key *= n
+            key += src
+            key *= n
+            key += dst
+            return key
     codes, uniq = pd.factorize((comm << 32) + (tag & 0xFFFFFFFF))
     if len(uniq) * n * n < (1 << 62):
         return (codes.astype(np.int64) * n + src) * n + dst
@@ -284,9 +311,14 @@ def p2p_threaded(raw: RawTrace) -> bool:
     return len(np.unique(proc)) != len(proc)
 
 
-def _several_locations(loc: np.ndarray, proc: np.ndarray) -> bool:
-    """Whether some process has rows on more than one of its locations (``proc``: the process of each row)."""
-    return len(np.unique(loc)) != len(np.unique(proc))
+def _several_locations(loc: np.ndarray, loc_proc: np.ndarray) -> bool:
+    """Whether some process has rows on more than one of its locations (``loc``: location id of each row,
+    ``loc_proc``: the process of each location); a count per location, no sort of the rows."""
+    if not len(loc):
+        return False
+    used = np.flatnonzero(np.bincount(loc, minlength=len(loc_proc)))
+    proc = loc_proc[used]
+    return len(np.unique(proc)) != len(proc)
 
 
 def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
@@ -330,9 +362,9 @@ def collective_seq(raw: RawTrace, ends: np.ndarray, order: np.ndarray | None, be
     ev = raw.coll_events
     comm = ev["comm"][ends].astype(np.int64)
     lo = ev["location"][ends].astype(np.int64)
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[lo]
-    if _several_locations(lo, proc):  # number each (comm, process)'s collectives over its threads, in time order
-        key = comm * (1 << 32) + proc
+    loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
+    if _several_locations(lo, loc_proc):  # number each (comm, process)'s collectives over its threads, in time order
+        key = comm * (1 << 32) + loc_proc[lo]
         by = np.lexsort((ends if order is None else order, begin_t, key))
     elif order is None:
         return rank_within(comm * (1 << 32) + lo)

@@ -10,6 +10,7 @@ and ``visits`` is the number of interval rows.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from .tally import dense_keys
 if TYPE_CHECKING:
     from .stages import PartState
 
-__all__ = ["interval_rows", "metric_sums"]
+__all__ = ["interval_rows", "metric_sums", "SharedRows"]
 
 
 def interval_rows(
@@ -35,6 +36,7 @@ def interval_rows(
     sampled: bool,
     pieced: bool = False,
     teams: bool = False,
+    shared: SharedRows | None = None,
 ) -> pd.DataFrame:
     """The partition's interval rows in global numbering: region instances and sample pieces, in pre-order.
 
@@ -46,22 +48,39 @@ def interval_rows(
     With ``teams`` (the trace forks OpenMP teams) ``omp_fork``/``omp_join``
     hold the time each parallel-region instance spans beyond its recorded
     enter and leave (:mod:`perflow.trace.omptree`; 0 elsewhere).
+    With ``shared`` (partitions built in one process) the columns are
+    written into its arrays at the partition's global rows, when these are
+    one range, so that gathering the partitions copies nothing.
     """
     res, pc = st.res, st.pieces
     n_rows = len(st.row_loc)
+    at = None  # the partition's first global row, when its rows are one range of the shared columns
+    if shared is not None and n_rows and int(grow[-1]) - int(grow[0]) == n_rows - 1 and int(grow[-1]) < shared.n:
+        at = int(grow[0])  # global rows increase along the partition's rows (global_rows)
+
+    def dest(name: str, dtype: Any) -> np.ndarray:
+        if at is None:
+            return np.empty(n_rows, dtype=dtype)
+        assert shared is not None
+        return shared.column(name, dtype)[at : at + n_rows]
+
     none = np.zeros(0, np.int64)
     pv, pp, pn = (pc.vertex, pc.parent, pc.n) if pc is not None else (none, none, none)
     pe, pl = (pc.enter, pc.leave) if pc is not None else (np.zeros(0), np.zeros(0))
 
     only_inst = not len(st.row_of_piece)  # no pieces: the rows are the instances, in order (pieces.row_order)
 
-    def rows(inst: np.ndarray, piece: np.ndarray, dtype: Any, fresh: bool = False) -> np.ndarray:
-        if only_inst:  # a copy, never a view into the scan's buffers (``fresh``: computed here, no copy needed)
-            return inst.astype(dtype, copy=False) if fresh else np.array(inst, dtype=dtype)
-        out = np.empty(n_rows, dtype=dtype)
-        out[st.row_of_inst] = inst
-        out[st.row_of_piece] = piece
+    def rows(name: str, inst: np.ndarray, piece: np.ndarray, dtype: Any) -> np.ndarray:
+        out = dest(name, dtype)  # a copy, never a view into the scan's buffers
+        if only_inst:
+            out[:] = inst
+        else:
+            out[st.row_of_inst] = inst
+            out[st.row_of_piece] = piece
         return out
+
+    def gathered(name: str, values: np.ndarray, idx: np.ndarray, dtype: Any) -> np.ndarray:
+        return np.take(values.astype(dtype, copy=False), idx, out=dest(name, dtype))  # one row-long gather
 
     ginst_or_none = np.append(ginst, -1).astype(np.int64, copy=False)  # local -1 (no instance) -> global -1
 
@@ -69,22 +88,52 @@ def interval_rows(
         return ginst_or_none[local_inst]
 
     cols = {
-        "process": loc_proc.astype(np.int32)[st.row_loc],  # per location first: one row-long gather
-        "thread": loc_thr.astype(np.int32)[st.row_loc],
-        "vertex": rows(cp_map.astype(np.int32)[res.callpath], cp_map[pv], np.int32, fresh=True),
-        "enter": rows(st.t_enter, pe, np.float64),
-        "leave": rows(st.t_leave, pl, np.float64),
-        "parent": rows(glob(res.parent), glob(pp), np.int64, fresh=True),
+        "process": gathered("process", loc_proc, st.row_loc, np.int32),  # per location first
+        "thread": gathered("thread", loc_thr, st.row_loc, np.int32),
     }
+    if only_inst:  # computed straight into place
+        cols["vertex"] = gathered("vertex", cp_map, res.callpath, np.int32)
+    else:
+        cols["vertex"] = rows("vertex", cp_map.astype(np.int32)[res.callpath], cp_map[pv], np.int32)
+    cols["enter"] = rows("enter", st.t_enter, pe, np.float64)
+    cols["leave"] = rows("leave", st.t_leave, pl, np.float64)
+    if only_inst:
+        cols["parent"] = gathered("parent", ginst_or_none, res.parent, np.int64)
+    else:
+        cols["parent"] = rows("parent", glob(res.parent), glob(pp), np.int64)
     if sampled:
-        cols["samples"] = rows(np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
+        cols["samples"] = rows("samples", np.zeros(len(st.inst_loc), np.int32), pn, np.int32)
     if pieced:
-        cols["piece"] = rows(np.zeros(len(st.inst_loc), bool), np.ones(len(pv), bool), bool)
+        cols["piece"] = rows("piece", np.zeros(len(st.inst_loc), bool), np.ones(len(pv), bool), bool)
     if teams:
         zero = np.zeros(len(st.inst_loc))
         for name in OMP_METRICS:
-            cols[name] = rows(st.inst_metrics.get(name, zero), np.zeros(len(pv)), np.float64)
+            cols[name] = rows(name, st.inst_metrics.get(name, zero), np.zeros(len(pv)), np.float64)
     return pd.DataFrame(cols, copy=False)
+
+
+class SharedRows:
+    """The interval columns of all partitions built in one process: each writes its rows' slice.
+
+    Columns are made on first use (``column``), ``n`` rows each; partitions
+    whose rows are one range of global rows write there
+    (:func:`interval_rows`), and gathering them is taking the arrays whole
+    (:func:`perflow.pag.instances.stack_rows`).
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._cols: dict[tuple[str, np.dtype], np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def column(self, name: str, dtype: Any) -> np.ndarray:
+        """The shared column ``name`` of ``dtype`` (made now, uninitialised, on the first call)."""
+        key = (name, np.dtype(dtype))
+        with self._lock:
+            col = self._cols.get(key)
+            if col is None:
+                col = self._cols[key] = np.empty(self.n, dtype=key[1])
+            return col
 
 
 def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:

@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..pag.partitioned import Each, Runtime
+from ..pag.partitioned import Each, LocalRuntime, Runtime
 from . import rows as R
 from .collstages import collective_partial, collective_rows_wait, combine_collective, late_sender
 from .numbering import merge_summaries
+from .partrows import SharedRows
 from .raw import RawTrace
 from .records import match_records, outbox
 from .stages import PartState, PartTables, finalize, scan_part, summarize
@@ -139,6 +140,8 @@ def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
     """Stage 4 on one partition (its raw events are released afterwards)."""
     maps = {k: merged[k] for k in ("inst_off", "p2p_off", "coll_keys", "coll_ids", "threaded", "sampled", "omp_teams")}
     maps["cp_map"] = merged["cp_maps"][st.pid]
+    maps["shared_rows"] = merged.get("shared_rows")
+    maps["release"] = merged.get("release", False)
     return finalize(st, maps)
 
 
@@ -271,6 +274,10 @@ def build(
     lap("scan")
     merged = rt.submit(t_merge, nloc, *summ)
     tree = rt.gather([rt.submit(t_tree, merged)])[0]
+    if isinstance(rt, LocalRuntime) and n > 1:  # partitions in this process write one set of interval columns
+        merged = {**merged, "shared_rows": SharedRows(int(tree["n_intervals"]))}
+    if isinstance(rt, LocalRuntime):  # the scan states are dropped after finalisation: it may free them early
+        merged = {**merged, "release": True}
     lap("merge")
     tables = rt.map(t_finalize, Each(states), merged)
     del states, summ

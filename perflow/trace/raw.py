@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from .rawcheck import ENTER, LEAVE, key_order, region_order
 
 __all__ = [
     "RawTrace",
@@ -52,8 +53,6 @@ __all__ = [
     "TABLE_SCHEMAS",
 ]
 
-ENTER = 0
-LEAVE = 1
 
 #: region_events: location, time, kind (ENTER=0 / LEAVE=1), region (id into ``regions``).
 REGION_COLUMNS: dict[str, np.dtype] = {
@@ -306,27 +305,23 @@ class RawTrace:
         ev = self.region_events
         loc = ev["location"]
         nloc = len(self.locations)
-        if len(loc) and (loc.min() < 0 or loc.max() >= nloc):
+        o = region_order(loc, ev["time"], ev["region"])  # one pass over the region events
+        if len(loc) and (o.loc_lo < 0 or o.loc_hi >= nloc):
             raise TraceError(f"{src}: region event refers to a location outside 0..{nloc - 1}")
-        if len(loc) > 1 and np.any(np.diff(loc) < 0):
+        if o.ungrouped >= 0:
             raise TraceError(f"{src}: region events are not grouped by location")
-        if len(loc) > 1:
-            same = loc[1:] == loc[:-1]
-            back = same & (np.diff(ev["time"]) < 0)
-            if back.any():
-                i = int(np.argmax(back)) + 1
-                raise TraceError(
-                    f"{src}: time goes backwards on location {int(loc[i])} at region event {i} "
-                    f"({float(ev['time'][i - 1])!r} then {float(ev['time'][i])!r})"
-                )
-        reg = ev["region"]
-        if len(reg) and (reg.min() < 0 or reg.max() >= len(self.regions) and reg.max() not in self.regions.index):
-            raise TraceError(f"{src}: region event refers to an undefined region id {int(reg.max())}")
+        if o.back >= 0:
+            i = o.back
+            raise TraceError(
+                f"{src}: time goes backwards on location {int(loc[i])} at region event {i} "
+                f"({float(ev['time'][i - 1])!r} then {float(ev['time'][i])!r})"
+            )
+        if len(loc) and (o.reg_lo < 0 or o.reg_hi >= len(self.regions) and o.reg_hi not in self.regions.index):
+            raise TraceError(f"{src}: region event refers to an undefined region id {o.reg_hi}")
         for name in [t for t in _TABLES if t != "region_events"]:
             t = getattr(self, name)
-            if len(t["pos"]) > 1:
-                key_ok = (np.diff(t["location"]) > 0) | ((np.diff(t["location"]) == 0) & (np.diff(t["pos"]) >= 0))
-                if not key_ok.all():
-                    raise TraceError(f"{src}: {name} is not sorted by (location, pos)")
-            if len(t["pos"]) and (t["pos"].min() < 0 or t["pos"].max() > len(loc)):
+            bad, lo, hi = key_order(t["location"], t["pos"])
+            if bad >= 0:
+                raise TraceError(f"{src}: {name} is not sorted by (location, pos)")
+            if len(t["pos"]) and (lo < 0 or hi > len(loc)):
                 raise TraceError(f"{src}: {name} has a pos outside 0..{len(loc)}")

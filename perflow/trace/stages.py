@@ -95,7 +95,7 @@ class PartState:
     #: the samples' pieces (:mod:`perflow.trace.pieces`), or None without samples
     pieces: Pieces | None = None
     #: interval rows of the partition (instances and pieces in pre-order): location of each row,
-    #: row of each local instance, row of each piece
+    #: row of each local instance (empty without pieces: row i is instance i), row of each piece
     row_loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     row_of_inst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     row_of_piece: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -226,7 +226,10 @@ def scan_part(
         if len(pc):  # the instances' exclusive time loses what their pieces cover
             st.exc = exclusive_from_children(inc, child + child_time(pc.leave - pc.enter, pc.parent, len(inc)), t_leave)
     st.syn_rows = tuple(np.concatenate(a) for a in zip(*syn))  # type: ignore[assignment]
-    st.row_loc, st.row_of_inst, st.row_of_piece = row_order(inst_loc, res.enter, st.pieces)
+    if st.pieces is not None and len(st.pieces):
+        st.row_loc, st.row_of_inst, st.row_of_piece = row_order(inst_loc, res.enter, st.pieces)
+    else:  # the rows are the instances, in order (row_of_inst stays empty: no instance-long arange)
+        st.row_loc = inst_loc
     st.cp_parent, st.cp_region = tree.arrays()
     st.coll = _collective_rows(st, infer)
     # what finalisation does not read is not kept until it runs (an event-long and an instance-long array)
@@ -262,7 +265,7 @@ def summarize(st: PartState) -> dict[str, Any]:
     nloc = len(st.raw.locations)
     c = st.coll
     if len(c):
-        uk, idx = np.unique(c["key"].to_numpy(), return_index=True)
+        uk, idx = _first_of_each(c["key"].to_numpy())
         ckey = (uk, c["first_cls"].to_numpy()[idx], c["first_loc"].to_numpy()[idx], c["first_off"].to_numpy()[idx])
     else:
         ckey = tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
@@ -284,6 +287,15 @@ def summarize(st: PartState) -> dict[str, Any]:
         "coll_keys": ckey,
         "n_events": st.raw.n_events,
     }
+
+
+def _first_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_index=True)`` by hashing: the rows of an instance key are sorted, not all rows."""
+    codes, uniq = pd.factorize(key, sort=False)  # codes numbered in order of first appearance
+    cm = np.maximum.accumulate(codes)
+    first = np.flatnonzero(np.r_[True, cm[1:] > cm[:-1]])  # the k-th new code's row is code k's first
+    order = np.argsort(uniq, kind="stable")
+    return np.asarray(uniq)[order], first[order]
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
@@ -347,6 +359,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     location's intervals and p2p events), ``coll_keys``/``coll_ids``
     (sorted instance keys and their global instance ids) and ``threaded``
     (whether any process has point-to-point events on several threads).
+    With ``release`` true the state's arrays are dropped once consumed (the
+    caller never uses the state again).
     """
     raw, res = st.raw, st.res
     nloc = len(raw.locations)
@@ -366,8 +380,11 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         sampled,
         sampled or _has_stacks(raw),
         bool(maps.get("omp_teams", False)),
+        maps.get("shared_rows"),
     )
     uniq, cols = metric_sums(st, nloc)
+    if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
+        st.inc = st.exc = np.zeros(0)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     deltas = {}
     for name, (k, vals) in deltas_raw.items():

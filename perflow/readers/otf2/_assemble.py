@@ -17,6 +17,7 @@ from ...errors import FormatError
 from ...kinds import CollEv
 from ...trace import raw
 from ...trace.match import nth_pairs
+from ...trace.rawcheck import region_order
 from ._contexts import resolve_samples
 from ._defs import Defs
 
@@ -75,11 +76,8 @@ def program_region(program: str | None) -> pd.DataFrame:
 def _check_order(defs: Defs, region: dict[str, np.ndarray]) -> None:
     """Region event times must not decrease along a location (else the event data is corrupt)."""
     t, loc = region["time"], region["location"]
-    if len(t) < 2:
-        return
-    back = (np.diff(t) < 0) & (loc[1:] == loc[:-1])
-    if back.any():
-        i = int(np.argmax(back)) + 1
+    i = region_order(loc, t, region["region"]).back
+    if i >= 0:
         li = int(loc[i])
         first = int(np.searchsorted(loc, li))
         path = os.path.join(os.path.splitext(defs.source)[0], f"{int(defs.loc_refs[li])}.evt")
