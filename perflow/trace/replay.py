@@ -165,7 +165,7 @@ def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: boo
     t0, t1 = float(window[0]), float(window[1])
     F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
     ends, useful, carried, bind, lastp = K.run(
-        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1),
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1),
         rates.vfac, rates.vmap, np.ascontiguousarray(F, dtype=np.float64), float(rates.ofac), rates.useful,
         t0, t1, bool(path),
     )  # fmt: skip
@@ -192,7 +192,8 @@ def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.
     t0, t1 = float(window[0]), float(window[1])
     ends = K.run_many(
         plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff,
-        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1), vfac, vmap, F, ofac, t0, t1,
+        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1), vfac, vmap, F,
+        ofac, t0, t1,
     )  # fmt: skip
     return ends.max(axis=1) if L else np.zeros(S)
 
