@@ -25,7 +25,7 @@ import numpy as np
 from . import replayblocks as B
 from .flat import njit
 
-__all__ = ["merge_waits", "cut_pieces", "run", "run_many", "walk", "charge", "vertex_time", "WAIT", "MIN", "FIRST"]
+__all__ = ["merge_waits", "cut_pieces", "piece_room", "run", "run_many", "walk", "charge", "vertex_time", "WAIT", "MIN", "FIRST"]
 
 #: bits of a point's kind: a wait point (else an issue point); its channel keeps the earliest issue (else the
 #: latest); the first point of its channel (the slot starts empty)
@@ -60,23 +60,20 @@ def merge_waits(loc, a, b, nloc):  # type: ignore[no-untyped-def]
 
 
 @njit
-def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff):  # type: ignore[no-untyped-def]
+def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff, xs, xd, xv):  # type: ignore[no-untyped-def]
     """Pieces of work per segment (see the module docstring).
 
     ``ftime``/``fvert``/``foff``: the flat timeline; ``ptime``/``poff``: each
     location's point times (sorted, CSR); ``ws``/``we``/``woff``: its merged
-    waiting periods. Returns ``soff`` (pieces of segment ``s`` are
-    ``soff[s]:soff[s + 1]``; a location's segments follow its points, one
-    more at the end), ``xs``, ``xd``, ``xv`` (start, length, vertex; -1
-    outside every region).
+    waiting periods; ``xs``, ``xd``, ``xv``: room for the pieces (start,
+    length, vertex; -1 outside every region), :func:`piece_room` long.
+    Returns ``soff`` (pieces of segment ``s`` are ``soff[s]:soff[s + 1]``; a
+    location's segments follow its points, one more at the end) and the
+    number of pieces written.
     """
     L = foff.shape[0] - 1
     nseg = poff[L] + L
     soff = np.zeros(nseg + 1, np.int64)
-    cap = ftime.shape[0] + ptime.shape[0] + 2 * ws.shape[0] + 1
-    xs = np.empty(cap, np.float64)
-    xd = np.empty(cap, np.float64)
-    xv = np.empty(cap, np.int64)
     n = 0
     seg = 0
     for loc in range(L):
@@ -126,7 +123,12 @@ def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff):  # type: ignore[n
             j += 1
         seg += 1
         soff[seg] = n
-    return soff, xs[:n].copy(), xd[:n].copy(), xv[:n].copy()
+    return soff, n
+
+
+def piece_room(n_flat: int, n_points: int, n_waits: int) -> int:
+    """The most pieces :func:`cut_pieces` can write (every event, point and waiting period's ends cut)."""
+    return n_flat + n_points + 2 * n_waits + 1
 
 
 @njit
