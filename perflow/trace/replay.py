@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..pag.instances import Trace
+from . import replayblocks as B
 from . import replaykernels as K
 from .flat import FlatTimeline, Locations
 from .replaydeps import SEND_MODES
@@ -167,7 +168,7 @@ def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: boo
     ends, useful, carried, bind, lastp = K.run(
         plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1),
         rates.vfac, rates.vmap, np.ascontiguousarray(F, dtype=np.float64), float(rates.ofac), rates.useful,
-        t0, t1, bool(path),
+        t0, t1, bool(path), B.BLOCK,
     )  # fmt: skip
     return Run(t0, t1, ends, useful, int(carried), bind, lastp)
 
@@ -193,7 +194,7 @@ def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.
     ends = K.run_many(
         plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff,
         plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1), vfac, vmap, F,
-        ofac, t0, t1,
+        ofac, t0, t1, B.BLOCK,
     )  # fmt: skip
     return ends.max(axis=1) if L else np.zeros(S)
 

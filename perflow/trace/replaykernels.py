@@ -25,7 +25,19 @@ import numpy as np
 from . import replayblocks as B
 from .flat import njit
 
-__all__ = ["merge_waits", "cut_pieces", "piece_room", "run", "run_many", "walk", "charge", "vertex_time", "WAIT", "MIN", "FIRST"]
+__all__ = [
+    "merge_waits",
+    "cut_pieces",
+    "piece_room",
+    "run",
+    "run_many",
+    "walk",
+    "charge",
+    "vertex_time",
+    "WAIT",
+    "MIN",
+    "FIRST",
+]
 
 #: bits of a point's kind: a wait point (else an issue point); its channel keeps the earliest issue (else the
 #: latest); the first point of its channel (the slot starts empty)
@@ -170,7 +182,7 @@ def _first_after(ptime, t1):  # type: ignore[no-untyped-def]
 @njit
 def run(  # type: ignore[no-untyped-def]
     ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, lpts, lpt0, pre,
-    vfac, vmap, F, ofac, useful, t0, t1, want_bind,
+    vfac, vmap, F, ofac, useful, t0, t1, want_bind, block,
 ):  # fmt: skip
     """Replay the points for one set of rates (see the module docstring).
 
@@ -181,8 +193,9 @@ def run(  # type: ignore[no-untyped-def]
     each location (s after ``t0``), the dependencies carried, the binding
     issue point of each wait point (-1 when its own work was later; only
     with ``want_bind``) and the last point processed on each location (-1
-    none). The work of the points' segments comes a block at a time from
-    :func:`perflow.trace.replayblocks.block_works`.
+    none). The work of the points' segments comes ``block`` points at a time
+    from :func:`perflow.trace.replayblocks.block_works` (the same sums
+    whatever the block).
     """
     L = lseg.shape[0]
     ideal = np.zeros(L)
@@ -204,9 +217,9 @@ def run(  # type: ignore[no-untyped-def]
     F1[0] = F
     rl = B.rate_table(vf1, vm1, F1, np.full(1, ofac))
     cur = np.zeros(L, np.int64)
-    buf = np.empty((min(B.BLOCK, max(P, 1)), 1))
-    for i0 in range(0, P, B.BLOCK):
-        i1 = min(i0 + B.BLOCK, P)
+    buf = np.empty((min(block, max(P, 1)), 1))
+    for i0 in range(0, P, block):
+        i1 = min(i0 + block, P)
         B.block_works(i0, i1, lseg, lpts, lpt0, lnseg, cur, soff, xs, xd, xv, rl, useful, uacc, t0, t1, buf)
         for i in range(i0, i1):
             loc = ploc[i]
@@ -273,7 +286,7 @@ def _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc):  # ty
 @njit
 def run_many(  # type: ignore[no-untyped-def]
     ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, lpts, lpt0, pre,
-    vfac, vmap, F, ofac, t0, t1,
+    vfac, vmap, F, ofac, t0, t1, block,
 ):  # fmt: skip
     """:func:`run` for ``S`` sets of rates at once (``vfac``/``vmap``: ``(S, n_vertices)``, ``F``:
     ``(S, R, L)``, ``ofac``: ``(S,)``): each location's replayed end per set, ``(S, L)``."""
@@ -291,11 +304,11 @@ def run_many(  # type: ignore[no-untyped-def]
     P = _first_after(ptime, t1)
     rl = B.rate_table(vfac, vmap, F, ofac)
     cur = np.zeros(L, np.int64)
-    buf = np.empty((min(B.BLOCK, max(P, 1)), S))
+    buf = np.empty((min(block, max(P, 1)), S))
     none = np.zeros(0, np.bool_)
     nou = np.zeros(L)
-    for i0 in range(0, P, B.BLOCK):
-        i1 = min(i0 + B.BLOCK, P)
+    for i0 in range(0, P, block):
+        i1 = min(i0 + block, P)
         B.block_works(i0, i1, lseg, lpts, lpt0, lnseg, cur, soff, xs, xd, xv, rl, none, nou, t0, t1, buf)
         for i in range(i0, i1):
             loc = ploc[i]
