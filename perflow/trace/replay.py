@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..pag.instances import Trace
+from . import replayblocks as B
 from . import replaykernels as K
 from .flat import FlatTimeline, Locations
 from .replaydeps import SEND_MODES
@@ -165,9 +166,9 @@ def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: boo
     t0, t1 = float(window[0]), float(window[1])
     F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
     ends, useful, carried, bind, lastp = K.run(
-        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1),
+        plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1),
         rates.vfac, rates.vmap, np.ascontiguousarray(F, dtype=np.float64), float(rates.ofac), rates.useful,
-        t0, t1, bool(path),
+        t0, t1, bool(path), B.BLOCK,
     )  # fmt: skip
     return Run(t0, t1, ends, useful, int(carried), bind, lastp)
 
@@ -192,7 +193,8 @@ def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.
     t0, t1 = float(window[0]), float(window[1])
     ends = K.run_many(
         plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff,
-        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.pre(t0, t1), vfac, vmap, F, ofac, t0, t1,
+        plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(t0, t1), vfac, vmap, F,
+        ofac, t0, t1, B.BLOCK,
     )  # fmt: skip
     return ends.max(axis=1) if L else np.zeros(S)
 

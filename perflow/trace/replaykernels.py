@@ -22,9 +22,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import replayblocks as B
 from .flat import njit
 
-__all__ = ["merge_waits", "cut_pieces", "run", "run_many", "walk", "charge", "vertex_time", "WAIT", "MIN", "FIRST"]
+__all__ = [
+    "merge_waits",
+    "cut_pieces",
+    "piece_room",
+    "run",
+    "run_many",
+    "walk",
+    "charge",
+    "vertex_time",
+    "WAIT",
+    "MIN",
+    "FIRST",
+]
 
 #: bits of a point's kind: a wait point (else an issue point); its channel keeps the earliest issue (else the
 #: latest); the first point of its channel (the slot starts empty)
@@ -59,23 +72,20 @@ def merge_waits(loc, a, b, nloc):  # type: ignore[no-untyped-def]
 
 
 @njit
-def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff):  # type: ignore[no-untyped-def]
+def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff, xs, xd, xv):  # type: ignore[no-untyped-def]
     """Pieces of work per segment (see the module docstring).
 
     ``ftime``/``fvert``/``foff``: the flat timeline; ``ptime``/``poff``: each
     location's point times (sorted, CSR); ``ws``/``we``/``woff``: its merged
-    waiting periods. Returns ``soff`` (pieces of segment ``s`` are
-    ``soff[s]:soff[s + 1]``; a location's segments follow its points, one
-    more at the end), ``xs``, ``xd``, ``xv`` (start, length, vertex; -1
-    outside every region).
+    waiting periods; ``xs``, ``xd``, ``xv``: room for the pieces (start,
+    length, vertex; -1 outside every region), :func:`piece_room` long.
+    Returns ``soff`` (pieces of segment ``s`` are ``soff[s]:soff[s + 1]``; a
+    location's segments follow its points, one more at the end) and the
+    number of pieces written.
     """
     L = foff.shape[0] - 1
     nseg = poff[L] + L
     soff = np.zeros(nseg + 1, np.int64)
-    cap = ftime.shape[0] + ptime.shape[0] + 2 * ws.shape[0] + 1
-    xs = np.empty(cap, np.float64)
-    xd = np.empty(cap, np.float64)
-    xv = np.empty(cap, np.int64)
     n = 0
     seg = 0
     for loc in range(L):
@@ -125,7 +135,12 @@ def cut_pieces(ftime, fvert, foff, ptime, poff, ws, we, woff):  # type: ignore[n
             j += 1
         seg += 1
         soff[seg] = n
-    return soff, xs[:n].copy(), xd[:n].copy(), xv[:n].copy()
+    return soff, n
+
+
+def piece_room(n_flat: int, n_points: int, n_waits: int) -> int:
+    """The most pieces :func:`cut_pieces` can write (every event, point and waiting period's ends cut)."""
+    return n_flat + n_points + 2 * n_waits + 1
 
 
 @njit
@@ -156,19 +171,31 @@ def _seg_work(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, useful, t0, t1, uac
 
 
 @njit
+def _first_after(ptime, t1):  # type: ignore[no-untyped-def]
+    """The first point later than ``t1`` (the replay stops there), or the number of points."""
+    for i in range(ptime.shape[0]):
+        if ptime[i] > t1:
+            return i
+    return ptime.shape[0]
+
+
+@njit
 def run(  # type: ignore[no-untyped-def]
-    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, pre,
-    vfac, vmap, F, ofac, useful, t0, t1, want_bind,
+    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, lpts, lpt0, pre,
+    vfac, vmap, F, ofac, useful, t0, t1, want_bind, block,
 ):  # fmt: skip
     """Replay the points for one set of rates (see the module docstring).
 
     ``lseg``/``lnseg``: first segment and number of segments of each
-    location; ``pre``: each location's time before its first event inside
-    the window, counted at ``ofac`` (0 where it waits). Returns the replayed
-    end and useful work of each location (s after ``t0``), the dependencies
-    carried, the binding issue point of each wait point (-1 when its own
-    work was later; only with ``want_bind``) and the last point processed on
-    each location (-1 none).
+    location; ``lpts``/``lpt0``: its points in order; ``pre``: each
+    location's time before its first event inside the window, counted at
+    ``ofac`` (0 where it waits). Returns the replayed end and useful work of
+    each location (s after ``t0``), the dependencies carried, the binding
+    issue point of each wait point (-1 when its own work was later; only
+    with ``want_bind``) and the last point processed on each location (-1
+    none). The work of the points' segments comes ``block`` points at a time
+    from :func:`perflow.trace.replayblocks.block_works` (the same sums
+    whatever the block).
     """
     L = lseg.shape[0]
     ideal = np.zeros(L)
@@ -179,38 +206,47 @@ def run(  # type: ignore[no-untyped-def]
         ideal[q] = pre[q] * ofac
     cval = np.zeros(max(n_slots, 1))
     csrc = np.full(max(n_slots, 1), -1, np.int64)
-    P = ptime.shape[0]
-    bind = np.full(P if want_bind else 0, -1, np.int64)
+    P = _first_after(ptime, t1)
+    bind = np.full(ptime.shape[0] if want_bind else 0, -1, np.int64)
     carried = 0
-    for i in range(P):
-        t = ptime[i]
-        if t > t1:
-            break
-        loc = ploc[i]
-        s1 = pseg[i]
-        acc = 0.0
-        for s in range(nxt[loc], s1 + 1):
-            acc += _seg_work(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, useful, t0, t1, uacc)
-        if s1 + 1 > nxt[loc]:
+    vf1 = np.empty((1, vfac.shape[0]))
+    vm1 = np.empty((1, vmap.shape[0]), np.int64)
+    F1 = np.empty((1, F.shape[0], F.shape[1]))
+    vf1[0] = vfac
+    vm1[0] = vmap
+    F1[0] = F
+    rl = B.rate_table(vf1, vm1, F1, np.full(1, ofac))
+    cur = np.zeros(L, np.int64)
+    buf = np.empty((min(block, max(P, 1)), 1))
+    for i0 in range(0, P, block):
+        i1 = min(i0 + block, P)
+        B.block_works(i0, i1, lseg, lpts, lpt0, lnseg, cur, soff, xs, xd, xv, rl, useful, uacc, t0, t1, buf)
+        for i in range(i0, i1):
+            loc = ploc[i]
+            s1 = pseg[i]
+            if s1 != nxt[loc]:
+                raise ValueError("a replay plan whose point does not end the next segment of its location")
             nxt[loc] = s1 + 1
-        v = ideal[loc] + acc
-        c = pslot[i]
-        k = pkind[i]
-        if k & FIRST:
-            csrc[c] = -1
-        if not (k & WAIT):
-            if csrc[c] < 0 or (v < cval[c] if k & MIN else v > cval[c]):
-                cval[c] = v
-                csrc[c] = i
-        elif csrc[c] >= 0:
-            carried += 1
-            src = cval[c] + plag[i]
-            if src > v:
-                v = src
-                if want_bind:
-                    bind[i] = csrc[c]
-        ideal[loc] = v
-        lastp[loc] = i
+            acc = 0.0
+            acc += buf[i - i0, 0]
+            v = ideal[loc] + acc
+            c = pslot[i]
+            k = pkind[i]
+            if k & FIRST:
+                csrc[c] = -1
+            if not (k & WAIT):
+                if csrc[c] < 0 or (v < cval[c] if k & MIN else v > cval[c]):
+                    cval[c] = v
+                    csrc[c] = i
+            elif csrc[c] >= 0:
+                carried += 1
+                src = cval[c] + plag[i]
+                if src > v:
+                    v = src
+                    if want_bind:
+                        bind[i] = csrc[c]
+            ideal[loc] = v
+            lastp[loc] = i
     for q in range(L):
         acc = 0.0
         for s in range(nxt[q], lseg[q] + lnseg[q]):
@@ -249,7 +285,8 @@ def _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc):  # ty
 
 @njit
 def run_many(  # type: ignore[no-untyped-def]
-    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, pre, vfac, vmap, F, ofac, t0, t1,
+    ptime, pkind, ploc, pslot, plag, pseg, n_slots, soff, xs, xd, xv, lseg, lnseg, lpts, lpt0, pre,
+    vfac, vmap, F, ofac, t0, t1, block,
 ):  # fmt: skip
     """:func:`run` for ``S`` sets of rates at once (``vfac``/``vmap``: ``(S, n_vertices)``, ``F``:
     ``(S, R, L)``, ``ofac``: ``(S,)``): each location's replayed end per set, ``(S, L)``."""
@@ -264,41 +301,46 @@ def run_many(  # type: ignore[no-untyped-def]
     cval = np.zeros((ns, S))
     cset = np.zeros(ns, np.bool_)
     acc = np.zeros(S)
-    for i in range(ptime.shape[0]):
-        t = ptime[i]
-        if t > t1:
-            break
-        loc = ploc[i]
-        s1 = pseg[i]
-        for s in range(nxt[loc], s1 + 1):
-            _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc)
-            for j in range(S):
-                ideal[j, loc] += acc[j]
-        if s1 + 1 > nxt[loc]:
+    P = _first_after(ptime, t1)
+    rl = B.rate_table(vfac, vmap, F, ofac)
+    cur = np.zeros(L, np.int64)
+    buf = np.empty((min(block, max(P, 1)), S))
+    none = np.zeros(0, np.bool_)
+    nou = np.zeros(L)
+    for i0 in range(0, P, block):
+        i1 = min(i0 + block, P)
+        B.block_works(i0, i1, lseg, lpts, lpt0, lnseg, cur, soff, xs, xd, xv, rl, none, nou, t0, t1, buf)
+        for i in range(i0, i1):
+            loc = ploc[i]
+            s1 = pseg[i]
+            if s1 != nxt[loc]:
+                raise ValueError("a replay plan whose point does not end the next segment of its location")
             nxt[loc] = s1 + 1
-        c = pslot[i]
-        k = pkind[i]
-        if k & FIRST:
-            cset[c] = False
-        if not (k & WAIT):
-            if not cset[c]:
-                for j in range(S):
-                    cval[c, j] = ideal[j, loc]
-                cset[c] = True
-            elif k & MIN:
-                for j in range(S):
-                    if ideal[j, loc] < cval[c, j]:
-                        cval[c, j] = ideal[j, loc]
-            else:
-                for j in range(S):
-                    if ideal[j, loc] > cval[c, j]:
-                        cval[c, j] = ideal[j, loc]
-        elif cset[c]:
-            lag = plag[i]
             for j in range(S):
-                src = cval[c, j] + lag
-                if src > ideal[j, loc]:
-                    ideal[j, loc] = src
+                ideal[j, loc] += buf[i - i0, j]
+            c = pslot[i]
+            k = pkind[i]
+            if k & FIRST:
+                cset[c] = False
+            if not (k & WAIT):
+                if not cset[c]:
+                    for j in range(S):
+                        cval[c, j] = ideal[j, loc]
+                    cset[c] = True
+                elif k & MIN:
+                    for j in range(S):
+                        if ideal[j, loc] < cval[c, j]:
+                            cval[c, j] = ideal[j, loc]
+                else:
+                    for j in range(S):
+                        if ideal[j, loc] > cval[c, j]:
+                            cval[c, j] = ideal[j, loc]
+            elif cset[c]:
+                lag = plag[i]
+                for j in range(S):
+                    src = cval[c, j] + lag
+                    if src > ideal[j, loc]:
+                        ideal[j, loc] = src
     for q in range(L):
         for s in range(nxt[q], lseg[q] + lnseg[q]):
             _seg_many(s, q, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc)

@@ -140,7 +140,12 @@ def plan_part(deps: Dependencies, locs: Locations, flat: FlatTimeline, own: np.n
         idx = np.concatenate([np.arange(fo[q], fo[q + 1]) for q in own]) if n else np.zeros(0, np.int64)
         ftime, fvert = flat.time[idx], flat.vertex[idx]
         foff = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    soff, xs, xd, xv = K.cut_pieces(ftime, fvert.astype(np.int64, copy=False), foff, ptl, poff, ws, we, woff)
+    # the pieces go into arrays of the most they can be, shrunk in place after (no copy of the pieces)
+    room = K.piece_room(len(ftime), len(ptl), len(ws))
+    xs, xd, xv = np.empty(room), np.empty(room), np.empty(room, np.int64)
+    soff, npieces = K.cut_pieces(ftime, fvert.astype(np.int64, copy=False), foff, ptl, poff, ws, we, woff, xs, xd, xv)
+    for a in (xs, xd, xv):
+        a.resize(int(npieces), refcheck=False)
     has = sizes > 0
     last = max(len(ftime) - 1, 0)
     lstart = np.where(has, ftime[np.minimum(foff[:-1], last)], 0.0) if len(ftime) else np.zeros(n)

@@ -151,3 +151,37 @@ def test_replay_is_bounded_by_computation_and_the_run(seed, nprocs, iterations, 
         assert u.max() - eps <= r.ideal_runtime <= r.runtime + eps
         assert (r.locations["ideal_end"].to_numpy() >= u - eps).all()
         assert np.isfinite(r.ideal_runtime)
+
+
+def test_replay_blocks_give_the_same_run_and_a_malformed_plan_is_refused():
+    # the segments' work comes a block of points at a time: any block size gives the very same numbers
+    from perflow.trace import replaykernels as K
+    from perflow.trace.replay import Rates, run_many, run_plan
+    from perflow.trace.replayplan import build_plan
+
+    pag = synthetic.trace(nprocs=4, iterations=6, seed=5, late_sender=0.3, imbalance=0.5)
+    plan = build_plan(pag.trace)
+    useful = ~non_useful_mask(pag, ("mpi", "openmp", "thread"))
+    rates = Rates.uniform(np.where(useful, 0.7, 1.3), 0.5, useful)
+    t0, t1 = pag.trace.span
+    w = (t0 + 0.1 * (t1 - t0), t1 - 0.2 * (t1 - t0))
+    ref = run_plan(plan, rates, w, path=True)
+    F = np.ascontiguousarray(rates.F if rates.F.shape[1] == plan.n_locations else np.ones((1, plan.n_locations)))
+    head = (plan.ptime, plan.pkind, plan.ploc, plan.pslot, plan.plag, plan.pseg, plan.n_slots, plan.soff, plan.xs,
+            plan.xd, plan.xv, plan.lseg, plan.lnseg, plan.lpts, plan.lpt0, plan.pre(*w))  # fmt: skip
+    for block in (1, 3, 7):
+        ends, u, carried, bind, lastp = K.run(*head, rates.vfac, rates.vmap, F, rates.ofac, rates.useful, *w, True,
+                                              block)  # fmt: skip
+        assert ends.tolist() == ref.ends.tolist() and u.tolist() == ref.useful.tolist()
+        assert (carried, bind.tolist(), lastp.tolist()) == (ref.carried, ref.bind.tolist(), ref.lastp.tolist())
+    many = run_many(plan, [rates, Rates.uniform(useful.astype(float), 0.0, useful)], w)
+    vf = np.stack([rates.vfac, useful.astype(float)])
+    vm = np.stack([rates.vmap, rates.vmap])
+    FF = np.ones((2, 1, plan.n_locations))
+    ends = K.run_many(*head, vf, vm, FF, np.array([0.5, 0.0]), *w, 5)
+    assert ends.max(axis=1).tolist() == many.tolist() and many[0] == ref.runtime
+    pseg = plan.pseg.copy()
+    pseg[0] += 1  # the first point claims its location's second segment
+    bad = head[:5] + (pseg,) + head[6:]
+    with pytest.raises(ValueError, match="does not end the next segment"):
+        K.run(*bad, rates.vfac, rates.vmap, F, rates.ofac, rates.useful, *w, False, 4)
