@@ -62,6 +62,8 @@ class DaskRuntime:
         self.engine = engine
         self.n_parts = n_parts
         self._exchanged: dict[str, Any] = {}  # counts, or refs of counts not yet fetched
+        #: times this runtime waited for results on the client (:meth:`gather`, :meth:`barrier`)
+        self.round_trips = 0
         self._workers: list[str] | None = None
 
     @property
@@ -126,6 +128,7 @@ class DaskRuntime:
     def gather(self, refs: list[Any]) -> list[Any]:
         from distributed import KilledWorker
 
+        self.round_trips += 1
         try:
             return list(self.client.gather(list(refs)))
         except KilledWorker as e:
@@ -135,6 +138,7 @@ class DaskRuntime:
         """Wait until the refs are computed (raises a task's error)."""
         from distributed import wait
 
+        self.round_trips += 1
         wait(list(refs))
         bad = [f for f in refs if f.status == "error"]
         if bad:
