@@ -200,6 +200,7 @@ def measure(eng: Any, path: str, fns: dict[str, Any], keep: bool) -> dict[str, A
     out["events"] = s["events"]
     out["exchanged"] = {k: v for k, v in s.items() if k.startswith("exchanged_")}
     out["cut"] = s.get("cut")
+    out["round_trips"] = s["round_trips"]
     if keep:
         out["results"] = _results(res)
     return out
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print("   analyses: " + ", ".join(f"{k[9:]} {v} s" for k, v in r["forms"].items()))
         print(f"   peak RSS per worker: {', '.join(f'{x:.2f} GB' for x in r['peak_gb'])}; client "
               f"{r['client_peak_gb']:.2f} GB; gathered to the client: {r['gathered'] or 'nothing'}; "
-              f"exchanged {r['exchanged']}")  # fmt: skip
+              f"exchanged {r['exchanged']}; the client waited {r['round_trips']} times")  # fmt: skip
         if local:
             print(f"   time per core / local CPU: {total * w / tot:.2f}  (target 1.3)")
     if 1 in res and 2 in res:

@@ -253,9 +253,10 @@ class DistTrace:
         return self.pag().aggregate(metric, agg)
 
     def summary(self) -> dict[str, Any]:
-        """Events, partitions, cut and balance, records exchanged, timings."""
+        """Events, partitions, cut and balance, records exchanged, the client's waits, timings."""
         s = {"events": self.n_events, "partitions": self.n_parts, **self.partitioning.summary()}
         s.update({f"exchanged_{k}": v for k, v in self.runtime.exchanged.items()})
+        s["round_trips"] = self.runtime.round_trips  # the client's waits for results, loading included
         s["clock_violations"] = dict(self.clock_violations)
         s["timings"] = dict(self.timings)
         return s

@@ -142,9 +142,10 @@ class Engine:
             w = self.client.scheduler_info(n_workers=-1)["workers"]
         return sorted(w)
 
-    def worker_of(self, part: int, n_parts: int) -> str:
-        """The worker partition ``part`` of ``n_parts`` is pinned to."""
-        w = self.workers
+    def worker_of(self, part: int, n_parts: int, workers: list[str] | None = None) -> str:
+        """The worker partition ``part`` of ``n_parts`` is pinned to (among ``workers``, default
+        :attr:`workers`: a call to the scheduler; pass the list when placing many tasks)."""
+        w = self.workers if workers is None else workers
         if not w:
             raise PerflowError("the Dask cluster has no workers")
         return w[part * len(w) // max(n_parts, 1)]

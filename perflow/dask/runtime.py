@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .dtrace import DistTrace
     from .engine import Engine
 
-__all__ = ["DaskRuntime", "DaskExecutor"]
+__all__ = ["DaskRuntime", "DaskExecutor", "ROUTE_ALL"]
 
 
 register_sizeof()  # tell Dask's memory manager here what partitions weigh (the workers: the engine's plugin)
@@ -42,6 +42,15 @@ def _pick(box: list[Any], j: int) -> Any:
     return box[j]
 
 
+def _crossing(sizes: list[list[int]]) -> int:
+    """Records of an exchange that go to another partition (``sizes[i][j]``: from ``i`` to ``j``)."""
+    return int(sum(s[j] for i, s in enumerate(sizes) for j in range(len(s)) if i != j))
+
+
+#: up to this many partitions an exchange routes every frame without first asking which are empty
+ROUTE_ALL = 8
+
+
 def _call_combine(combine: Callable[..., Any], settings: Any, *parts: Any) -> Any:
     return combine(list(parts), settings)
 
@@ -52,7 +61,10 @@ class DaskRuntime:
     def __init__(self, engine: Engine, n_parts: int) -> None:
         self.engine = engine
         self.n_parts = n_parts
-        self.exchanged: dict[str, int] = {}
+        self._exchanged: dict[str, Any] = {}  # counts, or refs of counts not yet fetched
+        #: times this runtime waited for results on the client (:meth:`gather`, :meth:`barrier`)
+        self.round_trips = 0
+        self._workers: list[str] | None = None
 
     @property
     def client(self) -> Any:
@@ -60,7 +72,12 @@ class DaskRuntime:
         return self.engine.client
 
     def _where(self, i: int) -> dict[str, Any]:
-        return {"workers": [self.engine.worker_of(i, self.n_parts)], "allow_other_workers": True, "pure": False}
+        """Where partition ``i``'s tasks run: its worker, asked of the scheduler once per runtime (a worker that
+        left is replaced by another: ``allow_other_workers``)."""
+        if self._workers is None:
+            self._workers = self.engine.workers
+        w = self.engine.worker_of(i, self.n_parts, self._workers)
+        return {"workers": [w], "allow_other_workers": True, "pure": False}
 
     def map(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
         out = []
@@ -79,20 +96,39 @@ class DaskRuntime:
         return level[0]
 
     def exchange(self, boxes: list[Any], what: str) -> list[list[Any]]:
-        """Route frames between partitions; only non-empty frames move (and each partition's own)."""
+        """Route frames between partitions, frame ``j`` of box ``i`` picked on ``i``'s worker.
+
+        Up to :data:`ROUTE_ALL` partitions every frame is routed (empty ones cost a task each, no wait);
+        beyond, the frames' sizes are fetched first (one round trip) and only non-empty frames move
+        (and each partition's own). The records exchanged are counted on the workers, fetched when
+        :attr:`exchanged` is read."""
         n = len(boxes)
-        sizes = self.gather(self.map(_sizes, Each(boxes)))
+        sizes = self.map(_sizes, Each(boxes))
+        if n <= ROUTE_ALL:
+            self._exchanged[what] = self.submit(_crossing, sizes)
+            return [[self.client.submit(_pick, boxes[i], j, **self._where(i)) for i in range(n)] for j in range(n)]
+        got = self.gather(sizes)
         inbound: list[list[Any]] = [[] for _ in range(n)]
         for i in range(n):
             for j in range(n):
-                if sizes[i][j] or i == j:
+                if got[i][j] or i == j:
                     inbound[j].append(self.client.submit(_pick, boxes[i], j, **self._where(i)))
-        self.exchanged[what] = int(sum(sizes[i][j] for i in range(n) for j in range(n) if i != j))
+        self._exchanged[what] = _crossing(got)
         return inbound
+
+    @property
+    def exchanged(self) -> dict[str, int]:
+        """Records sent to another partition, per exchange (fetched from the workers on first read)."""
+        late = [k for k, v in self._exchanged.items() if not isinstance(v, int)]
+        if late:
+            for k, v in zip(late, self.gather([self._exchanged[k] for k in late]), strict=True):
+                self._exchanged[k] = int(v)
+        return dict(self._exchanged)
 
     def gather(self, refs: list[Any]) -> list[Any]:
         from distributed import KilledWorker
 
+        self.round_trips += 1
         try:
             return list(self.client.gather(list(refs)))
         except KilledWorker as e:
@@ -102,6 +138,7 @@ class DaskRuntime:
         """Wait until the refs are computed (raises a task's error)."""
         from distributed import wait
 
+        self.round_trips += 1
         wait(list(refs))
         bad = [f for f in refs if f.status == "error"]
         if bad:

@@ -7,7 +7,8 @@ three steps, of which only the middle one runs on the client, on small arrays:
 
 1. each partition reports its locations, their first and last event, the
    MPI_Init and MPI_Finalize marks of Scalasca's path ends
-   (:func:`~perflow.trace.critical.mpi_marks`) and its OpenMP fork edges;
+   (:func:`~perflow.trace.critical.mpi_marks`) and its OpenMP fork edges
+   (the client waits once for all of it);
 2. the client numbers the locations as the whole trace does, takes the jumps
    from the wait-state instances (computed on the partitions,
    :mod:`perflow.trace.waitparts`) and walks the path backwards
@@ -83,11 +84,15 @@ def _keys(v: PartView) -> tuple[np.ndarray, np.ndarray]:
     return v.locs.process.astype(np.int64), v.locs.thread.astype(np.int64)
 
 
-def global_locations(b: Built) -> tuple[Locations, list[np.ndarray]]:
+def global_locations(
+    b: Built, keys: list[tuple[np.ndarray, np.ndarray]] | None = None
+) -> tuple[Locations, list[np.ndarray]]:
     """The trace's locations numbered as :func:`~perflow.trace.flat.locations` of the whole trace does
-    (process and thread only), and the global number of each partition's locations (increasing)."""
-    rt = b.runtime
-    keys = rt.gather(rt.map(_keys, Each(part_views(b))))
+    (process and thread only), and the global number of each partition's locations (increasing).
+
+    ``keys``: each partition's (process, thread) keys when already fetched (else fetched here)."""
+    if keys is None:
+        keys = b.runtime.gather(b.runtime.map(_keys, Each(part_views(b))))
     proc = np.concatenate([k[0] for k in keys]) if keys else np.zeros(0, np.int64)
     thr = np.concatenate([k[1] for k in keys]) if keys else np.zeros(0, np.int64)
     order = np.lexsort((thr, proc))
@@ -134,14 +139,18 @@ def program(
         raise ValueError(f"path_ends must be one of {PATH_ENDS}, not {path_ends!r}")
     rt = b.runtime
     views = part_views(b)
-    glocs, mine = global_locations(b)
+    ends = path_ends == "finalize" and names is not None
+    n = len(views)
+    got = rt.gather(
+        [*rt.map(_keys, Each(views)), *rt.map(_facts, Each(views), names if ends else None, roles, regions)]
+    )
+    glocs, mine = global_locations(b, got[:n])
+    facts = got[n:]
     L = len(glocs)
     if L == 0:
         empty = pd.DataFrame({c: np.zeros(0) for c in ("process", "thread", "start", "end", "vertex", "interval")})
         hops = pd.DataFrame({c: np.zeros(0) for c in ("process", "thread", "start", "end")})
         return CriticalPath(empty, hops, np.zeros(n_vertices), 0.0, 0.0, 0.0)
-    ends = path_ends == "finalize" and names is not None
-    facts = rt.gather(rt.map(_facts, Each(views), names if ends else None, roles, regions))
     lstart, lend = np.zeros(L), np.zeros(L)
     for f, g in zip(facts, mine, strict=True):
         lstart[g], lend[g] = f["start"], f["end"]

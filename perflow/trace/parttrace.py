@@ -11,14 +11,14 @@ calls (the send call and the call completing the send; the calls posting and
 completing the receive), which are all any message-level formula reads of them.
 
 It takes two exchanges of boundary records (only those cross partitions) and
-one tiny reduction on the client:
+one tiny reduction (a task: nothing waits on the client):
 
 1. ``to_sender``: each receiver sends the sender's partition its boundary
    messages with its receive calls;
 2. the senders group and rank every message they sent in the single-process
    order (without threads: by sending location and send row; with threads: by
-   sending process, send time and send row) and report counts per group; the
-   client turns them into offsets;
+   sending process, send time and send row) and report counts per group, summed
+   into offsets;
 3. ``to_receiver``: each sender numbers its messages and sends the receivers of
    boundary ones the message id and its send calls.
 
@@ -302,6 +302,20 @@ def _counts(st: SenderState) -> np.ndarray:
     return st.counts
 
 
+def _summed(counts: list[np.ndarray]) -> np.ndarray:
+    return np.sum(counts, axis=0)
+
+
+def _total(counts: np.ndarray) -> int:
+    return int(np.sum(counts))
+
+
+def _numbered(t: PartTables, st: SenderState, counts: np.ndarray, processes: np.ndarray, assign: np.ndarray,
+              n_parts: int) -> tuple[SenderState, list[pd.DataFrame]]:  # fmt: skip
+    """:func:`message_ids` with the offsets of the groups' summed ``counts``."""
+    return message_ids(t, st, np.cumsum(counts) - counts, processes, assign, n_parts)
+
+
 def _first(x: tuple[Any, ...]) -> Any:
     return x[0]
 
@@ -313,9 +327,9 @@ def _second(x: tuple[Any, ...]) -> Any:
 _CACHE: dict[int, tuple[list[Any], int]] = {}
 
 
-def part_traces(b: Built) -> tuple[list[Any], int]:
-    """The runtime's references to each partition's :class:`PartTrace`, and the number of messages (made once
-    per built trace)."""
+def part_traces(b: Built) -> tuple[list[Any], Any]:
+    """The runtime's references to each partition's :class:`PartTrace`, and a reference to the number of
+    messages (made once per built trace; nothing waits: the steps are submitted at once)."""
     key = id(b)
     if key not in _CACHE:
         rt, n = b.runtime, b.n_parts
@@ -326,11 +340,10 @@ def part_traces(b: Built) -> tuple[list[Any], int]:
         p2p_off = b.tree["p2p_off"]
         n_groups = int(procs.max()) + 1 if threaded and len(procs) else len(p2p_off)
         states = rt.map(sender_state, Each(tb), Each(msg), procs, assign, p2p_off, threaded, n_groups, Each(inbound))
-        counts = np.sum(rt.gather(rt.map(_counts, Each(states))), axis=0)
-        offsets = np.cumsum(counts) - counts
-        ids = rt.map(message_ids, Each(tb), Each(states), offsets, procs, assign, n)
+        counts = rt.submit(_summed, rt.map(_counts, Each(states)))
+        ids = rt.map(_numbered, Each(tb), Each(states), counts, procs, assign, n)
         back = rt.exchange(rt.map(_second, Each(ids)), "to_receiver")
         pts = rt.map(make_part_trace, Each(tb), Each(msg), Each(rt.map(_first, Each(ids))), Each(back), b.defs.comms)
-        _CACHE[key] = (pts, int(np.sum(counts)))
+        _CACHE[key] = (pts, rt.submit(_total, counts))
         weakref.finalize(b, _CACHE.pop, key, None)
     return _CACHE[key]

@@ -6,8 +6,9 @@ its **partition trace** (:mod:`perflow.trace.parttrace`, made once per built
 trace and shared with the wait states): its intervals, the messages it sent or
 received, numbered as the whole trace numbers them, with the other side's
 calls of boundary messages as ghost intervals, its collective rows and its
-lock acquisitions. What needs every partition is reduced first and handed
-to all: the number of messages, each collective instance's bytes moved and
+lock acquisitions. What needs every partition is reduced first (by a task:
+the steps are submitted as one graph, and the client waits once, for the
+parts) and handed to all: the number of messages, each collective instance's bytes moved and
 arrivals (:func:`~perflow.trace.replaydeps.instance_stats`), the scan
 participants, and, for ``late_receiver="auto"``, what the messages show of
 the send protocol. The parts (points, pieces: a fraction of the trace's
@@ -43,18 +44,30 @@ def _facts(pt: PartTrace, names: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _stats(pt: PartTrace, n_instances: int) -> np.ndarray:
-    return instance_stats(pt.trace, n_instances)
+def _shared(facts: list[dict[str, Any]], eager_limit: int) -> dict[str, Any]:
+    """What every partition's plan needs of all: the number of collective instances, the scan participants
+    in the single-process order and the rendezvous size."""
+    scans = pd.concat([f["scans"] for f in facts], ignore_index=True)
+    scans = scans.sort_values(["instance", "rank", "process", "thread"], kind="stable").reset_index(drop=True)
+    return {
+        "instances": max((f["instances"] for f in facts), default=0),
+        "scans": scans,
+        "above": rendezvous_limit([f["evidence"] for f in facts], eager_limit),
+    }
+
+
+def _stats(pt: PartTrace, shared: dict[str, Any]) -> np.ndarray:
+    return instance_stats(pt.trace, shared["instances"])
 
 
 def _part(pt: PartTrace, names: np.ndarray, late_receiver: str, early_reduce: str,
-          n_messages: int, n_instances: int, stats: np.ndarray, scans: pd.DataFrame, above: int,
+          n_messages: int, shared: dict[str, Any], stats: np.ndarray,
           roles: np.ndarray | None, regions: np.ndarray | None) -> PlanPart:  # fmt: skip
     trace, locs = pt.trace, pt.locs
     deps = dependencies(
         trace, locs, names=names, late_receiver=late_receiver, early_reduce=early_reduce, roles=roles,
-        regions=regions, message_ids=pt.msg_ids, n_messages=n_messages, n_instances=n_instances, instances=stats,
-        scans=scans, rendezvous_above=above,
+        regions=regions, message_ids=pt.msg_ids, n_messages=n_messages, n_instances=shared["instances"],
+        instances=stats, scans=shared["scans"], rendezvous_above=shared["above"],
     )  # fmt: skip
     own = np.flatnonzero(np.isin(locs.process, pt.processes))
     return plan_part(deps, locs, pt.flat, own)
@@ -66,15 +79,11 @@ def program(b: Built, names: np.ndarray, settings: Any, *, roles: np.ndarray | N
     equal to :func:`~perflow.trace.replayplan.build_plan` of the whole trace."""
     rt = b.runtime
     pts, n_messages = part_traces(b)
-    facts = rt.gather(rt.map(_facts, Each(pts), names))
-    G = max((f["instances"] for f in facts), default=0)
-    stats = combine_instance_stats(rt.gather(rt.map(_stats, Each(pts), G)))
-    scans = pd.concat([f["scans"] for f in facts], ignore_index=True)
-    scans = scans.sort_values(["instance", "rank", "process", "thread"], kind="stable").reset_index(drop=True)
     limit = int(getattr(settings, "eager_limit", DEFAULT_EAGER_LIMIT))
-    above = rendezvous_limit([f["evidence"] for f in facts], limit)
-    parts = rt.gather(rt.map(
-        _part, Each(pts), names, settings.late_receiver, settings.early_reduce, n_messages, G, stats,
-        scans, above, roles, regions,
-    ))  # fmt: skip
-    return combine_parts(parts)
+    shared = rt.submit(_shared, rt.map(_facts, Each(pts), names), limit)
+    stats = rt.submit(combine_instance_stats, rt.map(_stats, Each(pts), shared))
+    parts = rt.map(
+        _part, Each(pts), names, settings.late_receiver, settings.early_reduce, n_messages, shared, stats, roles,
+        regions,
+    )  # fmt: skip
+    return combine_parts(rt.gather(parts))  # one graph, one wait

@@ -22,7 +22,9 @@ runtime's partitions: :mod:`perflow.trace.pipeline`):
 
 Each partition keeps only the instances charged to its own calls (or owned
 instances), and the client sorts the rows as the single-process engine
-does, ties kept in its order.
+does, ties kept in its order (:func:`~perflow.trace.waittable.sorted_waits`).
+The steps are submitted at once, as one graph (reductions are tasks); the
+client waits once, for the instance tables.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from .pipeline import Built
 from .rmawaits import rma_calls, rma_waits_of_calls
 from .stages import PartTables, local_rows
 from .threadwaits import thread_waits
-from .waits import WAIT_COLUMNS, empty_waits, p2p_waits
+from .waits import empty_waits, p2p_waits
+from .waittable import sorted_waits
 
 __all__ = ["program", "p2p_part", "coll_outbox", "coll_part", "finish"]
 
@@ -57,7 +60,7 @@ def p2p_part(pt: PartTrace, names: np.ndarray, window: int, late_receiver: str) 
     cv = m["clock_violation"].to_numpy()
     tst = known & ~cv & test_calls(trace, names)[np.maximum(ri, 0)] if len(m) else np.zeros(0, dtype=bool)
     here = pt.here
-    stats = {
+    stats = {  # the keys of _STATS
         "clock_violations": int((cv & known & here).sum()),
         "unattributed_messages": int((~known & here).sum()),
         "test_completions": int((tst & here).sum()),
@@ -72,6 +75,8 @@ def p2p_part(pt: PartTrace, names: np.ndarray, window: int, late_receiver: str) 
 
 
 _COLL = tuple(conform("collectives", None).columns)
+#: the statistics of the point-to-point parts (in their ``attrs``), summed by :func:`finish`
+_STATS = ("clock_violations", "unattributed_messages", "test_completions")
 
 
 def coll_outbox(t: PartTables, n_parts: int) -> list[pd.DataFrame]:
@@ -124,25 +129,12 @@ def coll_part(comms: dict[int, np.ndarray], early_reduce: str, inbound: list[pd.
 
 
 def finish(parts: list[pd.DataFrame]) -> pd.DataFrame:
-    """All partitions' instances in the single-process order (process, thread, start, kind; its ties)."""
-    stats = {"clock_violations": 0, "unattributed_messages": 0, "test_completions": 0}
-    for p in parts:
-        for k in stats:
-            stats[k] += int(p.attrs.get(k, 0))
-    rows = [p for p in parts if len(p)]
-    if not rows:
-        out = empty_waits()
-        out.attrs.update(stats)
-        return out
-    dtype = empty_waits()["kind"].dtype
-    cols = {c: np.concatenate([p[c].to_numpy() for p in rows]) for c in [*WAIT_COLUMNS, "_k1", "_k2"] if c != "kind"}
-    codes = np.concatenate([p["kind"].astype(dtype).cat.codes.to_numpy() for p in rows])
-    order = np.lexsort((cols["_k2"], cols["_k1"], codes, cols["start"], cols["thread"], cols["process"]))
-    out = {c: cols[c][order] for c in WAIT_COLUMNS if c != "kind"}
-    out["kind"] = pd.Categorical.from_codes(codes[order], dtype=dtype)
-    res = pd.DataFrame({c: out[c] for c in WAIT_COLUMNS}, copy=False)
-    res.attrs = stats
-    return res
+    """All partitions' instances in the single-process order (process, thread, start, kind; its ties: the
+    parts' ``_k1``, ``_k2``), with the point-to-point statistics summed in ``attrs``."""
+    stats = {k: sum(int(p.attrs.get(k, 0)) for p in parts) for k in _STATS}
+    out = sorted_waits(parts, ties=("_k1", "_k2"))
+    out.attrs = stats
+    return out
 
 
 def thread_part(t: PartTables, roles: np.ndarray | None, regions: np.ndarray | None) -> pd.DataFrame:
@@ -198,5 +190,5 @@ def program(
     cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
     coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin), collective_span)
     thr = rt.map(thread_part, Each(tb), roles, regions)
-    rma = _rma_waits(rt.gather(rt.map(rma_part, Each(tb))), _rma_groups(b), names)
-    return finish([*rt.gather(p2p + coll + thr), rma])
+    rma = rt.submit(_rma_waits, rt.map(rma_part, Each(tb)), _rma_groups(b), names)
+    return finish(rt.gather([*p2p, *coll, *thr, rma]))  # one graph, one wait

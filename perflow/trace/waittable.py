@@ -197,14 +197,17 @@ def empty_waits() -> pd.DataFrame:
     return _frame(0, np.zeros(0, dtype=object))
 
 
-def sorted_waits(parts: list[pd.DataFrame]) -> pd.DataFrame:
+def sorted_waits(parts: list[pd.DataFrame], ties: tuple[str, ...] = ()) -> pd.DataFrame:
     """The wait tables ``parts`` as one, sorted by (process, thread, start, kind) with ties in their order
-    (a stable sort: what ``sort_values`` of those columns gives), sorted on the columns' arrays."""
+    (a stable sort: what ``sort_values`` of those columns gives), sorted on the columns' arrays.
+
+    ``ties``: more columns of the parts (not kept) that order rows of equal keys first, most significant
+    first (the partitioned program's tie keys, :mod:`perflow.trace.waitparts`)."""
     parts = [p for p in parts if len(p)]
     if not parts:
         return empty_waits()
-    cols = {c: np.concatenate([p[c].to_numpy() for p in parts]) for c in WAIT_COLUMNS if c != "kind"}
+    cols = {c: np.concatenate([p[c].to_numpy() for p in parts]) for c in (*WAIT_COLUMNS, *ties) if c != "kind"}
     codes = np.concatenate([p["kind"].cat.codes.to_numpy() for p in parts])
-    order = np.lexsort((codes, cols["start"], cols["thread"], cols["process"]))
+    order = np.lexsort((*(cols[c] for c in reversed(ties)), codes, cols["start"], cols["thread"], cols["process"]))
     out = {c: (_kinds(len(order), codes[order]) if c == "kind" else cols[c][order]) for c in WAIT_COLUMNS}
     return pd.DataFrame(out, copy=False)

@@ -109,7 +109,9 @@ def test_every_wait_kind_equals_single_process(engine) -> None:  # type: ignore[
         dt = engine.load(raw, **load)
         for settings in SETTINGS:
             exp = wait_instances(ref.trace, names, **settings)
+            waited = dt.runtime.round_trips
             got = dist_waits(dt, **settings)
+            assert dt.runtime.round_trips == waited + 1  # one graph (partition traces included), one wait
             pd.testing.assert_frame_equal(got, exp, check_exact=True)
             assert got.attrs == exp.attrs == {"clock_violations": 1, "unattributed_messages": 0, "test_completions": 1}
     # worked numbers: the Waitall waits once for the later of its two senders (P4 enters at 16)
