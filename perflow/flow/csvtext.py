@@ -57,8 +57,8 @@ def _column(col: pd.Series) -> Formatter | None:
     dt = col.dtype
     if isinstance(dt, pd.CategoricalDtype):
         cats = dt.categories
-        if not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
-            return None
+        if len(cats) and not (pd.api.types.is_string_dtype(cats.dtype) or cats.dtype == object):
+            return None  # numbers or dates as categories: pandas writes them
         names = [str(c) for c in cats.tolist()]
         if any(not isinstance(c, str) for c in cats.tolist()) or _plain_text(names) is None:
             return None
