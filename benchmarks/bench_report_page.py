@@ -12,11 +12,13 @@ under 5 s.
     python benchmarks/bench_report_page.py /tmp/otf2-20M/traces.otf2 --out /tmp/page-20M
 
 ``--cost`` instead measures what ``--output`` adds to ``perflow run critical_path`` (issue 28: at most
-3 s at 20 M events): fresh processes with and without ``--output``, for each source tree given
-(``--trees /work/main .``: main and a branch in the same minutes, runs interleaved), CPU seconds
-(user + system, from the operating system), peak RSS and the page's size; medians of ``--repeat``.
+3 s at 20 M events): fresh processes with and without ``--output``, for each trace and each source
+tree given (``--trees /work/main .``: main and a branch in the same minutes, runs interleaved), CPU
+seconds (user + system, from the operating system), peak RSS and the page's size; medians of
+``--repeat``. Several traces (2 M and 20 M events, say) are measured one after the other.
 
-    nice -n 5 python benchmarks/bench_report_page.py /tmp/otf2-20M/traces.otf2 --cost --trees /work/main . --repeat 3
+    nice -n 5 python benchmarks/bench_report_page.py /tmp/otf2-2M/traces.otf2 /tmp/otf2-20M/traces.otf2 \
+        --cost --trees /work/main . --repeat 3
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def open_in_chromium(index: Path, runs: int) -> list[dict[str, float]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("trace", nargs="?", help="the trace to analyse (OTF2 archive, saved PAG, ...)")
+    ap.add_argument("trace", nargs="*", help="the trace to analyse (OTF2 archive, saved PAG, ...); --cost: one or more")
     ap.add_argument("--out", default="/tmp/perflow-page-bench", help="output folder of the run (default %(default)s)")
     ap.add_argument("--opens", type=int, default=3, help="times to open the page in Chromium (default 3)")
     ap.add_argument("--page", metavar="INDEX", help="only open this page (an index.html written before)")
@@ -100,11 +102,15 @@ def main() -> None:
     ap.add_argument("--no-warm", action="store_true", help="with --cost: no unmeasured first run per tree")
     a = ap.parse_args()
     if a.cost:
-        output_cost(a.trace, [str(Path(t).resolve()) for t in a.trees], a.repeat, a.flow, warm=not a.no_warm)
+        for trace in a.trace:
+            output_cost(trace, [str(Path(t).resolve()) for t in a.trees], a.repeat, a.flow, warm=not a.no_warm)
         return
     if a.page:
         _open(Path(a.page), a.opens)
         return
+    if len(a.trace) != 1:
+        raise SystemExit("give one trace (several only with --cost)")
+    a.trace = a.trace[0]
     t, c = time.perf_counter(), _cpu()
     pag = perflow.read(a.trace)
     print(f"read: {time.perf_counter() - t:.1f} s ({_cpu() - c:.1f} s CPU), {pag.trace.n_intervals:,} intervals")
@@ -159,6 +165,8 @@ def output_cost(trace: str, trees: list[str], repeat: int, flow: str, *, warm: b
                         flush=True,
                     )
     med = statistics.median
+    print(f"{trace}:")
+    added = {}
     for tree in trees:
         off, on = runs[(tree, False)], runs[(tree, True)]
         c0, c1 = med(m["cpu"] for m in off), med(m["cpu"] for m in on)
@@ -167,6 +175,11 @@ def output_cost(trace: str, trees: list[str], repeat: int, flow: str, *, warm: b
             f"with {c1:.2f} s (peak {med(m['rss'] for m in on):.0f} MiB, page {med(m['page'] for m in on):.2f} MB): "
             f"--output adds {c1 - c0:+.2f} s CPU (median of {repeat}; target at 20 M events: +3 s)"
         )
+        added[tree] = c1 - c0
+    if len(trees) > 1:
+        first = trees[0]
+        for tree in trees[1:]:
+            print(f"  {tree} against {first}: what --output adds {added[first]:+.2f} -> {added[tree]:+.2f} s CPU")
 
 
 def _open(index: Path, n: int) -> None:

@@ -44,6 +44,9 @@ def _workload(out: Path, source: Path | None) -> list[list[str]]:
             sys.path.remove(str(maker.parent))
     flows = ("wait_states", "critical_path", "mpi_profiler", "pop", "root_cause", "imbalance")
     runs = [["-q", "run", flow, "--input", t] for t in traces for flow in flows]
+    # the outputs' kernels (the timelines' binning and summary pixels): one run with --output, on the
+    # last (largest) trace only; a page costs about 4 s of CPU on a small trace, most of it Bokeh and matplotlib
+    runs += [["-q", "run", "critical_path", "--input", traces[-1], "--output", str(out / "outputs")]] if traces else []
     # the controlled logical clock's kernels, which a trace violating the clock condition needs
     return runs + [["-q", "--clock-correction", "on", "run", "wait_states", "--input", t] for t in traces]
 

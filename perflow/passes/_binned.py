@@ -304,20 +304,23 @@ def timeline_data(
         index = np.flatnonzero(row >= 0)
         row = row[index]
         locs = locs.iloc[keep_rows].reset_index(drop=True)
-    vert = iv["vertex"].to_numpy()[index].astype(np.int64)
+    # every instance kept (no process filter): the columns themselves, not copies gathered through an arange
+    pick = (lambda a: a) if processes is None else (lambda a: a[index])
+    vert_all = iv["vertex"].to_numpy()
+    vert = pick(vert_all).astype(np.int64, copy=False)
     par = iv["parent"].to_numpy()
-    cat_all = vcat[iv["vertex"].to_numpy()]
-    p = par[index]
+    cat_all = vcat[vert_all]
+    p = pick(par)
     parent_cat = np.where(p >= 0, cat_all[np.maximum(p, 0)], -1)
-    enter = iv["enter"].to_numpy()[index]
-    leave = iv["leave"].to_numpy()[index]
+    enter = pick(iv["enter"].to_numpy())
+    leave = pick(iv["leave"].to_numpy())
     return TimelineData(
         locs=locs,
         index=index,
         row=row,
         enter=enter,
         leave=leave,
-        cat=cat_all[index],
+        cat=pick(cat_all),
         parent_cat=parent_cat,
         vertex=vert,
         names=list(names),
