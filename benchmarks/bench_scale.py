@@ -62,6 +62,7 @@ class TreeRSS:
         self.every, self.pss_every = every, pss_every
         self.phase = "start"
         self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
+        self.by_phase: dict[str, list[int]] = {}  # phase -> [peak of the tree, peak of this process] (PSS)
         self.own_cpu = 0.0
         self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
         self._cpu: dict[int, float] = {}
@@ -79,7 +80,7 @@ class TreeRSS:
             self._last_pss = time.monotonic()
         if pss or not self._procs:  # listing the descendants reads every process of the machine: not at 10 Hz
             self._procs = [self.me, *self.me.children(recursive=True)]
-        total, total_rss, seen = 0, 0, {}
+        total, total_rss, seen, mine = 0, 0, {}, 0
         for p in self._procs:
             try:
                 with p.oneshot():
@@ -91,6 +92,7 @@ class TreeRSS:
             except psutil.Error:
                 continue
             total, total_rss = total + size, total_rss + rss
+            mine = size if p.pid == self.me.pid else mine
             key = f"{name} {p.pid}"
             self.per_proc[key] = max(self.per_proc.get(key, 0), size)
             seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
@@ -99,6 +101,9 @@ class TreeRSS:
                 self.cpu_dead += self._cpu.pop(pid)
         self._cpu.update(seen)
         self.peak_rss = max(self.peak_rss, total_rss)
+        if pss:
+            ph = self.by_phase.setdefault(self.phase, [0, 0])
+            ph[0], ph[1] = max(ph[0], total), max(ph[1], mine)
         if total > self.peak:
             self.peak, self.peak_phase = total, self.phase
 
@@ -204,6 +209,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
     out["peak_rss_sum_gb"] = mon.peak_rss / 1e9
     out["peak_phase"] = mon.peak_phase
     out["per_proc_gb"] = {k: round(v / 1e9, 2) for k, v in sorted(mon.per_proc.items())}
+    out["phase_peaks_gb"] = {k: [round(t / 1e9, 2), round(c / 1e9, 2)] for k, (t, c) in mon.by_phase.items()}
     out["spilled_gb"] = spilled[0] / 1e9
     shutil.rmtree(spill, ignore_errors=True)
     return out
@@ -293,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
               f"spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
         print("   " + ", ".join(f"{k} {v:.1f} s" for k, v in r["times"].items()))
         print("   phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()))
+        print("   peak PSS per phase (tree, client): "
+              + ", ".join(f"{k} {t:.2f}/{c:.2f} GB" for k, (t, c) in r.get("phase_peaks_gb", {}).items()))
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:

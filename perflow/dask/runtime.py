@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PerflowError
 from ..pag.partitioned import Each
-from .memory import register_sizeof
+from .memory import STREAM_REPLAY_EVENTS, register_sizeof
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pag.analysis import Analysis, Settings
@@ -53,6 +53,8 @@ class DaskRuntime:
         self.engine = engine
         self.n_parts = n_parts
         self.exchanged: dict[str, int] = {}
+        #: a trace of more events streams its replay from the workers (perflow.trace.replaystream)
+        self.stream_replay_above: float | None = STREAM_REPLAY_EVENTS
 
     @property
     def client(self) -> Any:

@@ -162,6 +162,9 @@ class Run:
 
 def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: bool = False) -> Run:
     """Replay ``plan`` with ``rates`` over ``window`` (``path``: keep what :func:`replay_path` needs)."""
+    streamed = getattr(plan, "run_streamed", None)  # a plan left on its partitions (perflow.trace.replaystream)
+    if streamed is not None and not path:
+        return streamed(rates, window)
     t0, t1 = float(window[0]), float(window[1])
     F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
     ends, useful, carried, bind, lastp = K.run(
