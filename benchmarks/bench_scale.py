@@ -186,6 +186,8 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
             n = float(sum(read_defs(path)[1].loc_events))
             opts["n_partitions"] = max(a.workers, int(-(-n // a.events_per_part)))
         dt = eng.load(path, **opts)
+        if a.stream_above is not None:  # replay plans of traces past this many events stay on the workers
+            dt.runtime.stream_replay_above = a.stream_above
         pag = dt.pag()
         out["times"]["load"] = time.perf_counter() - t0
         res = {}
@@ -259,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", type=int, help="partitions (default: one per --events-per-part events)")
     ap.add_argument("--events-per-part", type=float, default=4e6, help="events per partition (default 4e6)")
     ap.add_argument("--spill", default=None, help="parent of the workers' local (spill) directory (default: tmp)")
+    ap.add_argument("--stream-above", type=float, default=None,
+                    help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)")
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
@@ -278,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = ["--workers", str(a.workers), "--memory", str(a.memory), "--events-per-part", str(a.events_per_part)]
     flags += ["--parts", str(a.parts)] if a.parts else []
     flags += ["--spill", a.spill] if a.spill else []
+    flags += ["--stream-above", str(a.stream_above)] if a.stream_above is not None else []
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:

@@ -180,6 +180,9 @@ def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.
     S, L = len(rates), plan.n_locations
     if not S:
         return np.zeros(0)
+    streamed = getattr(plan, "run_many_streamed", None)  # a plan left on its partitions (perflow.trace.replaystream)
+    if streamed is not None:
+        return streamed(rates, window)
     nv = max(len(r.vfac) for r in rates)
     R = max(r.F.shape[0] for r in rates)
     vfac = np.ones((S, nv))

@@ -18,15 +18,20 @@ goes in three steps:
    each), are merged in the order :func:`~perflow.trace.replayplan.combine_parts`
    gives them, and are replayed with the state (each location's time, each
    channel's value) carried from chunk to chunk (:func:`_advance`);
-3. each partition adds the work of the segments after its last replayed
-   point, as the kernel's final loop does.
+3. the work of each location's segments after its last replayed point
+   comes back and is added as the kernel's final loop adds it.
+
+:func:`~perflow.trace.replay.run_many` (POP's gains) is one such run per set
+of rates, with ``run_many``'s sums, and
+:func:`~perflow.trace.replaykernels.vertex_time` runs on each partition's
+pieces (per location: nothing crosses).
 
 Every sum is taken in the kernel's order, so a run equals
 ``run_plan(combine_parts(parts), ...)`` bit for bit. Channels are indexed
 by their number rather than by a reused slot (one value per channel: the
-state is 9 bytes per channel, not per point). What needs the whole plan
-(the replay's critical path, :func:`~perflow.trace.replay.run_many`, the
-plan's point arrays) materialises it on first use, with a logged warning.
+state is 9 bytes per channel, not per point). What needs the whole plan (the
+replay's critical path, the what-if rates, the plan's point arrays)
+materialises it on first use, with a logged warning.
 """
 
 from __future__ import annotations
@@ -97,15 +102,21 @@ def _advance(ptime, pkind, ploc, pch, plag, pw, t1, ideal, cval, has, done):  # 
 
 
 @njit
-def _tail_work(w, lseg, lnseg, done):  # type: ignore[no-untyped-def]
-    n = lseg.shape[0]
-    out = np.zeros(n)
-    for q in range(n):
+def _add_tails(ideal, gid, count, vals, each):  # type: ignore[no-untyped-def]
+    """Add each location's work after its last replayed point: summed first and added once (as
+    :func:`~perflow.trace.replaykernels.run` does), or added segment by segment (``each``: as ``run_many``)."""
+    k = 0
+    for q in range(gid.shape[0]):
+        g = gid[q]
         acc = 0.0
-        for s in range(lseg[q] + done[q], lseg[q] + lnseg[q]):
-            acc += w[s]
-        out[q] = acc
-    return out
+        for _ in range(count[q]):
+            if each:
+                ideal[g] += vals[k]
+            else:
+                acc += vals[k]
+            k += 1
+        if not each:
+            ideal[g] += acc
 
 
 @dataclass
@@ -147,8 +158,18 @@ def _chunk(x: Prepared, lo: float, hi: float) -> tuple[np.ndarray, ...]:
     return p.ptime[sl], p.pkind[sl], x.gid[p.ploc[sl]], ch, p.plag[sl], x.w[p.pseg[sl]]
 
 
-def _tail(x: Prepared, done: np.ndarray) -> np.ndarray:
-    return _tail_work(x.w, x.part.lseg, x.part.lnseg, done)
+def _tail(x: Prepared, done: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The work of each location's segments after its ``done`` replayed points: their number and values."""
+    lseg, lnseg = x.part.lseg, x.part.lnseg
+    count = (lnseg - done).astype(np.int64)
+    if not len(count):
+        return count, np.zeros(0)
+    idx = np.repeat(lseg + done - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(int(count.sum()))
+    return count, x.w[idx]
+
+
+def _vertex_time_part(p: PlanPart, vmap: np.ndarray, R: int, t0: float, t1: float) -> np.ndarray:
+    return K.vertex_time(p.soff, p.xs, p.xd, p.xv.astype(np.int64, copy=False), p.lseg, p.lnseg, vmap, R, t0, t1)
 
 
 def _uacc(x: Prepared) -> np.ndarray:
@@ -209,6 +230,24 @@ class StreamPlan:
 
     def run_streamed(self, rates: Rates, window: tuple[float, float]) -> Run:
         """:func:`perflow.trace.replay.run_plan` of the combined plan (no path), streamed from the parts."""
+        return self._run(rates, window, each=False)
+
+    def run_many_streamed(self, rates: list[Rates], window: tuple[float, float]) -> np.ndarray:
+        """:func:`perflow.trace.replay.run_many` of the combined plan: the runtime of each set of rates (one
+        streamed run each, with the kernel's sums)."""
+        return np.array([self._run(r, window, each=True).runtime for r in rates], dtype=np.float64)
+
+    def vertex_time_streamed(self, vmap: np.ndarray, R: int, window: tuple[float, float]) -> np.ndarray:
+        """:func:`perflow.trace.replaykernels.vertex_time` of the combined plan, ``(R, L)``: per partition."""
+        rt = self._rt
+        vm = np.asarray(vmap, dtype=np.int64)
+        got = rt.gather(rt.map(_vertex_time_part, Each(self._refs), vm, int(R), float(window[0]), float(window[1])))
+        out = np.zeros((int(R), self.n_locations))
+        for g, x in zip(self._gids, got, strict=True):
+            out[:, g] = x
+        return out
+
+    def _run(self, rates: Rates, window: tuple[float, float], each: bool) -> Run:
         rt, L = self._rt, self.n_locations
         t0, t1 = float(window[0]), float(window[1])
         F = rates.F if rates.F.shape[1] == L else np.ones((max(rates.F.shape[0], 1), L))
@@ -234,11 +273,10 @@ class StreamPlan:
             carried += int(c)
             if stop:
                 break
-        gdone = [done[g] for g in self._gids]
-        tails = rt.gather(rt.map(_tail, Each(prep), Each(gdone)))
+        tails = rt.gather(rt.map(_tail, Each(prep), Each([done[g] for g in self._gids])))
         useful = np.zeros(L)
-        for g, t, u in zip(self._gids, tails, rt.gather(rt.map(_uacc, Each(prep))), strict=True):
-            ideal[g] += t
+        for g, (count, vals), u in zip(self._gids, tails, rt.gather(rt.map(_uacc, Each(prep))), strict=True):
+            _add_tails(ideal, g, count, vals, each)
             useful[g] = u
         del prep
         return Run(t0, t1, ideal, useful, carried, np.zeros(0, np.int64), np.full(L, -1, np.int64))
