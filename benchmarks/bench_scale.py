@@ -261,8 +261,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", type=int, help="partitions (default: one per --events-per-part events)")
     ap.add_argument("--events-per-part", type=float, default=4e6, help="events per partition (default 4e6)")
     ap.add_argument("--spill", default=None, help="parent of the workers' local (spill) directory (default: tmp)")
-    ap.add_argument("--stream-above", type=float, default=None,
-                    help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)")
+    ap.add_argument(
+        "--stream-above",
+        type=float,
+        default=None,
+        help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)",
+    )
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
@@ -304,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
               f"spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
         print("   " + ", ".join(f"{k} {v:.1f} s" for k, v in r["times"].items()))
         print("   phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()))
-        print("   peak PSS per phase (tree, client): "
-              + ", ".join(f"{k} {t:.2f}/{c:.2f} GB" for k, (t, c) in r.get("phase_peaks_gb", {}).items()))
+        print(
+            "   peak PSS per phase (tree, client): "
+            + ", ".join(f"{k} {t:.2f}/{c:.2f} GB" for k, (t, c) in r.get("phase_peaks_gb", {}).items())
+        )
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:

@@ -50,8 +50,14 @@ except ImportError:  # pragma: no cover - without the dask extra nothing is weig
 PARTITION_TYPES = (PartState, PartTables, TracePart, RawTrace, Trace, PartView, FlatTimeline, Locations,
                    SenderState, PartTrace, CriticalPath, PlanPart, Prepared)  # fmt: skip
 
-__all__ = ["deep_nbytes", "register_sizeof", "SizeofPlugin", "partitions_for", "EVENTS_PER_PARTITION",
-           "STREAM_REPLAY_EVENTS"]
+__all__ = [
+    "deep_nbytes",
+    "register_sizeof",
+    "SizeofPlugin",
+    "partitions_for",
+    "EVENTS_PER_PARTITION",
+    "STREAM_REPLAY_EVENTS",
+]
 
 #: a trace of more events keeps its replay plan on the workers and streams the replay
 #: (:mod:`perflow.trace.replaystream`): the whole plan takes about 30 bytes per event on the client

@@ -145,7 +145,6 @@ def finish(parts: list[pd.DataFrame]) -> pd.DataFrame:
     # table is the largest thing on the client)
     out = {c: cat(c)[order] for c in WAIT_COLUMNS if c != "kind"}
     out["kind"] = pd.Categorical.from_codes(codes[order], dtype=dtype)
-    del rows, codes
     res = pd.DataFrame({c: out[c] for c in WAIT_COLUMNS}, copy=False)
     res.attrs = stats
     return res

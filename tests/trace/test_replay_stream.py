@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from perflow import synthetic
+from perflow.passes._whatif import _vertex_time
 from perflow.trace.analyses import ReplaySettings, vertex_roles
 from perflow.trace.build import build_pag
-from perflow.passes._whatif import _vertex_time
 from perflow.trace.replay import Rates, run_many, run_plan
 from perflow.trace.replayplan import combine_parts
 from perflow.trace.replaystream import StreamPlan
