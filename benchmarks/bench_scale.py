@@ -204,6 +204,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
         out["gathered"] = sorted(pag.gathered)
         out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
         if keep:
+            mon.phase = "results"  # the comparison's JSON (Python objects per wait row): the benchmark's own memory
             out["results"] = _results(res)
         del res, pag, dt
     mon.stop()
