@@ -62,6 +62,7 @@ class TreeRSS:
         self.every, self.pss_every = every, pss_every
         self.phase = "start"
         self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
+        self.by_phase: dict[str, list[int]] = {}  # phase -> [peak of the tree, peak of this process] (PSS)
         self.own_cpu = 0.0
         self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
         self._cpu: dict[int, float] = {}
@@ -79,7 +80,7 @@ class TreeRSS:
             self._last_pss = time.monotonic()
         if pss or not self._procs:  # listing the descendants reads every process of the machine: not at 10 Hz
             self._procs = [self.me, *self.me.children(recursive=True)]
-        total, total_rss, seen = 0, 0, {}
+        total, total_rss, seen, mine = 0, 0, {}, 0
         for p in self._procs:
             try:
                 with p.oneshot():
@@ -91,6 +92,7 @@ class TreeRSS:
             except psutil.Error:
                 continue
             total, total_rss = total + size, total_rss + rss
+            mine = size if p.pid == self.me.pid else mine
             key = f"{name} {p.pid}"
             self.per_proc[key] = max(self.per_proc.get(key, 0), size)
             seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
@@ -99,6 +101,9 @@ class TreeRSS:
                 self.cpu_dead += self._cpu.pop(pid)
         self._cpu.update(seen)
         self.peak_rss = max(self.peak_rss, total_rss)
+        if pss:
+            ph = self.by_phase.setdefault(self.phase, [0, 0])
+            ph[0], ph[1] = max(ph[0], total), max(ph[1], mine)
         if total > self.peak:
             self.peak, self.peak_phase = total, self.phase
 
@@ -181,6 +186,8 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
             n = float(sum(read_defs(path)[1].loc_events))
             opts["n_partitions"] = max(a.workers, int(-(-n // a.events_per_part)))
         dt = eng.load(path, **opts)
+        if a.stream_above is not None:  # replay plans of traces past this many events stay on the workers
+            dt.runtime.stream_replay_above = a.stream_above
         pag = dt.pag()
         out["times"]["load"] = time.perf_counter() - t0
         res = {}
@@ -197,6 +204,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
         out["gathered"] = sorted(pag.gathered)
         out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
         if keep:
+            mon.phase = "results"  # the comparison's JSON (Python objects per wait row): the benchmark's own memory
             out["results"] = _results(res)
         del res, pag, dt
     mon.stop()
@@ -204,6 +212,7 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
     out["peak_rss_sum_gb"] = mon.peak_rss / 1e9
     out["peak_phase"] = mon.peak_phase
     out["per_proc_gb"] = {k: round(v / 1e9, 2) for k, v in sorted(mon.per_proc.items())}
+    out["phase_peaks_gb"] = {k: [round(t / 1e9, 2), round(c / 1e9, 2)] for k, (t, c) in mon.by_phase.items()}
     out["spilled_gb"] = spilled[0] / 1e9
     shutil.rmtree(spill, ignore_errors=True)
     return out
@@ -253,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", type=int, help="partitions (default: one per --events-per-part events)")
     ap.add_argument("--events-per-part", type=float, default=4e6, help="events per partition (default 4e6)")
     ap.add_argument("--spill", default=None, help="parent of the workers' local (spill) directory (default: tmp)")
+    ap.add_argument(
+        "--stream-above",
+        type=float,
+        default=None,
+        help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)",
+    )
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
@@ -272,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     flags = ["--workers", str(a.workers), "--memory", str(a.memory), "--events-per-part", str(a.events_per_part)]
     flags += ["--parts", str(a.parts)] if a.parts else []
     flags += ["--spill", a.spill] if a.spill else []
+    flags += ["--stream-above", str(a.stream_above)] if a.stream_above is not None else []
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:
@@ -293,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
               f"spilled {r['spilled_gb']:.2f} GB")  # fmt: skip
         print("   " + ", ".join(f"{k} {v:.1f} s" for k, v in r["times"].items()))
         print("   phases: " + ", ".join(f"{k} {v} s" for k, v in r["phases"].items()))
+        print(
+            "   peak PSS per phase (tree, client): "
+            + ", ".join(f"{k} {t:.2f}/{c:.2f} GB" for k, (t, c) in r.get("phase_peaks_gb", {}).items())
+        )
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:

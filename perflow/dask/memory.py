@@ -35,6 +35,8 @@ from ..trace.flat import FlatTimeline, Locations
 from ..trace.parts import TracePart
 from ..trace.parttrace import PartTrace, SenderState
 from ..trace.raw import RawTrace
+from ..trace.replayplan import PlanPart
+from ..trace.replaystream import Prepared
 from ..trace.stages import PartState, PartTables
 
 try:
@@ -46,9 +48,20 @@ except ImportError:  # pragma: no cover - without the dask extra nothing is weig
 
 #: perflow's types that partition results are made of (kept on workers between tasks)
 PARTITION_TYPES = (PartState, PartTables, TracePart, RawTrace, Trace, PartView, FlatTimeline, Locations,
-                   SenderState, PartTrace, CriticalPath)  # fmt: skip
+                   SenderState, PartTrace, CriticalPath, PlanPart, Prepared)  # fmt: skip
 
-__all__ = ["deep_nbytes", "register_sizeof", "SizeofPlugin", "partitions_for", "EVENTS_PER_PARTITION"]
+__all__ = [
+    "deep_nbytes",
+    "register_sizeof",
+    "SizeofPlugin",
+    "partitions_for",
+    "EVENTS_PER_PARTITION",
+    "STREAM_REPLAY_EVENTS",
+]
+
+#: a trace of more events keeps its replay plan on the workers and streams the replay
+#: (:mod:`perflow.trace.replaystream`): the whole plan takes about 30 bytes per event on the client
+STREAM_REPLAY_EVENTS = 30_000_000
 
 #: default events per partition for a trace larger than its workers hold at once (about 0.5 GB at the build's peak)
 EVENTS_PER_PARTITION = 4_000_000

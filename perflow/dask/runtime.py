@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PerflowError
 from ..pag.partitioned import Each
-from .memory import register_sizeof
+from .memory import STREAM_REPLAY_EVENTS, register_sizeof
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..pag.analysis import Analysis, Settings
@@ -65,6 +65,8 @@ class DaskRuntime:
         #: times this runtime waited for results on the client (:meth:`gather`, :meth:`barrier`)
         self.round_trips = 0
         self._workers: list[str] | None = None
+        #: a trace of more events streams its replay from the workers (perflow.trace.replaystream)
+        self.stream_replay_above: float | None = STREAM_REPLAY_EVENTS
 
     @property
     def client(self) -> Any:

@@ -346,7 +346,9 @@ def vertex_times(plan: Plan, n_vertices: int, window: tuple[float, float]) -> np
 
 
 def _vertex_time(plan: Plan, vmap: np.ndarray, R: int, window: tuple[float, float]) -> np.ndarray:
-
+    streamed = getattr(plan, "vertex_time_streamed", None)  # a plan left on its partitions (trace.replaystream)
+    if streamed is not None:
+        return streamed(vmap, R, window)
     return vertex_time(
         plan.soff, plan.xs, plan.xd, plan.xv, plan.lseg, plan.lnseg, vmap, R, float(window[0]), float(window[1])
     )

@@ -78,7 +78,7 @@ def instance_table(
     sel = w["kind"].isin(ks).to_numpy()
     if min_amount > 0:
         sel &= w["amount"].to_numpy() >= min_amount
-    out = w[sel].reset_index(drop=True)
+    out = (w if sel.all() else w[sel]).reset_index(drop=True)  # all of them: shares the columns (copy on write)
     out.insert(out.columns.get_loc("vertex") + 1, "name", name_column(pag, out["vertex"].to_numpy()))
     out.attrs = dict(w.attrs)
     return out

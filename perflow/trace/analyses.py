@@ -9,9 +9,10 @@ wait-state settings (choices, defaults, checks) in one place.
 
 The wait-state instances, the critical path and the replay plan have partitioned forms
 (:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.criticalparts.program`,
-:func:`perflow.trace.replayparts.program`)
-that an engine runs where the trace's partitions live; the others run on the
-gathered trace.
+:func:`perflow.trace.replayparts.program`; for a trace past its runtime's
+``stream_replay_above`` events the plan stays on the partitions and its runs
+are streamed, :mod:`perflow.trace.replaystream`) that an engine runs where the
+trace's partitions live; the others run on the gathered trace.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from ..pag.analysis import Analysis, Settings
 from ..pag.base import off_cpu_flags
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
-from . import criticalparts, partfacts, replayparts, waitparts
+from . import criticalparts, partfacts, replaystream, waitparts
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs, off_cpu_children
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
@@ -348,7 +349,7 @@ def _replay_plan(pag: Any, s: ReplaySettings) -> Any:
 def _replay_plan_program(built: Any, pag: Any, s: ReplaySettings) -> Any:
     """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
     roles, regions = vertex_roles(pag)
-    return replayparts.program(built, _names(pag), s, roles=roles, regions=regions)
+    return replaystream.program(built, _names(pag), s, roles=roles, regions=regions)
 
 
 REPLAY_PLAN = Analysis(

@@ -163,6 +163,9 @@ class Run:
 
 def run_plan(plan: Plan, rates: Rates, window: tuple[float, float], *, path: bool = False) -> Run:
     """Replay ``plan`` with ``rates`` over ``window`` (``path``: keep what :func:`replay_path` needs)."""
+    streamed = getattr(plan, "run_streamed", None)  # a plan left on its partitions (perflow.trace.replaystream)
+    if streamed is not None and not path:
+        return streamed(rates, window)
     t0, t1 = float(window[0]), float(window[1])
     F = rates.F if rates.F.shape[1] == plan.n_locations else np.ones((max(rates.F.shape[0], 1), plan.n_locations))
     ends, useful, carried, bind, lastp = K.run(
@@ -178,6 +181,9 @@ def run_many(plan: Plan, rates: list[Rates], window: tuple[float, float]) -> np.
     S, L = len(rates), plan.n_locations
     if not S:
         return np.zeros(0)
+    streamed = getattr(plan, "run_many_streamed", None)  # a plan left on its partitions (perflow.trace.replaystream)
+    if streamed is not None:
+        return streamed(rates, window)
     nv = max(len(r.vfac) for r in rates)
     R = max(r.F.shape[0] for r in rates)
     vfac = np.ones((S, nv))

@@ -31,7 +31,7 @@ from .replaycolls import combine_instance_stats, instance_stats, scan_rows
 from .replaydeps import DEFAULT_EAGER_LIMIT, dependencies, rendezvous_limit, trace_protocol_evidence
 from .replayplan import PlanPart, combine_parts, plan_part
 
-__all__ = ["program"]
+__all__ = ["program", "part_refs"]
 
 
 def _facts(pt: PartTrace, names: np.ndarray) -> dict[str, Any]:
@@ -78,12 +78,19 @@ def program(b: Built, names: np.ndarray, settings: Any, *, roles: np.ndarray | N
     """The replay plan of a built trace (``settings``: :class:`perflow.trace.analyses.ReplaySettings`),
     equal to :func:`~perflow.trace.replayplan.build_plan` of the whole trace."""
     rt = b.runtime
+    return combine_parts(rt.gather(part_refs(b, names, settings, roles=roles, regions=regions)))
+
+
+def part_refs(b: Built, names: np.ndarray, settings: Any, *, roles: np.ndarray | None = None,
+              regions: np.ndarray | None = None) -> list[Any]:  # fmt: skip
+    """The runtime's references to each partition's :class:`~perflow.trace.replayplan.PlanPart` (left where
+    they are made: :func:`program` gathers and combines them, :mod:`perflow.trace.replaystream` streams them)."""
+    rt = b.runtime
     pts, n_messages = part_traces(b)
     limit = int(getattr(settings, "eager_limit", DEFAULT_EAGER_LIMIT))
     shared = rt.submit(_shared, rt.map(_facts, Each(pts), names), limit)
     stats = rt.submit(combine_instance_stats, rt.map(_stats, Each(pts), shared))
-    parts = rt.map(
+    return rt.map(
         _part, Each(pts), names, settings.late_receiver, settings.early_reduce, n_messages, shared, stats, roles,
         regions,
     )  # fmt: skip
-    return combine_parts(rt.gather(parts))  # one graph, one wait

@@ -206,8 +206,15 @@ def sorted_waits(parts: list[pd.DataFrame], ties: tuple[str, ...] = ()) -> pd.Da
     parts = [p for p in parts if len(p)]
     if not parts:
         return empty_waits()
-    cols = {c: np.concatenate([p[c].to_numpy() for p in parts]) for c in (*WAIT_COLUMNS, *ties) if c != "kind"}
+
+    def cat(c: str) -> np.ndarray:
+        return np.concatenate([p[c].to_numpy() for p in parts])
+
+    keys = {c: cat(c) for c in ("process", "thread", "start", *ties)}
     codes = np.concatenate([p["kind"].cat.codes.to_numpy() for p in parts])
-    order = np.lexsort((*(cols[c] for c in reversed(ties)), codes, cols["start"], cols["thread"], cols["process"]))
-    out = {c: (_kinds(len(order), codes[order]) if c == "kind" else cols[c][order]) for c in WAIT_COLUMNS}
+    order = np.lexsort((*(keys[c] for c in reversed(ties)), codes, keys["start"], keys["thread"], keys["process"]))
+    # the other columns one at a time: the parts and the sorted table, never a third copy of the whole table
+    # (at 200 M events it is the largest thing on a Dask client)
+    out = {c: (_kinds(len(order), codes[order]) if c == "kind" else (keys.pop(c) if c in keys else cat(c))[order])
+           for c in WAIT_COLUMNS}  # fmt: skip
     return pd.DataFrame(out, copy=False)
