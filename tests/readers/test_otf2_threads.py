@@ -12,6 +12,7 @@ for the other's child to end.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -65,26 +66,43 @@ def test_skip_counters_compile_once_when_threads_race(monkeypatch: pytest.Monkey
     assert all(_mapped(a) for a in got[0].values()), "an address of a dropped engine (unmapped code)"
 
 
-def _sleep(seconds: float) -> float:
-    time.sleep(seconds)
-    return seconds
+def _written_pipes() -> set[str]:
+    """The pipes this process holds open for writing (``pipe:[inode]``)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            with open(f"/proc/self/fdinfo/{fd}") as f:
+                flags = int(next(line for line in f if line.startswith("flags:")).split()[1], 8)
+        except (OSError, StopIteration):
+            continue
+        if target.startswith("pipe:") and flags & os.O_ACCMODE != os.O_RDONLY:
+            out.add(target)
+    return out
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/self/fd")
 def test_a_forked_child_holds_no_other_threads_pipe() -> None:
-    """A thread's quick children report at once while another thread's children run long."""
+    """Two threads forking decoders at once: each child holds the write end of its own pipe only.
+
+    Before, a child forked by one thread could inherit the write end of the other thread's pipe, so that
+    thread saw its child's result only when this child ended (and blamed a hang of it on its own).
+    """
     from perflow.readers.otf2._forked import run_forked
 
-    done: dict[str, float] = {}
+    before = _written_pipes()
+    held: list[set[str]] = []
+    start = threading.Barrier(2)
 
-    def run(name: str, seconds: float, n: int) -> None:
-        t = time.monotonic()
-        assert run_forked([(_sleep, (seconds,))] * n, time.monotonic() + 60) == [seconds] * n
-        done[name] = time.monotonic() - t
+    def run() -> None:
+        start.wait()
+        for _ in range(2):
+            held.extend(run_forked([(_written_pipes, ())] * 4, time.monotonic() + 60))
 
-    slow = threading.Thread(target=run, args=("slow", 2.0, 4))
-    quick = threading.Thread(target=run, args=("quick", 0.0, 4))
-    slow.start()
-    quick.start()
-    quick.join()
-    slow.join()
-    assert done["quick"] < 1.6, done  # before: it waited for the slow thread's children (2 s)
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(held) == 16
+    assert [len(h - before) for h in held] == [1] * 16
