@@ -96,7 +96,20 @@ class _Stopped(Exception):
 
 
 def _kill_group(proc: subprocess.Popen, rawdir: Path | None = None) -> None:
-    """Stop the ranks (each flushing first), then the launcher and its process group: SIGTERM, then SIGKILL."""
+    """Stop the ranks (each flushing first), then the launcher and its process group: SIGTERM, then SIGKILL.
+
+    A second Ctrl-C meanwhile is ignored: interrupting this would leave the ranks running or unflushed.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        _stop_group(proc, rawdir)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, old)
+
+
+def _stop_group(proc: subprocess.Popen, rawdir: Path | None) -> None:
     stop_ranks(rawdir)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -127,8 +140,12 @@ def _run(
     except OSError as exc:
         raise RecordError(f"cannot start {argv[0]}: {exc}") from None
 
-    dog = Watchdog.start(proc.pid, *(salvage or (None, None)))
     rawdir = Path(salvage[0]) / "raw" if salvage and salvage[0] else None
+    try:
+        dog = Watchdog.start(proc.pid, *(salvage or (None, None)))
+    except BaseException:  # Ctrl-C while the watchdog starts: the launcher runs in a session of its own
+        _kill_group(proc, rawdir)
+        raise
 
     def stop(sig: int, frame: Any) -> None:
         raise _Stopped(sig)

@@ -190,7 +190,10 @@ def _growing_on_location_1(anchor, arena, worker, *rest):
 @pytest.mark.parametrize(
     ("worker", "msg"),
     [
-        (_stuck_on_location_1, r"spent [\d.]+ CPU seconds without progress reading this event file \(after 5 event"),
+        (
+            _stuck_on_location_1,
+            r"spent [\d.]+ CPU seconds without progress reading this event file \(location 1, after 5 event",
+        ),
         (_growing_on_location_1, r"used \d+ MB of memory reading this event file"),
     ],
 )

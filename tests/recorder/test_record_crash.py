@@ -80,14 +80,19 @@ def test_timeout_keeps_a_readable_folder(crash_exe: Path, tmp_path: Path) -> Non
     assert all(n >= AT for n in _per_rank_collectives(pag)), (_per_rank_collectives(pag), pag.attrs.get("incomplete"))
 
 
-def _wait_for_ranks(raw: Path, n: int, limit: float = 60.0) -> None:
+def _wait_for_the_hang(stdout: Path, limit: float = 120.0) -> None:
+    """Until the program says rank 1 hangs at iteration 150: every rank has recorded the 150 iterations before.
+
+    Not a fixed time after the ranks start: on a loaded machine (4 busy-polling ranks' worth of work per
+    core) the 150 iterations took longer than that, and the interrupted recording held fewer.
+    """
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
-        if len(list(raw.glob("p*.ev"))) >= n and all(p.stat().st_size > 0 for p in raw.glob("p*.ev")):
-            time.sleep(1.5)  # into the hang at iteration 150 (and past a periodic flush)
+        if f"rank 1 hangs at iteration {AT}" in stdout.read_text(errors="replace"):
+            time.sleep(0.6)  # past a periodic flush (PF_FLUSH_PERIOD) of what the ranks recorded last
             return
         time.sleep(0.2)
-    raise AssertionError("the ranks did not start")
+    raise AssertionError(f"the program did not reach its hang at iteration {AT}: {stdout.read_text()[-500:]!r}")
 
 
 def _ranks_of(out: Path) -> list[int]:
@@ -125,9 +130,11 @@ def test_interrupted_perflow_record(crash_exe: Path, tmp_path: Path, sig: int) -
         "150",
         "1",
     ]
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    stdout = tmp_path / "stdout"
+    with open(stdout, "wb") as fo:
+        p = subprocess.Popen(cmd, env=env, stdout=fo, stderr=subprocess.PIPE, start_new_session=True)
     try:
-        _wait_for_ranks(out / "raw", 2)
+        _wait_for_the_hang(stdout)
         assert _ranks_of(out), "no rank found running"
         os.kill(p.pid, sig)
         _, err = p.communicate(timeout=60)

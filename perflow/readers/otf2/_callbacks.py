@@ -11,6 +11,8 @@ The state layout is described in :mod:`._layout`.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..._jit import cfunc, njit
@@ -429,13 +431,29 @@ assert [int(k) for k in ThreadEv] == list(range(10))
 
 _skip_engine = None
 _skip_addresses: dict[str, int] = {}
+#: the skip counters are compiled once per process, by one thread: the Dask engine's threaded workers decode at once
+_skip_lock = threading.Lock()
 
 
 def _skip_counters() -> dict[str, int]:
-    """Compile one counting callback per skipped record type with llvmlite (once per process)."""
-    global _skip_engine
+    """Compile one counting callback per skipped record type with llvmlite (once per process, thread-safe).
+
+    The addresses are published only complete and only with the engine that
+    owns their code kept alive: a second engine compiled by a racing thread
+    would free the first one's code when dropped, and a decoder forked while
+    the table held such addresses died of SIGSEGV on its first skipped record.
+    """
+    global _skip_engine, _skip_addresses
     if _skip_addresses:
         return _skip_addresses
+    with _skip_lock:
+        if not _skip_addresses:
+            _skip_engine, _skip_addresses = _compile_skip_counters()
+    return _skip_addresses
+
+
+def _compile_skip_counters() -> tuple[object, dict[str, int]]:
+    """The llvmlite engine holding the counting callbacks (keep it alive) and their addresses."""
     import llvmlite.binding as llvm
     import llvmlite.ir as ir
 
@@ -456,10 +474,7 @@ def _skip_counters() -> dict[str, int]:
     tm = llvm.Target.from_default_triple().create_target_machine()
     engine = llvm.create_mcjit_compiler(mod, tm)
     engine.finalize_object()
-    _skip_engine = engine  # keep the code alive
-    for name in L.SKIPPED_EVENTS:
-        _skip_addresses[name] = engine.get_function_address(f"perflow_skip_{name}")
-    return _skip_addresses
+    return engine, {name: engine.get_function_address(f"perflow_skip_{name}") for name in L.SKIPPED_EVENTS}
 
 
 def callbacks_ready() -> bool:

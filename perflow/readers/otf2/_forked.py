@@ -14,6 +14,7 @@ import pickle
 import selectors
 import signal
 import struct
+import threading
 import time
 import traceback
 import warnings
@@ -25,6 +26,18 @@ from ...errors import FormatError
 __all__ = ["run_forked", "CrashError", "HangError", "ChildTraceback"]
 
 _HEADER = struct.Struct("<Q")
+#: held from a child's pipe to the parent's close of its write end: a child forked by another thread (the Dask
+#: engine's threaded workers decode at once) inherits no other child's write end, which would keep that pipe
+#: open (its reader waiting for the other child's exit, and blaming a hang of that child on its own)
+_FORK_LOCK = threading.Lock()
+
+
+def _new_fork_lock() -> None:
+    global _FORK_LOCK
+    _FORK_LOCK = threading.Lock()  # a child starts with the lock its forking thread held
+
+
+os.register_at_fork(after_in_child=_new_fork_lock)
 
 
 class CrashError(Exception):
@@ -124,14 +137,15 @@ def run_forked(
     sel = selectors.DefaultSelector()
     try:
         for i, (fn, args) in enumerate(tasks):
-            r, w = os.pipe()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
-                pid = os.fork()
-            if pid == 0:  # pragma: no cover - child
-                os.close(r)
-                _child(fn, args, w)
-            os.close(w)
+            with _FORK_LOCK:
+                r, w = os.pipe()
+                with warnings.catch_warnings():  # not thread-safe: under the lock
+                    warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+                    pid = os.fork()
+                if pid == 0:  # pragma: no cover - child
+                    os.close(r)
+                    _child(fn, args, w)
+                os.close(w)
             pids.append(pid)
             bufs.append(bytearray())
             sel.register(r, selectors.EVENT_READ, i)

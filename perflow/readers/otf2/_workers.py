@@ -118,7 +118,7 @@ def _failed_location(
         idx = plan[e.index]
         files = ", ".join(os.path.basename(event_file(anchor, refs[i])) for i in idx[:5])
         return anchor, f"one of the event files {files}{', ...' if len(idx) > 5 else ''}"
-    return event_file(anchor, refs[loc]), f"this event file (after {read:,} event records)"
+    return event_file(anchor, refs[loc]), f"this event file (location {refs[loc]}, after {read:,} event records)"
 
 
 def run_workers(

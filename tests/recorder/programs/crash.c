@@ -2,7 +2,7 @@
  * at iteration CRASH_AT (argv[2], default 150) rank CRASH_RANK (argv[3], default 1) does what argv[1] says:
  *   segv   - dereferences a null pointer (SIGSEGV)
  *   abort  - calls MPI_Abort(MPI_COMM_WORLD, 3)
- *   hang   - spins forever (for --timeout and an interrupted perflow record)
+ *   hang   - says so on stdout, then spins forever (for --timeout and an interrupted perflow record)
  *   none   - nothing: the run ends normally. */
 #include <mpi.h>
 #include <stdio.h>
@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
             } else if (!strcmp(what, "abort")) {
                 MPI_Abort(MPI_COMM_WORLD, 3);
             } else if (!strcmp(what, "hang")) {
+                printf("rank %d hangs at iteration %d\n", rank, it); /* a test waits for this line */
+                fflush(stdout);
                 for (;;) work(1000000);
             }
         }
