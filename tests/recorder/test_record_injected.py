@@ -137,7 +137,9 @@ def test_the_findings_put_the_late_receive_above_the_send_it_delays(recorded) ->
 
     explained = sum(late_receiver(c) for c in outputs["causes"]["causes"])
     amount = float(wait_states(pag, kinds=["late_receiver"])["amount"].sum())
-    sends = problems[problems["where"].str.startswith("MPI_Send")]
+    # the send's waiting as a finding of its own (a wait state); the send's own transfer of 16 MiB after the
+    # receive is posted may delay the barrier when rank 0 reaches it last: a root cause of a few ms, not waiting
+    sends = problems[problems["where"].str.startswith("MPI_Send") & (problems["kind"] == "wait state")]
     rest = amount - explained
     if rest < UNEXPLAINED * amount - 0.01:  # the send's waiting is (nearly) all the late receive's: the cause first
         assert sends.empty and problems["where"].iloc[0].startswith("late_recv_work"), problems
