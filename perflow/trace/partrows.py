@@ -136,7 +136,7 @@ class SharedRows:
             return col
 
 
-def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def metric_sums(st: PartState, nloc: int, sampled: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Time, visits and samples summed per (local vertex, location): sorted keys ``vertex * nloc + location``.
 
     Every interval row (region instance or sample piece) gives its vertex
@@ -144,8 +144,19 @@ def metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndar
     one visit; synthetic vertices without rows (frames above re-parented call
     paths and above pieces) get the inclusive time of what lies below them;
     ``samples`` counts the samples that cover time, on the vertex of their
-    piece, or of their instance when their stack ends there.
+    piece, or of their instance when their stack ends there. With ``sampled``
+    (the trace has samples, in any partition) every partition has the
+    ``samples`` column, 0 where it has none, so that the partitions' columns
+    come in one order (that of a build in one partition).
     """
+    uniq, cols = _metric_sums(st, nloc)
+    if sampled and "samples" not in cols:  # right after visits, where the other partitions have it
+        zeros = np.zeros(len(uniq))
+        cols = {k: v for c, col in cols.items() for k, v in ((c, col), ("samples", zeros))[: 2 if c == "visits" else 1]}
+    return uniq, cols
+
+
+def _metric_sums(st: PartState, nloc: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     nloc = max(nloc, 1)
     # (key, time_inc, time_exc, counts a visit, samples or None) per kind of row
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool, np.ndarray | None]] = [

@@ -382,7 +382,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         bool(maps.get("omp_teams", False)),
         maps.get("shared_rows"),
     )
-    uniq, cols = metric_sums(st, nloc)
+    uniq, cols = metric_sums(st, nloc, sampled)
     if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
         st.inc = st.exc = np.zeros(0)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)

@@ -127,6 +127,21 @@ def _with_samples(raw: perflow.RawTrace, seed: int) -> perflow.RawTrace:
     return dataclasses.replace(raw, regions=regions, stacks=stacks, sample_events=samples)
 
 
+def test_a_partition_without_samples_gives_the_columns_in_the_one_partition_order() -> None:
+    """Samples on the last process only: the first partition has none, yet its metric rows carry ``samples``
+    (0) where the others have it, so the partitions' metrics come in one order (that of ``jobs=1``)."""
+    from perflow.synthetic import raw_trace
+
+    raw = _with_samples(raw_trace(nprocs=4, iterations=3, late_sender=0.3, seed=5), 2)
+    procs = raw.locations["process"].to_numpy()
+    keep = np.isin(raw.sample_events["location"], np.flatnonzero(procs == procs.max()))
+    raw = dataclasses.replace(raw, sample_events={k: v[keep] for k, v in raw.sample_events.items()})
+    assert 0 < keep.sum() < len(keep)
+    one, many = perflow.build_pag(raw, jobs=1), perflow.build_pag(raw, jobs=2)
+    assert list(many.metrics.columns) == list(one.metrics.columns) and "samples" in one.metrics.columns
+    pd.testing.assert_frame_equal(many.metrics, one.metrics, check_exact=True)
+
+
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_sampled_partitions_built_at_once_give_the_same_pag(jobs: int) -> None:
     """Pieces are numbered per location: partitions of consecutive processes give the one-partition PAG."""
