@@ -1,6 +1,6 @@
 """Compiled kernels: the one decorator (:func:`njit`) behind every numba kernel in perflow.
 
-- **Cache location.** Compiled kernels are cached in perflow's per-user cache
+- **Cache location** (:mod:`perflow._jitcache`). Compiled kernels are cached in perflow's per-user cache
   directory (:func:`cache_root`: ``$PERFLOW_CACHE_DIR``, else the platform's user
   cache, e.g. ``~/.cache/perflow``), under ``numba/``, never inside the installed
   package. :func:`configure` points numba there (``NUMBA_CACHE_DIR``) before
@@ -42,16 +42,14 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-import tempfile
 import threading
 import time
 import types as _pytypes
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from . import _aot, progress
+from ._jitcache import cache_root, configure, is_cached, kernel_cache_dir, load_numba
 
 __all__ = [
     "SMALL",
@@ -74,7 +72,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: environment variables
-ENV_CACHE = "PERFLOW_CACHE_DIR"
 ENV_MODE = "PERFLOW_JIT"
 MODES = ("auto", "compile", "python")
 
@@ -82,7 +79,7 @@ MODES = ("auto", "compile", "python")
 SMALL = 50_000
 
 _LOCK = threading.RLock()
-_STATE: dict[str, Any] = {"configured": False, "cache": None, "checked": False, "noticed": False, "ours": False}
+_STATE: dict[str, Any] = {"noticed": False}
 _KERNELS: list[Kernel] = []
 
 
@@ -92,90 +89,6 @@ class _Depth(threading.local):
 
 #: how many kernels are running interpreted in this thread (a kernel called by one runs interpreted uncounted)
 _NESTED = _Depth()
-
-
-# ------------------------------------------------------------------ cache location
-def cache_root() -> Path:
-    """perflow's per-user cache directory: ``$PERFLOW_CACHE_DIR``, else the platform's user cache."""
-    given = os.environ.get(ENV_CACHE)
-    if given:
-        return Path(given).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("perflow", appauthor=False))
-
-
-def _usable(path: Path) -> str | None:
-    """None when ``path`` is (made) a writable directory, else the reason it is not."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
-
-
-def configure() -> str | None:
-    """Point numba's cache at perflow's (unless ``NUMBA_CACHE_DIR`` is set); return the directory in use.
-
-    Cheap (no directory is created); called when :mod:`perflow` is imported,
-    so it happens before anything in perflow imports numba. When numba is
-    already loaded, its configuration is updated too.
-    """
-    with _LOCK:
-        if _STATE["configured"]:
-            return _STATE["cache"]
-        _STATE["configured"] = True
-        if os.environ.get("NUMBA_CACHE_DIR"):
-            _STATE["cache"] = os.environ["NUMBA_CACHE_DIR"]
-            return _STATE["cache"]
-        try:
-            target = str(cache_root() / "numba")
-        except Exception as exc:  # noqa: BLE001 - no home directory, ...
-            log.debug("no per-user cache directory: %s", exc)
-            return None
-        _set_numba_cache(target)
-        _STATE["cache"], _STATE["ours"] = target, True
-        return target
-
-
-def _set_numba_cache(target: str) -> None:
-    if target:
-        os.environ["NUMBA_CACHE_DIR"] = target  # kept across numba's config reloads and in child processes
-    else:
-        os.environ.pop("NUMBA_CACHE_DIR", None)
-    numba = sys.modules.get("numba")
-    if numba is not None:
-        numba.config.CACHE_DIR = target
-
-
-def kernel_cache_dir() -> Path | None:
-    """The directory compiled kernels are cached in, or None when caching is off (none is writable)."""
-    with _LOCK:
-        if not _STATE["checked"]:
-            _STATE["checked"] = True
-            where = configure()
-            reason = "no per-user cache directory" if where is None else _usable(Path(where))
-            if reason is not None:
-                log.warning(
-                    "cannot cache compiled kernels in %s (%s): they are compiled on every run; "
-                    "set %s to a writable directory",
-                    where,
-                    reason,
-                    ENV_CACHE,
-                )
-                _STATE["cache"] = None
-                if _STATE["ours"]:  # numba's default for everyone else again
-                    _set_numba_cache("")
-        return Path(_STATE["cache"]) if _STATE["cache"] else None
-
-
-def load_numba() -> _pytypes.ModuleType:
-    """Import numba with perflow's cache location in place."""
-    configure()
-    import numba
-
-    return numba
 
 
 def mode() -> str:
@@ -275,21 +188,7 @@ def _for_numba(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ------------------------------------------------------------------ kernels
-def _is_cached(f: Callable[..., Any]) -> bool:
-    """Whether numba's cache holds an entry for ``f`` (its index file exists; numba's cache layout)."""
-    where = kernel_cache_dir()
-    if where is None:
-        return False
-    import hashlib
-
-    code = f.__code__
-    src = os.path.abspath(code.co_filename)
-    folder = os.path.dirname(src)
-    sub = f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
-    name = f"{Path(src).stem}.{f.__qualname__}-{code.co_firstlineno}.py{sys.version_info[0]}{sys.version_info[1]}.nbi"
-    return (where / sub / name).exists()
-
-
+# ------------------------------------------------------------------ kernels
 def _shipped_has(f: Callable[..., Any]) -> bool:
     """Whether the shipped cache (:mod:`perflow._aot`) holds fresh entries for ``f``."""
     return _aot.shipped_root() is not None and _aot.has_entry(f)
@@ -343,7 +242,7 @@ class Kernel:
         return (_kernel_named, (self.__module__, self.__qualname__))
 
     def _cached(self) -> bool:
-        return _is_cached(self.py_func) or _shipped_has(_for_numba(self.py_func))
+        return is_cached(self.py_func) or _shipped_has(_for_numba(self.py_func))
 
     @property
     def dispatcher(self) -> Any:
@@ -461,7 +360,7 @@ class CFunc:
                     from numba.core.ccallback import CFunc as NumbaCFunc
 
                     f = _for_numba(self.py_func)
-                    if not _STATE["noticed"] and not _is_cached(self.py_func) and not _shipped_has(self.py_func):
+                    if not _STATE["noticed"] and not is_cached(self.py_func) and not _shipped_has(self.py_func):
                         _first_compile_notice()
                     t = time.perf_counter()
                     opts = dict(self.options)
