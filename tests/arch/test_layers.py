@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2] / "perflow"
 
 #: layer of each top-level part of the package; a higher number is a higher layer
 LAYER = {
-    "errors": 0, "kinds": 0, "_jit": 0, "_aot": 0, "progress": 0, "_version": 0, "units": 0, "_json": 0, "_atomic": 0, "_inflate": 0, "_arrays": 0,
+    "errors": 0, "kinds": 0, "_jit": 0, "_jitcache": 0, "_aot": 0, "progress": 0, "_version": 0, "units": 0, "_json": 0, "_atomic": 0, "_inflate": 0, "_arrays": 0,
     "pag": 1,
     "trace": 2,
     "codecs": 3,
