@@ -21,10 +21,23 @@ import numpy as np
 
 from .flat import njit
 
-__all__ = ["BLOCK", "rate_table", "block_works"]
+__all__ = ["BLOCK", "block_works", "clipped", "rate_table"]
 
 #: points per block: a buffer of ``BLOCK * S`` floats, long enough runs of one location's pieces
 BLOCK = 16384
+
+
+@njit(inline="always")
+def clipped(xs, xd, p, t0, t1):  # type: ignore[no-untyped-def]
+    """The length of piece ``p`` (start ``xs[p]``, duration ``xd[p]``) inside ``[t0, t1]``; at most 0 when it
+    lies outside. The one clipping of every replay kernel (compiled into each caller)."""
+    a = xs[p]
+    b = a + xd[p]
+    if a < t0:
+        a = t0
+    if b > t1:
+        b = t1
+    return b - a
 
 
 @njit
@@ -77,15 +90,9 @@ def block_works(  # type: ignore[no-untyped-def]
                 w[j] = 0.0
             s = lseg[loc] + k
             for p in range(soff[s], soff[s + 1]):
-                a = xs[p]
-                b = a + xd[p]
-                if a < t0:
-                    a = t0
-                if b > t1:
-                    b = t1
-                if b <= a:
+                d = clipped(xs, xd, p, t0, t1)
+                if d <= 0.0:
                     continue
-                d = b - a
                 v = xv[p]
                 if v < 0:
                     v = nv

@@ -147,23 +147,18 @@ def piece_room(n_flat: int, n_points: int, n_waits: int) -> int:
 def _seg_work(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, useful, t0, t1, uacc):  # type: ignore[no-untyped-def]
     acc = 0.0
     for p in range(soff[s], soff[s + 1]):
-        a = xs[p]
-        b = a + xd[p]
-        if a < t0:
-            a = t0
-        if b > t1:
-            b = t1
-        if b <= a:
+        d = B.clipped(xs, xd, p, t0, t1)
+        if d <= 0.0:
             continue
         v = xv[p]
         if v < 0:
-            acc += (b - a) * ofac
+            acc += d * ofac
             continue
         r = vfac[v]
         m = vmap[v]
         if m >= 0:
             r *= F[m, loc]
-        d = (b - a) * r
+        d = d * r
         acc += d
         if useful[v]:
             uacc[loc] += d
@@ -261,15 +256,9 @@ def _seg_many(s, loc, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, acc):  # ty
     for j in range(S):
         acc[j] = 0.0
     for p in range(soff[s], soff[s + 1]):
-        a = xs[p]
-        b = a + xd[p]
-        if a < t0:
-            a = t0
-        if b > t1:
-            b = t1
-        if b <= a:
+        d = B.clipped(xs, xd, p, t0, t1)
+        if d <= 0.0:
             continue
-        d = b - a
         v = xv[p]
         if v < 0:
             for j in range(S):
@@ -414,24 +403,19 @@ def charge(hl, ha, hb, soff, xs, xd, xv, vfac, vmap, F, ofac, t0, t1, nvert, nlo
         loc = hl[h]
         for s in range(ha[h], hb[h] + 1):
             for p in range(soff[s], soff[s + 1]):
-                a = xs[p]
-                b = a + xd[p]
-                if a < t0:
-                    a = t0
-                if b > t1:
-                    b = t1
-                if b <= a:
+                d = B.clipped(xs, xd, p, t0, t1)
+                if d <= 0.0:
                     continue
                 v = xv[p]
                 if v < 0:
-                    d = (b - a) * ofac
+                    d = d * ofac
                     cpv[nvert] += d
                 else:
                     r = vfac[v]
                     m = vmap[v]
                     if m >= 0:
                         r *= F[m, loc]
-                    d = (b - a) * r
+                    d = d * r
                     cpv[v] += d
                 cpl[loc] += d
                 cph[h] += d
@@ -452,12 +436,7 @@ def vertex_time(soff, xs, xd, xv, lseg, lnseg, vmap, R, t0, t1):  # type: ignore
                 m = vmap[v]
                 if m < 0:
                     continue
-                a = xs[p]
-                b = a + xd[p]
-                if a < t0:
-                    a = t0
-                if b > t1:
-                    b = t1
-                if b > a:
-                    out[m, loc] += b - a
+                d = B.clipped(xs, xd, p, t0, t1)
+                if d > 0.0:
+                    out[m, loc] += d
     return out
