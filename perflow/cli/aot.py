@@ -24,6 +24,7 @@ from . import main as cli
 __all__ = ["build", "main"]
 
 PACKAGE = _aot.PACKAGE
+log = logging.getLogger(__name__)
 
 
 def _workload(out: Path, source: Path | None) -> list[list[str]]:
@@ -51,6 +52,40 @@ def _workload(out: Path, source: Path | None) -> list[list[str]]:
     return runs + [["-q", "--clock-correction", "on", "run", "wait_states", "--input", t] for t in traces]
 
 
+def _streamed_replay() -> None:
+    """Run the streamed replay's kernels (:mod:`perflow.trace.replaystream`, the Dask engine's replay of a trace
+    past ``STREAM_REPLAY_EVENTS`` events) on a small trace built in three partitions in this process: the
+    calls the critical path, POP's gains and the what-if vertex times make (no Dask needed)."""
+    import numpy as np
+
+    from .. import synthetic
+    from ..pag.partitioned import LocalRuntime
+    from ..trace.analyses import ReplaySettings, vertex_roles
+    from ..trace.build import build_pag
+    from ..trace.pipeline import BuildOptions, build
+    from ..trace.replay import Rates, run_many, run_plan
+    from ..trace.replayparts import part_refs
+    from ..trace.replaystream import StreamPlan
+    from ..trace.split import definitions_only, split_blocks
+
+    raw = synthetic.raw_trace(nprocs=6, iterations=40, late_sender=0.3, slow_rank=2, imbalance=0.3, seed=9)
+    pag = build_pag(raw)
+    parts, processes, assign = split_blocks(raw, 3)
+    rt = LocalRuntime(len(parts), jobs=1)
+    try:
+        built = build(rt, parts, definitions_only(raw), processes, assign, BuildOptions(False, True, False))
+        roles, regions = vertex_roles(pag)
+        names = pag.vertex_table["name"].astype(str).to_numpy()
+        sp = StreamPlan(rt, part_refs(built, names, ReplaySettings(), roles=roles, regions=regions), chunk_points=64)
+        nv, window = pag.n_vertices, pag.trace.span
+        rates = Rates.uniform(np.ones(nv), 1.0)
+        run_plan(sp, rates, window)
+        run_many(sp, [rates, Rates.uniform(np.full(nv, 0.5), 0.5)], window)
+        sp.vertex_time_streamed(np.zeros(nv, dtype=np.int64), 1, window)
+    finally:
+        rt.close()
+
+
 def build(dest: Path, source: Path | None = None) -> dict[str, Any]:
     """Compile perflow's kernels on a small workload into the shipped cache ``dest``; return its manifest."""
     dest = Path(dest)
@@ -68,6 +103,11 @@ def build(dest: Path, source: Path | None = None) -> dict[str, Any]:
                 rc = cli.main(argv)
             if rc not in (0, None):
                 failed.append(" ".join(argv))
+        try:
+            _streamed_replay()
+        except Exception as exc:  # noqa: BLE001 - a kernel left to compile on first use, never a failed build
+            log.warning("streamed replay kernels not compiled ahead of time: %s", exc)
+            failed.append(f"streamed replay: {exc}")
     import numba
 
     compiled = [k for k in _jit._KERNELS if k._dispatcher is not None and k._dispatcher.signatures]
