@@ -40,10 +40,11 @@ import pandas as pd
 from .._arrays import unique
 from ..errors import TraceError
 from ..pag.instances import take_or
+from .collmatch import collective_event_rows, synthesised_collective_rows
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, depths, stack_frames, stretch_ends
 from .io import io_rows
 from .locks import lock_rows
-from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .match import p2p_threaded
 from .omptree import team_contexts
 from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, stretch_pieces
@@ -299,7 +300,7 @@ def _first_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
-    """Collective participant rows as :func:`perflow.trace.match.collective_table` builds them, before numbering.
+    """Collective participant rows as :func:`perflow.trace.collmatch.collective_event_rows` builds them, before numbering.
 
     Extra columns: ``key`` (the single-process instance key ``key_comm * 2**32
     + seq``), ``local_iv`` (local instance) and ``first_cls``/``first_loc``/
