@@ -181,23 +181,25 @@ def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
     out = local.copy()
     if not raw.comms or not len(comm):
         return out
-    ucomm = comm[:1] if len(comm) and bool((comm == comm[0]).all()) else np.sort(pd.unique(comm))
-    for c in ucomm:
-        members = raw.comms.get(int(c))
-        if members is None:
-            continue
-        members = np.asarray(members, dtype=np.int64)
-        identity = bool(np.array_equal(members, np.arange(len(members))))  # e.g. MPI_COMM_WORLD: nothing to map
-        sel = local >= 0 if len(ucomm) == 1 else (comm == c) & (local >= 0)
-        lr = local[sel]
-        if len(lr) and lr.max() >= len(members):
-            src = raw.attrs.get("source", "trace")
-            raise TraceError(
-                f"{src}: rank {int(lr.max())} is outside communicator {int(c)} "
-                f"({raw.comm_names.get(int(c), '')!s}, {len(members)} members)"
-            )
-        if not identity:
-            out[sel] = members[lr]
+    # one gather from the members of every defined communicator laid end to end (no pass per communicator)
+    ids = np.array(sorted(raw.comms), dtype=np.int64)
+    members = [np.asarray(raw.comms[int(c)], dtype=np.int64) for c in ids]
+    size = np.array([len(m) for m in members], dtype=np.int64)
+    start = np.zeros(len(ids), dtype=np.int64)
+    np.cumsum(size[:-1], out=start[1:])
+    at = np.minimum(np.searchsorted(ids, comm), len(ids) - 1)
+    sel = (ids[at] == comm) & (local >= 0)  # communicators without a definition: the world's ranks
+    ci, lr = at[sel], local[sel]
+    bad = lr >= size[ci]
+    if bad.any():  # the first such communicator (by id), its largest rank
+        c = int(ci[bad].min())
+        worst = int(lr[bad & (ci == c)].max())
+        src = raw.attrs.get("source", "trace")
+        raise TraceError(
+            f"{src}: rank {worst} is outside communicator {int(ids[c])} "
+            f"({raw.comm_names.get(int(ids[c]), '')!s}, {int(size[c])} members)"
+        )
+    out[sel] = np.concatenate(members)[start[ci] + lr]
     return out
 
 
