@@ -81,7 +81,8 @@ def _matching_only(raw: Any) -> float:
     """Time message matching and collective grouping alone (the pipeline's matching steps on one partition)."""
     import numpy as np
 
-    from perflow.trace.match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+    from perflow.trace.collmatch import collective_event_rows, synthesised_collective_rows
+    from perflow.trace.match import p2p_threaded
     from perflow.trace.records import match_records, p2p_records
     from perflow.trace.scan import enclosing_instance, scan_regions
 

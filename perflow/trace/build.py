@@ -19,8 +19,10 @@ same stages on many partitions. What the steps compute:
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,7 +32,7 @@ from ..pag.partitioned import LocalRuntime
 from . import clc
 from .parts import assemble, pag_attrs
 from .pipeline import BuildOptions, build
-from .raw import RawTrace
+from .raw import TABLE_SCHEMAS, RawTrace, empty_table
 from .scan import enclosing_instance
 from .split import definitions_only, split_blocks
 from .tally import align_rows, dense_keys, exclusive_time, last_time_per_location, metric_deltas, region_kinds
@@ -60,6 +62,7 @@ def build_pag(
     infer_collectives: bool = False,
     jobs: int | None = None,
     clock_correction: str | None = None,
+    reread: Callable[[], RawTrace] | None = None,
 ) -> PAG:
     """Turn decoded events into a trace-backed PAG.
 
@@ -91,6 +94,13 @@ def build_pag(
         last enter), "on" always, "off" never. Default: the mode of
         :func:`perflow.trace.clc.clock_correction` ("auto"). What was done is
         in ``pag.attrs["clock_correction"]``.
+    reread : callable, optional
+        Given, the caller gives ``raw``'s events up: the build drops each
+        event column as soon as it has consumed it (``raw`` keeps only its
+        definitions afterwards), which lowers the peak memory of a read, and
+        ``reread()`` returns the trace again when the clock correction needs
+        it after the build ("auto" mode, violations found). Without it
+        ``raw`` is left as it was.
 
     Returns
     -------
@@ -99,15 +109,19 @@ def build_pag(
         trace metric, and a :class:`~perflow.pag.instances.Trace`.
     """
     how = clc.mode(clock_correction)
+    n_events = raw.n_events
     if how == "on":
         pag = _corrected(raw, close_open, validate, infer_collectives, jobs, None)
     else:
-        pag = _build(raw, close_open, validate, infer_collectives, jobs)
+        pag = _build(raw, close_open, validate, infer_collectives, jobs, release=reread is not None)
         if how == "auto" and pag.trace is not None:
             n = clc.built_violations(pag.trace)
             if n:
+                if reread is not None:  # the events were dropped by the build: read them again
+                    raw = reread()
+                    validate = False  # the caller checked them the first time
                 pag = _corrected(raw, close_open, validate, infer_collectives, jobs, n)
-    if raw.n_events > PARALLEL_EVENTS:  # the build's temporaries are freed: their pages go back to the system
+    if n_events > PARALLEL_EVENTS:  # the build's temporaries are freed: their pages go back to the system
         release_free_heap()
     return pag
 
@@ -132,8 +146,26 @@ def _corrected(
     return pag
 
 
-def _build(raw: RawTrace, close_open: bool, validate: bool, infer_collectives: bool, jobs: int | None) -> PAG:
-    options = BuildOptions(close_open, validate, infer_collectives)
+def _take_events(raw: RawTrace) -> RawTrace:
+    """A shallow copy of ``raw`` that takes its event tables: ``raw`` is left with empty ones (its definitions only)."""
+    own = copy.copy(raw)
+    _drop_events(raw)
+    return own
+
+
+def _drop_events(raw: RawTrace) -> None:
+    """Empty ``raw``'s event tables (the partitions' views now hold the columns)."""
+    for t, cols in TABLE_SCHEMAS.items():
+        setattr(raw, t, empty_table(cols))
+
+
+def _build(
+    raw: RawTrace, close_open: bool, validate: bool, infer_collectives: bool, jobs: int | None, release: bool = False
+) -> PAG:
+    """The one-partition (or one-process) run; with ``release`` ``raw``'s events are dropped as the build consumes them."""
+    options = BuildOptions(close_open, validate, infer_collectives, release_events=release)
+    if release:
+        raw = _take_events(raw)
     if jobs is None:
         jobs = (os.cpu_count() or 1) if raw.n_events > PARALLEL_EVENTS else 1
     blocks = split_blocks(raw, jobs) if jobs > 1 else None
@@ -142,12 +174,18 @@ def _build(raw: RawTrace, close_open: bool, validate: bool, infer_collectives: b
     else:
         processes = unique(raw.locations["process"].to_numpy(dtype=np.int64))
         parts, assign = [raw], np.zeros(len(processes), dtype=np.int64)
+    defs = definitions_only(raw)
+    src = raw.attrs.get("source", "trace")
+    if release:  # only the partitions hold the events now (views, or raw itself)
+        if parts[0] is not raw:
+            _drop_events(raw)
+        del raw
     rt = LocalRuntime(len(parts), jobs=jobs)
     try:
-        built = build(rt, parts, definitions_only(raw), processes, assign, options)
+        built = build(rt, parts, defs, processes, assign, options)
+        del parts
         attrs = pag_attrs(built)
         if attrs["unmatched_sends"] or attrs["unmatched_recvs"]:
-            src = raw.attrs.get("source", "trace")
             log.warning(
                 "%s: %d sends and %d receives found no partner", src, attrs["unmatched_sends"], attrs["unmatched_recvs"]
             )

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..kinds import CollectiveOp, ThreadEv
-from .match import collective_begin_pairs, collective_seq, nth_pairs, p2p_records, p2p_threaded, record_key, to_world
+from .collmatch import collective_begin_pairs, collective_seq
+from .match import nth_pairs, p2p_records, p2p_threaded, record_key, to_world
 from .omptree import _last_fork_before
 from .raw import TABLE_SCHEMAS, RawTrace
 from .records import _fifo

@@ -60,11 +60,16 @@ class BuildOptions:
     infer_collectives : bool
         Treat every call to a collective operation as an instance on
         MPI_COMM_WORLD (sources that record no collective events).
+    release_events : bool
+        The partitions' raw traces are the build's own (a run in this
+        process whose caller gave the events up): finalisation drops each
+        event table once consumed.
     """
 
     close_open: bool = False
     validate: bool = True
     infer_collectives: bool = False
+    release_events: bool = False
 
 
 @dataclass
@@ -142,6 +147,7 @@ def t_finalize(st: PartState, merged: dict[str, Any]) -> PartTables:
     maps["cp_map"] = merged["cp_maps"][st.pid]
     maps["shared_rows"] = merged.get("shared_rows")
     maps["release"] = merged.get("release", False)
+    maps["release_events"] = merged.get("release_events", False)
     return finalize(st, maps)
 
 
@@ -277,7 +283,7 @@ def build(
     if isinstance(rt, LocalRuntime) and n > 1:  # partitions in this process write one set of interval columns
         merged = {**merged, "shared_rows": SharedRows(int(tree["n_intervals"]))}
     if isinstance(rt, LocalRuntime):  # the scan states are dropped after finalisation: it may free them early
-        merged = {**merged, "release": True}
+        merged = {**merged, "release": True, "release_events": o.release_events}
     lap("merge")
     tables = rt.map(t_finalize, Each(states), merged)
     del states, summ

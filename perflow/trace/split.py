@@ -128,8 +128,9 @@ def split_blocks(raw: RawTrace, k: int) -> tuple[list[RawTrace], np.ndarray, np.
         return None
     nloc = len(lp)
     counts = np.zeros(nloc, dtype=np.int64)
-    for t in EVENT_TABLES:
-        counts += np.bincount(getattr(raw, t)["location"], minlength=nloc)[:nloc]
+    for t in EVENT_TABLES:  # grouped by location: the bounds of each location's rows, no pass over the rows
+        loc = getattr(raw, t)["location"]
+        counts += np.diff(np.searchsorted(loc, np.arange(nloc + 1, dtype=loc.dtype)))
     per_proc = np.bincount(np.searchsorted(procs, lp), weights=counts, minlength=len(procs))
     k = max(1, min(k, len(procs)))
     cum = np.cumsum(per_proc)
@@ -151,7 +152,7 @@ def split_blocks(raw: RawTrace, k: int) -> tuple[list[RawTrace], np.ndarray, np.
         for t in EVENT_TABLES:
             tab = getattr(raw, t)
             loc = tab["location"]
-            lo, hi = np.searchsorted(loc, [lo_loc, hi_loc])
+            lo, hi = np.searchsorted(loc, np.array([lo_loc, hi_loc], dtype=loc.dtype))  # not a widened copy of loc
             sub = {c: a[lo:hi] for c, a in tab.items()}
             if t == "region_events":
                 reg_lo = int(lo)

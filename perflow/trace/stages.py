@@ -40,14 +40,15 @@ import pandas as pd
 from .._arrays import unique
 from ..errors import TraceError
 from ..pag.instances import take_or
+from .collmatch import collective_event_rows, synthesised_collective_rows
 from .contexts import TreeGrower, attach_region_stacks, attach_samples, depths, stack_frames, stretch_ends
 from .io import io_rows
 from .locks import lock_rows
-from .match import collective_event_rows, p2p_threaded, synthesised_collective_rows
+from .match import p2p_threaded
 from .omptree import team_contexts
 from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, stretch_pieces
-from .raw import RawTrace
+from .raw import TABLE_SCHEMAS, RawTrace, empty_table
 from .records import p2p_records
 from .rma import rma_rows
 from .rowindex import global_rows, local_rows, offset_in_location, within_location
@@ -299,7 +300,7 @@ def _first_of_each(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
-    """Collective participant rows as :func:`perflow.trace.match.collective_table` builds them, before numbering.
+    """Collective participant rows as :func:`perflow.trace.collmatch.collective_event_rows` builds them, before numbering.
 
     Extra columns: ``key`` (the single-process instance key ``key_comm * 2**32
     + seq``), ``local_iv`` (local instance) and ``first_cls``/``first_loc``/
@@ -351,6 +352,12 @@ def _common_columns(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
+def _drop(raw: RawTrace, *tables: str) -> None:
+    """Replace ``raw``'s event ``tables`` by empty ones: their columns are freed once no view holds them."""
+    for t in tables:
+        setattr(raw, t, empty_table(TABLE_SCHEMAS[t]))
+
+
 def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     """Step 2: global ids for call paths, intervals and collective instances.
 
@@ -360,16 +367,22 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     (sorted instance keys and their global instance ids) and ``threaded``
     (whether any process has point-to-point events on several threads).
     With ``release`` true the state's arrays are dropped once consumed (the
-    caller never uses the state again).
+    caller never uses the state again); with ``release_events`` true so are
+    the partition's raw event tables (the build owns them).
     """
     raw, res = st.raw, st.res
     nloc = len(raw.locations)
+    free = bool(maps.get("release_events"))
     cp_map = np.asarray(maps["cp_map"], dtype=np.int64)
     loc_proc = raw.locations["process"].to_numpy(dtype=np.int64)
     loc_thr = raw.locations["thread"].to_numpy(dtype=np.int64)
     grow = global_rows(st.row_loc, maps["inst_off"])  # global row of every local row
     ginst = grow[st.row_of_inst] if st.pieces is not None and len(st.pieces) else grow  # ... of every local instance
     sampled = bool(maps.get("sampled", False))
+    procs = unique(loc_proc[unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
+    if free:  # the scan consumed the region and collective events (st.coll); the metric deltas need the count only
+        _drop(raw, "coll_events")
+        raw.region_events = {"location": raw.region_events["location"]}
     intervals = interval_rows(
         st,
         cp_map,
@@ -386,6 +399,8 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
         st.inc = st.exc = np.zeros(0)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
+    if free:
+        _drop(raw, "region_events", "metric_events", "sample_events")
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
         lv = cp_map[k // max(nloc, 1)]
@@ -403,6 +418,9 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         p2p_row,
         threaded=maps.get("threaded", True),
     )
+    del p2p_row
+    if free:
+        _drop(raw, "p2p_events")
     coll = st.coll
     if len(coll):
         ck = coll["key"].to_numpy()
@@ -418,10 +436,11 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
             },
             copy=False,
         )
-    procs = unique(loc_proc[unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
     locks = lock_rows(raw, st.thr_open, ginst, loc_proc, loc_thr)
     io = io_rows(raw, st.io_open, ginst, loc_proc, loc_thr)
     rma = rma_rows(raw, st.rma_open, ginst, loc_proc, loc_thr)
+    if free:
+        _drop(raw, *TABLE_SCHEMAS)
     return PartTables(
         st.pid,
         procs,

@@ -49,4 +49,6 @@ def read(path: str | os.PathLike[str], *, decoder: str = "auto", jobs: int | Non
     with progress.task(f"decoding {Path(path).name}"):
         raw = decode(path, decoder=decoder, jobs=jobs)
     with progress.task("building the PAG"):
+        # the build drops the events as it consumes them (the peak memory); a clock correction reads them again
+        build.setdefault("reread", lambda: decode(path, decoder=decoder, jobs=jobs))
         return build_trace(raw, path, mpi_inside_calls=True, **build)
