@@ -167,103 +167,6 @@ def _prev_point(sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_g
 
 
 @njit
-def _side_bounds(  # type: ignore[no-untyped-def]
-    loc, other, t_end, cls, X, waiter,
-    sp_off, sp_t, sp_rel, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, lstart, hint,
-):  # fmt: skip
-    """One side of a wait's synchronisation interval: where it starts on ``loc`` and the range ``j0..j1-1``
-    of ``loc``'s points inside it (``other``: the other side; ``t_end``: where the interval ends, the
-    wait's start ``X`` on the waiter, the releasing call on the delayer). Needs ``loc``'s points only."""
-    if cls == 2:  # an idle worker: the master from the join before the stretch to the fork after it
-        if waiter:
-            return X, 0, 0
-        j0 = gallop(sp_t, sp_off[loc], sp_off[loc + 1], X, hint[loc], False)
-        return X, j0, gallop(sp_t, j0, sp_off[loc + 1], t_end, j0, False)
-    p, j1 = _prev_point(
-        sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, loc, other, t_end, cls, hint
-    )
-    if p >= 0:
-        return sp_rel[p], p + 1, j1
-    return lstart[loc], sp_off[loc], j1
-
-
-@njit
-def _add(key, c, dense, acc, seen, o_key, o_c, n):  # type: ignore[no-untyped-def]
-    """Add cost ``c`` of ``key``: in place (``dense``) or listed; return the listed arrays and their count."""
-    if dense:
-        acc[key] += c
-        seen[key] = True
-        return o_key, o_c, n
-    if n == o_key.shape[0]:
-        o_key, o_c = _grow(o_key, o_c, n, 2 * n)
-    o_key[n] = key
-    o_c[n] = c
-    return o_key, o_c, n + 1
-
-
-@njit
-def _charge(  # type: ignore[no-untyped-def]
-    w, q, S, k, A, cap_w, W, accS, accR, touched, nt, jS0, jS1, nvert, nkind,
-    sp_wait, sp_vtx, sp_wid, pos, carried, long_term, file_first, dense, acc, seen, o_key, o_c, n, unattributed, lost,
-):  # fmt: skip
-    """The costs of wait ``w`` (the ``q``-th analysed; delayer ``S``, kind ``k``, amount ``A``) from both sides'
-    sums per call path (``accS``, ``accR`` over ``touched[:nt]``) and the delayer's waiting ``W``: its
-    short-term costs, its inflow's long-term costs and its propagating shares (steps 2-4 of the module
-    docstring). Returns the listed costs, their count and the running sums of the waiting left unattributed
-    and lost (``unattributed``, ``lost``: before this wait)."""
-    V = nvert + 1
-    D = 0.0
-    for t in range(nt):
-        v = touched[t]
-        d = max(accS[v], 0.0) - max(accR[v], 0.0)
-        if d > 0.0:
-            D += d
-    denom = D + W
-    inflow = 0.0
-    if long_term:
-        for K in range(nkind):
-            inflow += carried[w, K]
-    if denom <= 0.0 or A + inflow <= 0.0:
-        return o_key, o_c, n, unattributed + (A + inflow), lost
-    scale = A / denom
-    if cap_w and scale > 1.0:
-        unattributed += A - denom
-        scale = 1.0
-    for t in range(nt):
-        v = touched[t]
-        d = max(accS[v], 0.0) - max(accR[v], 0.0)
-        if d <= 0.0:
-            continue
-        for K in range(-1, nkind if long_term else 0):
-            c = scale * d if K < 0 else carried[w, K] / denom * d
-            if c <= 0.0:
-                continue
-            key = ((S * V + v) * nkind + (k if (K < 0 or file_first) else K)) * 4 + (0 if K < 0 else 2)
-            o_key, o_c, n = _add(key, c, dense, acc, seen, o_key, o_c, n)
-    for j in range(jS0, jS1):  # the propagating shares
-        wj = sp_wait[j]
-        if wj <= 0.0:
-            continue
-        if not long_term:
-            key = ((S * V + (sp_vtx[j] if sp_vtx[j] >= 0 else nvert)) * nkind + k) * 4 + 1
-            o_key, o_c, n = _add(key, scale * wj, dense, acc, seen, o_key, o_c, n)
-            continue
-        target = sp_wid[j]
-        ok = target >= 0 and pos[target] > q
-        if ok:
-            carried[target, k] += scale * wj
-        else:
-            lost += scale * wj
-        for K in range(nkind):
-            c = carried[w, K] / denom * wj
-            if ok:
-                carried[target, K] += c
-            else:
-                lost += c
-    return o_key, o_c, n, unattributed, lost
-
-
-@njit
 def _kernel(  # type: ignore[no-untyped-def]
     order, w_loc, w_start, w_amount, w_cloc, w_ctime, w_kind, w_cls, w_cap, nkind,
     time, vertex, offsets, lstart, nvert,
@@ -273,12 +176,9 @@ def _kernel(  # type: ignore[no-untyped-def]
     """The delay costs of the waits ``order`` (see the module docstring), summed per key ``((delayer *
     (nvert + 1) + vertex) * nkind + kind) * 4 + flags`` (flags: 1 propagating, 2 long-term) into ``acc``
     (``seen``: keys met) when it has room for every key, else listed (key, cost) in the order met: the
-    same sums either way (each key's costs added in that order).
-
-    Per wait: each side's interval (:func:`_side_bounds`: that location's points only), its exclusive time
-    per call path less the waiting at its points (that location's flat timeline and points only), then
-    :func:`_charge` from both sides' sums."""
+    same sums either way (each key's costs added in that order)."""
     dense = acc.shape[0] > 0
+    V = nvert + 1
     nw = order.shape[0]
     pos = np.full(w_loc.shape[0], -1, np.int64)  # -1: a wait not analysed (what reaches it is lost)
     for q in range(nw):
@@ -288,8 +188,9 @@ def _kernel(  # type: ignore[no-untyped-def]
     accR = np.zeros(nvert + 1, np.float64)
     mark = np.zeros(nvert + 1, np.bool_)
     touched = np.empty(nvert + 1, np.int64)
-    o_key = np.empty(1024 if not dense else 0, np.int64)
-    o_c = np.empty(1024 if not dense else 0, np.float64)
+    cap = 1024
+    o_key = np.empty(cap if not dense else 0, np.int64)
+    o_c = np.empty(cap if not dense else 0, np.float64)
     n = 0
     unattributed = 0.0
     lost = 0.0
@@ -302,22 +203,102 @@ def _kernel(  # type: ignore[no-untyped-def]
         S = w_cloc[w]
         X = w_start[w]
         Y = w_ctime[w]
+        k = w_kind[w]
         cls = w_cls[w]
-        aR, jR0, jR1 = _side_bounds(R, S, X, cls, X, True, sp_off, sp_t, sp_rel, sp_cls, sp_partner, sp_group,
-                                    g_off, g_loc, last_grp, lstart, sp_hint)  # fmt: skip
-        aS, jS0, jS1 = _side_bounds(S, R, Y, cls, X, False, sp_off, sp_t, sp_rel, sp_cls, sp_partner, sp_group,
-                                    g_off, g_loc, last_grp, lstart, sp_hint)  # fmt: skip
+        if cls == 2:  # an idle worker: the master from the join before the stretch to the fork after it
+            aS = X
+            jS0 = gallop(sp_t, sp_off[S], sp_off[S + 1], X, sp_hint[S], False)
+            jS1 = gallop(sp_t, jS0, sp_off[S + 1], Y, jS0, False)
+            aR = X
+            bR = X
+            jR0 = 0
+            jR1 = 0
+        else:
+            pR, jR1 = _prev_point(
+                sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, R, S, X, cls, sp_hint
+            )
+            pS, jS1 = _prev_point(
+                sp_off, sp_t, sp_cls, sp_partner, sp_group, g_off, g_loc, last_grp, S, R, Y, cls, sp_hint
+            )
+            aR = sp_rel[pR] if pR >= 0 else lstart[R]
+            aS = sp_rel[pS] if pS >= 0 else lstart[S]
+            jR0 = pR + 1 if pR >= 0 else sp_off[R]
+            jS0 = pS + 1 if pS >= 0 else sp_off[S]
+            bR = X
         nt = 0
         nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt, f_hint)
-        nt = window_sums(time, vertex, offsets, R, aR, X, 1.0, nvert, accR, mark, touched, nt, f_hint)
+        nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt, f_hint)
         # waiting at the delayer's (and the waiter's) points inside its interval is no work
         nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, inner, nvert, accS, mark, touched, nt)
         nt, _ = _less_waiting(jR0, jR1, sp_wait, sp_vtx, inner, nvert, accR, mark, touched, nt)
-        o_key, o_c, n, unattributed, lost = _charge(
-            w, q, S, w_kind[w], w_amount[w], w_cap[w], W, accS, accR, touched, nt, jS0, jS1, nvert, nkind,
-            sp_wait, sp_vtx, sp_wid, pos, carried, long_term, file_first, dense, acc, seen, o_key, o_c, n,
-            unattributed, lost,
-        )  # fmt: skip
+        D = 0.0
+        for t in range(nt):
+            v = touched[t]
+            d = max(accS[v], 0.0) - max(accR[v], 0.0)
+            if d > 0.0:
+                D += d
+        A = w_amount[w]
+        denom = D + W
+        inflow = 0.0
+        if long_term:
+            for K in range(nkind):
+                inflow += carried[w, K]
+        if denom <= 0.0 or A + inflow <= 0.0:
+            unattributed += A + inflow
+        else:
+            scale = A / denom
+            if w_cap[w] and scale > 1.0:
+                unattributed += A - denom
+                scale = 1.0
+            for t in range(nt):
+                v = touched[t]
+                d = max(accS[v], 0.0) - max(accR[v], 0.0)
+                if d <= 0.0:
+                    continue
+                for K in range(-1, nkind if long_term else 0):
+                    c = scale * d if K < 0 else carried[w, K] / denom * d
+                    if c <= 0.0:
+                        continue
+                    key = ((S * V + v) * nkind + (k if (K < 0 or file_first) else K)) * 4 + (0 if K < 0 else 2)
+                    if dense:
+                        acc[key] += c
+                        seen[key] = True
+                        continue
+                    if n == cap:
+                        cap *= 2
+                        o_key, o_c = _grow(o_key, o_c, n, cap)
+                    o_key[n] = key
+                    o_c[n] = c
+                    n += 1
+            for j in range(jS0, jS1):  # the propagating shares
+                wj = sp_wait[j]
+                if wj <= 0.0:
+                    continue
+                if not long_term:
+                    key = ((S * V + (sp_vtx[j] if sp_vtx[j] >= 0 else nvert)) * nkind + k) * 4 + 1
+                    if dense:
+                        acc[key] += scale * wj
+                        seen[key] = True
+                        continue
+                    if n == cap:
+                        cap *= 2
+                        o_key, o_c = _grow(o_key, o_c, n, cap)
+                    o_key[n] = key
+                    o_c[n] = scale * wj
+                    n += 1
+                    continue
+                target = sp_wid[j]
+                ok = target >= 0 and pos[target] > q
+                if ok:
+                    carried[target, k] += scale * wj
+                else:
+                    lost += scale * wj
+                for K in range(nkind):
+                    c = carried[w, K] / denom * wj
+                    if ok:
+                        carried[target, K] += c
+                    else:
+                        lost += c
         for t in range(nt):
             v = touched[t]
             accS[v] = 0.0
