@@ -248,8 +248,9 @@ class Engine:
             p = self._partition(procs, events, tr, k, partition, tol, weight)
             loc_part = location_parts(source, p.assign, p.processes)
             parts = split_raw(source, loc_part, p.n_parts)
+            workers = self.workers
             futs = [
-                self.client.scatter(part, workers=[self.worker_of(i, p.n_parts)], hash=False)
+                self.client.scatter(part, workers=[self.worker_of(i, p.n_parts, workers)], hash=False)
                 for i, part in enumerate(parts)
             ]
             del parts

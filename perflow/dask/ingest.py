@@ -138,6 +138,7 @@ def ingest_otf2(engine: Engine, src: OTF2Source, p: Partitioning) -> list[Any]:
 
     t0 = time.perf_counter()
     loc_part = location_parts(src.raw, p.assign, p.processes)
+    workers = engine.workers  # asked of the scheduler once, not per partition
     futs = []
     for i in range(p.n_parts):
         locs = np.flatnonzero(loc_part == i).tolist()
@@ -147,7 +148,7 @@ def ingest_otf2(engine: Engine, src: OTF2Source, p: Partitioning) -> list[Any]:
                 src.anchor,
                 src.defs_future,
                 locs,
-                workers=[engine.worker_of(i, p.n_parts)],
+                workers=[engine.worker_of(i, p.n_parts, workers)],
                 allow_other_workers=True,
                 pure=False,
             )  # fmt: skip
@@ -175,8 +176,10 @@ def _same_regions(engine: Engine, src: OTF2Source, futs: list[Any]) -> list[Any]
         return futs
     src.raw = definitions_raw(src.anchor, src.defs, program=min(opened)[1])
     regions = client.scatter(src.raw.regions, broadcast=True, hash=False)
+    workers = engine.workers
     return [
-        client.submit(_with_regions, f, regions, workers=[engine.worker_of(i, len(futs))], allow_other_workers=True,
+        client.submit(_with_regions, f, regions, workers=[engine.worker_of(i, len(futs), workers)],
+                      allow_other_workers=True,
                       pure=False)
         for i, f in enumerate(futs)
     ]  # fmt: skip

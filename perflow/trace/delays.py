@@ -55,7 +55,15 @@ from .flat import FlatTimeline, Locations, flat_timeline, gallop, locations, nji
 from .syncpoints import LS_KINDS, sync_points
 from .waits import IDLE_KINDS
 
-__all__ = ["DelayResult", "delay_costs", "off_cpu_children", "LONG_TERM_KINDS", "NOT_ANALYSED"]
+__all__ = [
+    "DelayResult",
+    "delay_costs",
+    "off_cpu_children",
+    "sum_partials",
+    "cost_frame",
+    "LONG_TERM_KINDS",
+    "NOT_ANALYSED",
+]
 
 _MAXSTEP = 64
 
@@ -432,20 +440,37 @@ def delay_costs(
         acc,
         seen,
     )
-    if dense:
-        uk = np.flatnonzero(seen)
-        cost = acc[uk]
-    else:
-        uk, inv = np.unique(o_key, return_inverse=True)
-        cost = np.bincount(inv.ravel(), weights=o_c, minlength=len(uk))
+    uk, cost = (np.flatnonzero(seen), acc[seen]) if dense else sum_partials([o_key], [o_c])
+    costs = cost_frame(uk, cost, locs.process, locs.thread, int(n_vertices), kinds)
+    return DelayResult(costs, float(amount[sel].sum()), float(unattributed), float(lost))
+
+
+def sum_partials(keys: list[np.ndarray], costs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The sum per key of listed (key, cost) partials (the kernel's, or several partitions'), keys sorted.
+
+    Each key's costs are added in the order listed, starting from 0, as the kernel's in-place sums add
+    them: a key listed by one part only (a delayer's costs are formed where it lives) sums bit for bit
+    as the whole trace's kernel does."""
+    k = np.concatenate(keys) if keys else np.zeros(0, np.int64)
+    c = np.concatenate(costs) if costs else np.zeros(0)
+    uk, inv = np.unique(k, return_inverse=True)
+    return uk, np.bincount(inv.ravel(), weights=c, minlength=len(uk))
+
+
+def cost_frame(
+    uk: np.ndarray, cost: np.ndarray, process: np.ndarray, thread: np.ndarray, n_vertices: int, kinds: list[str]
+) -> pd.DataFrame:
+    """:attr:`DelayResult.costs` of the kernel's keys ``uk`` (sorted) and their costs; ``process`` and
+    ``thread`` of each location number the keys use."""
+    K, V = len(kinds), n_vertices + 1
     flag = uk % 4
     kk = (uk // 4) % K
     vv = (uk // 4 // K) % V
     ll = uk // 4 // K // V
-    costs = pd.DataFrame(
+    return pd.DataFrame(
         {
-            "process": locs.process[ll].astype(np.int32),
-            "thread": locs.thread[ll].astype(np.int32),
+            "process": process[ll].astype(np.int32),
+            "thread": thread[ll].astype(np.int32),
             "vertex": np.where(vv >= n_vertices, -1, vv).astype(np.int64),
             "wait_kind": pd.Categorical.from_codes(kk.astype(np.int32), categories=kinds),
             "propagating": (flag & 1).astype(bool),
@@ -453,4 +478,3 @@ def delay_costs(
             "cost": cost,
         }
     )
-    return DelayResult(costs, float(amount[sel].sum()), float(unattributed), float(lost))
