@@ -66,6 +66,20 @@ def _union_per_key(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
     return np.maximum(0.0, end - np.maximum(start, covered_to))
 
 
+def _families(kind: pd.Series) -> np.ndarray:
+    """The index in :data:`WAIT_FAMILIES` of each row's kind (-1 none); a categorical by its codes."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        cats = kind.cat.categories
+        of = np.full(len(cats) + 1, -1, dtype=np.int64)  # the last slot: code -1 (missing)
+        for i, ks in enumerate(WAIT_FAMILIES.values()):
+            of[:-1][cats.isin(ks)] = i
+        return of[kind.cat.codes.to_numpy()]
+    fam = np.full(len(kind), -1, dtype=np.int64)
+    for i, ks in enumerate(WAIT_FAMILIES.values()):
+        fam[kind.isin(ks).to_numpy()] = i
+    return fam
+
+
 @dataclass(frozen=True)
 class WaitingTimeSettings(WaitSettings):
     """The wait-state settings, and whether the table has a row per call path or per call instance."""
@@ -120,9 +134,7 @@ def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
     cols = _WT_COLS if s.per == "vertex" else ["interval", *_WT_COLS]
     per = s.per
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
-    fam = np.full(len(w), -1, dtype=np.int64)
-    for i, ks in enumerate(WAIT_FAMILIES.values()):  # (categorical kinds: compared by their codes)
-        fam[w["kind"].isin(ks).to_numpy()] = i
+    fam = _families(w["kind"])
     rows = np.flatnonzero(fam >= 0)
     iv = w["interval"].to_numpy()[rows].astype(np.int64)
     key = np.where(iv >= 0, iv, -1 - np.arange(len(iv)))  # a wait without a known call is charged alone
@@ -137,8 +149,9 @@ def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
     o = _lexsort((start, inv))  # the union of all waits of a call
     union = np.bincount(inv[o], weights=_union_per_key(inv[o], start[o], end[o]), minlength=len(ukey))
     o = _lexsort((start, fam, inv))  # the union of each family's waits of a call
-    per_fam = np.zeros((len(ukey), nf))
-    np.add.at(per_fam, (inv[o], fam[o]), _union_per_key(inv[o] * nf + fam[o], start[o], end[o]))
+    fk = inv[o] * nf + fam[o]  # (the same additions in the same order as np.add.at on the 2-D table)
+    per_fam = np.bincount(fk, weights=_union_per_key(fk, start[o], end[o]), minlength=len(ukey) * nf)
+    per_fam = per_fam.reshape(len(ukey), nf)
     charged = np.zeros_like(per_fam)
     left = union.astype(np.float64)
     for i in range(nf):  # overlapping waits of one call go to the first family

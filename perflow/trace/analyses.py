@@ -1,4 +1,4 @@
-"""The trace analyses a PAG caches: locations, flat timeline, wait states, critical path, delay costs.
+"""The trace analyses a PAG caches: locations, flat timeline, wait states, sync points, critical path, delay costs.
 
 Each is an :class:`~perflow.pag.analysis.Analysis` computed once per PAG and
 settings (``pag.analyses.get(WAIT_INSTANCES, late_receiver="blocking")``);
@@ -35,6 +35,7 @@ from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_siz
 from .replay import replay
 from .replaydeps import ReplayMode
 from .replayplan import build_plan
+from .syncpoints import SyncPoints, sync_points
 from .waits import WaitSettings, wait_instances
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "FLAT_TIMELINE",
     "SUBTREE_SIZES",
     "WAIT_INSTANCES",
+    "SYNC_POINTS",
     "CRITICAL_PATH",
     "DELAY_COSTS",
     "EXCLUSIVE_BY_VERTEX",
@@ -175,6 +177,12 @@ def _waits_program(built: Any, pag: Any, s: WaitSettings) -> pd.DataFrame:
     )
 
 
+def _sync(pag: Any, s: WaitSettings) -> SyncPoints:
+    roles, regions = vertex_roles(pag)
+    w = pag.analyses.get(WAIT_INSTANCES, _wait_part(s))
+    return sync_points(trace_of(pag), w, pag.analyses.get(LOCATIONS), roles, regions)
+
+
 def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
     roles, regions = vertex_roles(pag)
@@ -222,6 +230,7 @@ def _delays(pag: Any, s: DelaySettings) -> DelayResult:
         flat=pag.analyses.get(FLAT_TIMELINE),
         roles=roles,
         regions=regions,
+        sync=pag.analyses.get(SYNC_POINTS, s.waits()),
         off_cpu=off_cpu_children(vt["parent"].to_numpy(), off_cpu_flags(_names(pag), roles)),
     )
 
@@ -281,6 +290,13 @@ WAIT_INSTANCES = Analysis(
     settings=WaitSettings,
     uses=_TRACE_V,
     doc="every wait-state instance (perflow.trace.waits.WAIT_COLUMNS)",
+)
+SYNC_POINTS = Analysis(
+    "trace.sync_points",
+    compute=_sync,
+    settings=WaitSettings,
+    uses=_TRACE_V,
+    doc="the synchronisation points of the delay analysis, on the wait table of these settings",
 )
 CRITICAL_PATH = Analysis(
     "trace.critical_path",

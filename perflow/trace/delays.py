@@ -52,7 +52,7 @@ import pandas as pd
 
 from ..pag.instances import Trace
 from .flat import FlatTimeline, Locations, flat_timeline, gallop, locations, njit, window_sums
-from .syncpoints import LS_KINDS, sync_points
+from .syncpoints import LS_KINDS, SyncPoints, sync_points
 from .waits import IDLE_KINDS
 
 __all__ = [
@@ -355,6 +355,7 @@ def delay_costs(
     roles: np.ndarray | None = None,
     regions: np.ndarray | None = None,
     off_cpu: np.ndarray | None = None,
+    sync: SyncPoints | None = None,
 ) -> DelayResult:
     """Delay costs of the idle wait states in ``waits`` (a wait-state instance table of ``trace``).
 
@@ -363,7 +364,8 @@ def delay_costs(
     synchronisation points. ``off_cpu`` (per vertex, the vertex of the time off the CPU below it,
     -1 none: :func:`off_cpu_children`) makes time a delayer spent off the CPU inside a waiting
     call count as that waiting, not as work. ``long_term_kind`` files long-term costs under the kind of the wait they
-    finally cause ("caused") or of the wait they land on ("first"; see the module docstring).
+    finally cause ("caused") or of the wait they land on ("first"; see the module docstring). ``sync`` is
+    ``sync_points(trace, waits, locs, roles, regions)`` when already at hand (a PAG caches it: ``SYNC_POINTS``).
     """
     if long_term_kind not in LONG_TERM_KINDS:
         raise ValueError(f"long_term_kind must be one of {LONG_TERM_KINDS}, not {long_term_kind!r}")
@@ -387,7 +389,7 @@ def delay_costs(
     start = col("start")
     amount = col("amount")
     order = sel[np.lexsort((-start[sel], -tau[sel]))]  # last wait first
-    sp = sync_points(trace, waits, locs, roles, regions)
+    sp = sync if sync is not None else sync_points(trace, waits, locs, roles, regions)
     inner = np.full(int(n_vertices) + 1, -1, np.int64)  # the last slot: time outside every region
     if off_cpu is not None:
         inner[: int(n_vertices)] = off_cpu

@@ -180,16 +180,18 @@ def flat_timeline(trace: Trace, locs: Locations | None = None) -> FlatTimeline:
     """The flat exclusive timeline of ``trace`` (a PAG caches it: :data:`perflow.trace.analyses.FLAT_TIMELINE`)."""
     locs = locs if locs is not None else locations(trace)
     iv = trace.intervals
-    parent = iv["parent"].to_numpy().astype(np.int64)
+    parent = iv["parent"].to_numpy().astype(np.int64, copy=False)  # (read only: no copies)
     time, owner = _flatten(
         locs.order,
         locs.offsets,
         parent,
-        iv["enter"].to_numpy().astype(np.float64),
-        iv["leave"].to_numpy().astype(np.float64),
+        iv["enter"].to_numpy().astype(np.float64, copy=False),
+        iv["leave"].to_numpy().astype(np.float64, copy=False),
     )
-    v = iv["vertex"].to_numpy().astype(np.int64)
-    vertex = np.where(owner >= 0, v[np.maximum(owner, 0)], -1) if len(owner) else np.zeros(0, np.int64)
+    v = np.empty(len(iv) + 1, np.int64)  # the last slot: the time outside every interval (owner -1)
+    v[:-1] = iv["vertex"].to_numpy()
+    v[-1] = -1
+    vertex = v[owner] if len(owner) and owner.min() >= -1 else np.where(owner >= 0, v[np.maximum(owner, 0)], -1)
     return FlatTimeline(time, owner, vertex, (2 * locs.offsets).astype(np.int64))
 
 

@@ -192,7 +192,9 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     # groups: the synchronising members of each instance, sorted by location
     g_of = np.full(int(inst.max()) + 1 if len(inst) else 0, -1, dtype=np.int64)
     gi = inst[s]
-    order = np.lexsort((loc[s], gi))
+    ls = loc[s]
+    in_order = not len(gi) or bool(np.all((gi[1:] > gi[:-1]) | ((gi[1:] == gi[:-1]) & (ls[1:] >= ls[:-1]))))
+    order = np.arange(len(gi)) if in_order else np.lexsort((ls, gi))
     ug, first = np.unique(gi[order], return_index=True)
     g_of[ug] = np.arange(len(ug))
     group_off = np.r_[first, len(order)].astype(np.int64)
@@ -213,7 +215,7 @@ def _sorted_keys(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> bool:
 
 def _first_match(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...], value: np.ndarray) -> np.ndarray:
     """``value`` of the first row of ``keys`` equal to each row of ``query`` (-1 where none): integer keys of
-    a few columns, joined by one sort."""
+    a few columns, joined by a table when the possible keys are few, else by one sort."""
     if not len(value) or not len(query[0]):
         return np.full(len(query[0]), -1, np.int64)
     k = [np.asarray(x, np.int64) for x in keys]
@@ -227,6 +229,12 @@ def _first_match(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...], va
     kc, qc = np.zeros(len(k[0]), np.int64), np.zeros(len(q[0]), np.int64)
     for a, b, m, w in zip(k, q, lo, span, strict=True):
         kc, qc = kc * w + (a - m), qc * w + (b - m)
+    total = int(np.prod(np.asarray(span, np.int64)))
+    if total <= 4 * (len(kc) + len(qc)) + 65536:  # few possible keys (instance, process, thread): a table
+        best = np.full(total, len(kc), np.int64)
+        np.minimum.at(best, kc, np.arange(len(kc)))  # the first row of each key
+        b = best[qc]
+        return np.where(b < len(kc), np.asarray(value, np.int64)[np.minimum(b, len(kc) - 1)], -1)
     uk, first = np.unique(kc, return_index=True)  # the first row of each key
     pos = np.minimum(np.searchsorted(uk, qc), len(uk) - 1)
     return np.where(uk[pos] == qc, np.asarray(value, np.int64)[first[pos]], -1)
@@ -264,6 +272,16 @@ def _omp_points(
     return out
 
 
+def _by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray:
+    """``np.lexsort((time, loc))``: a stable sort by time, then a stable one by location (a radix sort of
+    16-bit location ids when there are few: the same order in linear time)."""
+    loc = np.asarray(loc)
+    if n_locs > np.iinfo(np.int16).max or not len(loc):
+        return np.lexsort((time, loc.astype(np.int64)))
+    o = np.argsort(time, kind="stable")
+    return o[np.argsort(loc[o].astype(np.int16), kind="stable")]
+
+
 def sync_points(
     trace: Trace, waits: pd.DataFrame, locs: Locations, roles: np.ndarray | None, regions: np.ndarray | None
 ) -> SyncPoints:
@@ -283,11 +301,11 @@ def sync_points(
         flat = {c: np.concatenate([np.broadcast_to(np.asarray(p[c]), (k,)) for p, k in zip(parts, n)]) for c in cols}
     else:
         flat = {c: np.zeros(0) for c in cols}
-    loc = flat["loc"].astype(np.int64)
-    order = np.lexsort((flat["time"], loc))
     L = len(locs)
+    order = _by_location_time(flat["loc"], flat["time"], L)
+    sloc = flat["loc"][order]
     return SyncPoints(
-        offsets=np.searchsorted(loc[order], np.arange(L + 1)).astype(np.int64),
+        offsets=np.searchsorted(sloc, np.arange(L + 1)).astype(np.int64),
         time=flat["time"][order].astype(np.float64),
         release=flat["release"][order].astype(np.float64),
         wait=flat["wait"][order].astype(np.float64),
