@@ -12,16 +12,18 @@ events, wall time per phase, CPU seconds (user + system) of the whole tree, peak
 bytes spilled to disk, and at the end the ratio of wall and CPU time of the largest trace to the
 smallest over the ratio of their events (the target: 200 M events within 12x the 20 M time).
 
-``--save DIR`` keeps each engine's results there and compares them once both are (the Dask engine
+``--save DIR`` keeps each engine's results there as Parquet files (``<trace>.dask/``, ``<trace>.local/``:
+the wait-state table with its rows sorted, the critical path's summary, profile and segments, the POP
+table; :mod:`scale_results`) and compares them column by column once both are saved (the Dask engine
 and, with ``--local-only``, the local one, at different times: the local engine at 60 M events needs about
 8 GB). ``--check`` also reads each trace with the local engine (``perflow.read``, in its own fresh process,
-one run at a time) and compares the three passes' results with the Dask engine's (wait-state table,
-critical-path summary and profile, POP table; floats to a relative 1e-9).
+after the Dask run) and compares: integers, strings and categories equal, floats exact or (printed: the
+largest relative difference) within 1e-9.
 
 Usage::
 
-    python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M-v2 /work/bench-data/scale6/otf2-200M
-    python benchmarks/bench_scale.py --trace /work/bench-data/scale6/otf2-60M --check
+    python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M /work/bench-data/scale8/otf2-200M --memory 4.8e9
+    python benchmarks/bench_scale.py --trace /work/bench-data/scale8/otf2-60M --check --save /tmp/res
     python benchmarks/bench_scale.py --trace T --workers 2 --memory 6e9 --spill /tmp/spill --parts 64
     python benchmarks/bench_scale.py --trace T --save /tmp/res; python benchmarks/bench_scale.py --trace T --save /tmp/res --local-only
 """
