@@ -12,16 +12,18 @@ events, wall time per phase, CPU seconds (user + system) of the whole tree, peak
 bytes spilled to disk, and at the end the ratio of wall and CPU time of the largest trace to the
 smallest over the ratio of their events (the target: 200 M events within 12x the 20 M time).
 
-``--save DIR`` keeps each engine's results there and compares them once both are (the Dask engine
+``--save DIR`` keeps each engine's results there as Parquet files (``<trace>.dask/``, ``<trace>.local/``:
+the wait-state table with its rows sorted, the critical path's summary, profile and segments, the POP
+table; :mod:`scale_results`) and compares them column by column once both are saved (the Dask engine
 and, with ``--local-only``, the local one, at different times: the local engine at 60 M events needs about
 8 GB). ``--check`` also reads each trace with the local engine (``perflow.read``, in its own fresh process,
-one run at a time) and compares the three passes' results with the Dask engine's (wait-state table,
-critical-path summary and profile, POP table; floats to a relative 1e-9).
+after the Dask run) and compares: integers, strings and categories equal, floats exact or (printed: the
+largest relative difference) within 1e-9.
 
 Usage::
 
-    python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M-v2 /work/bench-data/scale6/otf2-200M
-    python benchmarks/bench_scale.py --trace /work/bench-data/scale6/otf2-60M --check
+    python benchmarks/bench_scale.py --trace /work/bench-data/otf2-20M /work/bench-data/scale8/otf2-200M --memory 4.8e9
+    python benchmarks/bench_scale.py --trace /work/bench-data/scale8/otf2-60M --check --save /tmp/res
     python benchmarks/bench_scale.py --trace T --workers 2 --memory 6e9 --spill /tmp/spill --parts 64
     python benchmarks/bench_scale.py --trace T --save /tmp/res; python benchmarks/bench_scale.py --trace T --save /tmp/res --local-only
 """
@@ -43,7 +45,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_dask import _child, _same, make  # noqa: E402
+import scale_results  # noqa: E402
+from bench_dask import _child, make  # noqa: E402
 
 PASSES = ("wait_states", "critical_path", "pop_metrics")
 
@@ -133,29 +136,20 @@ def _passes() -> dict[str, Any]:
     return {"wait_states": wait_states, "critical_path": critical_path, "pop_metrics": pop_metrics}
 
 
-def _results(out: dict[str, Any]) -> dict[str, Any]:
-    """The figures compared between the engines (JSON-able): every wait-state row, the path, POP."""
-    w = out["wait_states"]
-    cp = out["critical_path"]
-
-    def frame(df: Any) -> Any:
-        return json.loads(df.to_json(orient="split", double_precision=15))
-
-    w = w.sort_values(list(w.columns), kind="stable").reset_index(drop=True)
-    return {
-        "waits": {c: w[c].tolist() for c in w.columns},
-        "cp_summary": frame(cp["summary"]),
-        "cp_profile": frame(cp["profile"]),
-        "pop": frame(out["pop_metrics"]),
-    }
-
-
 def _dir_bytes(path: str) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if os.path.isdir(path) else 0
 
 
+def _result_dir(save: str, path: str, engine: str) -> Path:
+    """Where one engine's results of ``path`` are saved: ``<save>/<trace name>.<engine>``."""
+    return Path(save, f"{Path(path).resolve().name}.{engine}")
+
+
 def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
-    """Load and analyse ``path`` on a LocalCluster, in this fresh process; figures of the whole tree."""
+    """Load and analyse ``path`` on a LocalCluster, in this fresh process; figures of the whole tree.
+
+    With ``keep``, the results are saved as Parquet files under ``a.save`` (:mod:`scale_results`).
+    """
     from perflow.dask import Engine
 
     fns = _passes()
@@ -204,8 +198,10 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
         out["gathered"] = sorted(pag.gathered)
         out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
         if keep:
-            mon.phase = "results"  # the comparison's JSON (Python objects per wait row): the benchmark's own memory
-            out["results"] = _results(res)
+            mon.phase = "results"  # the sorted tables written to Parquet: the benchmark's own memory
+            t = time.perf_counter()
+            out["saved_rows"] = scale_results.save(res, _result_dir(a.save, path, "dask"))
+            out["times"]["save"] = time.perf_counter() - t
         del res, pag, dt
     mon.stop()
     out["peak_gb"] = mon.peak / 1e9
@@ -218,8 +214,8 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
     return out
 
 
-def local_child(path: str) -> dict[str, Any]:
-    """The local engine (``perflow.read`` and the passes) in this fresh process."""
+def local_child(path: str, save: str) -> dict[str, Any]:
+    """The local engine (``perflow.read`` and the passes) in this fresh process; results saved under ``save``."""
     import perflow
 
     fns = _passes()
@@ -228,28 +224,27 @@ def local_child(path: str) -> dict[str, Any]:
     pag = perflow.read(path)
     res = {name: f(pag) for name, f in fns.items()}
     e = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.perf_counter() - t
+    rows = scale_results.save(res, _result_dir(save, path, "local"))
     return {
-        "wall": time.perf_counter() - t,
+        "wall": wall,
         "cpu": e.ru_utime + e.ru_stime - c.ru_utime - c.ru_stime,
-        "peak_gb": e.ru_maxrss / 1e6,
-        "results": _results(res),
+        "peak_gb": e.ru_maxrss / 1e6,  # ru_maxrss is in KiB: GB to 2.4 %
+        "saved_rows": rows,
     }
 
 
-def _compare(save: str | None, path: str, engine: str, results: dict[str, Any]) -> int:
-    """Save one engine's results of ``path`` under ``save``; compare with the other engine's when saved (1: differ)."""
-    if not save:
+def _compare(save: str, path: str) -> int:
+    """Compare the two engines' saved results of ``path`` when both are saved (1: they differ)."""
+    dask, local = _result_dir(save, path, "dask"), _result_dir(save, path, "local")
+    if not (dask.exists() and local.exists()):
+        print(f"   results saved under {save}; run the other engine to compare")
         return 0
-    os.makedirs(save, exist_ok=True)
-    name = Path(path).resolve().name
-    Path(save, f"{name}.{engine}.json").write_text(json.dumps(results))
-    other = Path(save, f"{name}.{'local' if engine == 'dask' else 'dask'}.json")
-    if not other.exists():
-        print(f"   results saved to {save}; run the other engine to compare")
-        return 0
-    theirs = json.loads(other.read_text())
-    diff = _same(theirs, results) if engine == "dask" else _same(results, theirs)
-    print(f"   Dask and local results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")
+    lines, diff = scale_results.compare(dask, local)
+    for line in lines:
+        print(f"   {line}")
+    print(f"   Dask and local results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}"
+          f" (floats exact or to a relative {scale_results.RTOL:g})")  # fmt: skip
     return int(bool(diff))
 
 
@@ -276,10 +271,14 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.child:
         kind, path = a.child
-        print(json.dumps(local_child(path) if kind == "local" else dask_child(path, a, kind == "keep")))
+        print(json.dumps(local_child(path, a.save) if kind == "local" else dask_child(path, a, kind == "keep")))
         return 0
     if not a.trace:
         ap.error("--trace is required")
+    if a.local_only and not a.save:
+        ap.error("--local-only needs --save")
+    tmp_save = tempfile.mkdtemp(prefix="perflow-scale-") if a.check and not a.save else None
+    a.save = a.save or tmp_save
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     if a.make:
         for p, n in zip(a.trace, a.make):
@@ -288,19 +287,18 @@ def main(argv: list[str] | None = None) -> int:
     flags += ["--parts", str(a.parts)] if a.parts else []
     flags += ["--spill", a.spill] if a.spill else []
     flags += ["--stream-above", str(a.stream_above)] if a.stream_above is not None else []
+    flags += ["--save", a.save] if a.save else []
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:
-            loc = _child(["--child", "local", path], a.timeout, __file__)
+            loc = _child(["--save", a.save, "--child", "local", path], a.timeout, __file__)
             print(
                 f"\n== {path}: local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB"
             )
-            bad += _compare(a.save, path, "local", loc["results"])
+            bad += _compare(a.save, path)
             continue
         r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout, __file__)
         runs.append(r)
-        if a.save:
-            bad += _compare(a.save, path, "dask", r["results"])
         print(f"\n== {path}: {r['events']:,} events, {r['partitions']} partitions on {a.workers} workers "
               f"(limit {r['limit_gb']:.2f} GB each)")  # fmt: skip
         print(f"   wall {r['wall']:.1f} s (load and passes), CPU {r['cpu']:.1f} s (whole tree; of it "
@@ -316,11 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:
-            loc = _child(["--child", "local", path], a.timeout, __file__)
-            diff = _same(loc["results"], r["results"])
-            print(f"   local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB; "
-                  f"results {'EQUAL' if not diff else 'DIFFER: ' + '; '.join(diff)}")  # fmt: skip
-            bad += bool(diff)
+            loc = _child(["--save", a.save, "--child", "local", path], a.timeout, __file__)
+            print(f"   local engine: wall {loc['wall']:.1f} s, CPU {loc['cpu']:.1f} s, peak {loc['peak_gb']:.2f} GB")
+        if a.save:
+            bad += _compare(a.save, path)
         sys.stdout.flush()
     if len(runs) > 1:
         s, b = runs[0], runs[-1]
@@ -328,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n== {b['events'] / 1e6:.0f} M / {s['events'] / 1e6:.0f} M events (x{n:.1f}): wall x"
               f"{b['wall'] / s['wall']:.2f}, CPU x{b['cpu'] / s['cpu']:.2f}")  # fmt: skip
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    if tmp_save:
+        shutil.rmtree(tmp_save, ignore_errors=True)
     return 1 if bad else 0
 
 
