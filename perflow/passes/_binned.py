@@ -339,6 +339,23 @@ def timeline_data(
 _SHARED = "_perflow_timeline_data"
 
 
+def _lost() -> None:
+    return None
+
+
+@dataclass
+class _Kept:
+    """What :func:`share_data` keeps on a figure; never pickled (a cached or sent figure arrives without it)."""
+
+    pag: Any
+    iv: Any
+    key: tuple[Any, ...]
+    td: TimelineData
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_lost, ())
+
+
 def data_key(processes: list[int] | None, color_by: str, top_regions: int) -> tuple[Any, ...]:
     """The settings of :func:`timeline_data` that decide its result, as a key for :func:`take_shared`."""
     return (None if processes is None else tuple(int(p) for p in processes), color_by, int(top_regions))
@@ -353,7 +370,7 @@ def share_data(holder: Any, pag: PAG, td: TimelineData, key: tuple[Any, ...]) ->
     """
     iv = pag.trace.intervals if pag.trace is not None else None
     try:
-        setattr(holder, _SHARED, (weakref.ref(pag), weakref.ref(iv), key, td))
+        setattr(holder, _SHARED, _Kept(weakref.ref(pag), weakref.ref(iv), key, td))
     except (AttributeError, TypeError):  # an object that takes no attributes: nothing is shared
         pass
 
@@ -366,9 +383,9 @@ def take_shared(holders: Iterable[Any], pag: PAG, key: tuple[Any, ...]) -> Timel
     iv = pag.trace.intervals if pag.trace is not None else None
     for h in holders:
         got = getattr(h, _SHARED, None)
-        if got is not None and got[0]() is pag and got[1]() is iv and got[2] == key:
+        if isinstance(got, _Kept) and got.pag() is pag and got.iv() is iv and got.key == key:
             delattr(h, _SHARED)
-            return got[3]
+            return got.td
     return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -260,6 +262,8 @@ def test_flow_run_shares_columns_with_the_page(ping: perflow.PAG, nested: perflo
         other = plot_timeline(ping, color_by="region")
     assert take_shared([fig], ping, data_key(None, "region", 10)) is None  # other settings
     assert take_shared([fig], nested, data_key(None, "kind", 10)) is None  # another PAG
+    again = pickle.loads(pickle.dumps(fig))  # a cached figure: pickled without the columns
+    assert take_shared([again], ping, data_key(None, "kind", 10)) is None
     td = take_shared([other, fig], ping, data_key(None, "kind", 10))
     fresh = timeline_data(ping)
     assert td is not None and np.array_equal(td.cat, fresh.cat) and np.array_equal(td.parent_cat, fresh.parent_cat)
