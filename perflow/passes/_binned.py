@@ -16,6 +16,8 @@ is the *exclusive* time of each category: what a reader sees at that moment is t
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,9 @@ from perflow.sdk.trace import bin_exclusive, stack_pixels
 __all__ = [
     "TimelineData",
     "timeline_data",
+    "data_key",
+    "share_data",
+    "take_shared",
     "aggregate_bins",
     "aggregate_bins_many",
     "interval_categories",
@@ -328,6 +333,60 @@ def timeline_data(
         span=(float(enter.min()), float(leave.max())),
         extra=_location_names(pag, locs),
     )
+
+
+#: The attribute of an object (a flow run's timeline figure) holding its TimelineData for the run's page.
+_SHARED = "_perflow_timeline_data"
+
+
+def _lost() -> None:
+    return None
+
+
+@dataclass
+class _Kept:
+    """What :func:`share_data` keeps on a figure; never pickled (a cached or sent figure arrives without it)."""
+
+    pag: Any
+    iv: Any
+    key: tuple[Any, ...]
+    td: TimelineData
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return (_lost, ())
+
+
+def data_key(processes: list[int] | None, color_by: str, top_regions: int) -> tuple[Any, ...]:
+    """The settings of :func:`timeline_data` that decide its result, as a key for :func:`take_shared`."""
+    return (None if processes is None else tuple(int(p) for p in processes), color_by, int(top_regions))
+
+
+def share_data(holder: Any, pag: PAG, td: TimelineData, key: tuple[Any, ...]) -> None:
+    """Keep ``td`` (made by :func:`timeline_data` with the settings ``key``) on ``holder`` for :func:`take_shared`.
+
+    A flow run's static timeline keeps its columns on the figure, so the run's page (which draws the
+    interactive timeline of the same PAG) does not build them again. Held weakly on the PAG and its
+    instances: a changed trace is never matched.
+    """
+    iv = pag.trace.intervals if pag.trace is not None else None
+    try:
+        setattr(holder, _SHARED, _Kept(weakref.ref(pag), weakref.ref(iv), key, td))
+    except (AttributeError, TypeError):  # an object that takes no attributes: nothing is shared
+        pass
+
+
+def take_shared(holders: Iterable[Any], pag: PAG, key: tuple[Any, ...]) -> TimelineData | None:
+    """The TimelineData one of ``holders`` keeps for ``pag`` and ``key`` (:func:`share_data`), removed from it.
+
+    ``None`` when none has it. Taken once: the holder no longer keeps the columns alive.
+    """
+    iv = pag.trace.intervals if pag.trace is not None else None
+    for h in holders:
+        got = getattr(h, _SHARED, None)
+        if isinstance(got, _Kept) and got.pag() is pag and got.iv() is iv and got.key == key:
+            delattr(h, _SHARED)
+            return got.td
+    return None
 
 
 def _location_names(pag: PAG, locs: pd.DataFrame) -> list[str]:

@@ -64,15 +64,19 @@ def complete_instances(pag: PAG, kept: np.ndarray) -> np.ndarray:
     the summary beneath shows what its missing descendants do.
     """
     iv = pag.trace.intervals  # type: ignore[union-attr]
-    n = len(iv)
-    ok = np.zeros(n, dtype=bool)
-    ok[kept] = True
     parent = iv["parent"].to_numpy()
-    depth = pag.vertex_table["depth"].to_numpy()[iv["vertex"].to_numpy()]
-    for d in range(int(depth.max()) if n else 0, 0, -1):
-        bad = (depth == d) & ~ok & (parent >= 0)
-        ok[parent[bad]] = False
-    return ok[kept]
+    ok = np.zeros(len(iv), dtype=bool)
+    ok[kept] = True
+    # the parents of the instances not kept are incomplete; then their ancestors, a few at a time
+    out = ok.copy()
+    out[parent[~ok & (parent >= 0)]] = False
+    cur = kept[~out[kept]]  # kept instances just found incomplete
+    while len(cur):
+        up = parent[cur]
+        up = up[up >= 0]
+        cur = np.unique(up[out[up]])
+        out[cur] = False
+    return out[kept]
 
 
 def longest(start: np.ndarray, end: np.ndarray, cap: int) -> np.ndarray:

@@ -183,7 +183,7 @@ def run_page(
     if has_timeline:
         from bokeh.embed import components  # Bokeh is heavy: imported when a timeline is drawn
 
-        sec = timeline_section(main, waits, path)
+        sec = timeline_section(main, waits, path, reuse=[v for _, v in items])  # the static figure's columns
         script, div = components(sec.model)
         head_js = bokeh_js([sec.model])
         n_emb = sec.embedded

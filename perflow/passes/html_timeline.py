@@ -29,6 +29,7 @@ import html as _html
 import json
 import logging
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +39,16 @@ import pandas as pd
 from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.render import write_text
 
-from ._binned import TimelineData, interval_categories, path_rows, path_runs, span_cover, timeline_data
+from ._binned import (
+    TimelineData,
+    data_key,
+    interval_categories,
+    path_rows,
+    path_runs,
+    span_cover,
+    take_shared,
+    timeline_data,
+)
 from ._lod import IDLE, IDLE_CODE, SUB, complete_instances, finest_bins, longest, pyramid
 from ._tlview import TOOLTIP, bokeh_js, controls_html, timeline_views
 from .html_tree import web_asset
@@ -141,8 +151,13 @@ def timeline_section(
     max_messages: int = 20_000,
     width: int = 1000,
     title: str = "summary timeline: processes per category",
+    reuse: Sequence[Any] = (),
 ) -> TimelineSection:
-    """The Bokeh model and the controls of an interactive timeline (see the module docstring); imports Bokeh."""
+    """The Bokeh model and the controls of an interactive timeline (see the module docstring); imports Bokeh.
+
+    ``reuse``: objects that may keep the timeline columns of ``pag`` (a flow run's static timeline
+    figure, :func:`perflow.passes._binned.share_data`), taken instead of building them again.
+    """
     from matplotlib.colors import to_hex
 
     who = "timeline_html"
@@ -152,7 +167,9 @@ def timeline_section(
         raise PassError(f"{who}: at most 8 summary levels, not {levels}")
     ws = overlay_table(wait_states, who, "wait_states") if wait_states is not None else None
     cp = overlay_table(critical_path, who, "critical_path") if critical_path is not None else None
-    td = timeline_data(pag, processes=processes, color_by="kind", top_regions=top_regions, who=who)
+    td = take_shared(reuse, pag, data_key(processes, "kind", top_regions)) or timeline_data(
+        pag, processes=processes, color_by="kind", top_regions=top_regions, who=who
+    )
     tf = _recolor(pag, td, top_regions)
     t0, t1 = td.span
     if not t1 > t0:

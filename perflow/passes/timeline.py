@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perflow.flow.writes import current_write_policy
 from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.figures import Figure, axis_scale, layout_free, new_figure, save_figure
 from perflow.sdk.render import numeric, require_columns
@@ -35,9 +36,11 @@ from perflow.sdk.render import numeric, require_columns
 from ._binned import (
     TimelineData,
     aggregate_bins,
+    data_key,
     interval_categories,
     path_rows,
     path_runs,
+    share_data,
     share_pixels,
     span_cover,
     timeline_data,
@@ -310,6 +313,7 @@ def plot_timeline(
     ws = overlay_table(wait_states, who, "wait_states") if wait_states is not None else None
     cp = overlay_table(critical_path, who, "critical_path") if critical_path is not None else None
     td = timeline_data(pag, processes=processes, color_by=color_by, top_regions=top_regions, who=who)
+    share = current_write_policy() is not None  # a flow run: its page may draw the same columns
     from matplotlib.colors import to_rgba_array
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
@@ -358,5 +362,7 @@ def plot_timeline(
     if not with_strip:
         fig.tight_layout()
     fig.perflow_timeline = {"mode": mode, "intervals": int(n_in), "bars": int(bars)}  # type: ignore[attr-defined]
+    if share:
+        share_data(fig, pag, td, data_key(processes, color_by, top_regions))
     save_figure(fig, path)
     return fig

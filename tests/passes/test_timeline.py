@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -246,3 +248,28 @@ def test_errors(ping: perflow.PAG) -> None:
         plot_timeline(ping, color_by="rank")
     with pytest.raises(PassError, match="none of the processes \\[9\\]"):
         plot_timeline(ping, processes=[9])
+
+
+def test_flow_run_shares_columns_with_the_page(ping: perflow.PAG, nested: perflow.PAG) -> None:
+    """In a flow run the static figure keeps its columns for the page's timeline, taken once, same PAG only."""
+    from perflow.flow.writes import write_policy
+    from perflow.passes._binned import data_key, take_shared, timeline_data
+    from perflow.passes.html_timeline import timeline_section
+
+    assert take_shared([plot_timeline(ping)], ping, data_key(None, "kind", 10)) is None  # outside a flow run
+    with write_policy(None, ()):
+        fig = plot_timeline(ping)
+        other = plot_timeline(ping, color_by="region")
+    assert take_shared([fig], ping, data_key(None, "region", 10)) is None  # other settings
+    assert take_shared([fig], nested, data_key(None, "kind", 10)) is None  # another PAG
+    again = pickle.loads(pickle.dumps(fig))  # a cached figure: pickled without the columns
+    assert take_shared([again], ping, data_key(None, "kind", 10)) is None
+    td = take_shared([other, fig], ping, data_key(None, "kind", 10))
+    fresh = timeline_data(ping)
+    assert td is not None and np.array_equal(td.cat, fresh.cat) and np.array_equal(td.parent_cat, fresh.parent_cat)
+    assert take_shared([fig], ping, data_key(None, "kind", 10)) is None  # taken once
+    with write_policy(None, ()):
+        fig = plot_timeline(ping)
+    a = timeline_section(ping, reuse=[fig])
+    b = timeline_section(ping)
+    assert a.blob == b.blob and a.meta == b.meta and not hasattr(fig, "_perflow_timeline_data")
