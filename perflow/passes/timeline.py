@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perflow.flow.writes import current_write_policy
 from perflow.sdk import PAG, PassError, pass_
 from perflow.sdk.figures import Figure, axis_scale, layout_free, new_figure, save_figure
+from perflow.sdk.io import in_flow_run
 from perflow.sdk.render import numeric, require_columns
 
 from ._binned import (
@@ -313,7 +313,7 @@ def plot_timeline(
     ws = overlay_table(wait_states, who, "wait_states") if wait_states is not None else None
     cp = overlay_table(critical_path, who, "critical_path") if critical_path is not None else None
     td = timeline_data(pag, processes=processes, color_by=color_by, top_regions=top_regions, who=who)
-    share = current_write_policy() is not None  # a flow run: its page may draw the same columns
+    share = in_flow_run()  # a flow run: its page may draw the same columns
     from matplotlib.colors import to_rgba_array
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
