@@ -32,7 +32,7 @@ from ..pag.partitioned import LocalRuntime
 from . import clc
 from .parts import assemble, pag_attrs
 from .pipeline import BuildOptions, build
-from .raw import TABLE_SCHEMAS, RawTrace, empty_table
+from .raw import RawTrace
 from .scan import enclosing_instance
 from .split import definitions_only, split_blocks
 from .tally import align_rows, dense_keys, exclusive_time, last_time_per_location, metric_deltas, region_kinds
@@ -149,14 +149,8 @@ def _corrected(
 def _take_events(raw: RawTrace) -> RawTrace:
     """A shallow copy of ``raw`` that takes its event tables: ``raw`` is left with empty ones (its definitions only)."""
     own = copy.copy(raw)
-    _drop_events(raw)
+    raw.drop_events()
     return own
-
-
-def _drop_events(raw: RawTrace) -> None:
-    """Empty ``raw``'s event tables (the partitions' views now hold the columns)."""
-    for t, cols in TABLE_SCHEMAS.items():
-        setattr(raw, t, empty_table(cols))
 
 
 def _build(
@@ -178,7 +172,7 @@ def _build(
     src = raw.attrs.get("source", "trace")
     if release:  # only the partitions hold the events now (views, or raw itself)
         if parts[0] is not raw:
-            _drop_events(raw)
+            raw.drop_events()  # the partitions' views now hold the columns
         del raw
     rt = LocalRuntime(len(parts), jobs=jobs)
     try:

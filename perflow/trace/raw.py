@@ -293,6 +293,12 @@ class RawTrace:
             return None
         return max(self.comms, key=lambda c: len(self.comms[c]))
 
+    def drop_events(self, *tables: str) -> None:
+        """Replace the event ``tables`` (all when none is named) by empty ones: their columns are freed once
+        no view holds them (a build that owns the events drops each table once consumed)."""
+        for t in tables or tuple(TABLE_SCHEMAS):
+            setattr(self, t, empty_table(TABLE_SCHEMAS[t]))
+
     def table(self, name: str) -> pd.DataFrame:
         """Return one event table as a DataFrame (copies nothing it need not)."""
         if name not in _TABLES:

@@ -48,7 +48,7 @@ from .match import p2p_threaded
 from .omptree import team_contexts
 from .partrows import interval_rows, metric_sums
 from .pieces import Pieces, row_order, stretch_pieces
-from .raw import TABLE_SCHEMAS, RawTrace, empty_table
+from .raw import RawTrace
 from .records import p2p_records
 from .rma import rma_rows
 from .rowindex import global_rows, local_rows, offset_in_location, within_location
@@ -352,12 +352,6 @@ def _common_columns(rows: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _drop(raw: RawTrace, *tables: str) -> None:
-    """Replace ``raw``'s event ``tables`` by empty ones: their columns are freed once no view holds them."""
-    for t in tables:
-        setattr(raw, t, empty_table(TABLE_SCHEMAS[t]))
-
-
 def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     """Step 2: global ids for call paths, intervals and collective instances.
 
@@ -381,7 +375,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     sampled = bool(maps.get("sampled", False))
     procs = unique(loc_proc[unique(raw.region_events["location"])]) if nloc else np.zeros(0, np.int64)
     if free:  # the scan consumed the region and collective events (st.coll); the metric deltas need the count only
-        _drop(raw, "coll_events")
+        raw.drop_events("coll_events")
         raw.region_events = {"location": raw.region_events["location"]}
     intervals = interval_rows(
         st,
@@ -400,7 +394,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         st.inc = st.exc = np.zeros(0)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     if free:
-        _drop(raw, "region_events", "metric_events", "sample_events")
+        raw.drop_events("region_events", "metric_events", "sample_events")
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
         lv = cp_map[k // max(nloc, 1)]
@@ -420,7 +414,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     )
     del p2p_row
     if free:
-        _drop(raw, "p2p_events")
+        raw.drop_events("p2p_events")
     coll = st.coll
     if len(coll):
         ck = coll["key"].to_numpy()
@@ -440,7 +434,7 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     io = io_rows(raw, st.io_open, ginst, loc_proc, loc_thr)
     rma = rma_rows(raw, st.rma_open, ginst, loc_proc, loc_thr)
     if free:
-        _drop(raw, *TABLE_SCHEMAS)
+        raw.drop_events()
     return PartTables(
         st.pid,
         procs,
