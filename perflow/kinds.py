@@ -27,6 +27,9 @@ __all__ = [
     "IDLE_REGIONS",
     "OFF_CPU",
     "is_gpu_api",
+    "MPI_MODULE",
+    "SYSTEM_DIRS",
+    "is_library_module",
 ]
 
 
@@ -343,3 +346,35 @@ def is_gpu_api(name: str) -> bool:
     that are not API calls are work the device did.
     """
     return bool(_GPU_API_RE.match(name))
+
+
+#: Modules of the MPI library and its transports, and perflow's own preload library (by file name).
+MPI_MODULE = re.compile(
+    r"^(\.?libpfrec|libmpi|libmpich|libmpifort|libopen-(pal|rte)|libpmpi|libpmix|libucp|libucs|libuct|libfabric|"
+    r"libhwloc|libevent)"
+)
+#: Directories of the system's libraries.
+SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/")
+#: System libraries by file name (``libc.so.6``, ``libm-2.31.so``, ``ld-linux-x86-64.so.2``): the C, math and
+#: thread libraries, the dynamic loader, the compilers' and the OpenMP runtimes.
+_SYSTEM_LIB = re.compile(
+    r"^(ld-linux[\w.-]*|ld64|ld-musl[\w.-]*|libc|libm|libmvec|libpthread|libdl|librt|libresolv|libutil|libcrypt|"
+    r"libgcc_s|libstdc\+\+|libc\+\+|libc\+\+abi|libunwind|libgfortran|libquadmath|libgomp|libomp|libiomp5|libatomic|"
+    r"libnuma|libz)(-[\d.]+)?\.so(\.|$)"
+)
+
+
+def is_library_module(module: str) -> bool:
+    """Whether a code module (a file name or path, as a PAG's ``module`` column holds it) is not the user's code.
+
+    Such modules are the system's libraries (a path under :data:`SYSTEM_DIRS`, or a
+    system library's file name), the kernel's pseudo-modules (``[vdso]``, ``[vsyscall]``),
+    the MPI library and perflow's recorder (:data:`MPI_MODULE`). An empty module (a
+    source that names none) is the user's.
+    """
+    if not module:
+        return False
+    name = module.rsplit("/", 1)[-1]
+    if name.startswith("[") and name.endswith("]"):
+        return True
+    return module.startswith(SYSTEM_DIRS) or bool(MPI_MODULE.match(name) or _SYSTEM_LIB.match(name))

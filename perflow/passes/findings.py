@@ -42,6 +42,7 @@ from perflow.sdk.render import format_value, shorten_end
 from perflow.sdk.trace import wait_label, waits_for
 
 from ._evidence import GAIN, Candidate, candidates, rank_list
+from ._evidence.fold import fold_library
 from .hotspot import hotspot
 from .imbalance import imbalance
 from .waitstates import wait_state_summary
@@ -138,7 +139,8 @@ def _explain(found: list[Candidate], pag: PAG | None) -> None:
             f"{_secs(e)} of {wait_label(w.wait_kind)} waiting in {_name(pag, w)}{_on(w.processes)}" for w, e in mine
         ]
         more = f" and {len(said) - 3} more" if len(said) > 3 else ""
-        c.what = f"{c.lead}delays others: {_secs(c.amount)} of waiting in total; explains {', '.join(said[:3])}{more}"
+        explains = f"explains {', '.join(said[:3])}{more}"
+        c.what = f"{c.lead}delays others: {_secs(c.amount)} of waiting in total; {explains}{c.tail}"
     for w in waits:
         by = sorted(((c, e) for c, ww, e in capped if ww is w and e > 0), key=lambda ce: -ce[1])
         done = sum(e for _, e in by)
@@ -259,6 +261,7 @@ def findings(outputs: dict[str, Any], pag: PAG | None = None, *, k: int = 8) -> 
     found = candidates(values, _n_locations(pag))
     if isinstance(pag, PAG):
         found += _from_pag(pag, values, found)
+        found = fold_library(found, pag)  # a call path in library code: the user's code calling it
     _explain(found, pag if isinstance(pag, PAG) else None)
     merged = _merge(found)[: max(int(k), 0)]
     rows = []

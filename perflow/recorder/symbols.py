@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import PerflowError
+from ..kinds import MPI_MODULE, SYSTEM_DIRS
 from .decode import Mapping
 from .filters import base_name
 
@@ -55,10 +56,6 @@ class Frame(NamedTuple):
     decl_line: int = 0
 
 
-_MPI_MODULE = re.compile(
-    r"^(\.?libpfrec|libmpi|libmpich|libmpifort|libopen-(pal|rte)|libpmpi|libpmix|libucp|libucs|libuct|libfabric|"
-    r"libhwloc|libevent)"
-)
 _LOC = re.compile(r"^(.*?):(\d+|\?)(?: \(discriminator \d+\))?$")
 _FORTRAN_FILE = re.compile(r"\.(f|for|ftn|f77|f90|f95|f03|f08)$", re.IGNORECASE)
 _FORTRAN_MOD = re.compile(r"^__(\w+?)_MOD_(\w+)$")
@@ -80,15 +77,12 @@ def clean_name(name: str, file: str = "") -> str:
 
 def is_mpi_module(module: str) -> bool:
     """Whether a module is part of the MPI library or the recorder (not the user's code)."""
-    return bool(_MPI_MODULE.match(Path(module).name))
-
-
-_SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/")
+    return bool(MPI_MODULE.match(Path(module).name))
 
 
 def is_system_module(module: str) -> bool:
     """A system library or the MPI library: its frames keep the symbolizer's names (no user function there)."""
-    return os.path.realpath(module).startswith(_SYSTEM_DIRS) or is_mpi_module(module)
+    return os.path.realpath(module).startswith(SYSTEM_DIRS) or is_mpi_module(module)
 
 
 def _elf_is_dyn(path: str) -> bool:

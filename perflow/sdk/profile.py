@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import PassError
-from ..kinds import IDLE_REGIONS, MPIClass, VertexKind, is_gpu_api, mpi_class
+from ..kinds import IDLE_REGIONS, MPIClass, VertexKind, is_gpu_api, is_library_module, mpi_class
 from ..pag.align import align
 from ..pag.base import metric_combine, off_cpu_flags
 from ..pag.ensemble import DEFAULT_PERCENTILES, Ensemble
@@ -91,6 +91,7 @@ __all__ = [
     "CATEGORIES",
     "device_categories",
     "off_cpu_mask",
+    "code_vertices",
     "run_scale",
     "names_of",
     "kinds_of",
@@ -286,6 +287,39 @@ def off_cpu_mask(pag: PAG) -> np.ndarray:
     if not len(vt):
         return np.zeros(0, dtype=bool)
     return off_cpu_flags(vt["name"].astype(str), vt["role"].astype(str) if "role" in vt.columns else None)
+
+
+def code_vertices(pag: PAG) -> np.ndarray:
+    """Per vertex, the vertex that names its code where a finding says what to fix.
+
+    A vertex in library code (its ``module`` is a system library, the kernel's
+    ``[vdso]``, the MPI library or perflow's recorder: :func:`perflow.kinds.is_library_module`)
+    is named by its innermost caller that is the user's code, as time in a
+    library is the calling code's for where to fix it; a vertex with no such
+    caller below the program's root (a stack all in libraries) names itself,
+    as does every other vertex. The tree and the tables keep every vertex.
+    In ``main/solve/__clock_gettime/[vdso]`` (``__clock_gettime`` in
+    ``libc.so.6``), ``[vdso]`` and ``__clock_gettime`` are named by ``solve``.
+    """
+    vt = pag.vertex_table
+    n = len(vt)
+    own = np.arange(n, dtype=np.int64)
+    if not n or "module" not in vt.columns:
+        return own
+    codes, uniq = pd.factorize(vt["module"].astype(str), sort=False)
+    lib = np.array([is_library_module(m) for m in uniq], dtype=bool)[codes] if len(uniq) else np.zeros(n, bool)
+    if not lib.any():
+        return own
+    parent = vt["parent"].to_numpy(dtype=np.int64)
+    up = np.where(lib & (parent >= 0), parent, own)  # a library vertex points at its caller
+    while True:  # pointer jumping: each vertex to its innermost caller outside the libraries (or the topmost)
+        nxt = up[up]
+        if np.array_equal(nxt, up):
+            break
+        up = nxt
+    kind = vt["kind"].astype(str).to_numpy() if "kind" in vt.columns else np.full(n, "function")
+    user = ~lib[up] & (parent[up] >= 0) & ~np.isin(kind[up], (VertexKind.ROOT.value, VertexKind.MEASUREMENT.value))
+    return np.where(lib & user, up, own)
 
 
 def device_categories(names: pd.Series, kind: np.ndarray) -> np.ndarray:

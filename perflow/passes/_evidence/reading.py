@@ -64,6 +64,8 @@ class Candidate:
     explains: dict[str, float] = field(default_factory=dict)  # a root cause's waiting caused, per wait kind (s)
     explained: bool = False  # a wait state the root causes explain (shown with them, not on its own)
     lead: str = ""  # words that open a root cause's line whatever it explains ("off the CPU here ..., ")
+    tail: str = ""  # words that close a root cause's line whatever it explains ("; through [vdso] ...")
+    share: float = math.nan  # a hotspot's share of the time
 
 
 def has(df: Any, *cols: str) -> bool:

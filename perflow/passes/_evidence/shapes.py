@@ -16,7 +16,7 @@ from perflow.sdk.trace import wait_label
 
 from .reading import GAIN, Candidate, Helpers, fmt, num, over, where_cols
 
-__all__ = ["EXTRACTORS"]
+__all__ = ["EXTRACTORS", "OFF_CPU_LEAD", "cause_text", "hotspot_text"]
 
 
 def _root_causes(name: str, df: pd.DataFrame, h: Helpers, n: int, out: list[Candidate]) -> None:
@@ -47,6 +47,20 @@ def _kinds_caused(text: object) -> dict[str, float]:
 OFF_CPU_LEAD = "off the CPU here (descheduled, or blocked in a system call), "
 
 
+def cause_text(total: float, explains: dict[str, float], lead: str, tail: str = "") -> tuple[str, str]:
+    """A root cause's line and its few words, from the waiting it causes in all and per wait kind."""
+    parts = [f"{wait_label(k)} {fmt(a)}" for k, a in explains.items()]
+    kinds = f" ({', '.join(parts)})" if parts else ""
+    what = f"{lead}delays others: {fmt(total)} of waiting in total{kinds}{tail}"
+    short = f"{'off the CPU: ' if lead.startswith(OFF_CPU_LEAD) else ''}root cause of {fmt(total)} of waiting"
+    return what, short
+
+
+def hotspot_text(share: float, value: float) -> str:
+    """A hotspot's line: its share of the time and its time in all."""
+    return f"{100 * share:.1f}% of the time ({fmt(value)} in total)" if math.isfinite(share) else f"{fmt(value)}"
+
+
 def _causes(name: str, df: pd.DataFrame, h: Helpers, n: int, out: list[Candidate], *, off_cpu: bool) -> None:
     """Root causes: a call path whose delays make others wait (``off_cpu``: while off the CPU in it)."""
     total = df["total"].to_numpy(dtype=np.float64)
@@ -61,10 +75,7 @@ def _causes(name: str, df: pd.DataFrame, h: Helpers, n: int, out: list[Candidate
         ov = int(num(row, "off_cpu_vertex", -1)) if off_cpu else -1
         procs = h.cause_processes(ov if off_cpu else v) or [int(num(row, "top_process", -1))]
         explains = _kinds_caused(row.get("causes"))  # the waiting caused per wait kind
-        parts = [f"{wait_label(k)} {fmt(a)}" for k, a in explains.items()]
-        kinds = f" ({', '.join(parts)})" if parts else ""
-        what = f"{lead}delays others: {fmt(float(total[i]))} of waiting in total{kinds}"
-        short = f"{'off the CPU: ' if off_cpu else ''}root cause of {fmt(float(total[i]))} of waiting"
+        what, short = cause_text(float(total[i]), explains, lead)
         out.append(
             Candidate(
                 "root cause",
@@ -287,11 +298,7 @@ def _hotspots(name: str, df: pd.DataFrame, h: Helpers, n: int, out: list[Candida
         row = df.iloc[i]
         v, cp = where_cols(row)
         share = num(row, "share")
-        what = (
-            f"{100 * share:.1f}% of the time ({fmt(float(value[i]))} in total)"
-            if math.isfinite(share)
-            else f"{fmt(float(value[i]))}"
-        )
+        what = hotspot_text(share, float(value[i]))
         mp = int(num(row, "max_process", -1))
         out.append(
             Candidate(
@@ -305,6 +312,8 @@ def _hotspots(name: str, df: pd.DataFrame, h: Helpers, n: int, out: list[Candida
                 name,
                 i,
                 context=True,
+                amount=float(value[i]),
+                share=share,
             )
         )
 
