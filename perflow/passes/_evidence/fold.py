@@ -53,8 +53,7 @@ def fold_library(found: list[Candidate], pag: PAG) -> list[Candidate]:
         else:
             out.append(_renamed(c, v, names, parent, paths) if v != c.vertex else c)
     return [
-        _combined(groups[item], int(item[3]), names, parent, paths) if isinstance(item, tuple) else item
-        for item in out
+        _combined(groups[item], int(item[3]), names, parent, paths) if isinstance(item, tuple) else item for item in out
     ]
 
 
