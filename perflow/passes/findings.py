@@ -24,6 +24,10 @@ only for the part no cause explains, and only when that part is at least :data:`
 it (a wait state nobody explains stays whole). A table with a ``gain [s]`` column (the runtime the what-if replay predicts fixing
 the row would save) gives its finding a gain.
 
+**A finding names the user's code.** A call path in library code (a system library, the vDSO,
+the MPI library, the recorder) is said of its innermost caller that is the user's code, with
+the library code below it as context (:mod:`perflow.passes._evidence.fold`).
+
 >>> findings(result.outputs, pag)                  # doctest: +SKIP
 """
 

@@ -37,7 +37,8 @@ is carried over when a table has one; the ``what_if`` table's ``NAME=balance`` s
 their gain to the findings about that function.
 
 The candidate and the helpers are in :mod:`.reading`, one extractor per table
-shape in :mod:`.shapes`; :func:`candidates` runs them over a run's values.
+shape in :mod:`.shapes`; :func:`candidates` runs them over a run's values;
+:mod:`.fold` says the candidates in library code of the user's code calling it.
 """
 
 from __future__ import annotations
