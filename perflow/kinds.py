@@ -348,10 +348,11 @@ def is_gpu_api(name: str) -> bool:
     return bool(_GPU_API_RE.match(name))
 
 
-#: Modules of the MPI library and its transports, and perflow's own preload library (by file name).
+#: Modules of the MPI library and its transports, perflow's own preload library and HPCToolkit's (by file name).
 MPI_MODULE = re.compile(
     r"^(\.?libpfrec|libmpi|libmpich|libmpifort|libopen-(pal|rte)|libpmpi|libpmix|libucp|libucs|libuct|libfabric|"
-    r"libhwloc|libevent)"
+    r"libhwloc|libevent|libpsm2|libpsm_infinipath|libibverbs|librdmacm|libmlx[45]|libxpmem|libknem|libcxi|"
+    r"libhpcrun|libmonitor)"
 )
 #: Directories of the system's libraries.
 SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/local/lib/")

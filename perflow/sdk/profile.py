@@ -289,6 +289,10 @@ def off_cpu_mask(pag: PAG) -> np.ndarray:
     return off_cpu_flags(vt["name"].astype(str), vt["role"].astype(str) if "role" in vt.columns else None)
 
 
+#: Kinds of vertex that are part of the function around them (their module is the function's).
+_IN_FUNCTION = (VertexKind.LOOP.value, VertexKind.STATEMENT.value, VertexKind.CALL_SITE.value)
+
+
 def code_vertices(pag: PAG) -> np.ndarray:
     """Per vertex, the vertex that names its code where a finding says what to fix.
 
@@ -297,7 +301,8 @@ def code_vertices(pag: PAG) -> np.ndarray:
     is named by its innermost caller that is the user's code, as time in a
     library is the calling code's for where to fix it; a vertex with no such
     caller below the program's root (a stack all in libraries) names itself,
-    as does every other vertex. The tree and the tables keep every vertex.
+    as does every other vertex (an MPI call is the user's call, whatever
+    module a profile gives it). The tree and the tables keep every vertex.
     In ``main/solve/__clock_gettime/[vdso]`` (``__clock_gettime`` in
     ``libc.so.6``), ``[vdso]`` and ``__clock_gettime`` are named by ``solve``.
     """
@@ -310,14 +315,22 @@ def code_vertices(pag: PAG) -> np.ndarray:
     lib = np.array([is_library_module(m) for m in uniq], dtype=bool)[codes] if len(uniq) else np.zeros(n, bool)
     if not lib.any():
         return own
+    kind = vt["kind"].astype(str).to_numpy() if "kind" in vt.columns else np.full(n, VertexKind.FUNCTION.value)
     parent = vt["parent"].to_numpy(dtype=np.int64)
+    # a loop or a statement without a module of its own is in its function's (HPCToolkit's loops in libraries)
+    inside = np.isin(kind, _IN_FUNCTION) & (uniq[codes] == "") & (parent >= 0)
+    while True:
+        more = lib | (inside & lib[np.maximum(parent, 0)])
+        if np.array_equal(more, lib):
+            break
+        lib = more
+    lib &= kind != VertexKind.MPI.value  # an MPI call is the user's call (a profile's MPI_Send in libmpi.so)
     up = np.where(lib & (parent >= 0), parent, own)  # a library vertex points at its caller
     while True:  # pointer jumping: each vertex to its innermost caller outside the libraries (or the topmost)
         nxt = up[up]
         if np.array_equal(nxt, up):
             break
         up = nxt
-    kind = vt["kind"].astype(str).to_numpy() if "kind" in vt.columns else np.full(n, "function")
     user = ~lib[up] & (parent[up] >= 0) & ~np.isin(kind[up], (VertexKind.ROOT.value, VertexKind.MEASUREMENT.value))
     return np.where(lib & user, up, own)
 

@@ -28,6 +28,7 @@ MODULES = {
     "prog": "prog", "main": "prog", "delay": "prog", "now": "prog",
     "__clock_gettime": "libc.so.6", "[vdso]": "[vdso]", "memcpy": "libc.so.6",
     "mca_pml_ob1_progress": "libmpi.so.40", "_start": "libc.so.6", "__libc_start_main": "libc.so.6",
+    "MPI_Allreduce": "libmpi.so.40",  # as a profile (HPCToolkit) gives an MPI call: still the user's call
 }  # fmt: skip
 
 
@@ -45,6 +46,7 @@ def _pag(stacks: dict[tuple[str, ...], float]) -> perflow.PAG:
         tb.call(1, "MPI_Allreduce", 0.0, span + 1.0, coll={"bytes": 8}, stack=["main"])
     raw = tb.raw()
     raw.regions["module"] = [MODULES.get(str(n), "") for n in raw.regions["name"]]  # as the recorder names them
+    raw.regions.loc[raw.regions["name"].astype(str).str.startswith("Loop@"), "role"] = "loop"
     return build_pag(raw)
 
 
@@ -56,7 +58,8 @@ def _named(pag: perflow.PAG) -> dict[str, str]:
 
 def test_library_modules() -> None:
     for m in ("[vdso]", "libc.so.6", "libm.so.6", "libc-2.31.so", "ld-linux-x86-64.so.2", "libpthread.so.0",
-              "libmpi.so.40", "libopen-pal.so.40", "libpfrec.so", "/usr/lib/x86_64-linux-gnu/libfoo.so.1"):  # fmt: skip
+              "libmpi.so.40", "libopen-pal.so.40", "libpfrec.so", "libpsm2.so.2.2",
+              "/usr/lib/x86_64-linux-gnu/libfoo.so.1"):  # fmt: skip
         assert is_library_module(m), m
     for m in ("", "prog", "late_sender", "libsolver.so", "libcommon.so.2", "python", "/home/me/lib/libmine.so"):
         assert not is_library_module(m), m
@@ -70,12 +73,14 @@ def test_the_rule_on_hand_made_stacks() -> None:
             ("main", "mca_pml_ob1_progress"): 0.5,  # an MPI library leaf
             ("_start", "__libc_start_main"): 0.25,  # all in libraries below the program's root
             ("main", "delay"): 0.25,
+            ("main", "delay", "memcpy", "Loop@memmove.S:12"): 0.25,  # a loop without a module: its function's
         }
     )
     named = _named(pag)
     assert named["prog/main/delay/now/__clock_gettime/[vdso]"] == "prog/main/delay/now"
     assert named["prog/main/delay/now/__clock_gettime"] == "prog/main/delay/now"
     assert named["prog/main/delay/memcpy"] == "prog/main/delay"
+    assert named["prog/main/delay/memcpy/Loop@memmove.S:12"] == "prog/main/delay"
     assert named["prog/main/mca_pml_ob1_progress"] == "prog/main"
     assert named["prog/_start/__libc_start_main"] == "prog/_start/__libc_start_main"  # no user caller: itself
     assert named["prog/_start"] == "prog/_start"
