@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..kinds import OFF_CPU
+from ..kinds import OFF_CPU, is_library_module
 from ..trace.raw import ENTER, RawTrace
 from ..trace.scan import enclosing_instance, scan_regions
 
@@ -98,6 +98,26 @@ def _sampled_functions(raw: RawTrace) -> np.ndarray:
     return out
 
 
+def _calling_code(raw: RawTrace, leaf: np.ndarray) -> dict[int, int]:
+    """Per sampled leaf region in library code (:func:`perflow.kinds.is_library_module`), the user's region
+    that called it in most of its samples: each sample's innermost frame outside the libraries."""
+    reg, st, smp = raw.regions, raw.stacks, raw.sample_events
+    lib_of = {int(r): is_library_module(str(m)) for r, m in reg["module"].items()}
+    if not len(st) or not any(lib_of.get(int(r), False) for r in np.unique(leaf[leaf >= 0])):
+        return {}
+    own = st[~st["region"].map(lambda r: lib_of.get(int(r), False)).to_numpy() & (st["region"].to_numpy() != 0)]
+    code = own.loc[own.groupby("stack")["depth"].idxmax(), ["stack", "region"]].set_index("stack")["region"]
+    by = pd.DataFrame({"leaf": leaf, "code": code.reindex(smp["stack"]).to_numpy(), "w": smp["weight"]})
+    by = by[by["leaf"].map(lambda r: lib_of.get(int(r), False)).to_numpy() & by["code"].notna().to_numpy()]
+    if not len(by):
+        return {}
+    top = by.groupby(["leaf", "code"])["w"].sum().sort_values(ascending=False, kind="stable")
+    out: dict[int, int] = {}
+    for (lf, cd), _ in top.items():
+        out.setdefault(int(lf), int(cd))
+    return out
+
+
 def _off_cpu(raw: RawTrace) -> tuple[float, float]:
     """Time in ``off_cpu`` instances over all ranks, and the part of it inside MPI calls."""
     ev, reg = raw.region_events, raw.regions
@@ -134,11 +154,16 @@ def summarize(raw: RawTrace, top: int = 5) -> RunSummary:
     smp = raw.sample_events
     hot: list[tuple[str, str, float]] = []
     if len(smp["stack"]):
-        w = pd.Series(smp["weight"]).groupby(_sampled_functions(raw)).sum()
+        leaf = _sampled_functions(raw)
+        w = pd.Series(smp["weight"]).groupby(leaf).sum()
         total = float(smp["weight"].sum()) or 1.0
+        caller = _calling_code(raw, leaf)
         for reg, weight in w.drop(index=-1, errors="ignore").sort_values(ascending=False).head(top).items():
             r = raw.regions.loc[int(reg)]
             where = f"{r['file']}:{r['line']}" if r["file"] else str(r["module"])
+            if int(reg) in caller:  # library code: the user's code that called it, as the findings name it
+                c = raw.regions.loc[caller[int(reg)]]
+                where += f"  in {c['name']}" + (f" ({c['file']}:{c['line']})" if c["file"] else "")
             hot.append((str(r["name"]), where, float(weight) / total))
     off, off_mpi = _off_cpu(raw)
     return RunSummary(

@@ -130,3 +130,9 @@ def test_the_recorded_late_sender_names_its_code(recorded) -> None:  # noqa: ANN
     # the tree keeps the samples' library leaves
     names = set(pag.vertex_table["name"].astype(str))
     assert names & {"[vdso]", "__clock_gettime", "clock_gettime"}, names
+    # the recorder's summary lists a library leaf's self time with the user's code that called it
+    from perflow.recorder.summary import summarize
+
+    hot = {name: where for name, where, _ in summarize(run.raw).hotspots}
+    for name in names & {"[vdso]", "__clock_gettime", "clock_gettime"} & set(hot):
+        assert " in now (" in hot[name] or " in delay" in hot[name], hot
