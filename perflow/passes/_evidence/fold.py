@@ -96,8 +96,11 @@ def _combined(group: list[Candidate], v: int, names: np.ndarray, parent: np.ndar
     first = group[0]
     cost = float(sum(c.cost for c in group))
     lib = [c for c in group if c.vertex != v]
-    top = max(lib, key=lambda c: c.cost)
-    through = _through(top, v, names, parent, sum(c.cost for c in lib) / cost if cost > 0 else 1.0)
+    if lib:
+        top = max(lib, key=lambda c: c.cost)
+        through = "; " + _through(top, v, names, parent, sum(c.cost for c in lib) / cost if cost > 0 else 1.0)
+    else:  # (the same code twice in one table: nothing in a library to say)
+        through = ""
     procs: list[int] = []
     for c in group:
         procs += [p for p in c.processes if p not in procs]
@@ -117,11 +120,11 @@ def _combined(group: list[Candidate], v: int, names: np.ndarray, parent: np.ndar
         explains=explains,
     )
     if first.kind == "root cause":
-        out.tail = f"{first.tail}; {through}"
+        out.tail = f"{first.tail}{through}"
         out.what, out.short = cause_text(amount, explains, first.lead, out.tail)
     elif first.kind == "hotspot" and math.isfinite(amount):
         out.share = _sum([c.share for c in group])
-        out.what = f"{hotspot_text(out.share, amount)}; {through}"
+        out.what = f"{hotspot_text(out.share, amount)}{through}"
     else:
-        out.what = f"{first.what}; {through}"
+        out.what = f"{first.what}{through}"
     return out

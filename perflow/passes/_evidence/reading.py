@@ -59,7 +59,7 @@ class Candidate:
     context: bool = False  # a hotspot: where the time goes, listed after the problems
     label: str = ""  # where, when the finding has no call path (a slow range's code)
     short: str = ""  # a few words for the "also" of a merged line ("Late Sender 154 ms")
-    amount: float = math.nan  # a wait state's or a root cause's waiting time, summed over processes (s)
+    amount: float = math.nan  # a wait state's or a root cause's waiting time, a hotspot's time, over processes (s)
     wait_kind: str = ""  # a wait state's kind (``late_receiver``)
     explains: dict[str, float] = field(default_factory=dict)  # a root cause's waiting caused, per wait kind (s)
     explained: bool = False  # a wait state the root causes explain (shown with them, not on its own)
