@@ -1,4 +1,4 @@
-"""Enumerations shared by every layer: vertex kinds, event kinds, MPI operations.
+"""Enumerations shared by every layer: vertex kinds, event kinds, MPI operations, library modules.
 
 The numeric values of :class:`CollectiveOp` are those of OTF2's
 ``OTF2_CollectiveOp`` so that OTF2 readers and writers can pass them through
