@@ -282,10 +282,6 @@ def by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarr
     return o[np.argsort(loc[o].astype(np.int16), kind="stable")]
 
 
-#: the former private name (tests use it)
-_by_location_time = by_location_time
-
-
 def sync_points(
     trace: Trace, waits: pd.DataFrame, locs: Locations, roles: np.ndarray | None, regions: np.ndarray | None
 ) -> SyncPoints:
