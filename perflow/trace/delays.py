@@ -197,6 +197,10 @@ def _kernel(  # type: ignore[no-untyped-def]
     # search cursors per location (the waits come in time order, last first: each search starts near)
     f_hint = offsets[:-1].copy()
     sp_hint = sp_off[:-1].copy()
+    # the delayer's window sums of the last wait (the waits of one collective share them): reused as they are
+    c_v = np.empty(nvert + 1, np.int64)
+    c_a = np.empty(nvert + 1, np.float64)
+    cS, caS, cY, cn = -1, 0.0, 0.0, 0
     for q in range(nw):
         w = order[q]
         R = w_loc[w]
@@ -226,7 +230,19 @@ def _kernel(  # type: ignore[no-untyped-def]
             jS0 = pS + 1 if pS >= 0 else sp_off[S]
             bR = X
         nt = 0
-        nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt, f_hint)
+        if S == cS and aS == caS and Y == cY:  # the delayer's window of the wait before (a collective's)
+            for t in range(cn):
+                v = c_v[t]
+                touched[t] = v
+                mark[v] = True
+                accS[v] = c_a[t]
+            nt = cn
+        else:
+            nt = window_sums(time, vertex, offsets, S, aS, Y, 1.0, nvert, accS, mark, touched, nt, f_hint)
+            cS, caS, cY, cn = S, aS, Y, nt
+            for t in range(nt):
+                c_v[t] = touched[t]
+                c_a[t] = accS[touched[t]]
         nt = window_sums(time, vertex, offsets, R, aR, bR, 1.0, nvert, accR, mark, touched, nt, f_hint)
         # waiting at the delayer's (and the waiter's) points inside its interval is no work
         nt, W = _less_waiting(jS0, jS1, sp_wait, sp_vtx, inner, nvert, accS, mark, touched, nt)
@@ -409,12 +425,12 @@ def delay_costs(
     dense = R <= _DENSE_KEYS
     acc, seen = np.zeros(R if dense else 0), np.zeros(R if dense else 0, dtype=bool)
     o_key, o_c, unattributed, lost = _kernel(
-        order.astype(np.int64),
-        w_loc.astype(np.int64),
-        start.astype(np.float64),
-        amount.astype(np.float64),
-        w_cloc.astype(np.int64),
-        col("cause_time").astype(np.float64),
+        order.astype(np.int64, copy=False),
+        w_loc.astype(np.int64, copy=False),
+        start.astype(np.float64, copy=False),
+        amount.astype(np.float64, copy=False),
+        w_cloc.astype(np.int64, copy=False),
+        col("cause_time").astype(np.float64, copy=False),
         w_kind,
         w_cls,
         w_cap,
@@ -429,13 +445,13 @@ def delay_costs(
         sp.release,
         sp.wait,
         sp.vertex,
-        sp_wid.astype(np.int64),
+        sp_wid.astype(np.int64, copy=False),
         sp.cls,
         sp.partner,
         sp.group,
         sp.group_off,
         sp.group_loc,
-        last_grp.astype(np.int64),
+        last_grp.astype(np.int64, copy=False),
         inner,
         bool(long_term),
         long_term_kind == "first",

@@ -23,6 +23,7 @@ from . import replaykernels as K
 from .flat import FlatTimeline, Locations, flat_timeline, locations, njit
 from .replay import Plan
 from .replaydeps import Dependencies, dependencies
+from .syncpoints import by_location_time
 
 __all__ = ["PlanPart", "plan_part", "combine_parts", "build_plan"]
 
@@ -55,6 +56,36 @@ class PlanPart:
 
 
 @njit
+def _gather_points(o, itime, iloc, ich, wb, wloc, wch, wlag, newid, wait):  # type: ignore[no-untyped-def]
+    """The points in replay order ``o`` (indices into the issues then the waits) gathered from the
+    dependencies' arrays in one pass: time, kind, channel, lag, location (renumbered by ``newid`` when it
+    has entries)."""
+    P = o.shape[0]
+    ni = itime.shape[0]
+    time = np.empty(P, np.float64)
+    kind = np.zeros(P, np.int8)
+    ch = np.empty(P, np.int64)
+    lag = np.zeros(P, np.float64)
+    loc = np.empty(P, np.int64)
+    renum = newid.shape[0] > 0
+    for i in range(P):
+        j = o[i]
+        if j < ni:
+            time[i] = itime[j]
+            ch[i] = ich[j]
+            q = iloc[j]
+        else:
+            j -= ni
+            time[i] = wb[j]
+            kind[i] = wait
+            ch[i] = wch[j]
+            lag[i] = wlag[j]
+            q = wloc[j]
+        loc[i] = newid[q] if renum else q
+    return time, kind, ch, lag, loc
+
+
+@njit
 def _positions(loc, n):  # type: ignore[no-untyped-def]
     """Rank of each point among the earlier points of its location, and the points per location."""
     pos = np.empty(loc.shape[0], np.int64)
@@ -63,6 +94,23 @@ def _positions(loc, n):  # type: ignore[no-untyped-def]
         pos[i] = cnt[loc[i]]
         cnt[loc[i]] += 1
     return pos, cnt
+
+
+@njit
+def _layout(loc, time, n):  # type: ignore[no-untyped-def]
+    """:func:`_positions`, the CSR offsets of the counts, each point's segment (segment ``j`` of a location
+    ends at its point ``j``) and each location's point times in order."""
+    pos, cnt = _positions(loc, n)
+    poff = np.zeros(n + 1, np.int64)
+    for q in range(n):
+        poff[q + 1] = poff[q] + cnt[q]
+    pseg = np.empty(loc.shape[0], np.int64)
+    ptl = np.empty(loc.shape[0], np.float64)
+    for i in range(loc.shape[0]):
+        q = loc[i]
+        pseg[i] = poff[q] + q + pos[i]
+        ptl[poff[q] + pos[i]] = time[i]
+    return pos, cnt, poff, pseg, ptl
 
 
 @njit
@@ -106,31 +154,27 @@ def plan_part(deps: Dependencies, locs: Locations, flat: FlatTimeline, own: np.n
     mine = np.zeros(L, dtype=bool)
     mine[own] = True
     iloc, itime, ich, wloc, wa, wb, wch, wlag = deps.arrays()
-    loc = np.concatenate([iloc, wloc])
     if n == L:
-        sel, newid = slice(None), None
+        newid = None
+        time = np.concatenate([itime, wb])
     else:
         newid = np.full(L + 1, -1, dtype=np.int64)
         newid[own] = np.arange(n)
-        sel = newid[loc] >= 0
-        loc = newid[loc[sel]]
-    time = np.concatenate([itime, wb])[sel]
-    kind = np.concatenate([np.zeros(len(iloc), np.int8), np.full(len(wloc), K.WAIT, np.int8)])[sel]
-    ch = np.concatenate([ich, wch])[sel]
-    lag = np.concatenate([np.zeros(len(iloc)), wlag])[sel]
+        keep = np.flatnonzero(newid[np.concatenate([iloc, wloc])] >= 0)
+        time = np.concatenate([itime, wb])[keep]
     o = np.argsort(time, kind="stable")  # issues come first: they stay first at equal times
-    time, kind, ch, lag, loc = time[o], kind[o], ch[o], lag[o], loc[o]
-    pos, cnt = _positions(loc, n)
-    poff = np.r_[0, np.cumsum(cnt)].astype(np.int64)
+    if newid is not None:
+        o = keep[o]
+    time, kind, ch, lag, loc = _gather_points(
+        o, itime, iloc, ich, wb, wloc, wch, wlag, np.zeros(0, np.int64) if newid is None else newid, K.WAIT
+    )
+    pos, cnt, poff, pseg, ptl = _layout(loc, time, n)
     lseg = (poff[:-1] + np.arange(n)).astype(np.int64)  # segment j of a location ends at its point j
-    pseg = lseg[loc] + pos
-    ptl = np.empty(len(time))
-    ptl[poff[loc] + pos] = time  # each location's point times, in order
     # the waiting periods, merged per location
     w_l = wloc if newid is None else newid[wloc]
     wsel = (w_l >= 0) & (wb > wa)
     w_l, w_a, w_b = w_l[wsel], wa[wsel], wb[wsel]
-    wo = np.lexsort((w_a, w_l))
+    wo = by_location_time(w_l, w_a, n)
     ws, we, woff = K.merge_waits(w_l[wo], w_a[wo], w_b[wo], n)
     fo = flat.offsets
     sizes = (fo[own + 1] - fo[own]).astype(np.int64)

@@ -40,7 +40,7 @@ from ..pag.instances import Trace
 from .flat import Locations
 from .threadwaits import _team_rows, barrier_instances
 
-__all__ = ["SyncPoints", "sync_points", "SYNC_WAIT_KINDS", "LS_KINDS"]
+__all__ = ["SyncPoints", "sync_points", "by_location_time", "SYNC_WAIT_KINDS", "LS_KINDS"]
 
 LS_KINDS = ("late_sender", "late_sender_wrong_order_same", "late_sender_wrong_order_diff")
 #: wait kinds whose instances are waiting at a synchronisation point
@@ -272,7 +272,7 @@ def _omp_points(
     return out
 
 
-def _by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray:
+def by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray:
     """``np.lexsort((time, loc))``: a stable sort by time, then a stable one by location (a radix sort of
     16-bit location ids when there are few: the same order in linear time)."""
     loc = np.asarray(loc)
@@ -302,18 +302,18 @@ def sync_points(
     else:
         flat = {c: np.zeros(0) for c in cols}
     L = len(locs)
-    order = _by_location_time(flat["loc"], flat["time"], L)
+    order = by_location_time(flat["loc"], flat["time"], L)
     sloc = flat["loc"][order]
     return SyncPoints(
         offsets=np.searchsorted(sloc, np.arange(L + 1)).astype(np.int64),
-        time=flat["time"][order].astype(np.float64),
-        release=flat["release"][order].astype(np.float64),
-        wait=flat["wait"][order].astype(np.float64),
-        vertex=flat["vertex"][order].astype(np.int64),
-        wid=flat["wid"][order].astype(np.int64),
-        cls=flat["cls"][order].astype(np.int8),
-        partner=flat["partner"][order].astype(np.int64),
-        group=flat["group"][order].astype(np.int64),
+        time=flat["time"][order].astype(np.float64, copy=False),
+        release=flat["release"][order].astype(np.float64, copy=False),
+        wait=flat["wait"][order].astype(np.float64, copy=False),
+        vertex=flat["vertex"][order].astype(np.int64, copy=False),
+        wid=flat["wid"][order].astype(np.int64, copy=False),
+        cls=flat["cls"][order].astype(np.int8, copy=False),
+        partner=flat["partner"][order].astype(np.int64, copy=False),
+        group=flat["group"][order].astype(np.int64, copy=False),
         group_off=np.asarray(group_off, dtype=np.int64),
         group_loc=np.asarray(group_loc, dtype=np.int64),
     )

@@ -80,5 +80,5 @@ def test_by_location_time_is_lexsort() -> None:
     loc = rng.integers(0, 9, 5000)
     time = np.round(rng.random(5000), 2)  # many ties
     time[::11] = np.nan
-    np.testing.assert_array_equal(S._by_location_time(loc, time, 9), np.lexsort((time, loc)))
-    np.testing.assert_array_equal(S._by_location_time(loc, time, 40000), np.lexsort((time, loc)))
+    np.testing.assert_array_equal(S.by_location_time(loc, time, 9), np.lexsort((time, loc)))
+    np.testing.assert_array_equal(S.by_location_time(loc, time, 40000), np.lexsort((time, loc)))
