@@ -310,7 +310,7 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
     parts = []
     ev_rows = collective_event_rows(raw, st.coll_open, st.t_enter)
     if len(ev_rows):
-        loc = raw.coll_events["location"].astype(np.int64)
+        loc = raw.coll_events["location"]  # sorted location ids (int32): searched as they are
         parts.append(
             pd.DataFrame(
                 {
