@@ -377,6 +377,10 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     if free:  # the scan consumed the region and collective events (st.coll); the metric deltas need the count only
         raw.drop_events("coll_events")
         raw.region_events = {"location": raw.region_events["location"]}
+    # the sums first: their instance-long inputs go before the interval columns are made (a lower peak)
+    uniq, cols = metric_sums(st, nloc, sampled)
+    if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
+        st.inc = st.exc = np.zeros(0)
     intervals = interval_rows(
         st,
         cp_map,
@@ -389,9 +393,6 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         bool(maps.get("omp_teams", False)),
         maps.get("shared_rows"),
     )
-    uniq, cols = metric_sums(st, nloc, sampled)
-    if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
-        st.inc = st.exc = np.zeros(0)
     deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     if free:
         raw.drop_events("region_events", "metric_events", "sample_events")
