@@ -298,7 +298,7 @@ def p2p_records(
 
 def p2p_threaded(raw: RawTrace) -> bool:
     """Whether some process has point-to-point events on more than one of its locations."""
-    loc = raw.p2p_events["location"].astype(np.int64)
+    loc = raw.p2p_events["location"]  # as stored (int32): compared and used as indices, not widened
     if not len(loc):
         return False
     if np.all(loc[1:] >= loc[:-1]):  # the contract: sorted by location
