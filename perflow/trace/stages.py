@@ -379,8 +379,13 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         raw.region_events = {"location": raw.region_events["location"]}
     # the sums first: their instance-long inputs go before the interval columns are made (a lower peak)
     uniq, cols = metric_sums(st, nloc, sampled)
+    pieced = sampled or _has_stacks(raw)
+    deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
     if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
         st.inc = st.exc = np.zeros(0)
+        st.res = res = dataclasses.replace(res, enter=np.zeros(0, np.int64), leave=np.zeros(0, np.int64))
+    if free:
+        raw.drop_events("region_events", "metric_events", "sample_events")
     intervals = interval_rows(
         st,
         cp_map,
@@ -389,13 +394,10 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         loc_proc,
         loc_thr,
         sampled,
-        sampled or _has_stacks(raw),
+        pieced,
         bool(maps.get("omp_teams", False)),
         maps.get("shared_rows"),
     )
-    deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
-    if free:
-        raw.drop_events("region_events", "metric_events", "sample_events")
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
         lv = cp_map[k // max(nloc, 1)]
