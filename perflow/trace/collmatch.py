@@ -43,24 +43,25 @@ def collective_begin_pairs(raw: RawTrace) -> tuple[np.ndarray, np.ndarray, np.nd
     """
     ev = raw.coll_events
     kind = ev["kind"]
-    loc = ev["location"].astype(np.int64)
     ends = np.flatnonzero(kind == CollEv.END)
     begins = np.flatnonzero(kind == CollEv.BEGIN)
     req = ev.get("request")
     order = None
     if not len(ends):
         return ends, begins, np.zeros(0, np.int64), order
+    loc_e = ev["location"][ends].astype(np.int64)  # gathered, then widened (not the whole column)
+    loc_b = ev["location"][begins].astype(np.int64)
     if req is not None and (req >= 0).any():
         j = np.full(len(ends), -1, dtype=np.int64)
         e_nb, b_nb = req[ends] >= 0, req[begins] >= 0
-        sub = nth_pairs(loc[ends][~e_nb], loc[begins][~b_nb])
+        sub = nth_pairs(loc_e[~e_nb], loc_b[~b_nb])
         j[np.flatnonzero(~e_nb)] = np.where(sub >= 0, np.flatnonzero(~b_nb)[np.maximum(sub, 0)], -1)
         span = int(req.max()) + 2
-        sub = nth_pairs(loc[ends][e_nb] * span + req[ends][e_nb], loc[begins][b_nb] * span + req[begins][b_nb])
+        sub = nth_pairs(loc_e[e_nb] * span + req[ends][e_nb], loc_b[b_nb] * span + req[begins][b_nb])
         j[np.flatnonzero(e_nb)] = np.where(sub >= 0, np.flatnonzero(b_nb)[np.maximum(sub, 0)], -1)
         order = np.where(j >= 0, begins[np.maximum(j, 0)], ends)
     else:
-        j = nth_pairs(loc[ends], loc[begins])
+        j = nth_pairs(loc_e, loc_b)
     return ends, begins, j, order
 
 
@@ -106,7 +107,6 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     whatever the order in which they complete).
     """
     ev = raw.coll_events
-    loc = ev["location"].astype(np.int64)
     ends, begins, j, order = collective_begin_pairs(raw)
     if not len(ends):
         return pd.DataFrame()
@@ -116,7 +116,7 @@ def collective_event_rows(raw: RawTrace, enclosing: np.ndarray, t_enter: np.ndar
     comm = ev["comm"][ends].astype(np.int64)
     root_local = ev["root"][ends].astype(np.int64)
     root = np.where(root_local >= 0, to_world(raw, comm, np.maximum(root_local, 0)), -1)
-    lo = loc[ends]
+    lo = ev["location"][ends].astype(np.int64)
     seq = collective_seq(raw, ends, order, begin_t)
     return pd.DataFrame(
         {

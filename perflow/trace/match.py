@@ -88,6 +88,8 @@ def nth_pairs(key_a: np.ndarray, key_b: np.ndarray) -> np.ndarray:
     """
     key_a = np.asarray(key_a, dtype=np.int64)
     key_b = np.asarray(key_b, dtype=np.int64)
+    if len(key_a) == len(key_b) and np.array_equal(key_a, key_b):  # the k-th a of a key is at the k-th b's place
+        return np.arange(len(key_a), dtype=np.int64)
     out = np.full(len(key_a), -1, dtype=np.int64)
     if not len(key_a) or not len(key_b):
         return out
@@ -176,15 +178,17 @@ def to_world(raw: RawTrace, comm: np.ndarray, local: np.ndarray) -> np.ndarray:
 
     Communicators without a definition are taken as the world communicator.
     """
-    comm = np.asarray(comm, dtype=np.int64)
-    local = np.asarray(local, dtype=np.int64)
-    out = local.copy()
+    out = np.array(local, dtype=np.int64)  # one copy (also from int32 columns); ``local`` is read before out changes
+    local = out
     if not raw.comms or not len(comm):
         return out
     # one gather from the members of every defined communicator laid end to end (no pass per communicator)
     ids = np.array(sorted(raw.comms), dtype=np.int64)
     members = [np.asarray(raw.comms[int(c)], dtype=np.int64) for c in ids]
     size = np.array([len(m) for m in members], dtype=np.int64)
+    if all(np.array_equal(m, np.arange(len(m))) for m in members) and int(local.max()) < int(size.min(initial=0)):
+        return out  # every communicator's rank i is world rank i and no rank is out of range: nothing to translate
+    comm = np.asarray(comm, dtype=np.int64)
     start = np.zeros(len(ids), dtype=np.int64)
     np.cumsum(size[:-1], out=start[1:])
     at = np.minimum(np.searchsorted(ids, comm), len(ids) - 1)
@@ -294,7 +298,7 @@ def p2p_records(
 
 def p2p_threaded(raw: RawTrace) -> bool:
     """Whether some process has point-to-point events on more than one of its locations."""
-    loc = raw.p2p_events["location"].astype(np.int64)
+    loc = raw.p2p_events["location"]  # as stored (int32): compared and used as indices, not widened
     if not len(loc):
         return False
     if np.all(loc[1:] >= loc[:-1]):  # the contract: sorted by location

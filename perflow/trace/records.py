@@ -110,14 +110,15 @@ def p2p_records(
         rec.mode,
     )
     send_iv = enclosing[s]
+    c_s, p_s, d_s, t_s = comm[s], proc[s], peer[s], tag[s]  # each gathered once (the key and its FIFO number)
     sends = pd.DataFrame(
         {
-            "comm": comm[s],
-            "src": proc[s],
-            "dst": peer[s],
-            "tag": tag[s],
-            "k": _fifo(comm[s], proc[s], peer[s], tag[s], order_s),
-            "send_process": proc[s],
+            "comm": c_s,
+            "src": p_s,
+            "dst": d_s,
+            "tag": t_s,
+            "k": _fifo(c_s, p_s, d_s, t_s, order_s),
+            "send_process": p_s.copy(),
             "send_thread": thr[s],
             "bytes": ev["bytes"][s],
             "send_interval": glob(send_iv),
@@ -130,14 +131,15 @@ def p2p_records(
         copy=False,
     )
     recv_iv = enclosing[r]
+    c_r, p_r, s_r, t_r = comm[r], proc[r], peer[r], tag[r]
     recvs = pd.DataFrame(
         {
-            "comm": comm[r],
-            "src": peer[r],
-            "dst": proc[r],
-            "tag": tag[r],
-            "k": _fifo(comm[r], peer[r], proc[r], tag[r], order_r),
-            "recv_process": proc[r],
+            "comm": c_r,
+            "src": s_r,
+            "dst": p_r,
+            "tag": t_r,
+            "k": _fifo(c_r, s_r, p_r, t_r, order_r),
+            "recv_process": p_r.copy(),
             "recv_thread": thr[r],
             "recv_post_interval": glob(recv_post),
             "recv_interval": glob(recv_iv),

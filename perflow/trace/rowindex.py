@@ -17,7 +17,15 @@ __all__ = ["offset_in_location", "local_rows", "within_location", "global_rows"]
 def offset_in_location(loc: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Index of some rows among the rows of their location (``loc`` sorted ascending)."""
     rows = np.asarray(rows, dtype=np.int64)
-    return rows - np.searchsorted(loc, loc[rows], side="left") if len(rows) else rows
+    if not len(rows):
+        return rows
+    at = loc[rows]
+    if at.dtype.kind in "iu" and len(rows) > 1024:  # ids in a small range: the first row of each, then one gather
+        lo, hi = int(loc[0]), int(loc[-1])
+        if 0 <= hi - lo < len(loc) and bool(np.all(loc[1:] >= loc[:-1])):  # (sorted: as searchsorted reads it)
+            first = np.searchsorted(loc, np.arange(lo, hi + 1, dtype=loc.dtype), side="left")
+            return rows - first[at - lo]
+    return rows - np.searchsorted(loc, at, side="left")
 
 
 def local_rows(ginst: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -63,9 +63,11 @@ def metric_rows(
     v, loc = t.metric_vertex, t.metric_loc
     n_vertices = int(v.max()) + 1 if len(v) else 0
     m = make_metrics(v, loc_proc[loc], loc_thr[loc], t.metric_cols, n_vertices=n_vertices, duplicates="sum")
-    ivx = t.intervals["vertex"].to_numpy().astype(np.int64)
-    ivp = t.intervals["process"].to_numpy().astype(np.int64)
-    ivt = t.intervals["thread"].to_numpy().astype(np.int64)
+    # the interval columns as they are (int32): only the rows that get bytes are gathered, then widened
+    ivx, ivp, ivt = (t.intervals[c].to_numpy() for c in ("vertex", "process", "thread"))
+
+    def keys(ii: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # (vertex, process, thread) of rows ii
+        return ivx[ii].astype(np.int64), ivp[ii].astype(np.int64), ivt[ii].astype(np.int64)
 
     def local(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return local_rows(t.ginst, g)
@@ -97,7 +99,7 @@ def metric_rows(
         for name, ii, vv in (("bytes_sent", sent_i, sent_v), ("bytes_recv", recv_i, recv_v)):
             ii_ = np.concatenate(ii) if ii else np.zeros(0, np.int64)
             vv_ = np.concatenate(vv) if vv else np.zeros(0)
-            cols[name] = align_rows(m, ivx[ii_], ivp[ii_], ivt[ii_], vv_)
+            cols[name] = align_rows(m, *keys(ii_), vv_)
     io = t.io
     if io is not None and len(io):  # bytes of each I/O operation, on the call that issued it
         i, ok = local(io["interval"].to_numpy())
@@ -105,7 +107,7 @@ def metric_rows(
         for name, code in (("io_bytes_read", IoMode.READ), ("io_bytes_written", IoMode.WRITE)):
             sel = ok & (mode == code)
             ii = i[sel]
-            cols[name] = align_rows(m, ivx[ii], ivp[ii], ivt[ii], io["bytes"].to_numpy(dtype=np.float64)[sel])
+            cols[name] = align_rows(m, *keys(ii), io["bytes"].to_numpy(dtype=np.float64)[sel])
     rma = t.rma
     if rma is not None and len(rma):  # bytes of each RMA transfer, on the call that issued it
         i, ok = local(rma["interval"].to_numpy())
@@ -114,7 +116,7 @@ def metric_rows(
             v = rma[col].to_numpy(dtype=np.float64)
             sel = ok & (v > 0)
             ii = i[sel]
-            cols[name] = align_rows(m, ivx[ii], ivp[ii], ivt[ii], v[sel])
+            cols[name] = align_rows(m, *keys(ii), v[sel])
     for name, (dv, dl, vals) in t.deltas.items():
         cols[name] = align_rows(m, dv, loc_proc[dl], loc_thr[dl], vals)
     for k, a in cols.items():

@@ -310,7 +310,7 @@ def _collective_rows(st: PartState, infer: bool) -> pd.DataFrame:
     parts = []
     ev_rows = collective_event_rows(raw, st.coll_open, st.t_enter)
     if len(ev_rows):
-        loc = raw.coll_events["location"].astype(np.int64)
+        loc = raw.coll_events["location"]  # sorted location ids (int32): searched as they are
         parts.append(
             pd.DataFrame(
                 {
@@ -377,6 +377,15 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
     if free:  # the scan consumed the region and collective events (st.coll); the metric deltas need the count only
         raw.drop_events("coll_events")
         raw.region_events = {"location": raw.region_events["location"]}
+    # the sums first: their instance-long inputs go before the interval columns are made (a lower peak)
+    uniq, cols = metric_sums(st, nloc, sampled)
+    pieced = sampled or _has_stacks(raw)
+    deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
+    if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
+        st.inc = st.exc = np.zeros(0)
+        st.res = res = dataclasses.replace(res, enter=np.zeros(0, np.int64), leave=np.zeros(0, np.int64))
+    if free:
+        raw.drop_events("region_events", "metric_events", "sample_events")
     intervals = interval_rows(
         st,
         cp_map,
@@ -385,16 +394,10 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         loc_proc,
         loc_thr,
         sampled,
-        sampled or _has_stacks(raw),
+        pieced,
         bool(maps.get("omp_teams", False)),
         maps.get("shared_rows"),
     )
-    uniq, cols = metric_sums(st, nloc, sampled)
-    if maps.get("release"):  # the state is not used again (a run in this process): its sums' inputs go now
-        st.inc = st.exc = np.zeros(0)
-    deltas_raw, delta_info = metric_deltas(raw, res, st.inst_loc)
-    if free:
-        raw.drop_events("region_events", "metric_events", "sample_events")
     deltas = {}
     for name, (k, vals) in deltas_raw.items():
         lv = cp_map[k // max(nloc, 1)]
