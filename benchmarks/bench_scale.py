@@ -187,6 +187,11 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
     if a.progress:
         threading.Thread(target=progress, args=(mon, spilled, a.progress, t_all), daemon=True).start()
     mon.phase = "cluster"
+    import dask
+
+    # the running task's working set (about 0.5 GB at 3 M events per partition) must fit between the
+    # managed memory Dask keeps in memory (target) and the pause threshold (0.8 of the limit)
+    dask.config.set({"distributed.worker.memory.target": a.target, "distributed.worker.memory.spill": a.target + 0.1})
     with Engine(
         n_workers=a.workers, threads_per_worker=1, memory_limit=int(a.memory / a.workers), local_directory=spill
     ) as eng:
@@ -294,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)",
     )
+    ap.add_argument("--target", type=float, default=0.45,
+                    help="fraction of a worker's limit its results may take in memory before Dask spills them "
+                    "(distributed.worker.memory.target; spill at 0.1 more; default 0.45, Dask's own 0.6)")
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
@@ -321,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     flags += ["--spill", a.spill] if a.spill else []
     flags += ["--stream-above", str(a.stream_above)] if a.stream_above is not None else []
     flags += ["--save", a.save] if a.save else []
-    flags += ["--progress", str(a.progress)]
+    flags += ["--progress", str(a.progress), "--target", str(a.target)]
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:

@@ -21,10 +21,16 @@ runtime's partitions: :mod:`perflow.trace.pipeline`):
   evaluated together on the client.
 
 Each partition keeps only the instances charged to its own calls (or owned
-instances), and the client sorts the rows as the single-process engine
-does, ties kept in its order (:func:`~perflow.trace.waittable.sorted_waits`).
-The steps are submitted at once, as one graph (reductions are tasks); the
-client waits once, for the instance tables.
+instances); the collective ones then go to the partition of their waiting
+process, and each partition sorts its processes' rows as the single-process
+engine does, ties kept in its order (:func:`~perflow.trace.waittable.sorted_waits`,
+:func:`merge_part`). A partition holds whole processes, so the whole table is
+those tables' process blocks side by side (:func:`assemble`). The steps are
+submitted at once, as one graph (reductions are tasks); the client waits once
+for a small trace's tables, and for a large one fetches them in chunks after
+their sizes: a Dask worker loads every result one fetch asks of it (from its
+spill directory) into memory before sending, so one fetch of every table made
+each worker hold all of its tables at once.
 """
 
 from __future__ import annotations
@@ -47,7 +53,9 @@ from .threadwaits import thread_waits
 from .waits import empty_waits, p2p_waits
 from .waittable import KIND_DTYPE, WAIT_COLUMNS, sorted_waits
 
-__all__ = ["program", "p2p_part", "coll_outbox", "coll_part", "by_process", "merge_part", "blocks", "assemble", "finish"]
+__all__ = [
+    "program", "p2p_part", "coll_outbox", "coll_part", "by_process", "merge_part", "blocks", "assemble", "finish",
+]
 
 
 def p2p_part(pt: PartTrace, names: np.ndarray, window: int, late_receiver: str) -> pd.DataFrame:
@@ -232,7 +240,8 @@ def assemble(infos: list[dict[str, Any]], fetch: Callable[[list[int]], list[pd.D
     off = np.empty(len(proc), np.int64)
     off[order] = np.cumsum(cnt[order]) - cnt[order]  # where each block goes in the table
     n = int(cnt.sum())
-    cols = {c: np.empty(n, np.result_type(*(infos[k]["dtypes"][c] for k in full))) for c in WAIT_COLUMNS if c != "kind"}
+    dtypes = {c: np.result_type(*(infos[k]["dtypes"][c] for k in full)) for c in WAIT_COLUMNS if c != "kind"}
+    cols = {c: np.empty(n, t) for c, t in dtypes.items()}
     codes = np.empty(n, np.int8)
     first = np.cumsum([0, *(len(infos[k]["count"]) for k in full)])  # each partition's first block in proc
     groups: list[list[int]] = [[]]
@@ -252,7 +261,8 @@ def assemble(infos: list[dict[str, Any]], fetch: Callable[[list[int]], list[pd.D
             for name, a in cols.items():
                 a[dest] = t[name].to_numpy()
             codes[dest] = t["kind"].cat.codes.to_numpy()
-    out = pd.DataFrame({c: pd.Categorical.from_codes(codes, dtype=KIND_DTYPE) if c == "kind" else cols[c] for c in WAIT_COLUMNS}, copy=False)
+    cols["kind"] = pd.Categorical.from_codes(codes, dtype=KIND_DTYPE)
+    out = pd.DataFrame({c: cols[c] for c in WAIT_COLUMNS}, copy=False)
     out.attrs = stats
     return out
 
