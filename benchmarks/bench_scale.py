@@ -35,6 +35,7 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -67,6 +68,7 @@ class TreeRSS:
         self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
         self.by_phase: dict[str, list[int]] = {}  # phase -> [peak of the tree, peak of this process] (PSS)
         self.own_cpu = 0.0
+        self.last_rss, self.last_pss = 0, 0  # the latest sums (RSS at every sample, PSS every pss_every)
         self.cpu_dead = 0.0  # CPU seconds of descendants that ended while sampled
         self._cpu: dict[int, float] = {}
         self._last_pss = 0.0
@@ -104,7 +106,9 @@ class TreeRSS:
                 self.cpu_dead += self._cpu.pop(pid)
         self._cpu.update(seen)
         self.peak_rss = max(self.peak_rss, total_rss)
+        self.last_rss = total_rss
         if pss:
+            self.last_pss = total
             ph = self.by_phase.setdefault(self.phase, [0, 0])
             ph[0], ph[1] = max(ph[0], total), max(ph[1], mine)
         if total > self.peak:
@@ -126,6 +130,21 @@ class TreeRSS:
         self._t.join()
         self._last_pss = 0.0
         self.sample()
+
+
+def progress(mon: TreeRSS, spilled: list[int], every: float, t0: float) -> None:
+    """Print (on stderr) the phase, the time since ``t0`` and the tree's memory every ``every`` seconds and at
+    each change of phase, until ``mon`` stops: a long run shows where it is."""
+    last = None
+    next_at = 0.0
+    while not mon._stop.is_set():
+        now = time.perf_counter()
+        if mon.phase != last or now >= next_at:
+            print(f"[{now - t0:7.1f} s] {mon.phase}: tree RSS {mon.last_rss / 1e9:.2f} GB (PSS {mon.last_pss / 1e9:.2f}"
+                  f" GB), peak PSS {mon.peak / 1e9:.2f} GB, spilled {spilled[0] / 1e9:.2f} GB",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            last, next_at = mon.phase, now + every
+        mon._stop.wait(0.5)
 
 
 def _passes() -> dict[str, Any]:
@@ -165,7 +184,14 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
 
     threading.Thread(target=watch_spill, daemon=True).start()
     t_all = time.perf_counter()
+    if a.progress:
+        threading.Thread(target=progress, args=(mon, spilled, a.progress, t_all), daemon=True).start()
     mon.phase = "cluster"
+    import dask
+
+    # the running task's working set (about 0.5 GB at 3 M events per partition) must fit between the
+    # managed memory Dask keeps in memory (target) and the pause threshold (0.8 of the limit)
+    dask.config.set({"distributed.worker.memory.target": a.target, "distributed.worker.memory.spill": a.target + 0.1})
     with Engine(
         n_workers=a.workers, threads_per_worker=1, memory_limit=int(a.memory / a.workers), local_directory=spill
     ) as eng:
@@ -234,6 +260,16 @@ def local_child(path: str, save: str) -> dict[str, Any]:
     }
 
 
+def _run_child(args: list[str], timeout: float) -> dict[str, Any]:
+    """This benchmark in a fresh process (as :func:`bench_dask._child`) with its stderr shown as it goes (the
+    progress lines, Dask's warnings); its JSON line."""
+    env = dict(os.environ, PERFLOW_JIT="compile")
+    p = subprocess.run([sys.executable, __file__, *args], stdout=subprocess.PIPE, text=True, timeout=timeout, env=env)
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(args)} failed (exit {p.returncode}; its messages above)")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def _compare(save: str, path: str) -> int:
     """Compare the two engines' saved results of ``path`` when both are saved (1: they differ)."""
     dask, local = _result_dir(save, path, "dask"), _result_dir(save, path, "local")
@@ -263,9 +299,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)",
     )
+    ap.add_argument("--target", type=float, default=0.45,
+                    help="fraction of a worker's limit its results may take in memory before Dask spills them "
+                    "(distributed.worker.memory.target; spill at 0.1 more; default 0.45, Dask's own 0.6)")
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
+    ap.add_argument("--progress", type=float, default=30.0,
+                    help="print the phase, elapsed time and tree memory every this many seconds (0: never)")
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -288,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     flags += ["--spill", a.spill] if a.spill else []
     flags += ["--stream-above", str(a.stream_above)] if a.stream_above is not None else []
     flags += ["--save", a.save] if a.save else []
+    flags += ["--progress", str(a.progress), "--target", str(a.target)]
     runs, bad = [], 0
     for path in a.trace:
         if a.local_only:
@@ -297,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             bad += _compare(a.save, path)
             continue
-        r = _child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout, __file__)
+        r = _run_child([*flags, "--child", "keep" if a.check or a.save else "dask", path], a.timeout)
         runs.append(r)
         print(f"\n== {path}: {r['events']:,} events, {r['partitions']} partitions on {a.workers} workers "
               f"(limit {r['limit_gb']:.2f} GB each)")  # fmt: skip

@@ -21,13 +21,22 @@ runtime's partitions: :mod:`perflow.trace.pipeline`):
   evaluated together on the client.
 
 Each partition keeps only the instances charged to its own calls (or owned
-instances), and the client sorts the rows as the single-process engine
-does, ties kept in its order (:func:`~perflow.trace.waittable.sorted_waits`).
-The steps are submitted at once, as one graph (reductions are tasks); the
-client waits once, for the instance tables.
+instances); the collective ones then go to the partition of their waiting
+process, and each partition sorts its processes' rows as the single-process
+engine does, ties kept in its order (:func:`~perflow.trace.waittable.sorted_waits`,
+:func:`merge_part`). A partition holds whole processes, so the whole table is
+those tables' process blocks side by side (:func:`assemble`). The steps are
+submitted at once, as one graph (reductions are tasks); the client waits once
+for a small trace's tables, and for a large one fetches them in chunks after
+their sizes: a Dask worker loads every result one fetch asks of it (from its
+spill directory) into memory before sending, so one fetch of every table made
+each worker hold all of its tables at once.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,14 +46,16 @@ from ..pag.instances import Trace, conform
 from ..pag.partitioned import Each
 from .collwaits import collective_waits
 from .parttrace import PartTrace, part_traces
-from .pipeline import Built
+from .pipeline import Built, part_of
 from .rmawaits import rma_calls, rma_waits_of_calls
 from .stages import PartTables, local_rows
 from .threadwaits import thread_waits
 from .waits import empty_waits, p2p_waits
-from .waittable import sorted_waits
+from .waittable import KIND_DTYPE, WAIT_COLUMNS, sorted_waits
 
-__all__ = ["program", "p2p_part", "coll_outbox", "coll_part", "finish"]
+__all__ = [
+    "program", "p2p_part", "coll_outbox", "coll_part", "by_process", "merge_part", "blocks", "assemble", "finish",
+]
 
 
 def p2p_part(pt: PartTrace, names: np.ndarray, window: int, late_receiver: str) -> pd.DataFrame:
@@ -167,6 +178,101 @@ def _rma_waits(calls: list[pd.DataFrame], groups: dict[int, np.ndarray], names: 
     return out
 
 
+def by_process(w: pd.DataFrame, processes: np.ndarray, assign: np.ndarray, n_parts: int) -> list[pd.DataFrame]:
+    """The rows of a wait table by the partition of their waiting process (a process no partition holds: 0)."""
+    if n_parts == 1:
+        return [w]
+    dest = part_of(processes, assign, w["process"].to_numpy())
+    dest[dest < 0] = 0
+    order = np.argsort(dest, kind="stable")
+    cut = np.searchsorted(dest[order], np.arange(n_parts + 1))
+    return [w.iloc[order[cut[j] : cut[j + 1]]].reset_index(drop=True) for j in range(n_parts)]
+
+
+def merge_part(pid: int, p2p: pd.DataFrame, coll: list[pd.DataFrame], thr: pd.DataFrame, rma: pd.DataFrame,
+               processes: np.ndarray, assign: np.ndarray) -> pd.DataFrame:  # fmt: skip
+    """Every wait-state instance of this partition's processes, in the single-process order, the point-to-point
+    statistics in ``attrs``.
+
+    The rows of one process are all here, in the order :func:`finish` gives them (point to point, collective
+    rows from their owners in partition order, thread, RMA): the whole table is these tables' process blocks
+    side by side (:func:`assemble`)."""
+    if len(rma):
+        d = part_of(processes, assign, rma["process"].to_numpy())
+        d[d < 0] = 0
+        rma = rma.iloc[np.flatnonzero(d == pid)]
+    out = sorted_waits([p2p, *coll, thr, rma], ties=("_k1", "_k2"))
+    out.attrs = {k: int(p2p.attrs.get(k, 0)) for k in _STATS}
+    return out
+
+
+def blocks(w: pd.DataFrame) -> dict[str, Any]:
+    """The process blocks of a partition's sorted wait table (process, rows), its columns' dtypes and statistics."""
+    p = w["process"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
+    return {
+        "process": p[starts].astype(np.int64),
+        "count": np.diff(np.r_[starts, len(p)]).astype(np.int64),
+        "dtypes": {c: w[c].dtype for c in WAIT_COLUMNS if c != "kind"},
+        "stats": {k: int(w.attrs.get(k, 0)) for k in _STATS},
+    }
+
+
+def assemble(infos: list[dict[str, Any]], fetch: Callable[[list[int]], list[pd.DataFrame]],
+             chunk_rows: int) -> pd.DataFrame:  # fmt: skip
+    """The whole wait table from the partitions' sorted tables (:func:`merge_part`), fetched a few at a time.
+
+    ``infos``: :func:`blocks` of each partition; ``fetch(parts)``: those partitions' tables. Each table's process
+    blocks are copied to their place in columns allocated once: the client holds the table and one chunk of
+    about ``chunk_rows`` rows, never the parts and a sorted copy at once."""
+    stats = {k: sum(i["stats"][k] for i in infos) for k in _STATS}
+    rows = [int(i["count"].sum()) for i in infos]
+    full = [k for k, r in enumerate(rows) if r]
+    if not full:
+        out = empty_waits()
+        out.attrs = stats
+        return out
+    proc = np.concatenate([infos[k]["process"] for k in full])
+    cnt = np.concatenate([infos[k]["count"] for k in full])
+    if len(np.unique(proc)) != len(proc):
+        raise ValueError("the wait states of a process are in two partitions")
+    order = np.argsort(proc, kind="stable")
+    off = np.empty(len(proc), np.int64)
+    off[order] = np.cumsum(cnt[order]) - cnt[order]  # where each block goes in the table
+    n = int(cnt.sum())
+    dtypes = {c: np.result_type(*(infos[k]["dtypes"][c] for k in full)) for c in WAIT_COLUMNS if c != "kind"}
+    cols = {c: np.empty(n, t) for c, t in dtypes.items()}
+    codes = np.empty(n, np.int8)
+    first = np.cumsum([0, *(len(infos[k]["count"]) for k in full)])  # each partition's first block in proc
+    groups: list[list[int]] = [[]]
+    size = 0
+    for k in full:
+        if groups[-1] and size + rows[k] > chunk_rows:
+            groups.append([])
+            size = 0
+        groups[-1].append(k)
+        size += rows[k]
+    at = {k: j for j, k in enumerate(full)}
+    for g in groups:
+        for k, t in zip(g, fetch(g), strict=True):
+            b = slice(first[at[k]], first[at[k] + 1])
+            c = cnt[b]
+            dest = np.repeat(off[b] - (np.cumsum(c) - c), c) + np.arange(rows[k])
+            for name, a in cols.items():
+                a[dest] = t[name].to_numpy()
+            codes[dest] = t["kind"].cat.codes.to_numpy()
+    cols["kind"] = pd.Categorical.from_codes(codes, dtype=KIND_DTYPE)
+    out = pd.DataFrame({c: cols[c] for c in WAIT_COLUMNS}, copy=False)
+    out.attrs = stats
+    return out
+
+
+#: a trace of up to this many events gathers its partitions' wait tables at once (one wait of the client)
+GATHER_AT_ONCE_EVENTS = 5_000_000
+#: beyond, the client fetches them in chunks of about this many rows (what a worker unspills at once to send)
+CHUNK_ROWS = 2_000_000
+
+
 def program(
     b: Built,
     names: np.ndarray,
@@ -181,14 +287,37 @@ def program(
     """Every wait-state instance of a built trace, equal to :func:`perflow.trace.waits.wait_instances`.
 
     Runs on the partition traces (:func:`perflow.trace.parttrace.part_traces`, made once per built trace);
-    collective instances are sent to owner partitions; only the instance table comes back.
+    collective instances are sent to owner partitions, their rows then to the partitions of their processes;
+    each partition sorts its processes' rows. A small trace's tables come back at once (one wait); a large
+    trace's (past :data:`GATHER_AT_ONCE_EVENTS`) are fetched in chunks of :data:`CHUNK_ROWS` rows after their
+    sizes (:func:`assemble`): no worker loads all its tables from its spill directory at once to send them.
     """
+    rt = b.runtime
+    merged = _merged(b, names, window, late_receiver, early_reduce, collective_span, roles, regions)
+    if b.n_events <= GATHER_AT_ONCE_EVENTS:
+        got = rt.gather(merged)  # one graph, one wait
+        return assemble([blocks(t) for t in got], lambda g: [got[k] for k in g], CHUNK_ROWS)
+    infos = rt.gather(rt.map(blocks, Each(merged)))
+
+    def fetch(g: list[int]) -> list[pd.DataFrame]:
+        out = rt.gather([merged[k] for k in g])
+        for k in g:
+            merged[k] = None  # the worker may drop it
+        return out
+
+    return assemble(infos, fetch, CHUNK_ROWS)
+
+
+def _merged(b: Built, names: np.ndarray, window: int, late_receiver: str, early_reduce: str, collective_span: str,
+            roles: np.ndarray | None, regions: np.ndarray | None) -> list[Any]:  # fmt: skip
+    """The runtime's references to each partition's sorted wait table (:func:`merge_part`); nothing waits."""
     rt, n = b.runtime, b.n_parts
     tb = b.tables
     pts, _ = part_traces(b)
     p2p = rt.map(p2p_part, Each(pts), names, int(window), late_receiver)
     cin = rt.exchange(rt.map(coll_outbox, Each(tb), n), "collective_rows")
     coll = rt.map(coll_part, b.defs.comms, early_reduce, Each(cin), collective_span)
+    cout = rt.exchange(rt.map(by_process, Each(coll), b.processes, b.assign, n), "collective_waits")
     thr = rt.map(thread_part, Each(tb), roles, regions)
     rma = rt.submit(_rma_waits, rt.map(rma_part, Each(tb)), _rma_groups(b), names)
-    return finish(rt.gather([*p2p, *coll, *thr, rma]))  # one graph, one wait
+    return rt.map(merge_part, Each(list(range(n))), Each(p2p), Each(cout), Each(thr), rma, b.processes, b.assign)

@@ -132,6 +132,25 @@ def test_synthetic_wait_states_equal_single_process(engine) -> None:  # type: ig
     pd.testing.assert_frame_equal(dist_waits(dt), exp, check_exact=True)
 
 
+def test_wait_states_fetched_in_chunks(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A large trace's wait tables come back a few partitions at a time (here: one), equal all the same."""
+    from perflow.trace import waitparts
+
+    raw = _wait_kinds_trace().raw()
+    ref = build_pag(raw, clock_correction="off")
+    names = ref.vertex_table["name"].astype(str).to_numpy()
+    monkeypatch.setattr(waitparts, "GATHER_AT_ONCE_EVENTS", 0)
+    monkeypatch.setattr(waitparts, "CHUNK_ROWS", 1)
+    dt = engine.load(raw, partition="round_robin", n_partitions=6)
+    waited = dt.runtime.round_trips
+    got = dist_waits(dt)
+    exp = wait_instances(ref.trace, names)
+    pd.testing.assert_frame_equal(got, exp, check_exact=True)
+    assert got.attrs == exp.attrs
+    # the tables' sizes, then one fetch per partition with wait states
+    assert dt.runtime.round_trips == waited + 1 + int(exp["process"].nunique())
+
+
 def test_wait_state_passes_run_without_gathering_the_trace(engine) -> None:  # type: ignore[no-untyped-def]
     from perflow.flow.registry import get_pass
 
