@@ -299,14 +299,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="stream the replay of traces past this many events (default: the Dask runtime's, 3e7)",
     )
-    ap.add_argument("--target", type=float, default=0.45,
-                    help="fraction of a worker's limit its results may take in memory before Dask spills them "
-                    "(distributed.worker.memory.target; spill at 0.1 more; default 0.45, Dask's own 0.6)")
+    ap.add_argument(
+        "--target",
+        type=float,
+        default=0.45,
+        help="fraction of a worker's limit its results may take in memory before Dask spills them "
+        "(distributed.worker.memory.target; spill at 0.1 more; default 0.45, Dask's own 0.6)",
+    )
     ap.add_argument("--check", action="store_true", help="compare with the local engine (needs its memory)")
     ap.add_argument("--save", help="save each engine's results in this directory and compare them when both are")
     ap.add_argument("--local-only", action="store_true", help="run only the local engine (with --save)")
-    ap.add_argument("--progress", type=float, default=30.0,
-                    help="print the phase, elapsed time and tree memory every this many seconds (0: never)")
+    ap.add_argument(
+        "--progress",
+        type=float,
+        default=30.0,
+        help="print the phase, elapsed time and tree memory every this many seconds (0: never)",
+    )
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)

@@ -54,7 +54,15 @@ from .waits import empty_waits, p2p_waits
 from .waittable import KIND_DTYPE, WAIT_COLUMNS, sorted_waits
 
 __all__ = [
-    "program", "p2p_part", "coll_outbox", "coll_part", "by_process", "merge_part", "blocks", "assemble", "finish",
+    "program",
+    "p2p_part",
+    "coll_outbox",
+    "coll_part",
+    "by_process",
+    "merge_part",
+    "blocks",
+    "assemble",
+    "finish",
 ]
 
 
