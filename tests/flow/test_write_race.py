@@ -9,6 +9,7 @@ descriptor and every write walks down from it with ``O_NOFOLLOW``.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -23,6 +24,9 @@ from perflow.flow.writes import output_path, write_policy
 from . import helpers  # noqa: F401 -- registers the t_* test passes
 
 N_FILES = 60
+#: each step keeps writing for at least this long, so that the swapper thread runs during the flow however fast
+#: the writes (or their refusals) are
+MIN_SECONDS = 0.2
 
 
 @perflow.pass_(name="t_write_many")
@@ -31,7 +35,10 @@ def write_many(n: int, folder: str = "sub") -> list[str]:
     from perflow._atomic import write_text
 
     out = []
-    for i in range(n):
+    t0 = time.monotonic()
+    for i in itertools.count():
+        if i >= n and time.monotonic() - t0 >= MIN_SECONDS:
+            break
         try:
             p = output_path(f"{folder}/f{i:03d}.txt")  # checked (realpath) ...
             assert p is not None
