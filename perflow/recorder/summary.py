@@ -102,13 +102,16 @@ def _calling_code(raw: RawTrace, leaf: np.ndarray) -> dict[int, int]:
     """Per sampled leaf region in library code (:func:`perflow.kinds.is_library_module`), the user's region
     that called it in most of its samples: each sample's innermost frame outside the libraries."""
     reg, st, smp = raw.regions, raw.stacks, raw.sample_events
-    lib_of = {int(r): is_library_module(str(m)) for r, m in reg["module"].items()}
-    if not len(st) or not any(lib_of.get(int(r), False) for r in np.unique(leaf[leaf >= 0])):
+    ids = reg.index.to_numpy(dtype=np.int64)
+    is_lib = np.zeros(int(ids.max()) + 2 if len(ids) else 1, dtype=bool)  # by region id; the last: none (-1)
+    is_lib[ids] = [is_library_module(str(m)) for m in reg["module"]]
+    if not len(st) or not is_lib[leaf[leaf >= 0]].any():
         return {}
-    own = st[~st["region"].map(lambda r: lib_of.get(int(r), False)).to_numpy() & (st["region"].to_numpy() != 0)]
+    sr = st["region"].to_numpy(dtype=np.int64)
+    own = st[~is_lib[sr] & (sr != 0)]
     code = own.loc[own.groupby("stack")["depth"].idxmax(), ["stack", "region"]].set_index("stack")["region"]
     by = pd.DataFrame({"leaf": leaf, "code": code.reindex(smp["stack"]).to_numpy(), "w": smp["weight"]})
-    by = by[by["leaf"].map(lambda r: lib_of.get(int(r), False)).to_numpy() & by["code"].notna().to_numpy()]
+    by = by[is_lib[by["leaf"].to_numpy(dtype=np.int64)] & by["code"].notna().to_numpy()]
     if not len(by):
         return {}
     top = by.groupby(["leaf", "code"])["w"].sum().sort_values(ascending=False, kind="stable")
