@@ -270,7 +270,7 @@ def test_kernels_compiled_ahead_of_time_are_read_and_stale_ones_ignored(
     calls = """
         import numpy as np
         from perflow.trace.critical import _bsearch_left
-        from perflow.trace.delays import _find_i64
+        from perflow.trace.delaykernels import _find_i64
         from perflow.trace.replayplan import _positions
         a = np.array([1, 3, 5, 7], np.int64)
         res = [_bsearch_left(a, 0, 4, 4), _find_i64(a, 0, 4, 6), int(_positions(np.array([0, 1, 0]), 2)[0][2])]
@@ -298,7 +298,7 @@ def test_kernels_compiled_ahead_of_time_are_read_and_stale_ones_ignored(
             pickle.dump(version, f, protocol=-1)
             f.write(pickle.dumps((stamp, overloads), protocol=-1))
 
-    tamper("delays._find_i64-*.nbi", "source")
+    tamper("delaykernels._find_i64-*.nbi", "source")
     tamper("replayplan._positions-*.nbi", "cpu")
     before = {p: p.stat().st_mtime_ns for p in ship.rglob("*")}
     run = _fresh_python(
@@ -306,7 +306,7 @@ def test_kernels_compiled_ahead_of_time_are_read_and_stale_ones_ignored(
     )
     assert run.stdout.strip() == "[2, 3, 1] [1, 0, 0]"
     user = sorted(p.name.split("-")[0] for p in (tmp_path / "c1").rglob("*.nbi"))
-    assert user == ["delays._find_i64", "replayplan._positions"]  # compiled and cached per user, not shipped
+    assert user == ["delaykernels._find_i64", "replayplan._positions"]  # compiled and cached per user, not shipped
     assert {p: p.stat().st_mtime_ns for p in ship.rglob("*")} == before
     from perflow import _aot
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from perflow.sdk import PAG, WAIT_INSTANCES, Analysis, Grouped, WaitSettings, grouped, settings_dict, settings_keywords
 from perflow.sdk.profile import location_key
-from perflow.sdk.trace import IDLE_KINDS, WAIT_KINDS, check_choice
+from perflow.sdk.trace import IDLE_KINDS, WAIT_KINDS, check_choice, covered_to, dense_groups, group_sums, sorted_groups
 
 __all__ = [
     "WAIT_FAMILIES",
@@ -39,6 +39,8 @@ WAIT_FAMILIES: dict[str, tuple[str, ...]] = {
     "rma_sync": tuple(k for k in IDLE_KINDS if WAIT_KINDS[k].family == "rma"),  # fences, late posts, early waits
 }
 _WT_COLS = ["vertex", "process", "thread", *WAIT_FAMILIES, "wait"]
+#: (vertex, process, thread) combinations up to which the per-vertex table is summed in a compiled pass
+_DENSE_GROUPS = 1 << 24
 
 
 def _lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -60,10 +62,7 @@ def _union_per_key(key: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nd
     """Per row (sorted by key, then start): the part of ``[start, end]`` not covered by earlier rows of its key."""
     if not len(key):
         return np.zeros(0)
-    prev_end = pd.Series(end).groupby(key, sort=False).cummax().shift(1).to_numpy()
-    first = np.r_[True, key[1:] != key[:-1]]
-    covered_to = np.where(first, -np.inf, prev_end)
-    return np.maximum(0.0, end - np.maximum(start, covered_to))
+    return np.maximum(0.0, end - np.maximum(start, covered_to(key, end)))
 
 
 def _families(kind: pd.Series) -> np.ndarray:
@@ -158,17 +157,18 @@ def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
         charged[:, i] = np.minimum(per_fam[:, i], np.maximum(left, 0.0))
         left -= charged[:, i]
     src = rows[first]
-    out = pd.DataFrame(
-        {
-            "interval": np.where(ukey >= 0, ukey, -1),
-            "vertex": w["vertex"].to_numpy()[src].astype(np.int64),
-            "process": w["process"].to_numpy()[src].astype(np.int64),
-            "thread": w["thread"].to_numpy()[src].astype(np.int64),
-        }
-    )
+    keys = {c: w[c].to_numpy()[src].astype(np.int64) for c in ("vertex", "process", "thread")}
+    wait = charged.sum(axis=1)
+    groups = dense_groups(list(keys.values()), _DENSE_GROUPS) if per == "vertex" else None
+    if groups is not None and not sorted_groups(groups[0]):  # pandas' group-by sum compiled: the same Kahan sums
+        label, gk = groups
+        sums = group_sums(label, np.column_stack([charged, wait]), len(gk[0]))
+        cols_out = dict(zip(keys, gk, strict=True)) | {f: sums[:, i] for i, f in enumerate([*WAIT_FAMILIES, "wait"])}
+        return pd.DataFrame(cols_out)[cols]
+    out = pd.DataFrame({"interval": np.where(ukey >= 0, ukey, -1), **keys})
     for i, f in enumerate(WAIT_FAMILIES):
         out[f] = charged[:, i]
-    out["wait"] = charged.sum(axis=1)
+    out["wait"] = wait
     if per == "interval":
         return out[cols].sort_values(["process", "thread", "interval"], kind="stable").reset_index(drop=True)
     g = out.groupby(["vertex", "process", "thread"], sort=True)[[*WAIT_FAMILIES, "wait"]].sum().reset_index()

@@ -47,6 +47,7 @@ from ..trace.binning import bin_exclusive, stack_pixels
 from ..trace.critical import CriticalPath
 from ..trace.cubemetrics import METRICS as SCALASCA_METRICS
 from ..trace.cubemetrics import ScalascaSettings, scalasca_metrics
+from ..trace.groupsums import covered_to, dense_groups, group_sums, sorted_groups
 from ..trace.replay import Plan, Rates, ReplayPath, Run, replay_path, run_many, run_plan
 from ..trace.replaydeps import ReplayMode
 from ..trace.replaykernels import vertex_time
@@ -56,6 +57,10 @@ from ..trace.threadwaits import parallel_teams
 from ..trace.waits import IDLE_KINDS, WAIT_COLUMNS, WAIT_KINDS, WaitSettings
 
 __all__ = [
+    "covered_to",
+    "dense_groups",
+    "group_sums",
+    "sorted_groups",
     "bin_exclusive",
     "stack_pixels",
     "CriticalSettings",
