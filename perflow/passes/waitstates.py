@@ -32,6 +32,7 @@ Every pass here takes the wait-state settings of
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from perflow.sdk import PAG, PassError, WaitSettings, pass_, settings_keywords
@@ -199,6 +200,25 @@ def late_sender(pag: PAG, *, top_causes: int = 3, wait_settings: WaitSettings) -
     return out
 
 
+def _categorical(kind: pd.Series) -> bool:
+    return isinstance(kind.dtype, pd.CategoricalDtype) and not bool((kind.cat.codes.to_numpy() < 0).any())
+
+
+def _kind_ranks(kind: pd.Series) -> tuple[np.ndarray | None, np.ndarray]:
+    """A categorical kind column (no missing value) as each row's rank among its sorted names, and those names.
+
+    Grouping by the ranks orders the groups as grouping by the names as text does (``astype(str)``
+    of millions of rows costs ~0.5 s at 20 M events); anything else: ``(None, [])``.
+    """
+    if not _categorical(kind):
+        return None, np.zeros(0, dtype=object)
+    names = np.asarray(kind.cat.categories.astype(str), dtype=object)
+    order = np.argsort(names, kind="stable")
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return rank[kind.cat.codes.to_numpy()], names[order]
+
+
 @pass_(version="3", tags=("trace", "wait-states"))
 @settings_keywords(WaitSettings, "wait_settings")
 def wait_state_summary(
@@ -244,8 +264,8 @@ def wait_state_summary(
     t0, t1 = trace.span
     span = max(t1 - t0, 1e-300)
     nloc = n_locations(pag)
-    kind = w["kind"].astype(str)
     if by == "kind":
+        kind = w["kind"].astype(str)
         g = w.groupby(kind)["amount"].agg(["sum", "size"]).rename(columns={"sum": "amount", "size": "instances"})
         g.index.name = "kind"
         g = g.reset_index()
@@ -256,11 +276,13 @@ def wait_state_summary(
         declare_aggregates(g, pag, ["amount"])
         return g
     if by == "process":
+        kind = w["kind"].astype(str)
         g = w.assign(kind=kind).groupby(["process", "thread", "kind"])["amount"].agg(["sum", "size"]).reset_index()
         g = g.rename(columns={"sum": "amount", "size": "instances"})
         g["percent"] = 100.0 * g["amount"] / span
         return g.sort_values("amount", ascending=False, kind="stable").reset_index(drop=True)
-    w2 = w.assign(kind=kind)
+    ranks, sorted_kinds = _kind_ranks(w["kind"])
+    w2 = w.assign(kind=w["kind"].astype(str) if ranks is None else ranks)
     g = (
         w2.groupby(["vertex", "kind"])["amount"]
         .agg(["sum", "size"])
@@ -272,6 +294,8 @@ def wait_state_summary(
     g["max_process"] = [t[2] for t in idx.reindex(g.index)]
     g["max_process_time"] = pp.groupby(level=[0, 1]).max()
     g = g.reset_index()
+    if ranks is not None:  # the names back on the (small) result: what grouping by the strings gives
+        g["kind"] = pd.array(sorted_kinds[g["kind"].to_numpy()], dtype=w["kind"].head(0).astype(str).dtype)
     v = g["vertex"].to_numpy()
     g.insert(1, "name", name_column(pag, v))
     g.insert(2, "call_path", call_path_column(pag, v))

@@ -213,3 +213,22 @@ def test_results_are_not_shared(late_pag):
     b = wait_states(late_pag)
     assert (b["amount"] > 0).all()
     assert np.isfinite(b["start"]).all()
+
+
+def test_summary_by_vertex_the_same_from_a_categorical_or_a_text_kind(late_pag):
+    """The per-call-path summary groups a categorical kind by its names' ranks: the same table as from text."""
+    import pandas as pd
+
+    w = wait_states(late_pag)
+    assert isinstance(w["kind"].dtype, pd.CategoricalDtype)
+    names = list(w["kind"].cat.categories)
+    shuffled = w.assign(kind=w["kind"].cat.reorder_categories(names[::-1]))  # categories out of text order
+    as_text = w.assign(kind=w["kind"].astype(str))
+    ref = wait_state_summary(late_pag, as_text, by="vertex")
+    assert len(ref["kind"].unique()) > 1  # several kinds at one call path: the grouping order matters
+    for table in (w, shuffled):
+        got = wait_state_summary(late_pag, table, by="vertex")
+        pd.testing.assert_frame_equal(got, ref, check_exact=True)
+        assert got.to_csv() == ref.to_csv()
+    missing = w.assign(kind=w["kind"].where(w.index % 7 != 0))  # a missing kind: the text path
+    assert len(wait_state_summary(late_pag, missing, by="vertex")) > 0
