@@ -213,21 +213,50 @@ class P2PRecords:
 
     ``s``/``r`` are the rows of sends (SEND, SSEND, ISEND) and of receive
     completions (RECV, IRECV); the other arrays are aligned with them or
-    with all p2p rows as named.
+    with all p2p rows as named. The process and thread of a row are looked
+    up from its location (:meth:`proc_at`, :meth:`thr_at`): no event-long
+    copies.
     """
 
     s: np.ndarray  # send rows
     r: np.ndarray  # receive-completion rows
-    proc: np.ndarray  # per p2p row: world rank of its location
-    thr: np.ndarray  # per p2p row: thread of its location
+    loc: np.ndarray  # per p2p row: its location (as stored)
+    loc_proc: np.ndarray  # per location: its world rank (int32 when it fits)
+    loc_thr: np.ndarray  # per location: its thread
     peer: np.ndarray  # per p2p row: the peer as a world rank
-    comm: np.ndarray
-    tag: np.ndarray
+    comm: np.ndarray  # per p2p row (as stored)
+    tag: np.ndarray  # per p2p row (as stored)
     send_complete: np.ndarray  # per send: instance completing it (the send's own for blocking sends)
     recv_post: np.ndarray  # per receive: instance that posted it
     mode: np.ndarray  # per send: 0 standard, 1 synchronous, 2 non-blocking
     order_s: np.ndarray  # positions in s, in posting order
     order_r: np.ndarray  # positions in r, in posting order
+
+    def proc_at(self, rows: np.ndarray) -> np.ndarray:
+        """World rank of the locations of p2p ``rows``."""
+        return self.loc_proc[self.loc[rows]]
+
+    def thr_at(self, rows: np.ndarray) -> np.ndarray:
+        """Thread of the locations of p2p ``rows``."""
+        return self.loc_thr[self.loc[rows]]
+
+    @property
+    def proc(self) -> np.ndarray:
+        """Per p2p row: world rank of its location (int64, made on each call)."""
+        return self.loc_proc.astype(np.int64)[self.loc]
+
+    @property
+    def thr(self) -> np.ndarray:
+        """Per p2p row: thread of its location (int64, made on each call)."""
+        return self.loc_thr.astype(np.int64)[self.loc]
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """``values`` (integers) as int32 when they fit, else int64."""
+    v = np.asarray(values, dtype=np.int64)
+    if not len(v) or (int(v.min()) >= np.iinfo(np.int32).min and int(v.max()) <= np.iinfo(np.int32).max):
+        return v.astype(np.int32)
+    return v
 
 
 def ssend_regions(raw: RawTrace) -> np.ndarray:
@@ -250,10 +279,9 @@ def p2p_records(
     n = len(ev["location"])
     kind = ev["kind"]
     loc = ev["location"].astype(np.int64)
-    proc = raw.locations["process"].to_numpy(dtype=np.int64)[loc]
-    thr = raw.locations["thread"].to_numpy(dtype=np.int64)[loc]
     peer = to_world(raw, ev["comm"], ev["peer"]) if n else np.zeros(0, np.int64)
     req_key = _request_key(loc, ev["request"], len(raw.locations))
+    del loc  # the widened locations were only for the request key
     s = np.flatnonzero((kind == P2P.SEND) | (kind == P2P.SSEND) | (kind == P2P.ISEND))
     r = np.flatnonzero((kind == P2P.RECV) | (kind == P2P.IRECV))
     isend = s[kind[s] == P2P.ISEND]
@@ -280,14 +308,16 @@ def p2p_records(
     if len(ss) and len(s) and len(callpath):
         sync = (send_iv >= 0) & np.isin(cp_region[callpath[np.maximum(send_iv, 0)]], ss)
         mode[sync & (mode == 0)] = 1
+    del req_key
     return P2PRecords(
         s,
         r,
-        proc,
-        thr,
+        ev["location"],
+        _narrow(raw.locations["process"].to_numpy()),
+        _narrow(raw.locations["thread"].to_numpy()),
         peer,
-        ev["comm"].astype(np.int64),
-        ev["tag"].astype(np.int64),
+        ev["comm"],
+        ev["tag"],
         send_complete,
         recv_post,
         mode,

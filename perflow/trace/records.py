@@ -101,7 +101,7 @@ def p2p_records(
         return take_or(ginst, iv, -1)  # local -1 (no instance) -> global -1
 
     rec = prepare_p2p(raw, enclosing, callpath, cp_region, threaded)
-    s, r, proc, thr, peer, comm, tag = rec.s, rec.r, rec.proc, rec.thr, rec.peer, rec.comm, rec.tag
+    s, r, peer, comm, tag = rec.s, rec.r, rec.peer, rec.comm, rec.tag
     order_s, order_r, send_complete, recv_post, mode = (
         rec.order_s,
         rec.order_r,
@@ -110,7 +110,8 @@ def p2p_records(
         rec.mode,
     )
     send_iv = enclosing[s]
-    c_s, p_s, d_s, t_s = comm[s], proc[s], peer[s], tag[s]  # each gathered once (the key and its FIFO number)
+    # each key column gathered once, at the sends only, in the narrow dtypes of the messages schema
+    c_s, p_s, d_s, t_s = comm[s], rec.proc_at(s), peer[s], tag[s]
     sends = pd.DataFrame(
         {
             "comm": c_s,
@@ -119,7 +120,7 @@ def p2p_records(
             "tag": t_s,
             "k": _fifo(c_s, p_s, d_s, t_s, order_s),
             "send_process": p_s.copy(),
-            "send_thread": thr[s],
+            "send_thread": rec.thr_at(s),
             "bytes": ev["bytes"][s],
             "send_interval": glob(send_iv),
             "send_complete_interval": glob(send_complete),
@@ -131,7 +132,7 @@ def p2p_records(
         copy=False,
     )
     recv_iv = enclosing[r]
-    c_r, p_r, s_r, t_r = comm[r], proc[r], peer[r], tag[r]
+    c_r, p_r, s_r, t_r = comm[r], rec.proc_at(r), peer[r], tag[r]
     recvs = pd.DataFrame(
         {
             "comm": c_r,
@@ -140,7 +141,7 @@ def p2p_records(
             "tag": t_r,
             "k": _fifo(c_r, s_r, p_r, t_r, order_r),
             "recv_process": p_r.copy(),
-            "recv_thread": thr[r],
+            "recv_thread": rec.thr_at(r),
             "recv_post_interval": glob(recv_post),
             "recv_interval": glob(recv_iv),
             "recv_time": t[r],
