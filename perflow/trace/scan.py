@@ -151,14 +151,17 @@ def _result(enter, leave, parent, callpath, cp_parent, cp_region, open_after, er
 try:  # pragma: no cover - exercised whenever numba is installed
 
     @njit
-    def _scan_kernel(location, kind, region, time, nreg, close_open, out, cps, tin, tout, cinc, open_after, stack):  # type: ignore[no-untyped-def]
-        # ``out`` rows: enter, leave, parent, callpath; ``cps`` rows: cp_parent, cp_region. Every buffer
+    def _scan_kernel(  # type: ignore[no-untyped-def]
+        location, kind, region, time, nreg, close_open, enter, leave, parent, callpath, cps, tin, tout, cinc,
+        open_after, stack,
+    ):  # fmt: skip
+        # ``enter``, ``leave``, ``parent``, ``callpath``: one array each (finalisation frees them one by one);
+        # ``cps`` rows: cp_parent, cp_region. Every buffer
         # is allocated by the caller at its final size (one row per Enter event), so the
         # loop never reallocates: arrays that may be replaced inside a loop cost numba
         # reference counting on every iteration (about four times slower). ``cinc`` (zeros) receives
         # each instance's closed children's inclusive time, added at each child's Leave: siblings
         # leave in Enter order, so the sums are those of a bincount over the instances, to the bit.
-        enter, leave, parent, callpath = out[0], out[1], out[2], out[3]
         cp_parent, cp_region = cps[0], cps[1]
         n = location.shape[0]
         cp_map = Dict.empty(key_type=types.int64, value_type=types.int64)
@@ -243,11 +246,14 @@ def scan_regions(
     tm = np.ascontiguousarray(time, dtype=np.float64) if time is not None else np.zeros(len(loc))
     nreg = int(rg.max()) + 1 if len(rg) else 1
     n, n_enter = len(loc), int(np.count_nonzero(kd == 0))
-    out, cps = np.empty((4, n_enter), np.int64), np.empty((2, n_enter), np.int64)
+    # four separate instance arrays, not rows of one buffer: each goes back to the system when dropped
+    enter, leave, parent, callpath = (np.empty(n_enter, np.int64) for _ in range(4))
+    cps = np.empty((2, n_enter), np.int64)
     tin, tout, cinc = np.empty(n_enter), np.empty(n_enter), np.zeros(n_enter)
     open_after, stack = np.empty(n, np.int64), np.empty(n_enter + 1, np.int64)
-    ni, ncp, err, at = _scan_kernel(loc, kd, rg, tm, nreg, close_open, out, cps, tin, tout, cinc, open_after, stack)
-    enter, leave, parent, callpath = out
+    ni, ncp, err, at = _scan_kernel(
+        loc, kd, rg, tm, nreg, close_open, enter, leave, parent, callpath, cps, tin, tout, cinc, open_after, stack
+    )
     cp_parent, cp_region = cps
     # views of the kernel's buffers (at most about half the events long: no copy worth making)
     res = ScanResult(
