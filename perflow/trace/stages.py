@@ -386,6 +386,24 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         st.res = res = dataclasses.replace(res, enter=np.zeros(0, np.int64), leave=np.zeros(0, np.int64))
     if free:
         raw.drop_events("region_events", "metric_events", "sample_events")
+    # the send/receive records before the interval columns: the p2p events go back before those are made
+    p2p_row = global_rows(raw.p2p_events["location"], maps["p2p_off"])
+    sends, recvs = p2p_records(
+        raw,
+        st.p2p_open,
+        res.callpath,
+        res.cp_region,
+        ginst,
+        st.t_enter,
+        st.t_leave,
+        p2p_row,
+        threaded=maps.get("threaded", True),
+    )
+    del p2p_row
+    if maps.get("release"):
+        st.p2p_open = np.zeros(0, np.int64)
+    if free:
+        raw.drop_events("p2p_events")
     intervals = interval_rows(
         st,
         cp_map,
@@ -403,21 +421,6 @@ def finalize(st: PartState, maps: dict[str, Any]) -> PartTables:
         lv = cp_map[k // max(nloc, 1)]
         lo = k % max(nloc, 1)
         deltas[name] = (lv, lo, vals)
-    p2p_row = global_rows(raw.p2p_events["location"], maps["p2p_off"])
-    sends, recvs = p2p_records(
-        raw,
-        st.p2p_open,
-        res.callpath,
-        res.cp_region,
-        ginst,
-        st.t_enter,
-        st.t_leave,
-        p2p_row,
-        threaded=maps.get("threaded", True),
-    )
-    del p2p_row
-    if free:
-        raw.drop_events("p2p_events")
     coll = st.coll
     if len(coll):
         ck = coll["key"].to_numpy()
