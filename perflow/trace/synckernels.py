@@ -13,7 +13,7 @@ import numpy as np
 
 from .flat import njit
 
-__all__ = ["collective_sync"]
+__all__ = ["collective_sync", "by_location_time_sorted"]
 
 
 @njit
@@ -29,7 +29,9 @@ def _mn(a, b):  # type: ignore[no-untyped-def]
 
 
 @njit
-def _collective_sync(inst, civ, iv_enter, iv_leave, iv_vertex, begin, end, kind, sent, received, root, process):  # type: ignore[no-untyped-def]
+def _collective_sync(  # type: ignore[no-untyped-def]
+    inst, civ, iv_enter, iv_leave, iv_vertex, begin, end, kind, sent, received, root, process
+):
     n = inst.shape[0]
     E = np.empty(n, np.float64)
     Lr = np.empty(n, np.float64)
@@ -133,8 +135,9 @@ def collective_sync(
     and the call path of its call (-1 without one).
 
     ``c_cols`` holds the rows' ``begin``, ``end``, ``sent``, ``received``, ``root`` and ``process``;
-    ``kind`` (of each row's operation) is 1 for barrier-like operations (every participant synchronises), 0 for all-to-all ones
-    (when data moved), 2 for 1-to-N, 3 for N-to-1 and 4 for the rest (scans, irregular all-to-all, handles).
+    ``kind`` (of each row's operation) is 1 for barrier-like operations (every participant synchronises),
+    0 for all-to-all ones (when data moved), 2 for 1-to-N, 3 for N-to-1 and 4 for the rest (scans,
+    irregular all-to-all, handles).
     """
     f8, i8 = np.float64, np.int64
     return _collective_sync(
@@ -146,3 +149,42 @@ def collective_sync(
         np.ascontiguousarray(c_cols["received"], i8), np.ascontiguousarray(c_cols["root"], i8),
         np.ascontiguousarray(c_cols["process"], i8),
     )  # fmt: skip
+
+
+@njit
+def _by_location_time(loc, time, n_locs):  # type: ignore[no-untyped-def]
+    n = loc.shape[0]
+    off = np.zeros(n_locs + 1, np.int64)
+    for i in range(n):
+        off[loc[i] + 1] += 1
+    for k in range(n_locs):
+        off[k + 1] += off[k]
+    fill = off[:-1].copy()
+    out = np.empty(n, np.int64)
+    for i in range(n):  # a stable counting sort by location
+        out[fill[loc[i]]] = i
+        fill[loc[i]] += 1
+    for k in range(n_locs):  # then a stable sort by time within each location, unless already in order
+        a, b = off[k], off[k + 1]
+        ordered = True
+        for j in range(a + 1, b):
+            if time[out[j]] < time[out[j - 1]]:
+                ordered = False
+                break
+        if not ordered:
+            idx = out[a:b].copy()
+            o = np.argsort(time[idx], kind="mergesort")
+            for j in range(b - a):
+                out[a + j] = idx[o[j]]
+    return out
+
+
+def by_location_time_sorted(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray | None:
+    """``np.lexsort((time, loc))`` for locations in ``[0, n_locs)`` and float times without NaN, by a
+    counting sort of the locations and a stable sort of each location's times (skipped when they are in
+    order already); None when the input is outside that case."""
+    if not len(loc) or loc.dtype.kind not in "iu" or time.dtype != np.float64:
+        return None
+    if int(loc.min()) < 0 or int(loc.max()) >= n_locs or np.isnan(time).any():
+        return None
+    return _by_location_time(np.ascontiguousarray(loc, np.int64), np.ascontiguousarray(time), int(n_locs))

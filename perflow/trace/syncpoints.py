@@ -38,7 +38,7 @@ import pandas as pd
 from ..kinds import CollectiveOp
 from ..pag.instances import Trace
 from .flat import Locations
-from .synckernels import collective_sync
+from .synckernels import by_location_time_sorted, collective_sync
 from .threadwaits import _team_rows, barrier_instances
 
 __all__ = ["SyncPoints", "sync_points", "by_location_time", "SYNC_WAIT_KINDS", "LS_KINDS"]
@@ -251,8 +251,12 @@ def _omp_points(
 
 def by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray:
     """``np.lexsort((time, loc))``: a stable sort by time, then a stable one by location (a radix sort of
-    16-bit location ids when there are few: the same order in linear time)."""
+    16-bit location ids when there are few: the same order in linear time; compiled, a counting sort by
+    location and a sort of each location's times only where they are out of order)."""
     loc = np.asarray(loc)
+    fast = by_location_time_sorted(loc, np.asarray(time), n_locs)
+    if fast is not None:
+        return fast
     if n_locs > np.iinfo(np.int16).max or not len(loc):
         return np.lexsort((time, loc.astype(np.int64)))
     o = np.argsort(time, kind="stable")
