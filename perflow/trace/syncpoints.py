@@ -38,6 +38,7 @@ import pandas as pd
 from ..kinds import CollectiveOp
 from ..pag.instances import Trace
 from .flat import Locations
+from .synckernels import by_location_time_sorted, collective_sync
 from .threadwaits import _team_rows, barrier_instances
 
 __all__ = ["SyncPoints", "sync_points", "by_location_time", "SYNC_WAIT_KINDS", "LS_KINDS"]
@@ -140,47 +141,16 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     if not _sorted_keys(c["instance"].to_numpy(), c["process"].to_numpy(), c["thread"].to_numpy()):
         c = c.sort_values(["instance", "process", "thread"], kind="stable").reset_index(drop=True)
     iv = trace.intervals
-    inst = c["instance"].to_numpy().astype(np.int64)
-    civ = c["interval"].to_numpy().astype(np.int64)
-    has = civ >= 0
-    enter = np.where(has, iv["enter"].to_numpy()[np.maximum(civ, 0)], c["begin"].to_numpy())
-    leave = np.where(has, iv["leave"].to_numpy()[np.maximum(civ, 0)], c["end"].to_numpy())
-    begin, end = c["begin"].to_numpy(), c["end"].to_numpy()
-    blocking = begin >= enter
-    E = np.where(blocking, begin, enter)  # the operation's records (Scalasca's times)
-    Lr = np.where(blocking, np.minimum(np.maximum(end, E), leave), leave)
-    op = c["op"].to_numpy().astype(np.int64)
+    inst = c["instance"].to_numpy().astype(np.int64, copy=False)
+    civ = c["interval"].to_numpy()
+    op = c["op"].to_numpy().astype(np.int64, copy=False)
+    kind = _OP_KIND[np.clip(op, 0, len(_OP_KIND) - 1)]  # (an op past the table: all-to-all, as before)
+    kind[op < 0] = 0
+    cols = {k: c[k].to_numpy() for k in ("begin", "end", "sent", "received", "root", "process")}
+    E, release, sync, vtx = collective_sync(
+        inst, civ, iv["enter"].to_numpy(), iv["leave"].to_numpy(), iv["vertex"].to_numpy(), cols, kind
+    )
     loc = locs.lookup(c["process"].to_numpy(), c["thread"].to_numpy())
-    starts = np.flatnonzero(np.r_[True, inst[1:] != inst[:-1]])
-    gid = np.cumsum(np.r_[True, inst[1:] != inst[:-1]]) - 1
-    moved = np.add.reduceat((c["sent"].to_numpy() + c["received"].to_numpy()).astype(np.float64), starts)[gid]
-    barrier = np.isin(op, [CollectiveOp.BARRIER, CollectiveOp.INIT, CollectiveOp.FINALIZE])
-    # all-to-all with data; not MPI_Alltoallv/w (arbitrary patterns, as in Scalasca) nor handle operations
-    other = [*_ONE2N, *_N2ONE, *_SCAN, int(CollectiveOp.ALLTOALLV), int(CollectiveOp.ALLTOALLW), *range(17, 23)]
-    n2n = ~barrier & ~np.isin(op, other) & (moved > 0)
-    root = c["root"].to_numpy().astype(np.int64)
-    is_root = (root >= 0) & (c["process"].to_numpy() == root)
-    rows = np.arange(len(c))
-    root_row = np.minimum.reduceat(np.where(is_root, rows, len(rows)), starts)[gid]
-    rr = np.minimum(root_row, len(rows) - 1)
-    has_root = root_row < len(rows)
-    sync = barrier | n2n
-    ref = np.maximum.reduceat(E, starts)[gid]  # the latest begin
-    one2n = np.isin(op, _ONE2N) & has_root & (c["sent"].to_numpy()[rr] > 0)
-    waits_root = one2n & ~is_root & (c["received"].to_numpy() > 0) & (E < E[rr])
-    any_wait = np.add.reduceat(waits_root.astype(np.int64), starts)[gid] > 0
-    sync |= waits_root | (one2n & is_root & any_wait)
-    ref = np.where(one2n, E[rr], ref)
-    n2one = np.isin(op, _N2ONE) & has_root
-    sender_e = np.where(n2one & ~is_root & (c["sent"].to_numpy() > 0), E, -np.inf)
-    latest_s = np.maximum.reduceat(sender_e, starts)[gid]
-    first_latest = np.minimum.reduceat(np.where(sender_e == latest_s, rows, len(rows)), starts)[gid]
-    root_waits = n2one & (E[rr] < latest_s)
-    sync |= root_waits & (is_root | (rows == first_latest))
-    ref = np.where(n2one, latest_s, ref)
-    earliest = np.minimum.reduceat(np.where(sync, Lr, np.inf), starts)[gid]
-    released = np.minimum(ref, Lr)
-    completion = np.where(sync, np.maximum(0.0, Lr - np.maximum(earliest, released)), 0.0)
     # the wait state of each synchronising row
     wr = np.flatnonzero(waits["kind"].isin(_COLL_WAITS).to_numpy())
     wid = _first_match(
@@ -199,8 +169,7 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
     g_of[ug] = np.arange(len(ug))
     group_off = np.r_[first, len(order)].astype(np.int64)
     group_loc = loc[s][order].astype(np.int64)
-    vtx = np.where(civ >= 0, iv["vertex"].to_numpy()[np.maximum(civ, 0)], -1)
-    pts = [dict(loc=loc[s], time=E[s], release=leave[s] - completion[s], wait=amount[s], vertex=vtx[s], wid=wid[s],
+    pts = [dict(loc=loc[s], time=E[s], release=release[s], wait=amount[s], vertex=vtx[s], wid=wid[s],
                 cls=0, partner=-1, group=g_of[gi])]  # fmt: skip
     return pts, group_off, group_loc
 
@@ -243,6 +212,14 @@ def _first_match(keys: tuple[np.ndarray, ...], query: tuple[np.ndarray, ...], va
 _ONE2N = (int(CollectiveOp.BCAST), int(CollectiveOp.SCATTER), int(CollectiveOp.SCATTERV))
 _N2ONE = (int(CollectiveOp.GATHER), int(CollectiveOp.GATHERV), int(CollectiveOp.REDUCE))
 _SCAN = (int(CollectiveOp.SCAN), int(CollectiveOp.EXSCAN))
+#: the synchronisation rule of each operation (see :func:`~perflow.trace.synckernels.collective_sync`): 1 every
+#: participant (barrier, MPI_Init, MPI_Finalize), 0 all-to-all with data, 2 1-to-N, 3 N-to-1, 4 none (scans;
+#: MPI_Alltoallv/w, arbitrary patterns, as in Scalasca; handle operations)
+_OP_KIND = np.zeros(max(23, max(int(o) for o in CollectiveOp) + 2), np.int8)
+_OP_KIND[[int(CollectiveOp.BARRIER), int(CollectiveOp.INIT), int(CollectiveOp.FINALIZE)]] = 1
+_OP_KIND[list(_ONE2N)] = 2
+_OP_KIND[list(_N2ONE)] = 3
+_OP_KIND[[*_SCAN, int(CollectiveOp.ALLTOALLV), int(CollectiveOp.ALLTOALLW), *range(17, 23)]] = 4
 
 
 def _omp_points(
@@ -274,8 +251,12 @@ def _omp_points(
 
 def by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarray:
     """``np.lexsort((time, loc))``: a stable sort by time, then a stable one by location (a radix sort of
-    16-bit location ids when there are few: the same order in linear time)."""
+    16-bit location ids when there are few: the same order in linear time; compiled, a counting sort by
+    location and a sort of each location's times only where they are out of order)."""
     loc = np.asarray(loc)
+    fast = by_location_time_sorted(loc, np.asarray(time), n_locs)
+    if fast is not None:
+        return fast
     if n_locs > np.iinfo(np.int16).max or not len(loc):
         return np.lexsort((time, loc.astype(np.int64)))
     o = np.argsort(time, kind="stable")

@@ -82,3 +82,31 @@ def test_by_location_time_is_lexsort() -> None:
     time[::11] = np.nan
     np.testing.assert_array_equal(S.by_location_time(loc, time, 9), np.lexsort((time, loc)))
     np.testing.assert_array_equal(S.by_location_time(loc, time, 40000), np.lexsort((time, loc)))
+
+
+def test_collective_sync_by_hand():
+    """The compiled per-instance rules on hand-worked instances: a barrier, a broadcast whose receiver waited
+    for the root, a reduce whose root waited for the latest sender, an allreduce that moved nothing."""
+    from perflow.kinds import CollectiveOp
+    from perflow.trace.syncpoints import _OP_KIND
+    from perflow.trace.synckernels import collective_sync
+
+    op = np.array([CollectiveOp.BARRIER] * 2 + [CollectiveOp.BCAST] * 2 + [CollectiveOp.REDUCE] * 3
+                  + [CollectiveOp.ALLREDUCE] * 2)  # fmt: skip
+    cols = dict(
+        begin=np.array([0, 2, 5, 1, 0, 4, 4, 1, 2], float),
+        end=np.array([3, 3, 6, 7, 9, 5, 6, 3, 3], float),
+        sent=np.array([0, 0, 10, 0, 0, 8, 8, 0, 0]),
+        received=np.array([0, 0, 0, 10, 0, 0, 0, 0, 0]),
+        root=np.array([-1, -1, 0, 0, 0, 0, 0, -1, -1]),
+        process=np.array([0, 1, 0, 1, 0, 1, 2, 0, 1]),
+    )
+    inst = np.array([0, 0, 2, 2, 4, 4, 4, 6, 6])
+    civ = np.full(9, -1)
+    none = np.zeros(0)
+    E, release, sync, vertex = collective_sync(inst, civ, none, none, none.astype(int), cols, _OP_KIND[op.astype(int)])
+    assert E.tolist() == [0, 2, 5, 1, 0, 4, 4, 1, 2]
+    assert sync.tolist() == [True, True, True, True, True, True, False, False, False]
+    # broadcast: the receiver is released at the root's leave (6), not its own (7); reduce: the root at 5
+    assert release[sync].tolist() == [3, 3, 6, 6, 5, 5]
+    assert vertex.tolist() == [-1] * 9
