@@ -88,8 +88,8 @@ def test_collective_sync_by_hand():
     """The compiled per-instance rules on hand-worked instances: a barrier, a broadcast whose receiver waited
     for the root, a reduce whose root waited for the latest sender, an allreduce that moved nothing."""
     from perflow.kinds import CollectiveOp
-    from perflow.trace.syncpoints import _OP_KIND
     from perflow.trace.synckernels import collective_sync
+    from perflow.trace.syncpoints import _OP_KIND
 
     op = np.array([CollectiveOp.BARRIER] * 2 + [CollectiveOp.BCAST] * 2 + [CollectiveOp.REDUCE] * 3
                   + [CollectiveOp.ALLREDUCE] * 2)  # fmt: skip
