@@ -64,6 +64,9 @@ class TreeRSS:
 
         self.me = psutil.Process()
         self.every, self.pss_every = every, pss_every
+        # "role pid" -> [RSS, peak RSS, PSS, peak PSS, alive] (bytes; lost processes keep their last figures)
+        self.procs: dict[str, list[Any]] = {}
+        self._roles: dict[int, str] = {}
         self.phase = "start"
         self.peak, self.peak_phase, self.peak_rss, self.per_proc = 0, "", 0, {}
         self.by_phase: dict[str, list[int]] = {}  # phase -> [peak of the tree, peak of this process] (PSS)
@@ -93,14 +96,22 @@ class TreeRSS:
                     # PSS: shared pages (forked decoders) split among their sharers
                     size = p.memory_full_info().pss if pss else 0
                     t = p.cpu_times()
-                    name = "client+scheduler" if p.pid == self.me.pid else p.name()
+                    name = self._roles.get(p.pid) or self._roles.setdefault(p.pid, self._role(p))
             except psutil.Error:
                 continue
             total, total_rss = total + size, total_rss + rss
             mine = size if p.pid == self.me.pid else mine
             key = f"{name} {p.pid}"
             self.per_proc[key] = max(self.per_proc.get(key, 0), size)
+            f = self.procs.setdefault(key, [0, 0, 0, 0, True])
+            f[0], f[1], f[4] = rss, max(f[1], rss), True
+            if pss:
+                f[2], f[3] = size, max(f[3], size)
             seen[p.pid] = t.user + t.system + getattr(t, "children_user", 0) + getattr(t, "children_system", 0)
+        if pss or len(seen) < len(self._procs):
+            for key, f in self.procs.items():
+                if int(key.rsplit(" ", 1)[1]) not in seen:
+                    f[4] = False  # ended or lost (a worker the nanny killed): its last figures stay
         for pid in set(self._cpu) - set(seen):
             if pid != self.me.pid:
                 self.cpu_dead += self._cpu.pop(pid)
@@ -113,6 +124,42 @@ class TreeRSS:
             ph[0], ph[1] = max(ph[0], total), max(ph[1], mine)
         if total > self.peak:
             self.peak, self.peak_phase = total, self.phase
+
+    def _role(self, p: Any) -> str:
+        """What a process of the tree is: this client (with the scheduler and the nannies: a LocalCluster's
+        nannies run in its event loop), a worker (a child of it), a decoder (a worker's child), or a helper
+        of multiprocessing."""
+        if p.pid == self.me.pid:
+            return "client+scheduler"
+        cmd = " ".join(p.cmdline())
+        if "resource_tracker" in cmd or "forkserver" in cmd:
+            return "mp-helper"
+        parent = self._roles.get(p.ppid(), "client+scheduler" if p.ppid() == self.me.pid else "")
+        role = {"client+scheduler": "worker", "nanny": "worker"}.get(parent, "decoder")
+        if parent == "client+scheduler" and "nanny" in cmd.lower():  # nannies as processes of their own
+            role = "nanny"
+        return role
+
+    def procs_gb(self) -> dict[str, dict[str, Any]]:
+        """Every process seen: RSS and PSS now (as last sampled) and at their peaks, GB; whether still alive."""
+        return {k: {"rss": round(f[0] / 1e9, 3), "peak_rss": round(f[1] / 1e9, 3), "pss": round(f[2] / 1e9, 3),
+                    "peak_pss": round(f[3] / 1e9, 3), "alive": f[4]} for k, f in self.procs.items()}  # fmt: skip
+
+    def procs_line(self) -> str:
+        """The per-process figures on one line: ``role pid RSS now/peak, PSS now/peak`` (GB)."""
+        items = list(self.procs.items())
+        # ended decoders (one per event file batch: a hundred at 200 M events) as one figure: their number and
+        # largest peaks; every other process (a lost worker too) with its own
+        ended = [f for k, f in items if k.startswith("decoder ") and not f[4]]
+        text = [
+            f"{k}{'' if f[4] else ' (gone)'} {f[0] / 1e9:.2f}/{f[1] / 1e9:.2f} {f[2] / 1e9:.2f}/{f[3] / 1e9:.2f}"
+            for k, f in items
+            if f[4] or not k.startswith("decoder ")
+        ]
+        if ended:
+            rss, pss = max(f[1] for f in ended), max(f[3] for f in ended)
+            text.append(f"{len(ended)} decoders ended (largest peaks {rss / 1e9:.2f} RSS, {pss / 1e9:.2f} PSS)")
+        return "; ".join(text)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -141,7 +188,8 @@ def progress(mon: TreeRSS, spilled: list[int], every: float, t0: float) -> None:
         now = time.perf_counter()
         if mon.phase != last or now >= next_at:
             print(f"[{now - t0:7.1f} s] {mon.phase}: tree RSS {mon.last_rss / 1e9:.2f} GB (PSS {mon.last_pss / 1e9:.2f}"
-                  f" GB), peak PSS {mon.peak / 1e9:.2f} GB, spilled {spilled[0] / 1e9:.2f} GB",
+                  f" GB), peak PSS {mon.peak / 1e9:.2f} GB, spilled {spilled[0] / 1e9:.2f} GB\n"
+                  f"    per process (RSS now/peak, PSS now/peak, GB): {mon.procs_line()}",
                   file=sys.stderr, flush=True)  # fmt: skip
             last, next_at = mon.phase, now + every
         mon._stop.wait(0.5)
@@ -192,48 +240,55 @@ def dask_child(path: str, a: argparse.Namespace, keep: bool) -> dict[str, Any]:
     # the running task's working set (about 0.5 GB at 3 M events per partition) must fit between the
     # managed memory Dask keeps in memory (target) and the pause threshold (0.8 of the limit)
     dask.config.set({"distributed.worker.memory.target": a.target, "distributed.worker.memory.spill": a.target + 0.1})
-    with Engine(
-        n_workers=a.workers, threads_per_worker=1, memory_limit=int(a.memory / a.workers), local_directory=spill
-    ) as eng:
-        out["times"]["cluster"] = time.perf_counter() - t_all
-        cpu0 = mon.cpu()
-        t0 = time.perf_counter()
-        mon.phase = "load"
-        opts = {"n_partitions": a.parts} if a.parts else {}
-        if not a.parts and a.events_per_part:
-            from perflow.readers.otf2._decode import read_defs
+    try:
+        with Engine(
+            n_workers=a.workers, threads_per_worker=1, memory_limit=int(a.memory / a.workers), local_directory=spill
+        ) as eng:
+            out["times"]["cluster"] = time.perf_counter() - t_all
+            cpu0 = mon.cpu()
+            t0 = time.perf_counter()
+            mon.phase = "load"
+            opts = {"n_partitions": a.parts} if a.parts else {}
+            if not a.parts and a.events_per_part:
+                from perflow.readers.otf2._decode import read_defs
 
-            n = float(sum(read_defs(path)[1].loc_events))
-            opts["n_partitions"] = max(a.workers, int(-(-n // a.events_per_part)))
-        dt = eng.load(path, **opts)
-        if a.stream_above is not None:  # replay plans of traces past this many events stay on the workers
-            dt.runtime.stream_replay_above = a.stream_above
-        pag = dt.pag()
-        out["times"]["load"] = time.perf_counter() - t0
-        res = {}
-        for name, f in fns.items():
-            mon.phase = name
-            t = time.perf_counter()
-            res[name] = f(pag)
-            out["times"][name] = time.perf_counter() - t
-        out["cpu"] = mon.cpu() - cpu0
-        out["monitor_cpu"] = mon.own_cpu
-        out["wall"] = time.perf_counter() - t0
-        out["events"] = dt.n_events
-        out["partitions"] = dt.n_parts
-        out["gathered"] = sorted(pag.gathered)
-        out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
-        if keep:
-            mon.phase = "results"  # the sorted tables written to Parquet: the benchmark's own memory
-            t = time.perf_counter()
-            out["saved_rows"] = scale_results.save(res, _result_dir(a.save, path, "dask"))
-            out["times"]["save"] = time.perf_counter() - t
-        del res, pag, dt
+                n = float(sum(read_defs(path)[1].loc_events))
+                opts["n_partitions"] = max(a.workers, int(-(-n // a.events_per_part)))
+            dt = eng.load(path, **opts)
+            if a.stream_above is not None:  # replay plans of traces past this many events stay on the workers
+                dt.runtime.stream_replay_above = a.stream_above
+            pag = dt.pag()
+            out["times"]["load"] = time.perf_counter() - t0
+            res = {}
+            for name, f in fns.items():
+                mon.phase = name
+                t = time.perf_counter()
+                res[name] = f(pag)
+                out["times"][name] = time.perf_counter() - t
+            out["cpu"] = mon.cpu() - cpu0
+            out["monitor_cpu"] = mon.own_cpu
+            out["wall"] = time.perf_counter() - t0
+            out["events"] = dt.n_events
+            out["partitions"] = dt.n_parts
+            out["gathered"] = sorted(pag.gathered)
+            out["phases"] = {k: round(v, 2) for k, v in dt.timings.items()}
+            if keep:
+                mon.phase = "results"  # the sorted tables written to Parquet: the benchmark's own memory
+                t = time.perf_counter()
+                out["saved_rows"] = scale_results.save(res, _result_dir(a.save, path, "dask"))
+                out["times"]["save"] = time.perf_counter() - t
+            del res, pag, dt
+    except BaseException:  # the figures so far (lost workers included) before the error
+        mon.stop()
+        print(f"failed in {mon.phase}; per process (RSS now/peak, PSS now/peak, GB): {mon.procs_line()}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        raise
     mon.stop()
     out["peak_gb"] = mon.peak / 1e9
     out["peak_rss_sum_gb"] = mon.peak_rss / 1e9
     out["peak_phase"] = mon.peak_phase
     out["per_proc_gb"] = {k: round(v / 1e9, 2) for k, v in sorted(mon.per_proc.items())}
+    out["procs_gb"] = mon.procs_gb()
     out["phase_peaks_gb"] = {k: [round(t / 1e9, 2), round(c / 1e9, 2)] for k, (t, c) in mon.by_phase.items()}
     out["spilled_gb"] = spilled[0] / 1e9
     shutil.rmtree(spill, ignore_errors=True)
@@ -361,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
             "   peak PSS per phase (tree, client): "
             + ", ".join(f"{k} {t:.2f}/{c:.2f} GB" for k, (t, c) in r.get("phase_peaks_gb", {}).items())
         )
-        print("   peak per process: " + ", ".join(f"{k} {v} GB" for k, v in r["per_proc_gb"].items()))
+        print("   per process (RSS last/peak, PSS last/peak, GB; a decoder or a lost worker as it ended): "
+              + "; ".join(f"{k}{'' if v['alive'] else ' (gone)'} {v['rss']:.2f}/{v['peak_rss']:.2f} "
+                          f"{v['pss']:.2f}/{v['peak_pss']:.2f}" for k, v in r.get("procs_gb", {}).items()))  # fmt: skip
         print(f"   gathered to the client: {r['gathered'] or 'nothing'}")
         if a.check:
             loc = _child(["--save", a.save, "--child", "local", path], a.timeout, __file__)

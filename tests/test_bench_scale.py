@@ -77,3 +77,32 @@ def test_compare_column_kinds(bench) -> None:  # type: ignore[no-untyped-def]
     assert not sr._column(pd.Series(nan), pd.Series([1.0, 2.0]))[0]
     assert sr._column(pd.Series(["a", "b"]), pd.Series(["a", "b"]))[0]
     assert not sr._column(pd.Series(["a", "b"], dtype="category"), pd.Series(["a", "c"], dtype="category"))[0]
+
+
+def test_tree_monitor_keeps_every_process(bench) -> None:  # type: ignore[no-untyped-def]
+    """Each process of the tree has its RSS and PSS, now and at the peak; an ended one keeps its last figures."""
+    import subprocess
+    import time
+
+    bench_scale = bench[0]
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    mon = bench_scale.TreeRSS(every=0.05, pss_every=0.05)
+    try:
+        key = f"worker {child.pid}"  # a child of the client is a worker (a LocalCluster's nannies are in-process)
+        for _ in range(100):
+            time.sleep(0.05)
+            if mon.procs.get(key, [0, 0, 0, 0])[3] > 60e6:
+                break
+        child.kill()
+        child.wait()
+        time.sleep(0.3)
+    finally:
+        mon.stop()
+    got = mon.procs_gb()
+    assert got[key]["alive"] is False
+    assert 0.06 < got[key]["peak_rss"] and 0.06 < got[key]["peak_pss"] <= got[key]["peak_rss"]
+    assert got[key]["rss"] > 0.06  # the last figures sampled while it ran
+    me = next(k for k in got if k.startswith("client+scheduler "))
+    assert got[me]["alive"] and got[me]["pss"] > 0
+    line = mon.procs_line()
+    assert f"{key} (gone) " in line and me in line  # a worker, not folded into the ended decoders

@@ -69,11 +69,11 @@ def _families(kind: pd.Series) -> np.ndarray:
     """The index in :data:`WAIT_FAMILIES` of each row's kind (-1 none); a categorical by its codes."""
     if isinstance(kind.dtype, pd.CategoricalDtype):
         cats = kind.cat.categories
-        of = np.full(len(cats) + 1, -1, dtype=np.int64)  # the last slot: code -1 (missing)
+        of = np.full(len(cats) + 1, -1, dtype=np.int8)  # the last slot: code -1 (missing)
         for i, ks in enumerate(WAIT_FAMILIES.values()):
             of[:-1][cats.isin(ks)] = i
         return of[kind.cat.codes.to_numpy()]
-    fam = np.full(len(kind), -1, dtype=np.int64)
+    fam = np.full(len(kind), -1, dtype=np.int8)
     for i, ks in enumerate(WAIT_FAMILIES.values()):
         fam[kind.isin(ks).to_numpy()] = i
     return fam
@@ -144,18 +144,21 @@ def _waiting_time(pag: PAG, s: WaitingTimeSettings) -> pd.DataFrame:
         ukey, inv = key[first], np.cumsum(new) - 1
     else:
         ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    del iv, key  # the client's working set at 200 M events: every row-long temporary counts
     nf = len(WAIT_FAMILIES)
     o = _lexsort((start, inv))  # the union of all waits of a call
     union = np.bincount(inv[o], weights=_union_per_key(inv[o], start[o], end[o]), minlength=len(ukey))
     o = _lexsort((start, fam, inv))  # the union of each family's waits of a call
     fk = inv[o] * nf + fam[o]  # (the same additions in the same order as np.add.at on the 2-D table)
+    del inv, fam
     per_fam = np.bincount(fk, weights=_union_per_key(fk, start[o], end[o]), minlength=len(ukey) * nf)
-    per_fam = per_fam.reshape(len(ukey), nf)
-    charged = np.zeros_like(per_fam)
+    del fk, o, start, end
+    charged = per_fam.reshape(len(ukey), nf)  # charged in place, column after column
     left = union.astype(np.float64)
     for i in range(nf):  # overlapping waits of one call go to the first family
-        charged[:, i] = np.minimum(per_fam[:, i], np.maximum(left, 0.0))
+        charged[:, i] = np.minimum(charged[:, i], np.maximum(left, 0.0))
         left -= charged[:, i]
+    del left, union
     src = rows[first]
     keys = {c: w[c].to_numpy()[src].astype(np.int64) for c in ("vertex", "process", "thread")}
     wait = charged.sum(axis=1)

@@ -206,10 +206,11 @@ def charge_hops(flat: FlatTimeline, hl: np.ndarray, ha: np.ndarray, hb: np.ndarr
 def wait_edges(waits: pd.DataFrame, locs: Locations, follow_locks: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where the path may jump: (waiting location, location waited for, end of the wait) of the idle waits."""
     kinds = [k for k in IDLE_KINDS if follow_locks or not k.startswith("lock_contention")]
-    w = waits[waits["kind"].isin(kinds).to_numpy() & (waits["cause_process"].to_numpy() >= 0)]
-    src = locs.lookup(w["process"].to_numpy(), w["thread"].to_numpy())
-    dst = locs.lookup(w["cause_process"].to_numpy(), w["cause_thread"].to_numpy())
-    return src, dst, w["end"].to_numpy()
+    sel = np.flatnonzero(waits["kind"].isin(kinds).to_numpy() & (waits["cause_process"].to_numpy() >= 0))
+    col = lambda c: waits[c].to_numpy()[sel]  # noqa: E731  (the five columns, not a copy of the whole table)
+    src = locs.lookup(col("process"), col("thread"))
+    dst = locs.lookup(col("cause_process"), col("cause_thread"))
+    return src, dst, col("end")
 
 
 def walk(
