@@ -7,9 +7,8 @@ passes ask for them instead of recomputing, so the wait-state table that the
 is computed once. :class:`~perflow.trace.waits.WaitSettings` declares the
 wait-state settings (choices, defaults, checks) in one place.
 
-The wait-state instances, the synchronisation points, the critical path and the replay plan have
-partitioned forms (:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.syncparts.program`,
-:func:`perflow.trace.criticalparts.program`,
+The wait-state instances, the critical path and the replay plan have partitioned forms
+(:func:`perflow.trace.waitparts.program`, :func:`perflow.trace.criticalparts.program`,
 :func:`perflow.trace.replayparts.program`; for a trace past its runtime's
 ``stream_replay_above`` events the plan stays on the partitions and its runs
 are streamed, :mod:`perflow.trace.replaystream`) that an engine runs where the
@@ -29,7 +28,7 @@ from ..pag.analysis import Analysis, Settings
 from ..pag.base import off_cpu_flags
 from ..pag.instances import Trace
 from ..pag.settings import SettingsError
-from . import criticalparts, partfacts, replaystream, syncparts, waitparts
+from . import criticalparts, partfacts, replaystream, waitparts
 from .critical import CriticalPath, critical_path
 from .delays import DelayResult, delay_costs, off_cpu_children
 from .flat import FlatTimeline, Locations, flat_timeline, locations, subtree_sizes
@@ -184,12 +183,6 @@ def _sync(pag: Any, s: WaitSettings) -> SyncPoints:
     return sync_points(trace_of(pag), w, pag.analyses.get(LOCATIONS), roles, regions)
 
 
-def _sync_program(built: Any, pag: Any, s: WaitSettings) -> SyncPoints:
-    """The program form (``program(built, pag, settings)``, see :mod:`perflow.pag.analysis`)."""
-    roles, regions = vertex_roles(pag)
-    return syncparts.program(built, pag.analyses.get(WAIT_INSTANCES, _wait_part(s)), roles, regions)
-
-
 def _critical(pag: Any, s: CriticalSettings) -> CriticalPath:
     w = pag.analyses.get(WAIT_INSTANCES, s.waits())
     roles, regions = vertex_roles(pag)
@@ -301,7 +294,6 @@ WAIT_INSTANCES = Analysis(
 SYNC_POINTS = Analysis(
     "trace.sync_points",
     compute=_sync,
-    program=_sync_program,
     settings=WaitSettings,
     uses=_TRACE_V,
     doc="the synchronisation points of the delay analysis, on the wait table of these settings",
