@@ -72,19 +72,6 @@ def _waits_frame(w: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({c: w[c].to_numpy() if c != "kind" else w[c].array for c in _WCOLS}, copy=False)
 
 
-def _padded(lw: pd.DataFrame) -> pd.DataFrame:
-    """``lw``, or one row of no synchronising kind when it is empty (the whole-trace function indexes the
-    waiting times of an empty wait table where a partition has calls but no wait rows)."""
-    if len(lw):
-        return lw
-    cats = lw["kind"].cat.categories
-    spare = [k for k in cats if k not in (*LS_KINDS, _LSC, "late_receiver", *_COLL_WAITS, *_OMP_WAITS)]
-    pad = {c: np.full(1, -1, np.int64) for c in _WCOLS if c not in ("kind", "amount")}
-    pad["amount"] = np.zeros(1)
-    pad["kind"] = pd.Categorical([spare[0]], dtype=lw["kind"].dtype)
-    return pd.DataFrame({c: pad[c] for c in _WCOLS})
-
-
 def message_points(pt: PartTrace, w: pd.DataFrame, proc: np.ndarray, thr: np.ndarray) -> dict[str, np.ndarray]:
     """The message points of the wait rows ``w`` charged to this partition's calls (global interval rows and
     message ids; ``w["row"]``: their rows in the whole table), locations numbered as ``proc``, ``thr``."""
@@ -115,7 +102,7 @@ def message_points(pt: PartTrace, w: pd.DataFrame, proc: np.ndarray, thr: np.nda
     for kinds, col, seg in ((LS_KINDS, "send_interval", _LS_A), (("late_receiver",), "recv_post_interval", _LR_A)):
         keep = kind.isin(kinds).to_numpy() | ((kind == _LSC).to_numpy() if seg == _LS_A else False)
         r = np.flatnonzero(keep)
-        p = _flat(sync_points(trace, _padded(lw.iloc[r].reset_index(drop=True)), locs, None, None))
+        p = _flat(sync_points(trace, lw.iloc[r].reset_index(drop=True), locs, None, None))
         call = p["vertex"]
         p["vertex"] = vtx[call]
         a = p["wid"] >= 0
@@ -160,7 +147,7 @@ def collective_points(inbound: list[pd.DataFrame], w: pd.DataFrame, comms: dict[
     local["interval"] = np.arange(n)
     trace = Trace(iv, conform("messages", None), pd.DataFrame(local, copy=False), comms=dict(comms))
     lw = _waits_frame(w)
-    sp = sync_points(trace, _padded(lw), _glocs(proc, thr, iv), None, None)
+    sp = sync_points(trace, lw, _glocs(proc, thr, iv), None, None)
     p = _flat(sp)
     rowc = p["vertex"]
     p["vertex"] = np.where(has[rowc], c["iv:vertex"][rowc].astype(np.int64), -1)
@@ -188,7 +175,7 @@ def omp_points(v: PartView, t: PartTables, w: pd.DataFrame, proc: np.ndarray, th
     if "omp_fork" in t.intervals.columns:  # the recorded enter into a region (a fork's release), same rows
         iv = iv.assign(omp_fork=t.intervals["omp_fork"].to_numpy())
     trace = Trace(iv, conform("messages", None), conform("collectives", None))
-    p = _flat(sync_points(trace, _padded(lw), _glocs(proc, thr, tr.intervals), roles, regions))
+    p = _flat(sync_points(trace, lw, _glocs(proc, thr, tr.intervals), roles, regions))
     row = w["row"].to_numpy().astype(np.int64)
     p["wid"] = np.where(p["wid"] >= 0, row[np.maximum(p["wid"], 0)] if len(row) else -1, -1)
     p["seg"] = np.full(len(p["loc"]), _OMP, np.int64)

@@ -157,7 +157,7 @@ def _collective_points(trace: Trace, waits: pd.DataFrame, locs: Locations) -> tu
         (waits["instance"].to_numpy()[wr], waits["process"].to_numpy()[wr], waits["thread"].to_numpy()[wr]),
         (inst, c["process"].to_numpy(), c["thread"].to_numpy()), wr,
     )  # fmt: skip
-    amount = np.where(wid >= 0, waits["amount"].to_numpy()[np.maximum(wid, 0)], 0.0)
+    amount = _amounts(waits, wid)
     s = np.flatnonzero(sync & (loc >= 0))
     # groups: the synchronising members of each instance, sorted by location
     g_of = np.full(int(inst.max()) + 1 if len(inst) else 0, -1, dtype=np.int64)
@@ -237,7 +237,7 @@ def _omp_points(
         by_iv = pd.Series(wr, index=waits["interval"].to_numpy()[wr])
         by_iv = by_iv[~by_iv.index.duplicated()]
         wid = by_iv.reindex(b).fillna(-1).to_numpy().astype(np.int64)
-        amount = np.where(wid >= 0, waits["amount"].to_numpy()[np.maximum(wid, 0)], 0.0)
+        amount = _amounts(waits, wid)
         out.append(dict(loc=iv_loc[b], time=enter[b], release=leave[b], wait=amount, vertex=vtx[b], wid=wid, cls=1,
                         partner=-1, group=-1))  # fmt: skip
     P, team, _ = _team_rows(iv, roles, regions, None)
@@ -261,6 +261,14 @@ def by_location_time(loc: np.ndarray, time: np.ndarray, n_locs: int) -> np.ndarr
         return np.lexsort((time, loc.astype(np.int64)))
     o = np.argsort(time, kind="stable")
     return o[np.argsort(loc[o].astype(np.int16), kind="stable")]
+
+
+def _amounts(waits: pd.DataFrame, wid: np.ndarray) -> np.ndarray:
+    """The waiting time of wait row ``wid`` for each point (0 where ``wid`` is -1, as when ``waits`` is empty)."""
+    amount = waits["amount"].to_numpy()
+    if not len(amount):
+        return np.zeros(len(wid))
+    return np.where(wid >= 0, amount[np.maximum(wid, 0)], 0.0)
 
 
 def sync_points(

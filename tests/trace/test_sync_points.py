@@ -110,3 +110,19 @@ def test_collective_sync_by_hand():
     # broadcast: the receiver is released at the root's leave (6), not its own (7); reduce: the root at 5
     assert release[sync].tolist() == [3, 3, 6, 6, 5, 5]
     assert vertex.tolist() == [-1] * 9
+
+
+def test_calls_without_wait_rows_give_points_of_no_wait(pag) -> None:  # noqa: ANN001
+    """A trace with collective calls but an empty wait table (a partition where nothing waited): every
+    collective point still synchronises, with no wait state (``wid`` -1) and no waiting time."""
+    w = pag.analyses.get(A.WAIT_INSTANCES)
+    roles, regions = A.vertex_roles(pag)
+    locs = pag.analyses.get(A.LOCATIONS)
+    full = S.sync_points(pag.trace, w, locs, roles, regions)
+    empty = S.sync_points(pag.trace, w.iloc[:0], locs, roles, regions)
+    coll, alone = full.group >= 0, empty.group >= 0  # the collective points: grouped by instance
+    assert coll.sum() == alone.sum() == len(empty.time) > 0  # the message points came from wait rows: gone
+    for f in ("time", "release", "vertex", "group"):
+        np.testing.assert_array_equal(getattr(full, f)[coll], getattr(empty, f)[alone])
+    assert (empty.wid == -1).all() and (empty.wait == 0).all()
+    assert (full.wid[coll] >= 0).any()  # some of them had a wait state before
