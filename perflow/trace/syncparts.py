@@ -40,7 +40,7 @@ from .flat import Locations
 from .parttrace import PartTrace, part_traces
 from .pipeline import Built
 from .stages import PartTables
-from .syncpoints import LS_KINDS, SyncPoints, sync_points
+from .syncpoints import LS_KINDS, MESSAGE_PARTNERS, SyncPoints, sync_points
 from .waitparts import by_process, coll_outbox
 
 __all__ = ["program", "message_points", "collective_points", "omp_points", "merge"]
@@ -99,7 +99,7 @@ def message_points(pt: PartTrace, w: pd.DataFrame, proc: np.ndarray, thr: np.nda
     row = w["row"].to_numpy().astype(np.int64)
     kind = w["kind"]
     parts = []
-    for kinds, col, seg in ((LS_KINDS, "send_interval", _LS_A), (("late_receiver",), "recv_post_interval", _LR_A)):
+    for (kinds, col), seg in zip(MESSAGE_PARTNERS, (_LS_A, _LR_A)):
         keep = kind.isin(kinds).to_numpy() | ((kind == _LSC).to_numpy() if seg == _LS_A else False)
         r = np.flatnonzero(keep)
         p = _flat(sync_points(trace, lw.iloc[r].reset_index(drop=True), locs, None, None))

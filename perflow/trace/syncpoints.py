@@ -94,6 +94,15 @@ class SyncPoints:
     group_loc: np.ndarray
 
 
+#: The wait kinds of the message points and the message column naming each one's partner call: a Late
+#: Sender's receive-completing call waits for the sending call, a Late Receiver's send-completing call for
+#: the receive-posting call (one definition, also used by the partitioned form, ``trace.syncparts``).
+MESSAGE_PARTNERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (LS_KINDS, "send_interval"),
+    (("late_receiver",), "recv_post_interval"),
+)
+
+
 def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: np.ndarray) -> list[dict]:
     iv = trace.intervals
     enter, leave = iv["enter"].to_numpy(), iv["leave"].to_numpy()
@@ -106,22 +115,19 @@ def _message_points(trace: Trace, waits: pd.DataFrame, locs: Locations, iv_loc: 
     # each receive call's Late Sender completion (one per call), by interval
     comp = np.bincount(wiv[lsc], weights=waits["amount"].to_numpy()[lsc], minlength=len(iv)) if lsc.any() else None
     out = []
-    for kinds, own, other in ((LS_KINDS, "recv_interval", "send_interval"), (("late_receiver",), None, None)):
+    for kinds, other in MESSAGE_PARTNERS:
         r = np.flatnonzero(kind.isin(kinds).to_numpy() & (wiv >= 0) & (msg >= 0))
         if not len(r):
             continue
         mm = msg[r]
-        if own is None:  # Late Receiver: the send-completing call waits, the receive-posting call is its partner
-            a = wiv[r]
-            b = m["recv_post_interval"].to_numpy().astype(np.int64)[mm]
-            rel_a = leave[a]
-            rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
-        else:  # Late Sender: the receive-completing call waits, the sending call is its partner
-            a = wiv[r]
-            b = m[other].to_numpy().astype(np.int64)[mm]
+        a = wiv[r]  # the waiting call; ``b`` its partner
+        b = m[other].to_numpy().astype(np.int64)[mm]
+        if other == "send_interval":  # Late Sender: released at its leave less the completion's wait
             c = comp[a] if comp is not None else np.zeros(len(a))
             rel_a = leave[a] - c
-            rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
+        else:
+            rel_a = leave[a]
+        rel_b = leave[np.maximum(b, 0)] - np.maximum(0.0, leave[np.maximum(b, 0)] - leave[a])
         ok = b >= 0
         a, b, r, rel_a, rel_b = a[ok], b[ok], r[ok], rel_a[ok], rel_b[ok]
         la, lb = iv_loc[a], iv_loc[b]
