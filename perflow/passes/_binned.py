@@ -38,6 +38,7 @@ __all__ = [
     "aggregate_bins",
     "aggregate_bins_many",
     "interval_categories",
+    "instance_categories",
     "span_cover",
     "path_rows",
     "path_runs",
@@ -82,7 +83,7 @@ def interval_categories(pag: PAG, color_by: str, top_regions: int) -> tuple[np.n
         iv = tr.intervals if tr is not None else None
         if iv is not None and len(iv):
             vert = iv["vertex"].to_numpy()
-            dur = (iv["leave"] - iv["enter"]).to_numpy()
+            dur = iv["leave"].to_numpy() - iv["enter"].to_numpy()  # numpy's difference: no Series built
             par = iv["parent"].to_numpy()
             has = par >= 0
             exc = dur - np.bincount(par[has], weights=dur[has], minlength=len(dur))
@@ -313,10 +314,7 @@ def timeline_data(
     pick = (lambda a: a) if processes is None else (lambda a: a[index])
     vert_all = iv["vertex"].to_numpy()
     vert = pick(vert_all).astype(np.int64, copy=False)
-    par = iv["parent"].to_numpy()
-    cat_all = vcat[vert_all]
-    p = pick(par)
-    parent_cat = np.where(p >= 0, cat_all[np.maximum(p, 0)], -1)
+    cat, parent_cat = instance_categories(pag, vcat, index)
     enter = pick(iv["enter"].to_numpy())
     leave = pick(iv["leave"].to_numpy())
     return TimelineData(
@@ -325,7 +323,7 @@ def timeline_data(
         row=row,
         enter=enter,
         leave=leave,
-        cat=pick(cat_all),
+        cat=cat,
         parent_cat=parent_cat,
         vertex=vert,
         names=list(names),
@@ -333,6 +331,21 @@ def timeline_data(
         span=(float(enter.min()), float(leave.max())),
         extra=_location_names(pag, locs),
     )
+
+
+def instance_categories(pag: PAG, vcat: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The category of each instance at ``index`` (positions in ``pag.trace.intervals``) and of its parent.
+
+    ``vcat``: a category code per vertex (:func:`interval_categories`); the parent's is -1 where an
+    instance has none. When ``index`` keeps every instance, the columns are taken without a gather.
+    """
+    iv = pag.trace.intervals  # type: ignore[union-attr]
+    cat_all = vcat[iv["vertex"].to_numpy()]
+    par = iv["parent"].to_numpy()
+    if len(index) != len(par):
+        par = par[index]
+    parent_cat = np.where(par >= 0, cat_all[np.maximum(par, 0)], -1)
+    return (cat_all if len(index) == len(cat_all) else cat_all[index]), parent_cat
 
 
 #: The attribute of an object (a flow run's timeline figure) holding its TimelineData for the run's page.

@@ -42,6 +42,7 @@ from perflow.sdk.render import write_text
 from ._binned import (
     TimelineData,
     data_key,
+    instance_categories,
     interval_categories,
     path_rows,
     path_runs,
@@ -123,11 +124,8 @@ def _ticks(t0: float, starts: np.ndarray, durs: np.ndarray, tick: float) -> tupl
 def _recolor(pag: PAG, td: TimelineData, top_regions: int) -> TimelineData:
     """The same instances coloured per function (the ``top_regions`` with the most exclusive time, then other)."""
     vcode, names, colors = interval_categories(pag, "region", top_regions)
-    par = pag.trace.intervals["parent"].to_numpy()  # type: ignore[union-attr]
-    par = par if len(td.index) == len(par) else par[td.index]  # every instance kept: no gather
-    vert = pag.trace.intervals["vertex"].to_numpy()  # type: ignore[union-attr]
-    parent_cat = np.where(par >= 0, vcode[vert[np.maximum(par, 0)]], -1)
-    return replace(td, cat=vcode[td.vertex], parent_cat=parent_cat, names=list(names), colors=list(colors))
+    cat, parent_cat = instance_categories(pag, vcode, td.index)
+    return replace(td, cat=cat, parent_cat=parent_cat, names=list(names), colors=list(colors))
 
 
 def _palette(colors: list[str]) -> list[str]:

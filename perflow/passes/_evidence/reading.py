@@ -103,6 +103,7 @@ class Helpers:
 
     def __init__(self, values: Mapping[str, Any]):
         self.waits = self.by_process = self.segments = self.outliers = None
+        self._wait_cols: tuple[np.ndarray, np.ndarray | None] | None = None
         for v in values.values():
             if not isinstance(v, pd.DataFrame):
                 continue
@@ -129,20 +130,36 @@ class Helpers:
             return math.nan
         return self.balance.get(call_path, self.balance.get(call_path.rsplit("/", 1)[-1], math.nan))
 
+    def _wait_rows(self, vertex: int, kind: str) -> np.ndarray:
+        """Positions, ascending, of the wait rows of ``vertex`` and ``kind`` (the columns read once per table)."""
+        w = self.waits
+        if self._wait_cols is None:
+            k = w["kind"]
+            codes = k.cat.codes.to_numpy() if isinstance(k.dtype, pd.CategoricalDtype) else None
+            self._wait_cols = (w["vertex"].to_numpy(), codes)
+        vert, codes = self._wait_cols
+        m = vert == vertex
+        if codes is None:
+            m &= (w["kind"] == kind).to_numpy()
+        else:  # what ``w["kind"] == kind`` gives, by the codes: no match when kind is not a category
+            cats = w["kind"].cat.categories
+            m &= codes == cats.get_loc(kind) if kind in cats else False
+        return np.flatnonzero(m)
+
     def wait_detail(self, vertex: int, kind: str) -> tuple[list[int], tuple[float, float] | None, str]:
         w = self.waits
         if w is None:
             return [], None, ""
-        m = (w["vertex"].to_numpy() == vertex) & (w["kind"] == kind).to_numpy()  # (by the categorical's codes)
-        if not m.any():
+        rows = self._wait_rows(vertex, kind)
+        if not len(rows):
             return [], None, ""
-        amt = w["amount"].to_numpy(dtype=np.float64)[m]
-        procs = top(w["process"].to_numpy()[m], amt)
+        amt = w["amount"].to_numpy(dtype=np.float64)[rows]
+        procs = top(w["process"].to_numpy()[rows], amt)
         i = int(np.argmax(amt))
-        s, e = float(w["start"].to_numpy()[m][i]), float(w["end"].to_numpy()[m][i])
+        s, e = float(w["start"].to_numpy()[rows][i]), float(w["end"].to_numpy()[rows][i])
         who = ""
         if "cause_process" in w.columns:
-            cause = [p for p in top(w["cause_process"].to_numpy()[m], amt, share=0.5) if p >= 0]  # -1: nobody's
+            cause = [p for p in top(w["cause_process"].to_numpy()[rows], amt, share=0.5) if p >= 0]  # -1: nobody's
             if cause:
                 who = f"for rank{'s' if len(cause) > 1 else ''} {rank_list(cause, 3)}"
         return procs, (s, e), who
